@@ -1,0 +1,156 @@
+# ember's wire contract: every message between trainers, servers, the scheduler and tools.
+#
+# Evolution rules: never reuse or renumber an ordinal; new fields get new numbers; renaming is
+# free. Every request carries `version` and the routing `epoch` it was built with.
+# Bulk arrays (keys, rows, gradients) travel as Data holding raw little-endian values, so both
+# sides copy them with memcpy instead of walking lists element by element.
+
+@0xe7f6bc1046e3017b;
+
+using Cxx = import "/capnp/c++.capnp";
+$Cxx.namespace("ember::wire::capnp");
+
+const protocolVersion :UInt32 = 1;  # bumped only on incompatible changes
+
+enum StatusCode {
+  # Mirrors ember::StatusCode (common/status.h); same numbers.
+  ok @0;
+  invalidArgument @1;
+  notFound @2;
+  failedPrecondition @3;
+  unavailable @4;
+  aborted @5;
+  resourceExhausted @6;
+  deadlineExceeded @7;
+  dataLoss @8;
+  internal @9;
+}
+
+struct OptimizerSpec {
+  kind @0 :Kind;
+  enum Kind {
+    sgd @0;
+    adagrad @1;
+    adam @2;
+    ftrl @3;
+  }
+  learningRate @1 :Float32;        # step size (FTRL: alpha)
+  initialAccumulator @2 :Float32;  # Adagrad: starting value of the squared-gradient sum
+  epsilon @3 :Float32;             # Adagrad / Adam: added to the denominator
+  beta1 @4 :Float32;               # Adam: first-moment decay
+  beta2 @5 :Float32;               # Adam: second-moment decay
+  l1 @6 :Float32;                  # FTRL: L1 strength
+  l2 @7 :Float32;                  # FTRL: L2 strength
+  ftrlBeta @8 :Float32;            # FTRL: beta in the per-coordinate learning rate
+}
+
+struct InitializerSpec {
+  kind @0 :Kind;
+  enum Kind {
+    zeros @0;
+    normal @1;
+    uniform @2;
+  }
+  mean @1 :Float32;     # normal: mean
+  stddev @2 :Float32;   # normal: standard deviation
+  low @3 :Float32;      # uniform: lower bound
+  high @4 :Float32;     # uniform: upper bound
+}
+
+struct TableSpec {
+  name @0 :Text;                # unique table name; its hash is the table id in partitioning
+  dim @1 :UInt32;               # floats per row
+  seed @2 :UInt64;              # initialiser seed: row(key) = init(seed, key)
+  optimizer @3 :OptimizerSpec;
+  initializer @4 :InitializerSpec;
+}
+
+struct ServerInfo {
+  id @0 :UInt32;        # server index in the routing table, 0-based
+  endpoint @1 :Text;    # ZeroMQ endpoint its data socket is bound to, e.g. tcp://127.0.0.1:5001
+}
+
+struct RoutingTable {
+  epoch @0 :UInt64;            # bumped whenever the mapping changes; 0 means "not ready"
+  numPartitions @1 :UInt32;    # P: partition = hash64(table id, key) % P, fixed for the cluster
+  servers @2 :List(ServerInfo);
+  owners @3 :Data;             # P little-endian uint32: owners[p] = server id of partition p
+}
+
+struct TableStats {
+  name @0 :Text;
+  rows @1 :UInt64;         # rows stored on this server
+  bytes @2 :UInt64;        # bytes held for them (rows, optimizer state, index)
+}
+
+struct ServerStats {
+  serverId @0 :UInt32;
+  tables @1 :List(TableStats);
+  pullRequests @2 :UInt64;
+  pushRequests @3 :UInt64;
+  keysPulled @4 :UInt64;
+  keysPushed @5 :UInt64;
+  errors @6 :UInt64;           # requests answered with a non-OK status, malformed ones included
+  partitionsOwned @7 :UInt32;
+}
+
+struct PullRequest {
+  table @0 :Text;
+  keys @1 :Data;              # n little-endian uint64 keys
+}
+
+struct PushRequest {
+  table @0 :Text;
+  keys @1 :Data;              # n little-endian uint64 keys, unique within the request
+  gradients @2 :Data;         # n * dim little-endian float32, row-major, in key order
+  clock @3 :UInt64;           # sender's training step
+}
+
+struct RegisterServer {
+  endpoint @0 :Text;          # where the server's data socket listens
+}
+
+struct RegisterTrainer {
+  name @0 :Text;              # free-form, for logs
+}
+
+struct Barrier {
+  name @0 :Text;              # barriers with the same name meet each other
+  count @1 :UInt32;           # how many participants release it
+}
+
+struct Request {
+  version @0 :UInt32;         # protocolVersion of the sender
+  requestId @1 :UInt64;       # echoed in the response; unique per sender connection
+  epoch @2 :UInt64;           # routing epoch the sender used (0 for control requests)
+  union {
+    ping @3 :Void;
+    pull @4 :PullRequest;
+    push @5 :PushRequest;
+    stats @6 :Void;
+    registerServer @7 :RegisterServer;
+    registerTrainer @8 :RegisterTrainer;
+    getRouting @9 :Void;
+    barrier @10 :Barrier;
+  }
+}
+
+struct Registration {
+  id @0 :UInt32;              # server id or trainer id assigned by the scheduler
+  tables @1 :List(TableSpec);
+  routing @2 :RoutingTable;
+}
+
+struct Response {
+  requestId @0 :UInt64;       # the request's id; 0 when the request could not be decoded
+  status @1 :StatusCode;
+  message @2 :Text;           # human-readable error, empty on success
+  epoch @3 :UInt64;           # responder's current routing epoch
+  union {
+    none @4 :Void;
+    pull @5 :Data;            # n * dim little-endian float32 rows, in request key order
+    stats @6 :ServerStats;
+    registration @7 :Registration;
+    routing @8 :RoutingTable;
+  }
+}

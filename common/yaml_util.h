@@ -1,0 +1,51 @@
+// Helpers for turning YAML config sections into Options structs with errors that name the field.
+//
+// Each module owns the loader for its own section (e.g. embedding/table_config.h); these helpers
+// keep the error wording uniform: `InvalidArgument("<path>.<key>: <what was wrong>")`.
+#pragma once
+
+#include <yaml-cpp/yaml.h>
+
+#include <string>
+#include <string_view>
+
+#include "common/status.h"
+
+namespace ember::config {
+
+// Parses a YAML file; the error names the file and the line that failed.
+Result<YAML::Node> LoadYamlFile(const std::string& path);
+
+// Reads node[key] into *out when present; leaves *out (its default) when absent. A present value
+// of the wrong type gives InvalidArgument naming "path.key".
+template <typename T>
+Status ReadOptional(const YAML::Node& node, std::string_view path, const char* key, T* out) {
+  if (!node.IsMap()) return InvalidArgument(std::string(path) + ": expected a mapping");
+  const YAML::Node value = node[key];
+  if (!value.IsDefined() || value.IsNull()) return Status::Ok();
+  try {
+    *out = value.as<T>();
+  } catch (const YAML::Exception& e) {
+    return InvalidArgument(std::string(path) + "." + key + ": cannot read '" +
+                           (value.IsScalar() ? value.Scalar() : std::string("<non-scalar>")) +
+                           "' (line " + std::to_string(value.Mark().line + 1) + ")");
+  }
+  return Status::Ok();
+}
+
+// Like ReadOptional, but a missing key is an error.
+template <typename T>
+Status ReadRequired(const YAML::Node& node, std::string_view path, const char* key, T* out) {
+  if (!node.IsMap()) return InvalidArgument(std::string(path) + ": expected a mapping");
+  if (!node[key].IsDefined() || node[key].IsNull()) {
+    return InvalidArgument(std::string(path) + "." + key + ": required field is missing");
+  }
+  return ReadOptional(node, path, key, out);
+}
+
+// Fails with InvalidArgument naming any key of `node` that is not in `known`: catches typos
+// such as "learing_rate" instead of silently using a default.
+Status RejectUnknownKeys(const YAML::Node& node, std::string_view path,
+                         std::initializer_list<std::string_view> known);
+
+}  // namespace ember::config
