@@ -8,7 +8,7 @@
 @0xe7f6bc1046e3017b;
 
 using Cxx = import "/capnp/c++.capnp";
-$Cxx.namespace("ember::wire::capnp");
+$Cxx.namespace("ember::schema");
 
 const protocolVersion :UInt32 = 1;  # bumped only on incompatible changes
 

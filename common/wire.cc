@@ -1,0 +1,494 @@
+// Wire codec implementation: the Cap'n Proto adapter.
+#include "common/wire.h"
+
+#include <capnp/message.h>
+#include <capnp/serialize.h>
+#include <kj/exception.h>
+#include <kj/io.h>
+
+#include <cstring>
+
+#include "common/ember.capnp.h"
+
+namespace ember::wire {
+namespace {
+
+// Owns a received frame plus, when the frame was not word-aligned, an aligned copy of it.
+struct FrameStorage {
+  explicit FrameStorage(zmq::message_t f) : frame(std::move(f)) {}
+  zmq::message_t frame;
+  std::vector<::capnp::word> aligned;
+};
+
+::capnp::ReaderOptions DecodeOptions() {
+  ::capnp::ReaderOptions options;
+  options.traversalLimitInWords = kMaxFrameBytes / sizeof(::capnp::word);
+  options.nestingLimit = 16;
+  return options;
+}
+
+// Validates size/alignment and returns the frame's words (copying when misaligned).
+Result<kj::ArrayPtr<const ::capnp::word>> FrameWords(FrameStorage& storage) {
+  const size_t size = storage.frame.size();
+  if (size == 0) return InvalidArgument("empty frame");
+  if (size > kMaxFrameBytes) {
+    return InvalidArgument("frame of " + std::to_string(size) + " bytes exceeds the limit of " +
+                           std::to_string(kMaxFrameBytes));
+  }
+  if (size % sizeof(::capnp::word) != 0) {
+    return InvalidArgument("frame of " + std::to_string(size) +
+                           " bytes is not a whole number of 8-byte words (truncated?)");
+  }
+  const void* data = storage.frame.data();
+  if (reinterpret_cast<uintptr_t>(data) % alignof(::capnp::word) != 0) {
+    storage.aligned.resize(size / sizeof(::capnp::word));
+    std::memcpy(storage.aligned.data(), data, size);
+    data = storage.aligned.data();
+  }
+  return kj::ArrayPtr<const ::capnp::word>(static_cast<const ::capnp::word*>(data),
+                                           size / sizeof(::capnp::word));
+}
+
+std::string ToString(::capnp::Text::Reader text) { return std::string(text.cStr(), text.size()); }
+
+template <typename T>
+Result<std::span<const T>> DataAs(::capnp::Data::Reader data, std::string_view what) {
+  if (data.size() % sizeof(T) != 0) {
+    return InvalidArgument(std::string(what) + " holds " + std::to_string(data.size()) +
+                           " bytes, not a multiple of " + std::to_string(sizeof(T)));
+  }
+  if (reinterpret_cast<uintptr_t>(data.begin()) % alignof(T) != 0) {
+    return InvalidArgument(std::string(what) + " is misaligned");
+  }
+  return std::span<const T>(reinterpret_cast<const T*>(data.begin()), data.size() / sizeof(T));
+}
+
+void CopyInto(::capnp::Data::Builder out, const void* src, size_t bytes) {
+  if (bytes > 0) std::memcpy(out.begin(), src, bytes);
+}
+
+// Serialises a builder into a single ZeroMQ frame (one copy).
+zmq::message_t Finish(::capnp::MessageBuilder& builder) {
+  const size_t words = ::capnp::computeSerializedSizeInWords(builder);
+  zmq::message_t frame(words * sizeof(::capnp::word));
+  kj::ArrayOutputStream out(
+      kj::arrayPtr(static_cast<kj::byte*>(frame.data()), frame.size()));
+  ::capnp::writeMessage(out, builder);
+  return frame;
+}
+
+// Words for a first segment big enough to hold `payload_bytes` plus headers in one piece.
+uint32_t FirstSegmentWords(size_t payload_bytes) {
+  return static_cast<uint32_t>(payload_bytes / sizeof(::capnp::word) + 64);
+}
+
+schema::Request::Builder InitRequest(::capnp::MessageBuilder& builder,
+                                     const RequestHeader& header) {
+  auto request = builder.initRoot<schema::Request>();
+  request.setVersion(kProtocolVersion);
+  request.setRequestId(header.request_id);
+  request.setEpoch(header.epoch);
+  return request;
+}
+
+schema::Response::Builder InitResponse(::capnp::MessageBuilder& builder, uint64_t request_id,
+                                       uint64_t epoch) {
+  auto response = builder.initRoot<schema::Response>();
+  response.setRequestId(request_id);
+  response.setEpoch(epoch);
+  response.setStatus(schema::StatusCode::OK);
+  return response;
+}
+
+void WriteTableSpec(schema::TableSpec::Builder out, const TableSpec& spec) {
+  out.setName(spec.name);
+  out.setDim(spec.dim);
+  out.setSeed(spec.seed);
+  auto opt = out.initOptimizer();
+  opt.setKind(static_cast<schema::OptimizerSpec::Kind>(spec.optimizer.kind));
+  opt.setLearningRate(spec.optimizer.learning_rate);
+  opt.setInitialAccumulator(spec.optimizer.initial_accumulator);
+  opt.setEpsilon(spec.optimizer.epsilon);
+  opt.setBeta1(spec.optimizer.beta1);
+  opt.setBeta2(spec.optimizer.beta2);
+  opt.setL1(spec.optimizer.l1);
+  opt.setL2(spec.optimizer.l2);
+  opt.setFtrlBeta(spec.optimizer.ftrl_beta);
+  auto init = out.initInitializer();
+  init.setKind(static_cast<schema::InitializerSpec::Kind>(spec.initializer.kind));
+  init.setMean(spec.initializer.mean);
+  init.setStddev(spec.initializer.stddev);
+  init.setLow(spec.initializer.low);
+  init.setHigh(spec.initializer.high);
+}
+
+Result<TableSpec> ReadTableSpec(schema::TableSpec::Reader in) {
+  TableSpec spec;
+  spec.name = ToString(in.getName());
+  spec.dim = in.getDim();
+  spec.seed = in.getSeed();
+  auto opt = in.getOptimizer();
+  const auto opt_kind = static_cast<uint16_t>(opt.getKind());
+  if (opt_kind > static_cast<uint16_t>(OptimizerKind::kFtrl)) {
+    return InvalidArgument("table '" + spec.name + "': unknown optimizer kind " +
+                           std::to_string(opt_kind));
+  }
+  spec.optimizer.kind = static_cast<OptimizerKind>(opt_kind);
+  spec.optimizer.learning_rate = opt.getLearningRate();
+  spec.optimizer.initial_accumulator = opt.getInitialAccumulator();
+  spec.optimizer.epsilon = opt.getEpsilon();
+  spec.optimizer.beta1 = opt.getBeta1();
+  spec.optimizer.beta2 = opt.getBeta2();
+  spec.optimizer.l1 = opt.getL1();
+  spec.optimizer.l2 = opt.getL2();
+  spec.optimizer.ftrl_beta = opt.getFtrlBeta();
+  auto init = in.getInitializer();
+  const auto init_kind = static_cast<uint16_t>(init.getKind());
+  if (init_kind > static_cast<uint16_t>(InitializerKind::kUniform)) {
+    return InvalidArgument("table '" + spec.name + "': unknown initializer kind " +
+                           std::to_string(init_kind));
+  }
+  spec.initializer.kind = static_cast<InitializerKind>(init_kind);
+  spec.initializer.mean = init.getMean();
+  spec.initializer.stddev = init.getStddev();
+  spec.initializer.low = init.getLow();
+  spec.initializer.high = init.getHigh();
+  return spec;
+}
+
+void WriteRouting(schema::RoutingTable::Builder out, const RoutingTable& routing) {
+  out.setEpoch(routing.epoch);
+  out.setNumPartitions(routing.num_partitions);
+  auto servers = out.initServers(static_cast<unsigned>(routing.servers.size()));
+  for (size_t i = 0; i < routing.servers.size(); ++i) {
+    servers[i].setId(routing.servers[i].id);
+    servers[i].setEndpoint(routing.servers[i].endpoint);
+  }
+  CopyInto(out.initOwners(routing.owners.size() * sizeof(uint32_t)), routing.owners.data(),
+           routing.owners.size() * sizeof(uint32_t));
+}
+
+Result<RoutingTable> ReadRouting(schema::RoutingTable::Reader in) {
+  RoutingTable routing;
+  routing.epoch = in.getEpoch();
+  routing.num_partitions = in.getNumPartitions();
+  for (auto server : in.getServers()) {
+    routing.servers.push_back(ServerInfo{server.getId(), ToString(server.getEndpoint())});
+    if (routing.servers.back().id != routing.servers.size() - 1) {
+      return InvalidArgument("routing table: server ids are not 0..n-1 in order");
+    }
+  }
+  ASSIGN_OR_RETURN(auto owners, DataAs<uint32_t>(in.getOwners(), "routing table owners"));
+  if (routing.epoch > 0 && owners.size() != routing.num_partitions) {
+    return InvalidArgument("routing table: " + std::to_string(owners.size()) +
+                           " owners for " + std::to_string(routing.num_partitions) +
+                           " partitions");
+  }
+  for (uint32_t owner : owners) {
+    if (owner >= routing.servers.size()) {
+      return InvalidArgument("routing table: owner " + std::to_string(owner) +
+                             " is not a known server");
+    }
+  }
+  routing.owners.assign(owners.begin(), owners.end());
+  return routing;
+}
+
+Result<RequestBody> ReadRequestBody(schema::Request::Reader request) {
+  switch (request.which()) {
+    case schema::Request::PING:
+      return RequestBody(PingRequest{});
+    case schema::Request::STATS:
+      return RequestBody(StatsRequest{});
+    case schema::Request::GET_ROUTING:
+      return RequestBody(GetRoutingRequest{});
+    case schema::Request::PULL: {
+      auto pull = request.getPull();
+      PullRequest out;
+      out.table = ToString(pull.getTable());
+      ASSIGN_OR_RETURN(out.keys, DataAs<uint64_t>(pull.getKeys(), "pull keys"));
+      return RequestBody(std::move(out));
+    }
+    case schema::Request::PUSH: {
+      auto push = request.getPush();
+      PushRequest out;
+      out.table = ToString(push.getTable());
+      ASSIGN_OR_RETURN(out.keys, DataAs<uint64_t>(push.getKeys(), "push keys"));
+      ASSIGN_OR_RETURN(out.gradients, DataAs<float>(push.getGradients(), "push gradients"));
+      out.clock = push.getClock();
+      return RequestBody(std::move(out));
+    }
+    case schema::Request::REGISTER_SERVER:
+      return RequestBody(RegisterServerRequest{ToString(request.getRegisterServer().getEndpoint())});
+    case schema::Request::REGISTER_TRAINER:
+      return RequestBody(RegisterTrainerRequest{ToString(request.getRegisterTrainer().getName())});
+    case schema::Request::BARRIER: {
+      auto barrier = request.getBarrier();
+      return RequestBody(BarrierRequest{ToString(barrier.getName()), barrier.getCount()});
+    }
+  }
+  return InvalidArgument("unknown request kind " +
+                         std::to_string(static_cast<unsigned>(request.which())));
+}
+
+Result<ResponseBody> ReadResponseBody(schema::Response::Reader response) {
+  switch (response.which()) {
+    case schema::Response::NONE:
+      return ResponseBody(NoPayload{});
+    case schema::Response::PULL: {
+      ASSIGN_OR_RETURN(auto rows, DataAs<float>(response.getPull(), "pulled rows"));
+      return ResponseBody(rows);
+    }
+    case schema::Response::STATS: {
+      auto in = response.getStats();
+      ServerStats stats;
+      stats.server_id = in.getServerId();
+      for (auto t : in.getTables()) {
+        stats.tables.push_back(TableStats{ToString(t.getName()), t.getRows(), t.getBytes()});
+      }
+      stats.pull_requests = in.getPullRequests();
+      stats.push_requests = in.getPushRequests();
+      stats.keys_pulled = in.getKeysPulled();
+      stats.keys_pushed = in.getKeysPushed();
+      stats.errors = in.getErrors();
+      stats.partitions_owned = in.getPartitionsOwned();
+      return ResponseBody(std::move(stats));
+    }
+    case schema::Response::REGISTRATION: {
+      auto in = response.getRegistration();
+      Registration registration;
+      registration.id = in.getId();
+      for (auto t : in.getTables()) {
+        ASSIGN_OR_RETURN(auto spec, ReadTableSpec(t));
+        registration.tables.push_back(std::move(spec));
+      }
+      ASSIGN_OR_RETURN(registration.routing, ReadRouting(in.getRouting()));
+      return ResponseBody(std::move(registration));
+    }
+    case schema::Response::ROUTING: {
+      ASSIGN_OR_RETURN(auto routing, ReadRouting(response.getRouting()));
+      return ResponseBody(std::move(routing));
+    }
+  }
+  return InvalidArgument("unknown response kind " +
+                         std::to_string(static_cast<unsigned>(response.which())));
+}
+
+}  // namespace
+
+std::string_view RequestKindName(const RequestBody& body) {
+  struct Namer {
+    std::string_view operator()(const PingRequest&) { return "ping"; }
+    std::string_view operator()(const PullRequest&) { return "pull"; }
+    std::string_view operator()(const PushRequest&) { return "push"; }
+    std::string_view operator()(const StatsRequest&) { return "stats"; }
+    std::string_view operator()(const RegisterServerRequest&) { return "register-server"; }
+    std::string_view operator()(const RegisterTrainerRequest&) { return "register-trainer"; }
+    std::string_view operator()(const GetRoutingRequest&) { return "get-routing"; }
+    std::string_view operator()(const BarrierRequest&) { return "barrier"; }
+  };
+  return std::visit(Namer{}, body);
+}
+
+Result<DecodedRequest> DecodeRequest(zmq::message_t frame) {
+  auto storage = std::make_shared<FrameStorage>(std::move(frame));
+  ASSIGN_OR_RETURN(auto words, FrameWords(*storage));
+  try {
+    ::capnp::FlatArrayMessageReader reader(words, DecodeOptions());
+    auto root = reader.getRoot<schema::Request>();
+    DecodedRequest decoded;
+    decoded.version = root.getVersion();
+    if (decoded.version != kProtocolVersion) {
+      return InvalidArgument("protocol version " + std::to_string(decoded.version) +
+                             " is not supported (this build speaks " +
+                             std::to_string(kProtocolVersion) + ")");
+    }
+    decoded.header.request_id = root.getRequestId();
+    decoded.header.epoch = root.getEpoch();
+    ASSIGN_OR_RETURN(decoded.body, ReadRequestBody(root));
+    decoded.storage = std::move(storage);
+    return decoded;
+  } catch (const kj::Exception& e) {
+    return InvalidArgument("malformed request frame: " +
+                           std::string(e.getDescription().cStr()));
+  }
+}
+
+Result<DecodedResponse> DecodeResponse(zmq::message_t frame) {
+  auto storage = std::make_shared<FrameStorage>(std::move(frame));
+  ASSIGN_OR_RETURN(auto words, FrameWords(*storage));
+  try {
+    ::capnp::FlatArrayMessageReader reader(words, DecodeOptions());
+    auto root = reader.getRoot<schema::Response>();
+    DecodedResponse decoded;
+    decoded.request_id = root.getRequestId();
+    decoded.epoch = root.getEpoch();
+    const auto code = static_cast<uint16_t>(root.getStatus());
+    if (code > static_cast<uint16_t>(StatusCode::kInternal)) {
+      return InvalidArgument("response carries unknown status code " + std::to_string(code));
+    }
+    if (code != 0) decoded.status = Status(static_cast<StatusCode>(code), ToString(root.getMessage()));
+    ASSIGN_OR_RETURN(decoded.body, ReadResponseBody(root));
+    decoded.storage = std::move(storage);
+    return decoded;
+  } catch (const kj::Exception& e) {
+    return InvalidArgument("malformed response frame: " +
+                           std::string(e.getDescription().cStr()));
+  }
+}
+
+zmq::message_t EncodePing(const RequestHeader& header) {
+  ::capnp::MallocMessageBuilder builder(64);
+  InitRequest(builder, header).setPing();
+  return Finish(builder);
+}
+
+zmq::message_t EncodeStatsRequest(const RequestHeader& header) {
+  ::capnp::MallocMessageBuilder builder(64);
+  InitRequest(builder, header).setStats();
+  return Finish(builder);
+}
+
+zmq::message_t EncodeGetRouting(const RequestHeader& header) {
+  ::capnp::MallocMessageBuilder builder(64);
+  InitRequest(builder, header).setGetRouting();
+  return Finish(builder);
+}
+
+zmq::message_t EncodePullSubset(const RequestHeader& header, std::string_view table,
+                                std::span<const uint64_t> keys,
+                                std::span<const uint32_t> positions) {
+  const size_t n = positions.empty() ? keys.size() : positions.size();
+  ::capnp::MallocMessageBuilder builder(FirstSegmentWords(n * sizeof(uint64_t)));
+  auto pull = InitRequest(builder, header).initPull();
+  pull.setTable(::capnp::Text::Reader(table.data(), table.size()));
+  auto out = pull.initKeys(n * sizeof(uint64_t));
+  auto* dst = reinterpret_cast<uint64_t*>(out.begin());
+  if (positions.empty()) {
+    CopyInto(out, keys.data(), n * sizeof(uint64_t));
+  } else {
+    for (size_t i = 0; i < n; ++i) dst[i] = keys[positions[i]];
+  }
+  return Finish(builder);
+}
+
+zmq::message_t EncodePull(const RequestHeader& header, std::string_view table,
+                          std::span<const uint64_t> keys) {
+  return EncodePullSubset(header, table, keys, {});
+}
+
+zmq::message_t EncodePushSubset(const RequestHeader& header, std::string_view table,
+                                std::span<const uint64_t> keys, std::span<const float> gradients,
+                                uint32_t dim, std::span<const uint32_t> positions,
+                                uint64_t clock) {
+  const size_t n = positions.empty() ? keys.size() : positions.size();
+  const size_t grad_floats = positions.empty() ? gradients.size() : n * dim;
+  ::capnp::MallocMessageBuilder builder(
+      FirstSegmentWords(n * sizeof(uint64_t) + grad_floats * sizeof(float)));
+  auto push = InitRequest(builder, header).initPush();
+  push.setTable(::capnp::Text::Reader(table.data(), table.size()));
+  push.setClock(clock);
+  auto key_out = push.initKeys(n * sizeof(uint64_t));
+  auto grad_out = push.initGradients(grad_floats * sizeof(float));
+  if (positions.empty()) {
+    CopyInto(key_out, keys.data(), n * sizeof(uint64_t));
+    CopyInto(grad_out, gradients.data(), grad_floats * sizeof(float));
+  } else {
+    auto* key_dst = reinterpret_cast<uint64_t*>(key_out.begin());
+    auto* grad_dst = reinterpret_cast<float*>(grad_out.begin());
+    for (size_t i = 0; i < n; ++i) {
+      key_dst[i] = keys[positions[i]];
+      std::memcpy(grad_dst + i * dim, gradients.data() + size_t{positions[i]} * dim,
+                  dim * sizeof(float));
+    }
+  }
+  return Finish(builder);
+}
+
+zmq::message_t EncodePush(const RequestHeader& header, std::string_view table,
+                          std::span<const uint64_t> keys, std::span<const float> gradients,
+                          uint64_t clock) {
+  return EncodePushSubset(header, table, keys, gradients, 0, {}, clock);
+}
+
+zmq::message_t EncodeRegisterServer(const RequestHeader& header, std::string_view endpoint) {
+  ::capnp::MallocMessageBuilder builder(64);
+  InitRequest(builder, header)
+      .initRegisterServer()
+      .setEndpoint(::capnp::Text::Reader(endpoint.data(), endpoint.size()));
+  return Finish(builder);
+}
+
+zmq::message_t EncodeRegisterTrainer(const RequestHeader& header, std::string_view name) {
+  ::capnp::MallocMessageBuilder builder(64);
+  InitRequest(builder, header)
+      .initRegisterTrainer()
+      .setName(::capnp::Text::Reader(name.data(), name.size()));
+  return Finish(builder);
+}
+
+zmq::message_t EncodeBarrier(const RequestHeader& header, std::string_view name, uint32_t count) {
+  ::capnp::MallocMessageBuilder builder(64);
+  auto barrier = InitRequest(builder, header).initBarrier();
+  barrier.setName(::capnp::Text::Reader(name.data(), name.size()));
+  barrier.setCount(count);
+  return Finish(builder);
+}
+
+zmq::message_t EncodeStatusResponse(uint64_t request_id, uint64_t epoch, const Status& status) {
+  ::capnp::MallocMessageBuilder builder(64);
+  auto response = InitResponse(builder, request_id, epoch);
+  response.setStatus(static_cast<schema::StatusCode>(status.code()));
+  response.setMessage(::capnp::Text::Reader(status.message().data(), status.message().size()));
+  response.setNone();
+  return Finish(builder);
+}
+
+zmq::message_t EncodePullResponse(uint64_t request_id, uint64_t epoch, size_t num_floats,
+                                  const std::function<Status(std::span<float>)>& fill) {
+  ::capnp::MallocMessageBuilder builder(FirstSegmentWords(num_floats * sizeof(float)));
+  auto response = InitResponse(builder, request_id, epoch);
+  auto rows = response.initPull(num_floats * sizeof(float));
+  Status status = fill(std::span<float>(reinterpret_cast<float*>(rows.begin()), num_floats));
+  if (!status.ok()) return EncodeStatusResponse(request_id, epoch, status);
+  return Finish(builder);
+}
+
+zmq::message_t EncodeStatsResponse(uint64_t request_id, uint64_t epoch, const ServerStats& stats) {
+  ::capnp::MallocMessageBuilder builder(256);
+  auto out = InitResponse(builder, request_id, epoch).initStats();
+  out.setServerId(stats.server_id);
+  auto tables = out.initTables(static_cast<unsigned>(stats.tables.size()));
+  for (size_t i = 0; i < stats.tables.size(); ++i) {
+    tables[i].setName(stats.tables[i].name);
+    tables[i].setRows(stats.tables[i].rows);
+    tables[i].setBytes(stats.tables[i].bytes);
+  }
+  out.setPullRequests(stats.pull_requests);
+  out.setPushRequests(stats.push_requests);
+  out.setKeysPulled(stats.keys_pulled);
+  out.setKeysPushed(stats.keys_pushed);
+  out.setErrors(stats.errors);
+  out.setPartitionsOwned(stats.partitions_owned);
+  return Finish(builder);
+}
+
+zmq::message_t EncodeRegistrationResponse(uint64_t request_id, const Registration& registration) {
+  ::capnp::MallocMessageBuilder builder(FirstSegmentWords(registration.routing.owners.size() * 4));
+  auto out = InitResponse(builder, request_id, registration.routing.epoch).initRegistration();
+  out.setId(registration.id);
+  auto tables = out.initTables(static_cast<unsigned>(registration.tables.size()));
+  for (size_t i = 0; i < registration.tables.size(); ++i) {
+    WriteTableSpec(tables[i], registration.tables[i]);
+  }
+  WriteRouting(out.initRouting(), registration.routing);
+  return Finish(builder);
+}
+
+zmq::message_t EncodeRoutingResponse(uint64_t request_id, const RoutingTable& routing) {
+  ::capnp::MallocMessageBuilder builder(FirstSegmentWords(routing.owners.size() * 4));
+  WriteRouting(InitResponse(builder, request_id, routing.epoch).initRouting(), routing);
+  return Finish(builder);
+}
+
+}  // namespace ember::wire

@@ -1,0 +1,153 @@
+// The wire codec: ember messages <-> ZeroMQ frames, through the schema in common/ember.capnp.
+//
+// This is the only place that reads Cap'n Proto messages. Decoding validates the frame (size,
+// alignment, segment table, traversal limits, field sizes) and turns it into plain C++ views;
+// every Cap'n Proto exception stops here and becomes an InvalidArgument Status, so a malformed or
+// truncated frame can never take a process down. Encoders write bulk arrays (keys, rows,
+// gradients) as raw little-endian bytes straight into the outgoing frame.
+//
+// Thread-safety: all functions are reentrant; decoded objects are plain values.
+#pragma once
+
+#include <zmq.hpp>
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+#include "common/routing_table.h"
+#include "common/status.h"
+#include "common/table_spec.h"
+
+namespace ember::wire {
+
+constexpr uint32_t kProtocolVersion = 1;  // == protocolVersion in ember.capnp
+
+// Largest frame a process accepts; sized for the biggest legitimate batch (2M keys x dim 64).
+constexpr size_t kMaxFrameBytes = size_t{1} << 30;
+
+// ---- Requests ----
+
+struct PingRequest {};
+struct StatsRequest {};
+struct GetRoutingRequest {};
+struct PullRequest {
+  std::string table;
+  std::span<const uint64_t> keys;  // points into the decoded frame
+};
+struct PushRequest {
+  std::string table;
+  std::span<const uint64_t> keys;
+  std::span<const float> gradients;  // keys.size() * dim, row-major
+  uint64_t clock = 0;
+};
+struct RegisterServerRequest {
+  std::string endpoint;
+};
+struct RegisterTrainerRequest {
+  std::string name;
+};
+struct BarrierRequest {
+  std::string name;
+  uint32_t count = 0;
+};
+
+using RequestBody = std::variant<PingRequest, PullRequest, PushRequest, StatsRequest,
+                                 RegisterServerRequest, RegisterTrainerRequest,
+                                 GetRoutingRequest, BarrierRequest>;
+
+struct RequestHeader {
+  uint64_t request_id = 0;
+  uint64_t epoch = 0;  // routing epoch the sender used
+};
+
+// A decoded request. Spans inside `body` point into storage this object owns; it is movable and
+// the spans stay valid across moves.
+struct DecodedRequest {
+  uint32_t version = 0;
+  RequestHeader header;
+  RequestBody body;
+  std::shared_ptr<const void> storage;  // keeps the frame bytes alive
+};
+
+// Name of the request kind, for logs and errors ("pull", "push", ...).
+std::string_view RequestKindName(const RequestBody& body);
+
+// Decodes one frame. InvalidArgument (naming what was wrong) for anything malformed.
+Result<DecodedRequest> DecodeRequest(zmq::message_t frame);
+
+zmq::message_t EncodePing(const RequestHeader& header);
+zmq::message_t EncodeStatsRequest(const RequestHeader& header);
+zmq::message_t EncodeGetRouting(const RequestHeader& header);
+zmq::message_t EncodePull(const RequestHeader& header, std::string_view table,
+                          std::span<const uint64_t> keys);
+// Keys are gathered as keys[positions[i]] when positions is non-empty (a sub-request of a batch).
+zmq::message_t EncodePullSubset(const RequestHeader& header, std::string_view table,
+                                std::span<const uint64_t> keys,
+                                std::span<const uint32_t> positions);
+zmq::message_t EncodePushSubset(const RequestHeader& header, std::string_view table,
+                                std::span<const uint64_t> keys, std::span<const float> gradients,
+                                uint32_t dim, std::span<const uint32_t> positions,
+                                uint64_t clock);
+zmq::message_t EncodePush(const RequestHeader& header, std::string_view table,
+                          std::span<const uint64_t> keys, std::span<const float> gradients,
+                          uint64_t clock);
+zmq::message_t EncodeRegisterServer(const RequestHeader& header, std::string_view endpoint);
+zmq::message_t EncodeRegisterTrainer(const RequestHeader& header, std::string_view name);
+zmq::message_t EncodeBarrier(const RequestHeader& header, std::string_view name, uint32_t count);
+
+// ---- Responses ----
+
+struct TableStats {
+  std::string name;
+  uint64_t rows = 0;
+  uint64_t bytes = 0;
+};
+
+struct ServerStats {
+  uint32_t server_id = 0;
+  std::vector<TableStats> tables;
+  uint64_t pull_requests = 0;
+  uint64_t push_requests = 0;
+  uint64_t keys_pulled = 0;
+  uint64_t keys_pushed = 0;
+  uint64_t errors = 0;
+  uint32_t partitions_owned = 0;
+};
+
+struct Registration {
+  uint32_t id = 0;
+  std::vector<TableSpec> tables;
+  RoutingTable routing;
+};
+
+struct NoPayload {};
+using ResponseBody =
+    std::variant<NoPayload, std::span<const float>, ServerStats, Registration, RoutingTable>;
+
+struct DecodedResponse {
+  uint64_t request_id = 0;
+  uint64_t epoch = 0;    // responder's routing epoch
+  Status status;         // the remote status, code and message preserved
+  ResponseBody body;     // span<const float>: pulled rows, pointing into `storage`
+  std::shared_ptr<const void> storage;
+};
+
+Result<DecodedResponse> DecodeResponse(zmq::message_t frame);
+
+// A response carrying only a status (OK or an error).
+zmq::message_t EncodeStatusResponse(uint64_t request_id, uint64_t epoch, const Status& status);
+// A pull reply with room for `num_floats` rows values; `fill` writes them in place (called once).
+// If fill returns an error, the frame carries that error instead.
+zmq::message_t EncodePullResponse(uint64_t request_id, uint64_t epoch, size_t num_floats,
+                                  const std::function<Status(std::span<float>)>& fill);
+zmq::message_t EncodeStatsResponse(uint64_t request_id, uint64_t epoch, const ServerStats& stats);
+zmq::message_t EncodeRegistrationResponse(uint64_t request_id, const Registration& registration);
+zmq::message_t EncodeRoutingResponse(uint64_t request_id, const RoutingTable& routing);
+
+}  // namespace ember::wire

@@ -1,0 +1,110 @@
+// Wire codec round trips and rejection of malformed frames.
+#include <gtest/gtest.h>
+
+#include <numeric>
+
+#include "common/wire.h"
+
+namespace ember::wire {
+namespace {
+
+TEST(WireTest, PullSubsetRoundTrip) {
+  std::vector<uint64_t> keys = {10, 20, 30, 40, ~uint64_t{0}};
+  std::vector<uint32_t> positions = {4, 1};
+  auto decoded = DecodeRequest(EncodePullSubset({42, 3}, "t", keys, positions));
+  ASSERT_TRUE(decoded.ok()) << decoded.status().ToString();
+  EXPECT_EQ(decoded->header.request_id, 42u);
+  EXPECT_EQ(decoded->header.epoch, 3u);
+  const auto& pull = std::get<PullRequest>(decoded->body);
+  EXPECT_EQ(pull.table, "t");
+  ASSERT_EQ(pull.keys.size(), 2u);
+  EXPECT_EQ(pull.keys[0], ~uint64_t{0});
+  EXPECT_EQ(pull.keys[1], 20u);
+}
+
+TEST(WireTest, PushSubsetCarriesTheSelectedRows) {
+  std::vector<uint64_t> keys = {1, 2, 3};
+  std::vector<float> grads(3 * 2);
+  std::iota(grads.begin(), grads.end(), 0.0f);
+  std::vector<uint32_t> positions = {2, 0};
+  auto decoded = DecodeRequest(EncodePushSubset({1, 1}, "t", keys, grads, 2, positions, 9));
+  ASSERT_TRUE(decoded.ok());
+  const auto& push = std::get<PushRequest>(decoded->body);
+  EXPECT_EQ(push.clock, 9u);
+  ASSERT_EQ(push.gradients.size(), 4u);
+  EXPECT_EQ(push.gradients[0], 4.0f);
+  EXPECT_EQ(push.gradients[1], 5.0f);
+  EXPECT_EQ(push.gradients[2], 0.0f);
+  EXPECT_EQ(push.gradients[3], 1.0f);
+}
+
+TEST(WireTest, PullResponseAndErrorsRoundTrip) {
+  auto frame = EncodePullResponse(5, 2, 3, [](std::span<float> rows) {
+    rows[0] = 1;
+    rows[1] = 2;
+    rows[2] = 3;
+    return Status::Ok();
+  });
+  auto decoded = DecodeResponse(std::move(frame));
+  ASSERT_TRUE(decoded.ok());
+  EXPECT_EQ(decoded->request_id, 5u);
+  EXPECT_EQ(decoded->epoch, 2u);
+  auto rows = std::get<std::span<const float>>(decoded->body);
+  EXPECT_EQ(std::vector<float>(rows.begin(), rows.end()), (std::vector<float>{1, 2, 3}));
+
+  auto error = DecodeResponse(EncodeStatusResponse(6, 2, NotFound("no table 'x'")));
+  ASSERT_TRUE(error.ok());
+  EXPECT_EQ(error->status.code(), StatusCode::kNotFound);
+  EXPECT_EQ(error->status.message(), "no table 'x'");
+}
+
+TEST(WireTest, RoutingAndRegistrationRoundTrip) {
+  Registration registration;
+  registration.id = 2;
+  TableSpec spec;
+  spec.name = "users";
+  spec.dim = 16;
+  spec.seed = 99;
+  spec.optimizer.kind = OptimizerKind::kFtrl;
+  spec.optimizer.l1 = 0.5f;
+  registration.tables.push_back(spec);
+  registration.routing = MakeBalancedRouting(16, {{0, "tcp://a:1"}, {1, "tcp://b:2"}}, 4);
+  auto decoded = DecodeResponse(EncodeRegistrationResponse(1, registration));
+  ASSERT_TRUE(decoded.ok()) << decoded.status().ToString();
+  const auto& got = std::get<Registration>(decoded->body);
+  EXPECT_EQ(got.id, 2u);
+  ASSERT_EQ(got.tables.size(), 1u);
+  EXPECT_EQ(got.tables[0].name, "users");
+  EXPECT_EQ(got.tables[0].dim, 16u);
+  EXPECT_EQ(got.tables[0].seed, 99u);
+  EXPECT_EQ(got.tables[0].optimizer.kind, OptimizerKind::kFtrl);
+  EXPECT_EQ(got.tables[0].optimizer.l1, 0.5f);
+  EXPECT_EQ(got.routing.epoch, 4u);
+  EXPECT_EQ(got.routing.owners, registration.routing.owners);
+  EXPECT_EQ(got.routing.servers[1].endpoint, "tcp://b:2");
+}
+
+TEST(WireTest, EveryTruncationOfARequestIsRejectedCleanly) {
+  std::vector<uint64_t> keys(10, 7);
+  zmq::message_t full = EncodePull({1, 1}, "table", keys);
+  for (size_t cut = 0; cut < full.size(); ++cut) {
+    auto decoded = DecodeRequest(zmq::message_t(full.data(), cut));
+    EXPECT_FALSE(decoded.ok()) << "truncated at " << cut << " of " << full.size();
+  }
+}
+
+TEST(WireTest, BalancedRoutingIsContiguousAndEven) {
+  RoutingTable routing = MakeBalancedRouting(1024, {{0, "a"}, {1, "b"}, {2, "c"}}, 1);
+  EXPECT_TRUE(routing.ready());
+  uint32_t total = 0;
+  for (uint32_t s = 0; s < 3; ++s) {
+    EXPECT_GE(routing.PartitionsOwnedBy(s), 341u);
+    EXPECT_LE(routing.PartitionsOwnedBy(s), 342u);
+    total += routing.PartitionsOwnedBy(s);
+  }
+  EXPECT_EQ(total, 1024u);
+  for (uint32_t p = 1; p < 1024; ++p) EXPECT_GE(routing.owners[p], routing.owners[p - 1]);
+}
+
+}  // namespace
+}  // namespace ember::wire
