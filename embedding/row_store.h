@@ -1,0 +1,88 @@
+// RowStore: the rows of one table partition, keyed by uint64 feature id.
+//
+// An open-addressing hash index (linear probing, power-of-two capacity, grown at 70% load) maps
+// each key to a row of `floats_per_row` floats. Rows live in separately allocated chunks that
+// never move, so a row pointer stays valid until Clear() or destruction, however much the index
+// grows. Chunks grow geometrically up to kMaxRowsPerChunk rows, so a small partition costs little.
+// Every uint64 value is a valid key, 0 and UINT64_MAX included: an empty index entry is marked by
+// a null row pointer, never by a reserved key.
+//
+// Not thread-safe: the owner (EmbeddingTable) serialises access with one mutex per partition.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <utility>
+#include <vector>
+
+namespace ember::embedding {
+
+class RowStore {
+ public:
+  static constexpr size_t kMaxRowsPerChunk = 4096;
+
+  explicit RowStore(uint32_t floats_per_row);
+
+  // A moved-from store is empty and usable.
+  RowStore(RowStore&& other) noexcept;
+  RowStore& operator=(RowStore&& other) noexcept;
+  RowStore(const RowStore&) = delete;
+  RowStore& operator=(const RowStore&) = delete;
+
+  uint32_t floats_per_row() const { return floats_per_row_; }
+
+  // The row of `key`, or nullptr when absent.
+  float* Find(uint64_t key);
+  const float* Find(uint64_t key) const;
+
+  // The row of `key`, inserting it when absent. The bool is true for a new row, whose floats are
+  // uninitialised: the caller must fill them.
+  std::pair<float*, bool> FindOrInsert(uint64_t key);
+
+  // Number of rows.
+  size_t size() const { return size_; }
+  // Memory held: row chunks plus the index, in bytes.
+  size_t bytes() const;
+
+  // Calls fn(key, row) for every row, in index order (not insertion order).
+  template <typename Fn>
+  void ForEach(Fn&& fn) {
+    for (const Entry& entry : index_) {
+      if (entry.row != nullptr) fn(entry.key, entry.row);
+    }
+  }
+  template <typename Fn>
+  void ForEach(Fn&& fn) const {
+    for (const Entry& entry : index_) {
+      if (entry.row != nullptr) fn(entry.key, static_cast<const float*>(entry.row));
+    }
+  }
+
+  // Drops every row and releases the memory.
+  void Clear();
+
+ private:
+  struct Entry {
+    uint64_t key = 0;
+    float* row = nullptr;  // null: the entry is empty
+  };
+
+  // Index of the entry holding `key`, or of the empty entry where it would go. Needs a non-empty
+  // index.
+  size_t Probe(uint64_t key) const;
+  // Doubles the index (or creates it) and reinserts every entry.
+  void GrowIndex();
+  // Floats for one more row, from the current chunk or a new one.
+  float* AllocateRow();
+
+  uint32_t floats_per_row_;
+  size_t size_ = 0;
+  std::vector<Entry> index_;  // capacity is zero or a power of two
+  std::vector<std::unique_ptr<float[]>> chunks_;
+  size_t chunk_floats_total_ = 0;  // floats allocated over all chunks
+  size_t rows_left_in_chunk_ = 0;  // free rows at the end of chunks_.back()
+  float* next_row_ = nullptr;      // first free row of chunks_.back()
+};
+
+}  // namespace ember::embedding

@@ -1,0 +1,267 @@
+// Tests for EmbeddingTable: pull/push semantics, size checks, concurrency, and row transfer.
+#include "embedding/embedding_table.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <map>
+#include <set>
+#include <thread>
+#include <vector>
+
+#include "common/hash.h"
+#include "embedding/initializer.h"
+
+namespace ember::embedding {
+namespace {
+
+TableSpec SgdSpec(uint32_t dim = 4, float learning_rate = 0.1f) {
+  TableSpec spec;
+  spec.name = "user_id";
+  spec.dim = dim;
+  spec.seed = 17;
+  spec.optimizer.kind = OptimizerKind::kSgd;
+  spec.optimizer.learning_rate = learning_rate;
+  return spec;
+}
+
+TableSpec AdagradSpec() {
+  TableSpec spec = SgdSpec(3);
+  spec.name = "item_id";
+  spec.optimizer.kind = OptimizerKind::kAdagrad;
+  spec.optimizer.initial_accumulator = 0.1f;
+  return spec;
+}
+
+std::vector<float> Pull(EmbeddingTable& table, const std::vector<uint64_t>& keys) {
+  std::vector<float> out(keys.size() * table.dim());
+  Status status = table.Pull(keys, out);
+  EXPECT_TRUE(status.ok()) << status.ToString();
+  return out;
+}
+
+TEST(EmbeddingTableTest, PartitionOfUsesTheTableNameHash) {
+  EmbeddingTable table(SgdSpec(), 13);
+  EXPECT_EQ(table.num_partitions(), 13u);
+  for (uint64_t key : {uint64_t{0}, uint64_t{1}, uint64_t{987654321}, UINT64_MAX}) {
+    EXPECT_EQ(table.PartitionOf(key), PartitionOf(HashName("user_id"), key, 13));
+  }
+}
+
+TEST(EmbeddingTableTest, PullCreatesRowsDeterministically) {
+  const TableSpec spec = SgdSpec();
+  EmbeddingTable table(spec, 8);
+  EXPECT_EQ(table.rows(), 0u);
+  const std::vector<uint64_t> keys = {5, 0, UINT64_MAX, 5};
+  const std::vector<float> first = Pull(table, keys);
+  EXPECT_EQ(table.rows(), 3u);
+  for (size_t i = 0; i < keys.size(); ++i) {
+    std::vector<float> expected(spec.dim);
+    InitializeRow(spec, keys[i], expected);
+    EXPECT_EQ(std::vector<float>(first.begin() + i * spec.dim, first.begin() + (i + 1) * spec.dim),
+              expected);
+  }
+  EXPECT_EQ(Pull(table, keys), first);
+  EXPECT_EQ(table.rows(), 3u);
+  EXPECT_GE(table.bytes(), 3u * spec.dim * sizeof(float));
+}
+
+TEST(EmbeddingTableTest, PushAppliesSgdExactly) {
+  const TableSpec spec = SgdSpec(2, 0.25f);
+  EmbeddingTable table(spec, 4);
+  const std::vector<uint64_t> keys = {10, 20};
+  const std::vector<float> before = Pull(table, keys);
+  const std::vector<float> grads = {1.0f, -2.0f, 0.5f, 4.0f};
+  ASSERT_TRUE(table.Push(keys, grads).ok());
+  const std::vector<float> after = Pull(table, keys);
+  for (size_t i = 0; i < grads.size(); ++i) {
+    float expected = before[i];
+    expected -= 0.25f * grads[i];
+    EXPECT_FLOAT_EQ(after[i], expected) << i;
+  }
+}
+
+TEST(EmbeddingTableTest, PushCreatesMissingRowsFromTheInitializer) {
+  const TableSpec spec = SgdSpec(3, 0.5f);
+  EmbeddingTable table(spec, 2);
+  const std::vector<uint64_t> keys = {99};
+  ASSERT_TRUE(table.Push(keys, std::vector<float>{2.0f, 0.0f, -2.0f}).ok());
+  EXPECT_EQ(table.rows(), 1u);
+  std::vector<float> initial(3);
+  InitializeRow(spec, 99, initial);
+  const std::vector<float> row = Pull(table, keys);
+  EXPECT_FLOAT_EQ(row[0], initial[0] - 1.0f);
+  EXPECT_FLOAT_EQ(row[1], initial[1]);
+  EXPECT_FLOAT_EQ(row[2], initial[2] + 1.0f);
+}
+
+TEST(EmbeddingTableTest, DuplicateKeysInOnePushApplyInOrder) {
+  // Adagrad is order-sensitive: one push with a key twice must equal two pushes.
+  EmbeddingTable together(AdagradSpec(), 4);
+  EmbeddingTable apart(AdagradSpec(), 4);
+  const std::vector<float> g1 = {1.0f, -0.5f, 2.0f};
+  const std::vector<float> g2 = {-3.0f, 0.25f, 0.0f};
+  std::vector<float> both = g1;
+  both.insert(both.end(), g2.begin(), g2.end());
+  ASSERT_TRUE(together.Push(std::vector<uint64_t>{7, 7}, both).ok());
+  ASSERT_TRUE(apart.Push(std::vector<uint64_t>{7}, g1).ok());
+  ASSERT_TRUE(apart.Push(std::vector<uint64_t>{7}, g2).ok());
+  EXPECT_EQ(Pull(together, {7}), Pull(apart, {7}));
+  EXPECT_EQ(together.rows(), 1u);
+}
+
+TEST(EmbeddingTableTest, SizeMismatchIsInvalidArgumentAndChangesNothing) {
+  EmbeddingTable table(SgdSpec(4), 4);
+  const std::vector<uint64_t> keys = {1, 2};
+  std::vector<float> short_out(7);
+  Status pull = table.Pull(keys, short_out);
+  EXPECT_EQ(pull.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(pull.message().find("user_id"), std::string_view::npos);
+  std::vector<float> long_grads(9, 1.0f);
+  EXPECT_EQ(table.Push(keys, long_grads).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(table.rows(), 0u);
+  // Empty requests are fine.
+  EXPECT_TRUE(table.Pull({}, {}).ok());
+  EXPECT_TRUE(table.Push({}, {}).ok());
+}
+
+TEST(EmbeddingTableTest, ConcurrentPullAndPushGiveTheExactSgdResult) {
+  // Zero rows, gradients of 1 and a learning rate of 0.5 keep every value exact in float, so the
+  // result must not depend on how the threads interleave.
+  TableSpec spec = SgdSpec(8, 0.5f);
+  spec.initializer.kind = InitializerKind::kZeros;
+  EmbeddingTable table(spec, 16);
+  constexpr int kThreads = 4;
+  constexpr int kIterations = 2000;
+  constexpr uint64_t kKeys = 64;
+  constexpr uint64_t kBatch = 16;
+
+  auto batch_keys = [](int thread, int iteration) {
+    std::vector<uint64_t> keys;
+    for (uint64_t j = 0; j < kBatch; ++j) keys.push_back((thread * 5 + iteration * 3 + j) % kKeys);
+    keys.push_back(keys.front());  // a duplicate in every batch
+    return keys;
+  };
+  std::map<uint64_t, int> expected_pushes;
+  for (int t = 0; t < kThreads; ++t) {
+    for (int it = 0; it < kIterations; ++it) {
+      for (uint64_t key : batch_keys(t, it)) ++expected_pushes[key];
+    }
+  }
+
+  std::vector<std::thread> threads;
+  std::vector<int> torn_rows(kThreads, 0);
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      for (int it = 0; it < kIterations; ++it) {
+        const std::vector<uint64_t> keys = batch_keys(t, it);
+        const std::vector<float> grads(keys.size() * spec.dim, 1.0f);
+        EXPECT_TRUE(table.Push(keys, grads).ok());
+        std::vector<float> out(keys.size() * spec.dim);
+        EXPECT_TRUE(table.Pull(keys, out).ok());
+        for (size_t k = 0; k < keys.size(); ++k) {
+          for (uint32_t i = 1; i < spec.dim; ++i) {
+            // Every push changes all coordinates together; a pulled row is never half-updated.
+            if (out[k * spec.dim + i] != out[k * spec.dim]) ++torn_rows[t];
+          }
+        }
+      }
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+
+  for (int t = 0; t < kThreads; ++t) EXPECT_EQ(torn_rows[t], 0);
+  EXPECT_EQ(table.rows(), kKeys);
+  for (uint64_t key = 0; key < kKeys; ++key) {
+    const std::vector<float> row = Pull(table, {key});
+    const float expected = -0.5f * static_cast<float>(expected_pushes[key]);
+    for (float value : row) ASSERT_EQ(value, expected) << key;
+  }
+}
+
+TEST(EmbeddingTableTest, ForEachRowAndRestoreCopyATable) {
+  EmbeddingTable source(AdagradSpec(), 8);
+  std::vector<uint64_t> keys;
+  for (uint64_t k = 0; k < 100; ++k) keys.push_back(Mix64(k));
+  std::vector<float> grads(keys.size() * 3);
+  for (size_t i = 0; i < grads.size(); ++i) grads[i] = std::sin(static_cast<float>(i));
+  ASSERT_TRUE(source.Push(keys, grads).ok());
+
+  EmbeddingTable copy(AdagradSpec(), 3);  // a different partition count
+  size_t visited = 0;
+  source.ForEachRow([&](uint64_t key, std::span<const float> row, std::span<const float> state) {
+    ++visited;
+    EXPECT_EQ(row.size(), 3u);
+    EXPECT_EQ(state.size(), 3u);
+    EXPECT_TRUE(copy.Restore(key, row, state).ok());
+  });
+  EXPECT_EQ(visited, 100u);
+  EXPECT_EQ(copy.rows(), 100u);
+  EXPECT_EQ(Pull(copy, keys), Pull(source, keys));
+
+  // The optimizer state came along: further identical pushes keep the tables identical.
+  ASSERT_TRUE(source.Push(keys, grads).ok());
+  ASSERT_TRUE(copy.Push(keys, grads).ok());
+  EXPECT_EQ(Pull(copy, keys), Pull(source, keys));
+}
+
+TEST(EmbeddingTableTest, RestoreOverwritesAndChecksSizes) {
+  EmbeddingTable table(AdagradSpec(), 4);
+  const std::vector<float> row = {1.0f, 2.0f, 3.0f};
+  const std::vector<float> state = {0.5f, 0.5f, 0.5f};
+  ASSERT_TRUE(table.Restore(42, row, state).ok());
+  EXPECT_EQ(Pull(table, {42}), row);
+  const std::vector<float> other = {-1.0f, -2.0f, -3.0f};
+  ASSERT_TRUE(table.Restore(42, other, state).ok());
+  EXPECT_EQ(Pull(table, {42}), other);
+  EXPECT_EQ(table.rows(), 1u);
+
+  EXPECT_EQ(table.Restore(1, std::vector<float>(2), state).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(table.Restore(1, row, std::vector<float>(4)).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(table.rows(), 1u);
+}
+
+TEST(EmbeddingTableTest, EraseDropsOnePartition) {
+  const TableSpec spec = SgdSpec(2, 1.0f);
+  EmbeddingTable table(spec, 4);
+  std::vector<uint64_t> keys;
+  for (uint64_t k = 0; k < 200; ++k) keys.push_back(k);
+  ASSERT_TRUE(table.Push(keys, std::vector<float>(keys.size() * 2, 1.0f)).ok());
+
+  std::map<uint32_t, std::set<uint64_t>> keys_by_partition;
+  for (uint64_t key : keys) keys_by_partition[table.PartitionOf(key)].insert(key);
+  ASSERT_EQ(keys_by_partition.size(), 4u);
+
+  const uint32_t victim = 2;
+  std::set<uint64_t> visited;
+  table.ForEachRowInPartition(victim, [&](uint64_t key, std::span<const float> row,
+                                          std::span<const float> state) {
+    visited.insert(key);
+    EXPECT_EQ(row.size(), 2u);
+    EXPECT_TRUE(state.empty());
+  });
+  EXPECT_EQ(visited, keys_by_partition[victim]);
+
+  EXPECT_EQ(table.Erase(victim), keys_by_partition[victim].size());
+  EXPECT_EQ(table.rows(), 200u - keys_by_partition[victim].size());
+  EXPECT_EQ(table.Erase(victim), 0u);
+  size_t remaining = 0;
+  table.ForEachRow([&](uint64_t key, std::span<const float>, std::span<const float>) {
+    EXPECT_NE(table.PartitionOf(key), victim);
+    ++remaining;
+  });
+  EXPECT_EQ(remaining, table.rows());
+
+  // An erased row comes back fresh from the initializer; the others kept their update.
+  const uint64_t erased_key = *keys_by_partition[victim].begin();
+  const uint64_t kept_key = *keys_by_partition[0].begin();
+  std::vector<float> initial(2);
+  InitializeRow(spec, erased_key, initial);
+  EXPECT_EQ(Pull(table, {erased_key}), initial);
+  InitializeRow(spec, kept_key, initial);
+  const std::vector<float> kept = Pull(table, {kept_key});
+  EXPECT_FLOAT_EQ(kept[0], initial[0] - 1.0f);
+}
+
+}  // namespace
+}  // namespace ember::embedding
