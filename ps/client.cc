@@ -1,0 +1,363 @@
+// Client implementation: registration, splitting by owner, the I/O thread and retries.
+#include "ps/client.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <cstring>
+
+namespace ember::ps {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+constexpr Millis kIdlePoll{100};
+
+}  // namespace
+
+struct Client::Operation {
+  enum class Kind { kPull, kPush };
+  Kind kind = Kind::kPull;
+  const TableSpec* table = nullptr;
+  uint64_t table_id = 0;
+  std::span<const uint64_t> keys;
+  std::span<float> rows;             // pull destination
+  std::span<const float> gradients;  // push source
+  uint64_t clock = 0;
+  Ticket ticket = Ticket::Pending();
+  Clock::time_point deadline;
+  uint32_t outstanding = 0;  // sub-requests in flight
+  uint32_t routing_retries = 0;
+  bool finished = false;
+};
+
+Client::Client(ClientOptions options) : options_(std::move(options)), context_(1) {}
+
+Result<std::unique_ptr<Client>> Client::Connect(ClientOptions options) {
+  if (options.scheduler_endpoint.empty()) return InvalidArgument("client: no scheduler endpoint");
+  std::unique_ptr<Client> client(new Client(std::move(options)));
+  RETURN_IF_ERROR(client->Register());
+  ASSIGN_OR_RETURN(client->wake_receiver_, MakeSocket(client->context_, zmq::socket_type::pull));
+  ASSIGN_OR_RETURN(std::string wake, BindSocket(client->wake_receiver_, "inproc://ember-client-wake"));
+  ASSIGN_OR_RETURN(client->wake_sender_, MakeSocket(client->context_, zmq::socket_type::push));
+  RETURN_IF_ERROR(ConnectSocket(client->wake_sender_, wake));
+  client->routing_channel_ =
+      std::make_unique<RpcChannel>(client->context_, client->options_.scheduler_endpoint);
+  RETURN_IF_ERROR(client->EnsureServerSockets());
+  client->io_thread_ = std::thread([c = client.get()] { c->IoLoop(); });
+  return client;
+}
+
+Client::~Client() {
+  stopping_.store(true);
+  if (io_thread_.joinable()) io_thread_.join();
+  // Anything still queued or in flight fails rather than hanging its waiters.
+  for (auto& op : submissions_) op->ticket.Complete(Aborted("client closed"));
+  for (auto& op : active_) op->ticket.Complete(Aborted("client closed"));
+}
+
+Status Client::Register() {
+  control_channel_ = std::make_unique<RpcChannel>(context_, options_.scheduler_endpoint);
+  const auto deadline = Clock::now() + options_.register_timeout;
+  Status last = Unavailable("never tried");
+  while (Clock::now() < deadline) {
+    const uint64_t id = control_channel_->NextRequestId();
+    auto reply = control_channel_->Call(
+        id, wire::EncodeRegisterTrainer({id, 0}, options_.name), Millis(1000));
+    if (!reply.ok()) {
+      last = reply.status();
+      continue;
+    }
+    if (!reply->status.ok()) return reply->status.WithContext("registering with the scheduler");
+    auto* registration = std::get_if<wire::Registration>(&reply->body);
+    if (registration == nullptr || !registration->routing.ready()) {
+      return Internal("scheduler answered a trainer registration without a ready routing table");
+    }
+    trainer_id_ = registration->id;
+    tables_ = registration->tables;
+    routing_ = registration->routing;
+    return Status::Ok();
+  }
+  return DeadlineExceeded("no registration from scheduler " + options_.scheduler_endpoint +
+                          " within " + std::to_string(options_.register_timeout.count()) +
+                          " ms (last: " + last.ToString() + ")");
+}
+
+Result<const TableSpec*> Client::FindTable(std::string_view name) const {
+  for (const TableSpec& spec : tables_) {
+    if (spec.name == name) return &spec;
+  }
+  return NotFound("unknown table '" + std::string(name) + "'");
+}
+
+RoutingTable Client::routing() const {
+  std::lock_guard lock(routing_mutex_);
+  return routing_;
+}
+
+Ticket Client::Pull(std::string_view table, std::span<const uint64_t> keys, std::span<float> out) {
+  auto spec = FindTable(table);
+  if (!spec.ok()) return Ticket::Done(spec.status().WithContext("pull"));
+  if (out.size() != keys.size() * (*spec)->dim) {
+    return Ticket::Done(InvalidArgument(
+        "pull from '" + std::string(table) + "': " + std::to_string(keys.size()) +
+        " keys of dim " + std::to_string((*spec)->dim) + " need " +
+        std::to_string(keys.size() * (*spec)->dim) + " floats of output, got " +
+        std::to_string(out.size())));
+  }
+  auto op = std::make_shared<Operation>();
+  op->kind = Operation::Kind::kPull;
+  op->table = *spec;
+  op->keys = keys;
+  op->rows = out;
+  return Submit(std::move(op));
+}
+
+Ticket Client::Push(std::string_view table, std::span<const uint64_t> keys,
+                    std::span<const float> gradients, uint64_t clock) {
+  auto spec = FindTable(table);
+  if (!spec.ok()) return Ticket::Done(spec.status().WithContext("push"));
+  if (gradients.size() != keys.size() * (*spec)->dim) {
+    return Ticket::Done(InvalidArgument(
+        "push to '" + std::string(table) + "': " + std::to_string(keys.size()) +
+        " keys of dim " + std::to_string((*spec)->dim) + " need " +
+        std::to_string(keys.size() * (*spec)->dim) + " gradient floats, got " +
+        std::to_string(gradients.size())));
+  }
+  auto op = std::make_shared<Operation>();
+  op->kind = Operation::Kind::kPush;
+  op->table = *spec;
+  op->keys = keys;
+  op->gradients = gradients;
+  op->clock = clock;
+  return Submit(std::move(op));
+}
+
+Ticket Client::Submit(std::shared_ptr<Operation> op) {
+  if (op->keys.empty()) return Ticket::Done(Status::Ok());
+  op->table_id = HashName(op->table->name);
+  op->deadline = Clock::now() + options_.request_timeout;
+  Ticket ticket = op->ticket;
+  std::lock_guard lock(submit_mutex_);
+  if (stopping_.load()) return Ticket::Done(Aborted("client closed"));
+  submissions_.push_back(std::move(op));
+  zmq::message_t wake(0);
+  try {
+    (void)wake_sender_.send(wake, zmq::send_flags::dontwait);
+  } catch (const zmq::error_t&) {
+    // The I/O thread also polls the queue on its idle timeout.
+  }
+  return ticket;
+}
+
+Result<std::vector<wire::ServerStats>> Client::Stats(Millis timeout) {
+  const RoutingTable current = routing();
+  std::vector<wire::ServerStats> all;
+  for (const ServerInfo& server : current.servers) {
+    RpcChannel channel(context_, server.endpoint);
+    const uint64_t id = channel.NextRequestId();
+    ASSIGN_OR_RETURN(auto reply, channel.Call(id, wire::EncodeStatsRequest({id, current.epoch}),
+                                              timeout));
+    if (!reply.status.ok()) return reply.status.WithContext("stats of " + server.endpoint);
+    auto* stats = std::get_if<wire::ServerStats>(&reply.body);
+    if (stats == nullptr) return Internal("stats reply without payload from " + server.endpoint);
+    all.push_back(std::move(*stats));
+  }
+  return all;
+}
+
+Status Client::Barrier(std::string_view name, uint32_t count, Millis timeout) {
+  std::lock_guard lock(control_mutex_);
+  const uint64_t id = control_channel_->NextRequestId();
+  ASSIGN_OR_RETURN(auto reply,
+                   control_channel_->Call(id, wire::EncodeBarrier({id, 0}, name, count), timeout));
+  return reply.status;
+}
+
+// ---- I/O thread ----
+
+Status Client::EnsureServerSockets() {
+  const RoutingTable current = routing();
+  for (const ServerInfo& server : current.servers) {
+    if (server.id < server_sockets_.size() && server_endpoints_[server.id] == server.endpoint) {
+      continue;
+    }
+    if (server.id >= server_sockets_.size()) {
+      server_sockets_.resize(server.id + 1);
+      server_endpoints_.resize(server.id + 1);
+    }
+    ASSIGN_OR_RETURN(server_sockets_[server.id], MakeSocket(context_, zmq::socket_type::dealer));
+    RETURN_IF_ERROR(ConnectSocket(server_sockets_[server.id], server.endpoint));
+    server_endpoints_[server.id] = server.endpoint;
+  }
+  return Status::Ok();
+}
+
+Status Client::RefreshRouting() {
+  const uint64_t id = routing_channel_->NextRequestId();
+  ASSIGN_OR_RETURN(auto reply, routing_channel_->Call(id, wire::EncodeGetRouting({id, 0}),
+                                                      options_.request_timeout));
+  RETURN_IF_ERROR(reply.status);
+  auto* fresh = std::get_if<RoutingTable>(&reply.body);
+  if (fresh == nullptr || !fresh->ready()) return Unavailable("scheduler has no routing table");
+  {
+    std::lock_guard lock(routing_mutex_);
+    if (fresh->epoch > routing_.epoch) routing_ = std::move(*fresh);
+  }
+  return EnsureServerSockets();
+}
+
+void Client::IoLoop() {
+  std::vector<zmq::pollitem_t> items;
+  while (!stopping_.load(std::memory_order_relaxed)) {
+    items.clear();
+    items.push_back({wake_receiver_.handle(), 0, ZMQ_POLLIN, 0});
+    for (auto& socket : server_sockets_) items.push_back({socket.handle(), 0, ZMQ_POLLIN, 0});
+    try {
+      zmq::poll(items.data(), items.size(), kIdlePoll);
+    } catch (const zmq::error_t& e) {
+      if (e.num() != EINTR) spdlog::error("client: poll failed: {}", e.what());
+      continue;
+    }
+    if (items[0].revents & ZMQ_POLLIN) {
+      zmq::message_t drained;
+      try {
+        while (wake_receiver_.recv(drained, zmq::recv_flags::dontwait)) {
+        }
+      } catch (const zmq::error_t&) {
+      }
+    }
+    DrainSubmissions();
+    for (size_t s = 0; s + 1 < items.size(); ++s) {
+      if (!(items[s + 1].revents & ZMQ_POLLIN)) continue;
+      // Drain every reply that is ready on this socket.
+      for (;;) {
+        auto frames = ReceiveFrames(server_sockets_[s], Millis(0));
+        if (!frames.ok() || frames->empty()) break;
+        OnReply(std::move(frames->back()));
+      }
+    }
+    ExpireDeadlines();
+  }
+}
+
+void Client::DrainSubmissions() {
+  std::deque<std::shared_ptr<Operation>> batch;
+  {
+    std::lock_guard lock(submit_mutex_);
+    batch.swap(submissions_);
+  }
+  for (auto& op : batch) {
+    active_.push_back(op);
+    Dispatch(op, {});
+  }
+}
+
+void Client::Dispatch(const std::shared_ptr<Operation>& op, std::span<const uint32_t> positions) {
+  const RoutingTable& current = routing_;  // only this thread writes it
+  const uint32_t dim = op->table->dim;
+  const size_t count = positions.empty() ? op->keys.size() : positions.size();
+  std::vector<std::vector<uint32_t>> by_server(current.servers.size());
+  for (size_t i = 0; i < count; ++i) {
+    const uint32_t position = positions.empty() ? static_cast<uint32_t>(i) : positions[i];
+    by_server[current.OwnerOf(op->table_id, op->keys[position])].push_back(position);
+  }
+  for (uint32_t server = 0; server < by_server.size(); ++server) {
+    std::vector<uint32_t>& subset = by_server[server];
+    if (subset.empty()) continue;
+    const uint64_t id = next_request_id_++;
+    const wire::RequestHeader header{id, current.epoch};
+    zmq::message_t frame =
+        op->kind == Operation::Kind::kPull
+            ? wire::EncodePullSubset(header, op->table->name, op->keys, subset)
+            : wire::EncodePushSubset(header, op->table->name, op->keys, op->gradients, dim,
+                                     subset, op->clock);
+    std::vector<zmq::message_t> frames;
+    frames.push_back(std::move(frame));
+    Status sent = SendFrames(server_sockets_[server], frames);
+    if (!sent.ok()) {
+      Fail(op, sent.WithContext("sending to server " + std::to_string(server)));
+      return;
+    }
+    ++op->outstanding;
+    in_flight_.emplace(id, InFlight{op, server, std::move(subset)});
+  }
+}
+
+void Client::OnReply(zmq::message_t payload) {
+  auto response = wire::DecodeResponse(std::move(payload));
+  if (!response.ok()) {
+    spdlog::warn("client: dropping an undecodable reply: {}", response.status().ToString());
+    return;
+  }
+  auto it = in_flight_.find(response->request_id);
+  if (it == in_flight_.end()) return;  // late reply to an operation that already failed
+  InFlight entry = std::move(it->second);
+  in_flight_.erase(it);
+  const std::shared_ptr<Operation>& op = entry.op;
+  --op->outstanding;
+
+  if (response->status.code() == StatusCode::kFailedPrecondition &&
+      op->routing_retries < options_.max_routing_retries) {
+    // The server does not own (some of) these keys any more: refresh and resend just them.
+    ++op->routing_retries;
+    Status refreshed = RefreshRouting();
+    if (!refreshed.ok()) {
+      Fail(op, refreshed.WithContext("refreshing routing after: " + std::string(response->status.message())));
+      return;
+    }
+    Dispatch(op, entry.positions);
+    return;
+  }
+  if (!response->status.ok()) {
+    Fail(op, response->status.WithContext("server " + std::to_string(entry.server) + " (" +
+                                          server_endpoints_[entry.server] + ")"));
+    return;
+  }
+  if (op->kind == Operation::Kind::kPull) {
+    auto* rows = std::get_if<std::span<const float>>(&response->body);
+    const uint32_t dim = op->table->dim;
+    const size_t count = entry.positions.empty() ? op->keys.size() : entry.positions.size();
+    if (rows == nullptr || rows->size() != count * dim) {
+      Fail(op, DataLoss("server " + std::to_string(entry.server) + " answered a pull of " +
+                        std::to_string(count) + " rows with " +
+                        std::to_string(rows ? rows->size() : 0) + " floats"));
+      return;
+    }
+    for (size_t i = 0; i < count; ++i) {
+      const uint32_t position = entry.positions.empty() ? static_cast<uint32_t>(i)
+                                                        : entry.positions[i];
+      std::memcpy(op->rows.data() + size_t{position} * dim, rows->data() + i * dim,
+                  dim * sizeof(float));
+    }
+  }
+  if (op->outstanding == 0 && !op->finished) {
+    op->finished = true;
+    op->ticket.Complete(Status::Ok());
+    std::erase(active_, op);
+  }
+}
+
+void Client::Fail(const std::shared_ptr<Operation>& op, Status status) {
+  if (op->finished) return;
+  op->finished = true;
+  // Forget its other sub-requests so late replies never touch the caller's buffers.
+  std::erase_if(in_flight_, [&](const auto& entry) { return entry.second.op == op; });
+  op->ticket.Complete(std::move(status));
+  std::erase(active_, op);
+}
+
+void Client::ExpireDeadlines() {
+  const auto now = Clock::now();
+  std::vector<std::shared_ptr<Operation>> expired;
+  for (auto& op : active_) {
+    if (now >= op->deadline) expired.push_back(op);
+  }
+  for (auto& op : expired) {
+    Fail(op, DeadlineExceeded(std::string(op->kind == Operation::Kind::kPull ? "pull" : "push") +
+                              " of " + std::to_string(op->keys.size()) + " keys from '" +
+                              op->table->name + "' not answered within " +
+                              std::to_string(options_.request_timeout.count()) + " ms"));
+  }
+}
+
+}  // namespace ember::ps

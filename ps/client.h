@@ -1,0 +1,115 @@
+// Client: batched, asynchronous pull and push of embedding rows against a sharded cluster.
+//
+// A client registers with the scheduler (getting the table specs and the routing table), then
+// splits every batch by owning server and sends the pieces to all of them at once from one I/O
+// thread. Pull and Push return a Ticket at once, so a trainer can overlap the network with
+// compute. A server that answers "not my partition" makes the client refresh its routing from
+// the scheduler and resend just those keys; every operation has a deadline.
+//
+// Thread-safety: all public methods may be called from any thread. The spans passed to Pull and
+// Push are borrowed: keep them alive and unchanged until the ticket completes.
+#pragma once
+
+#include <zmq.hpp>
+
+#include <atomic>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "common/routing_table.h"
+#include "common/status.h"
+#include "common/table_spec.h"
+#include "common/transport.h"
+#include "common/wire.h"
+#include "ps/ticket.h"
+
+namespace ember::ps {
+
+struct ClientOptions {
+  std::string scheduler_endpoint;
+  std::string name = "trainer";
+  Millis request_timeout{30'000};   // a pull or push not answered by then fails
+  Millis register_timeout{60'000};  // waiting for the cluster to form
+  uint32_t max_routing_retries = 8; // stale-routing resends per operation
+};
+
+class Client {
+ public:
+  static Result<std::unique_ptr<Client>> Connect(ClientOptions options);
+  ~Client();
+  Client(const Client&) = delete;
+  Client& operator=(const Client&) = delete;
+
+  uint32_t trainer_id() const { return trainer_id_; }
+  const std::vector<TableSpec>& tables() const { return tables_; }
+  Result<const TableSpec*> FindTable(std::string_view name) const;
+  RoutingTable routing() const;
+
+  // Fills out[i*dim .. (i+1)*dim) with the row of keys[i] (created on first pull).
+  Ticket Pull(std::string_view table, std::span<const uint64_t> keys, std::span<float> out);
+  // Applies one gradient row per key with the table's server-side optimizer. Keys should be
+  // unique (sum duplicates first); `clock` is the trainer's step, for bounded staleness.
+  Ticket Push(std::string_view table, std::span<const uint64_t> keys,
+              std::span<const float> gradients, uint64_t clock = 0);
+
+  // Counters and table sizes of every server, in server-id order.
+  Result<std::vector<wire::ServerStats>> Stats(Millis timeout = Millis(10'000));
+  // Waits until `count` participants reached the barrier `name` at the scheduler.
+  Status Barrier(std::string_view name, uint32_t count, Millis timeout);
+
+ private:
+  struct Operation;
+  struct InFlight {
+    std::shared_ptr<Operation> op;
+    uint32_t server = 0;
+    std::vector<uint32_t> positions;  // indexes into op->keys; empty: all of them
+  };
+
+  explicit Client(ClientOptions options);
+  Status Register();
+  Ticket Submit(std::shared_ptr<Operation> op);
+
+  // ---- I/O thread ----
+  void IoLoop();
+  void DrainSubmissions();
+  void Dispatch(const std::shared_ptr<Operation>& op, std::span<const uint32_t> positions);
+  void OnReply(zmq::message_t payload);
+  void Fail(const std::shared_ptr<Operation>& op, Status status);
+  void ExpireDeadlines();
+  Status RefreshRouting();
+  Status EnsureServerSockets();
+
+  const ClientOptions options_;
+  zmq::context_t context_;
+  uint32_t trainer_id_ = 0;
+  std::vector<TableSpec> tables_;
+
+  mutable std::mutex routing_mutex_;  // guards routing_ (written by the I/O thread only)
+  RoutingTable routing_;
+
+  std::mutex submit_mutex_;  // guards submissions_ and wake_sender_
+  std::deque<std::shared_ptr<Operation>> submissions_;
+  zmq::socket_t wake_sender_;
+  zmq::socket_t wake_receiver_;
+
+  std::mutex control_mutex_;  // serialises Barrier calls
+  std::unique_ptr<RpcChannel> control_channel_;
+
+  // Owned by the I/O thread.
+  std::unique_ptr<RpcChannel> routing_channel_;
+  std::vector<zmq::socket_t> server_sockets_;  // by server id
+  std::vector<std::string> server_endpoints_;
+  std::unordered_map<uint64_t, InFlight> in_flight_;  // by request id
+  std::vector<std::shared_ptr<Operation>> active_;
+  uint64_t next_request_id_ = 1;
+
+  std::atomic<bool> stopping_{false};
+  std::thread io_thread_;
+};
+
+}  // namespace ember::ps

@@ -1,0 +1,128 @@
+// Server implementation: registration, the ROUTER->workers forwarding loop and the workers.
+#include "ps/server.h"
+
+#include <spdlog/spdlog.h>
+
+#include <chrono>
+
+namespace ember::ps {
+namespace {
+
+constexpr Millis kPollInterval{100};
+
+// Moves one multipart message from `from` to `to` without copying the frames.
+void ForwardMessage(zmq::socket_t& from, zmq::socket_t& to) {
+  auto frames = ReceiveFrames(from, Millis(0));
+  if (!frames.ok() || frames->empty()) return;
+  Status sent = SendFrames(to, *frames);
+  if (!sent.ok()) spdlog::warn("server: dropping a message: {}", sent.ToString());
+}
+
+}  // namespace
+
+Server::Server(ServerOptions options) : options_(std::move(options)), context_(1) {}
+
+Server::~Server() { Shutdown(); }
+
+Status Server::Start() {
+  if (options_.worker_threads == 0) return InvalidArgument("server: worker_threads must be >= 1");
+  ASSIGN_OR_RETURN(frontend_, MakeSocket(context_, zmq::socket_type::router));
+  ASSIGN_OR_RETURN(endpoint_, BindSocket(frontend_, options_.bind));
+  ASSIGN_OR_RETURN(backend_, MakeSocket(context_, zmq::socket_type::dealer));
+  backend_endpoint_ = "inproc://ember-server-workers";
+  ASSIGN_OR_RETURN(std::string bound_backend, BindSocket(backend_, backend_endpoint_));
+  (void)bound_backend;
+  RETURN_IF_ERROR(Register());
+  for (uint32_t w = 0; w < options_.worker_threads; ++w) {
+    workers_.emplace_back([this, w] { WorkerLoop(w); });
+  }
+  started_ = true;
+  spdlog::info("server {}: serving on {} with {} worker threads, owning {} partitions",
+               service_->server_id(), endpoint_, options_.worker_threads,
+               service_->Stats().partitions_owned);
+  return Status::Ok();
+}
+
+Status Server::Register() {
+  RpcChannel scheduler(context_, options_.scheduler_endpoint);
+  const auto deadline = std::chrono::steady_clock::now() + options_.register_timeout;
+  Status last = Unavailable("never tried");
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (stop_requested_.load(std::memory_order_relaxed)) return Aborted("stopped while registering");
+    const uint64_t id = scheduler.NextRequestId();
+    auto reply = scheduler.Call(id, wire::EncodeRegisterServer({id, 0}, endpoint_), Millis(1000));
+    if (!reply.ok()) {
+      last = reply.status();
+      continue;  // scheduler not up yet, or still waiting for the other servers
+    }
+    if (!reply->status.ok()) return reply->status.WithContext("registering with the scheduler");
+    auto* registration = std::get_if<wire::Registration>(&reply->body);
+    if (registration == nullptr) return Internal("scheduler answered registration without payload");
+    ASSIGN_OR_RETURN(service_, ShardService::Create(registration->id, registration->tables,
+                                                    registration->routing));
+    return Status::Ok();
+  }
+  return DeadlineExceeded("no registration from scheduler " + options_.scheduler_endpoint +
+                          " within " + std::to_string(options_.register_timeout.count()) +
+                          " ms (last: " + last.ToString() + ")");
+}
+
+void Server::Run() {
+  if (!started_) return;
+  zmq::pollitem_t items[] = {{frontend_.handle(), 0, ZMQ_POLLIN, 0},
+                             {backend_.handle(), 0, ZMQ_POLLIN, 0}};
+  while (!stop_requested_.load(std::memory_order_relaxed)) {
+    try {
+      zmq::poll(items, 2, kPollInterval);
+    } catch (const zmq::error_t& e) {
+      if (e.num() == EINTR) continue;
+      spdlog::error("server {}: poll failed: {}", service_->server_id(), e.what());
+      break;
+    }
+    if (items[0].revents & ZMQ_POLLIN) ForwardMessage(frontend_, backend_);
+    if (items[1].revents & ZMQ_POLLIN) ForwardMessage(backend_, frontend_);
+  }
+  Shutdown();
+}
+
+void Server::WorkerLoop(uint32_t worker) {
+  auto socket = MakeSocket(context_, zmq::socket_type::dealer);
+  if (!socket.ok() || !ConnectSocket(*socket, backend_endpoint_).ok()) {
+    spdlog::error("server worker {}: cannot connect to the dispatcher", worker);
+    return;
+  }
+  while (!workers_stop_.load(std::memory_order_relaxed)) {
+    auto frames = ReceiveFrames(*socket, kPollInterval);
+    if (!frames.ok()) continue;  // timeout: check the stop flag
+    // [peer identity] [optional empty delimiter] payload
+    if (frames->size() < 2) continue;
+    std::vector<zmq::message_t> reply;
+    reply.push_back(std::move(frames->front()));
+    zmq::message_t response;
+    const bool has_delimiter = frames->size() == 3 && (*frames)[1].size() == 0;
+    if (frames->size() == 2 || has_delimiter) {
+      if (has_delimiter) reply.emplace_back();
+      response = service_->Handle(std::move(frames->back()));
+    } else {
+      spdlog::warn("server {}: request with {} frames, expected one payload frame",
+                   service_->server_id(), frames->size() - 1);
+      response = wire::EncodeStatusResponse(
+          0, service_->epoch(),
+          InvalidArgument("a request must be one payload frame, got " +
+                          std::to_string(frames->size() - 1) + " frames"));
+    }
+    reply.push_back(std::move(response));
+    Status sent = SendFrames(*socket, reply);
+    if (!sent.ok()) spdlog::warn("server worker {}: reply dropped: {}", worker, sent.ToString());
+  }
+}
+
+void Server::Shutdown() {
+  workers_stop_.store(true, std::memory_order_relaxed);
+  for (std::thread& worker : workers_) worker.join();
+  workers_.clear();
+  if (frontend_.handle() != nullptr) frontend_.close();
+  if (backend_.handle() != nullptr) backend_.close();
+}
+
+}  // namespace ember::ps

@@ -1,0 +1,139 @@
+// ShardService implementation.
+#include "ps/shard_service.h"
+
+#include <spdlog/spdlog.h>
+
+#include "embedding/table_config.h"
+
+namespace ember::ps {
+
+Result<std::unique_ptr<ShardService>> ShardService::Create(uint32_t server_id,
+                                                           const std::vector<TableSpec>& tables,
+                                                           const RoutingTable& routing) {
+  if (!routing.ready()) return FailedPrecondition("routing table is not ready");
+  if (server_id >= routing.servers.size()) {
+    return InvalidArgument("server id " + std::to_string(server_id) + " is not in the routing table");
+  }
+  std::unique_ptr<ShardService> service(new ShardService(server_id, routing));
+  for (const TableSpec& spec : tables) {
+    RETURN_IF_ERROR(embedding::ValidateTableSpec(spec));
+    if (service->tables_.count(spec.name)) {
+      return InvalidArgument("table '" + spec.name + "' is declared twice");
+    }
+    service->tables_.emplace(
+        spec.name, std::make_unique<embedding::EmbeddingTable>(spec, routing.num_partitions));
+  }
+  return service;
+}
+
+ShardService::ShardService(uint32_t server_id, RoutingTable routing)
+    : server_id_(server_id), routing_(std::move(routing)) {
+  owned_.resize(routing_.num_partitions);
+  for (uint32_t p = 0; p < routing_.num_partitions; ++p) {
+    owned_[p] = routing_.owners[p] == server_id_;
+  }
+}
+
+zmq::message_t ShardService::Handle(zmq::message_t request) {
+  auto decoded = wire::DecodeRequest(std::move(request));
+  if (!decoded.ok()) {
+    spdlog::warn("server {}: dropping undecodable request: {}", server_id_,
+                 decoded.status().ToString());
+    return Error(0, decoded.status());
+  }
+  return HandleDecoded(*decoded);
+}
+
+zmq::message_t ShardService::Error(uint64_t request_id, const Status& status) {
+  errors_.fetch_add(1, std::memory_order_relaxed);
+  return wire::EncodeStatusResponse(request_id, routing_.epoch, status);
+}
+
+zmq::message_t ShardService::HandleDecoded(const wire::DecodedRequest& request) {
+  const wire::RequestHeader& header = request.header;
+  if (auto* pull = std::get_if<wire::PullRequest>(&request.body)) return HandlePull(header, *pull);
+  if (auto* push = std::get_if<wire::PushRequest>(&request.body)) return HandlePush(header, *push);
+  if (std::holds_alternative<wire::PingRequest>(request.body)) {
+    return wire::EncodeStatusResponse(header.request_id, routing_.epoch, Status::Ok());
+  }
+  if (std::holds_alternative<wire::StatsRequest>(request.body)) {
+    return wire::EncodeStatsResponse(header.request_id, routing_.epoch, Stats());
+  }
+  return Error(header.request_id,
+               InvalidArgument("a parameter server does not handle '" +
+                               std::string(wire::RequestKindName(request.body)) + "' requests"));
+}
+
+Result<embedding::EmbeddingTable*> ShardService::FindTable(const std::string& name) {
+  auto it = tables_.find(name);
+  if (it == tables_.end()) return NotFound("unknown table '" + name + "'");
+  return it->second.get();
+}
+
+Status ShardService::CheckOwnership(const embedding::EmbeddingTable& table,
+                                    std::span<const uint64_t> keys) const {
+  for (uint64_t key : keys) {
+    const uint32_t partition = table.PartitionOf(key);
+    if (!owned_[partition]) {
+      return FailedPrecondition("key " + std::to_string(key) + " of table '" + table.spec().name +
+                                "' is in partition " + std::to_string(partition) +
+                                ", which server " + std::to_string(server_id_) +
+                                " does not own at epoch " + std::to_string(routing_.epoch));
+    }
+  }
+  return Status::Ok();
+}
+
+zmq::message_t ShardService::HandlePull(const wire::RequestHeader& header,
+                                        const wire::PullRequest& pull) {
+  pull_requests_.fetch_add(1, std::memory_order_relaxed);
+  auto table = FindTable(pull.table);
+  if (!table.ok()) return Error(header.request_id, table.status().WithContext("pull"));
+  Status owned = CheckOwnership(**table, pull.keys);
+  if (!owned.ok()) return Error(header.request_id, owned);
+  const size_t floats = pull.keys.size() * (*table)->spec().dim;
+  keys_pulled_.fetch_add(pull.keys.size(), std::memory_order_relaxed);
+  return wire::EncodePullResponse(header.request_id, routing_.epoch, floats,
+                                  [&](std::span<float> rows) {
+                                    return (*table)->Pull(pull.keys, rows);
+                                  });
+}
+
+zmq::message_t ShardService::HandlePush(const wire::RequestHeader& header,
+                                        const wire::PushRequest& push) {
+  push_requests_.fetch_add(1, std::memory_order_relaxed);
+  auto table = FindTable(push.table);
+  if (!table.ok()) return Error(header.request_id, table.status().WithContext("push"));
+  const uint32_t dim = (*table)->spec().dim;
+  if (push.gradients.size() != push.keys.size() * dim) {
+    return Error(header.request_id,
+                 InvalidArgument("push to table '" + push.table + "': " +
+                                 std::to_string(push.keys.size()) + " keys of dim " +
+                                 std::to_string(dim) + " need " +
+                                 std::to_string(push.keys.size() * dim) +
+                                 " gradient floats, got " + std::to_string(push.gradients.size())));
+  }
+  Status owned = CheckOwnership(**table, push.keys);
+  if (!owned.ok()) return Error(header.request_id, owned);
+  Status applied = (*table)->Push(push.keys, push.gradients);
+  if (!applied.ok()) return Error(header.request_id, applied.WithContext("push"));
+  keys_pushed_.fetch_add(push.keys.size(), std::memory_order_relaxed);
+  return wire::EncodeStatusResponse(header.request_id, routing_.epoch, Status::Ok());
+}
+
+wire::ServerStats ShardService::Stats() const {
+  wire::ServerStats stats;
+  stats.server_id = server_id_;
+  for (const auto& [name, table] : tables_) {
+    stats.tables.push_back(wire::TableStats{name, table->rows(), table->bytes()});
+  }
+  stats.pull_requests = pull_requests_.load(std::memory_order_relaxed);
+  stats.push_requests = push_requests_.load(std::memory_order_relaxed);
+  stats.keys_pulled = keys_pulled_.load(std::memory_order_relaxed);
+  stats.keys_pushed = keys_pushed_.load(std::memory_order_relaxed);
+  stats.errors = errors_.load(std::memory_order_relaxed);
+  stats.partitions_owned = routing_.PartitionsOwnedBy(server_id_);
+  return stats;
+}
+
+}  // namespace ember::ps

@@ -1,0 +1,70 @@
+// ShardService: what one parameter server does with a request, independent of sockets.
+//
+// It holds the server's tables and its view of the routing table, answers pull, push, stats and
+// ping requests, and turns every failure into an error response: an unknown table, a row-width
+// mismatch, a key in a partition this server does not own (FailedPrecondition carrying the
+// server's epoch, so the client refreshes its routing and retries), or an undecodable frame.
+// Nothing a peer sends can make it abort.
+//
+// Thread-safety: Handle() may be called from many threads at once; tables lock per partition.
+#pragma once
+
+#include <zmq.hpp>
+
+#include <atomic>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/routing_table.h"
+#include "common/status.h"
+#include "common/table_spec.h"
+#include "common/wire.h"
+#include "embedding/embedding_table.h"
+
+namespace ember::ps {
+
+class ShardService {
+ public:
+  // Validates every spec; InvalidArgument names the bad table.
+  static Result<std::unique_ptr<ShardService>> Create(uint32_t server_id,
+                                                      const std::vector<TableSpec>& tables,
+                                                      const RoutingTable& routing);
+
+  // Decodes one request frame and returns the response frame. Never fails: errors are encoded
+  // into the response (request id 0 when the frame could not be decoded).
+  zmq::message_t Handle(zmq::message_t request);
+
+  uint32_t server_id() const { return server_id_; }
+  uint64_t epoch() const { return routing_.epoch; }
+  wire::ServerStats Stats() const;
+
+ private:
+  ShardService(uint32_t server_id, RoutingTable routing);
+
+  zmq::message_t HandleDecoded(const wire::DecodedRequest& request);
+  zmq::message_t HandlePull(const wire::RequestHeader& header, const wire::PullRequest& pull);
+  zmq::message_t HandlePush(const wire::RequestHeader& header, const wire::PushRequest& push);
+  zmq::message_t Error(uint64_t request_id, const Status& status);
+
+  Result<embedding::EmbeddingTable*> FindTable(const std::string& name);
+  // FailedPrecondition naming the first key whose partition this server does not own.
+  Status CheckOwnership(const embedding::EmbeddingTable& table,
+                        std::span<const uint64_t> keys) const;
+
+  // Constant after construction.
+  const uint32_t server_id_;
+  const RoutingTable routing_;
+  std::vector<uint8_t> owned_;  // owned_[partition] != 0 when this server owns it
+  std::map<std::string, std::unique_ptr<embedding::EmbeddingTable>, std::less<>> tables_;
+
+  // Counters, updated with relaxed atomics.
+  std::atomic<uint64_t> pull_requests_{0};
+  std::atomic<uint64_t> push_requests_{0};
+  std::atomic<uint64_t> keys_pulled_{0};
+  std::atomic<uint64_t> keys_pushed_{0};
+  std::atomic<uint64_t> errors_{0};
+};
+
+}  // namespace ember::ps

@@ -1,0 +1,180 @@
+// Scheduler implementation.
+#include "scheduler/scheduler.h"
+
+#include <spdlog/spdlog.h>
+
+#include <cstring>
+
+namespace ember::scheduler {
+namespace {
+
+constexpr Millis kPollInterval{100};
+
+std::string IdentityKey(const zmq::message_t& identity) {
+  return std::string(static_cast<const char*>(identity.data()), identity.size());
+}
+
+zmq::message_t CopyFrame(const zmq::message_t& frame) {
+  zmq::message_t copy(frame.size());
+  if (frame.size() > 0) std::memcpy(copy.data(), frame.data(), frame.size());
+  return copy;
+}
+
+}  // namespace
+
+Scheduler::Scheduler(SchedulerOptions options) : options_(std::move(options)), context_(1) {}
+
+Scheduler::~Scheduler() {
+  if (socket_.handle() != nullptr) socket_.close();
+}
+
+Status Scheduler::Start() {
+  if (options_.num_servers == 0) return InvalidArgument("scheduler: num_servers must be >= 1");
+  if (options_.num_partitions < options_.num_servers) {
+    return InvalidArgument("scheduler: " + std::to_string(options_.num_partitions) +
+                           " partitions cannot be spread over " +
+                           std::to_string(options_.num_servers) + " servers");
+  }
+  if (options_.tables.empty()) return InvalidArgument("scheduler: no tables declared");
+  ASSIGN_OR_RETURN(socket_, MakeSocket(context_, zmq::socket_type::router));
+  ASSIGN_OR_RETURN(endpoint_, BindSocket(socket_, options_.bind));
+  routing_.num_partitions = options_.num_partitions;
+  spdlog::info("scheduler: listening on {}, waiting for {} servers, {} partitions, {} tables",
+               endpoint_, options_.num_servers, options_.num_partitions, options_.tables.size());
+  return Status::Ok();
+}
+
+void Scheduler::Run() {
+  while (!stop_requested_.load(std::memory_order_relaxed)) {
+    auto frames = ReceiveFrames(socket_, kPollInterval);
+    if (!frames.ok()) continue;
+    HandleMessage(std::move(*frames));
+  }
+}
+
+void Scheduler::Reply(const zmq::message_t& identity, zmq::message_t payload) {
+  std::vector<zmq::message_t> frames;
+  frames.push_back(CopyFrame(identity));
+  frames.push_back(std::move(payload));
+  Status sent = SendFrames(socket_, frames);
+  if (!sent.ok()) spdlog::warn("scheduler: reply dropped: {}", sent.ToString());
+}
+
+void Scheduler::HandleMessage(std::vector<zmq::message_t> frames) {
+  if (frames.size() < 2) return;
+  zmq::message_t identity = std::move(frames.front());
+  if (frames.size() > 2) {
+    Reply(identity, wire::EncodeStatusResponse(
+                        0, routing_.epoch,
+                        InvalidArgument("a request must be one payload frame, got " +
+                                        std::to_string(frames.size() - 1) + " frames")));
+    return;
+  }
+  auto request = wire::DecodeRequest(std::move(frames.back()));
+  if (!request.ok()) {
+    spdlog::warn("scheduler: undecodable request: {}", request.status().ToString());
+    Reply(identity, wire::EncodeStatusResponse(0, routing_.epoch, request.status()));
+    return;
+  }
+  const uint64_t id = request->header.request_id;
+  if (auto* reg = std::get_if<wire::RegisterServerRequest>(&request->body)) {
+    HandleRegisterServer(std::move(identity), id, reg->endpoint);
+  } else if (auto* trainer = std::get_if<wire::RegisterTrainerRequest>(&request->body)) {
+    HandleRegisterTrainer(std::move(identity), id, trainer->name);
+  } else if (std::holds_alternative<wire::GetRoutingRequest>(request->body)) {
+    Reply(identity, wire::EncodeRoutingResponse(id, routing_));
+  } else if (auto* barrier = std::get_if<wire::BarrierRequest>(&request->body)) {
+    HandleBarrier(std::move(identity), id, *barrier);
+  } else if (std::holds_alternative<wire::PingRequest>(request->body)) {
+    Reply(identity, wire::EncodeStatusResponse(id, routing_.epoch, Status::Ok()));
+  } else {
+    Reply(identity, wire::EncodeStatusResponse(
+                        id, routing_.epoch,
+                        InvalidArgument("the scheduler does not handle '" +
+                                        std::string(wire::RequestKindName(request->body)) +
+                                        "' requests")));
+  }
+}
+
+wire::Registration Scheduler::RegistrationFor(uint32_t member_id) const {
+  return wire::Registration{member_id, options_.tables, routing_};
+}
+
+void Scheduler::HandleRegisterServer(zmq::message_t identity, uint64_t request_id,
+                                     const std::string& endpoint) {
+  if (endpoint.empty()) {
+    Reply(identity, wire::EncodeStatusResponse(request_id, routing_.epoch,
+                                               InvalidArgument("server registered no endpoint")));
+    return;
+  }
+  uint32_t server_id = static_cast<uint32_t>(servers_.size());
+  for (const ServerInfo& known : servers_) {
+    if (known.endpoint == endpoint) server_id = known.id;  // a resent registration
+  }
+  if (server_id == servers_.size()) {
+    if (routing_.ready()) {
+      Reply(identity, wire::EncodeStatusResponse(
+                          request_id, routing_.epoch,
+                          FailedPrecondition("the cluster already has its " +
+                                             std::to_string(servers_.size()) + " servers")));
+      return;
+    }
+    servers_.push_back(ServerInfo{server_id, endpoint});
+    spdlog::info("scheduler: server {} registered at {} ({}/{})", server_id, endpoint,
+                 servers_.size(), options_.num_servers);
+  }
+  if (routing_.ready()) {
+    Reply(identity, wire::EncodeRegistrationResponse(request_id, RegistrationFor(server_id)));
+    return;
+  }
+  waiting_servers_.push_back(Waiter{std::move(identity), request_id, server_id});
+  if (servers_.size() == options_.num_servers) FormCluster();
+}
+
+void Scheduler::HandleRegisterTrainer(zmq::message_t identity, uint64_t request_id,
+                                      const std::string& name) {
+  auto [it, inserted] = trainer_ids_.emplace(name, static_cast<uint32_t>(trainer_ids_.size()));
+  if (inserted) spdlog::info("scheduler: trainer '{}' registered as {}", name, it->second);
+  if (routing_.ready()) {
+    Reply(identity, wire::EncodeRegistrationResponse(request_id, RegistrationFor(it->second)));
+    return;
+  }
+  waiting_trainers_.push_back(Waiter{std::move(identity), request_id, it->second});
+}
+
+void Scheduler::FormCluster() {
+  routing_ = MakeBalancedRouting(options_.num_partitions, servers_, /*epoch=*/1);
+  spdlog::info("scheduler: cluster formed with {} servers, routing epoch {}", servers_.size(),
+               routing_.epoch);
+  for (Waiter& waiter : waiting_servers_) {
+    Reply(waiter.identity,
+          wire::EncodeRegistrationResponse(waiter.request_id, RegistrationFor(waiter.member_id)));
+  }
+  for (Waiter& waiter : waiting_trainers_) {
+    Reply(waiter.identity,
+          wire::EncodeRegistrationResponse(waiter.request_id, RegistrationFor(waiter.member_id)));
+  }
+  waiting_servers_.clear();
+  waiting_trainers_.clear();
+}
+
+void Scheduler::HandleBarrier(zmq::message_t identity, uint64_t request_id,
+                              const wire::BarrierRequest& barrier) {
+  if (barrier.count == 0) {
+    Reply(identity, wire::EncodeStatusResponse(
+                        request_id, routing_.epoch,
+                        InvalidArgument("barrier '" + barrier.name + "' with count 0")));
+    return;
+  }
+  auto& arrived = barriers_[barrier.name];
+  std::string key = IdentityKey(identity);  // before `identity` is moved from
+  arrived[std::move(key)] = Waiter{std::move(identity), request_id, 0};
+  if (arrived.size() < barrier.count) return;
+  for (auto& [key, waiter] : arrived) {
+    Reply(waiter.identity, wire::EncodeStatusResponse(waiter.request_id, routing_.epoch,
+                                                      Status::Ok()));
+  }
+  barriers_.erase(barrier.name);
+}
+
+}  // namespace ember::scheduler

@@ -1,0 +1,163 @@
+// Client + servers + scheduler over loopback: fan-out, determinism across shard counts, errors.
+#include <gtest/gtest.h>
+
+#include <numeric>
+#include <random>
+
+#include "common/hash.h"
+#include "tests/ps/in_process_cluster.h"
+
+namespace ember {
+namespace {
+
+TableSpec MakeTable(const std::string& name, uint32_t dim, OptimizerKind kind) {
+  TableSpec spec;
+  spec.name = name;
+  spec.dim = dim;
+  spec.seed = HashName(name);
+  spec.optimizer.kind = kind;
+  spec.optimizer.learning_rate = 0.1f;
+  spec.initializer.kind = InitializerKind::kNormal;
+  spec.initializer.stddev = 0.1f;
+  return spec;
+}
+
+std::vector<TableSpec> TwoTables() {
+  return {MakeTable("users", 8, OptimizerKind::kAdagrad), MakeTable("items", 4, OptimizerKind::kAdam)};
+}
+
+// Runs the same pulls and pushes against a cluster of `servers` shards; returns final rows.
+std::vector<float> TrainAndPull(uint32_t servers, const std::vector<uint64_t>& keys) {
+  testing::InProcessCluster cluster(TwoTables(), servers);
+  EXPECT_TRUE(cluster.status().ok()) << cluster.status().ToString();
+  auto client = cluster.Connect();
+  EXPECT_TRUE(client.ok()) << client.status().ToString();
+  if (!client.ok()) return {};
+  std::mt19937 rng(3);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::vector<float> rows(keys.size() * 8), grads(keys.size() * 8);
+  for (int step = 0; step < 5; ++step) {
+    EXPECT_TRUE((*client)->Pull("users", keys, rows).Wait().ok());
+    for (float& g : grads) g = normal(rng);
+    EXPECT_TRUE((*client)->Push("users", keys, grads, step).Wait().ok());
+  }
+  EXPECT_TRUE((*client)->Pull("users", keys, rows).Wait().ok());
+  return rows;
+}
+
+TEST(ClusterTest, RowsDoNotDependOnTheNumberOfServers) {
+  std::vector<uint64_t> keys(500);
+  std::iota(keys.begin(), keys.end(), 1000);
+  keys.push_back(0);
+  keys.push_back(~uint64_t{0});
+  const std::vector<float> one = TrainAndPull(1, keys);
+  const std::vector<float> three = TrainAndPull(3, keys);
+  ASSERT_EQ(one.size(), keys.size() * 8);
+  ASSERT_EQ(one, three);  // bit-identical: same initialiser, same optimizer steps
+}
+
+TEST(ClusterTest, FanOutPlacesEveryRowAtItsPositionAndServersShareTheKeys) {
+  testing::InProcessCluster cluster(TwoTables(), 3);
+  ASSERT_TRUE(cluster.status().ok()) << cluster.status().ToString();
+  auto client = cluster.Connect();
+  ASSERT_TRUE(client.ok()) << client.status().ToString();
+  std::vector<uint64_t> keys(3000);
+  std::iota(keys.begin(), keys.end(), 77);
+  std::vector<float> batch(keys.size() * 4);
+  ASSERT_TRUE((*client)->Pull("items", keys, batch).Wait().ok());
+  // Pulling keys one at a time gives the same rows at the same positions.
+  for (size_t i = 0; i < keys.size(); i += 397) {
+    std::vector<float> single(4);
+    ASSERT_TRUE((*client)->Pull("items", std::span(&keys[i], 1), single).Wait().ok());
+    for (int d = 0; d < 4; ++d) EXPECT_EQ(single[d], batch[i * 4 + d]) << "key " << keys[i];
+  }
+  auto stats = (*client)->Stats();
+  ASSERT_TRUE(stats.ok()) << stats.status().ToString();
+  ASSERT_EQ(stats->size(), 3u);
+  uint64_t total = 0;
+  for (const auto& server : *stats) {
+    uint64_t rows = 0;
+    for (const auto& t : server.tables) rows += t.rows;
+    EXPECT_GT(rows, 500u) << "server " << server.server_id << " got too few of 3000 keys";
+    total += rows;
+  }
+  EXPECT_EQ(total, keys.size());
+}
+
+TEST(ClusterTest, ManyConcurrentOperationsFromSeveralThreads) {
+  testing::InProcessCluster cluster(TwoTables(), 2);
+  ASSERT_TRUE(cluster.status().ok());
+  auto client = cluster.Connect();
+  ASSERT_TRUE(client.ok());
+  // SGD-like check with Adagrad would be messy; instead every thread pushes to its own keys and
+  // checks that its pulls see only its own pushes.
+  std::vector<std::thread> threads;
+  std::atomic<int> failures{0};
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      std::vector<uint64_t> keys(64);
+      std::iota(keys.begin(), keys.end(), uint64_t(t) * 100000);
+      std::vector<float> before(keys.size() * 8), after(keys.size() * 8);
+      std::vector<float> grads(keys.size() * 8, 1.0f);
+      for (int round = 0; round < 20; ++round) {
+        if (!(*client)->Pull("users", keys, before).Wait().ok()) ++failures;
+        if (!(*client)->Push("users", keys, grads).Wait().ok()) ++failures;
+        if (!(*client)->Pull("users", keys, after).Wait().ok()) ++failures;
+        for (size_t i = 0; i < before.size(); ++i) {
+          if (!(after[i] < before[i])) ++failures;  // positive gradient lowers every weight
+        }
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(failures.load(), 0);
+}
+
+TEST(ClusterTest, ClientRejectsBadCallsWithClearErrors) {
+  testing::InProcessCluster cluster(TwoTables(), 1);
+  ASSERT_TRUE(cluster.status().ok());
+  auto client = cluster.Connect();
+  ASSERT_TRUE(client.ok());
+  std::vector<uint64_t> keys = {1, 2};
+  std::vector<float> rows(2 * 8);
+  Status unknown = (*client)->Pull("nope", keys, rows).Wait();
+  EXPECT_EQ(unknown.code(), StatusCode::kNotFound);
+  EXPECT_NE(unknown.message().find("nope"), std::string::npos);
+  std::vector<float> short_rows(3);
+  Status size = (*client)->Pull("users", keys, short_rows).Wait();
+  EXPECT_EQ(size.code(), StatusCode::kInvalidArgument);
+  EXPECT_TRUE((*client)->Pull("users", {}, {}).Wait().ok());
+}
+
+TEST(ClusterTest, BarrierReleasesWhenEveryoneArrived) {
+  testing::InProcessCluster cluster(TwoTables(), 1);
+  ASSERT_TRUE(cluster.status().ok());
+  auto a = cluster.Connect("a");
+  auto b = cluster.Connect("b");
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_NE((*a)->trainer_id(), (*b)->trainer_id());
+  // Alone, the barrier times out.
+  EXPECT_EQ((*a)->Barrier("solo", 2, Millis(200)).code(), StatusCode::kDeadlineExceeded);
+  Status from_b;
+  std::thread other([&] { from_b = (*b)->Barrier("start", 2, Millis(10'000)); });
+  EXPECT_TRUE((*a)->Barrier("start", 2, Millis(10'000)).ok());
+  other.join();
+  EXPECT_TRUE(from_b.ok());
+}
+
+TEST(ClusterTest, OperationsFailWithDeadlineWhenServersAreGone) {
+  auto cluster = std::make_unique<testing::InProcessCluster>(TwoTables(), 1);
+  ASSERT_TRUE(cluster->status().ok());
+  ps::ClientOptions options;
+  options.scheduler_endpoint = cluster->scheduler_endpoint();
+  options.request_timeout = Millis(300);
+  auto client = ps::Client::Connect(options);
+  ASSERT_TRUE(client.ok());
+  cluster.reset();
+  std::vector<uint64_t> keys = {5};
+  std::vector<float> rows(8);
+  EXPECT_EQ((*client)->Pull("users", keys, rows).Wait().code(), StatusCode::kDeadlineExceeded);
+}
+
+}  // namespace
+}  // namespace ember
