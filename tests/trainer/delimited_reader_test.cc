@@ -1,0 +1,123 @@
+// Tests for delimited text reading: delimiters, headers, CRLF, blank lines, column errors.
+#include "trainer/delimited_reader.h"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include "tests/test_util.h"
+
+namespace ember::trainer {
+namespace {
+
+using Rows = std::vector<std::vector<std::string>>;
+
+std::string WriteFile(const testing::TempDir& dir, const std::string& name,
+                      const std::string& text) {
+  const std::string path = dir.path() + "/" + name;
+  std::ofstream(path, std::ios::binary) << text;
+  return path;
+}
+
+TEST(DelimitedReaderTest, ReadsTabSeparatedRowsWithLineNumbers) {
+  testing::TempDir dir;
+  const std::string path =
+      WriteFile(dir, "u.data", "196\t242\t3\t881250949\n\n186\t302\t3\t8917\n");
+  Result<DelimitedTable> table = ReadDelimited(path, DelimitedOptions{});
+  ASSERT_TRUE(table.ok()) << table.status().ToString();
+  EXPECT_TRUE(table->header.empty());
+  EXPECT_EQ(table->rows, (Rows{{"196", "242", "3", "881250949"}, {"186", "302", "3", "8917"}}));
+  EXPECT_EQ(table->line_numbers, (std::vector<size_t>{1, 3}));
+}
+
+TEST(DelimitedReaderTest, SplitsOnAMultiCharacterDelimiter) {
+  testing::TempDir dir;
+  // No newline after the last line.
+  const std::string path =
+      WriteFile(dir, "ratings.dat", "1::1193::5::978300760\n1::661::3::978302109");
+  DelimitedOptions options;
+  options.delimiter = "::";
+  Result<DelimitedTable> table = ReadDelimited(path, options);
+  ASSERT_TRUE(table.ok()) << table.status().ToString();
+  EXPECT_EQ(table->rows,
+            (Rows{{"1", "1193", "5", "978300760"}, {"1", "661", "3", "978302109"}}));
+}
+
+TEST(DelimitedReaderTest, CommaWithHeaderCrlfAndEmptyFields) {
+  testing::TempDir dir;
+  const std::string path = WriteFile(dir, "ratings.csv",
+                                     "userId,movieId,rating,timestamp\r\n"
+                                     "1,31,2.5,1260759144\r\n"
+                                     "\r\n"
+                                     "2,,4,\r\n");
+  DelimitedOptions options;
+  options.delimiter = ",";
+  options.header = true;
+  Result<DelimitedTable> table = ReadDelimited(path, options);
+  ASSERT_TRUE(table.ok()) << table.status().ToString();
+  EXPECT_EQ(table->header, (std::vector<std::string>{"userId", "movieId", "rating", "timestamp"}));
+  EXPECT_EQ(table->rows, (Rows{{"1", "31", "2.5", "1260759144"}, {"2", "", "4", ""}}));
+  EXPECT_EQ(table->line_numbers, (std::vector<size_t>{2, 4}));
+
+  Result<size_t> rating = ResolveColumn(*table, ColumnRef("rating"), "rating column");
+  ASSERT_TRUE(rating.ok()) << rating.status().ToString();
+  EXPECT_EQ(*rating, 2u);
+  Result<size_t> by_index = ResolveColumn(*table, ColumnRef(3), "timestamp column");
+  ASSERT_TRUE(by_index.ok());
+  EXPECT_EQ(*by_index, 3u);
+}
+
+TEST(DelimitedReaderTest, UnknownColumnNameErrorNamesFileColumnAndHeader) {
+  testing::TempDir dir;
+  const std::string path = WriteFile(dir, "r.csv", "userId,movieId\n1,2\n");
+  Result<DelimitedTable> table = ReadDelimited(path, DelimitedOptions{",", true});
+  ASSERT_TRUE(table.ok());
+  Result<size_t> column = ResolveColumn(*table, ColumnRef("rating"), "rating column");
+  ASSERT_FALSE(column.ok());
+  const std::string message(column.status().message());
+  EXPECT_NE(message.find(path), std::string::npos) << message;
+  EXPECT_NE(message.find("'rating'"), std::string::npos) << message;
+  EXPECT_NE(message.find("'movieId'"), std::string::npos) << message;
+
+  Result<size_t> out_of_range = ResolveColumn(*table, ColumnRef(5), "rating column");
+  EXPECT_FALSE(out_of_range.ok());
+}
+
+TEST(DelimitedReaderTest, NameWithoutHeaderAndShortRowsAreErrors) {
+  testing::TempDir dir;
+  const std::string path = WriteFile(dir, "short.tsv", "1\t2\t3\n4\t5\n");
+  Result<DelimitedTable> table = ReadDelimited(path, DelimitedOptions{});
+  ASSERT_TRUE(table.ok());
+  EXPECT_FALSE(ResolveColumn(*table, ColumnRef("rating"), "rating column").ok());
+  Result<size_t> column = ResolveColumn(*table, ColumnRef(2), "rating column");
+  ASSERT_FALSE(column.ok());
+  const std::string message(column.status().message());
+  EXPECT_NE(message.find("line 2"), std::string::npos) << message;
+  EXPECT_NE(message.find("rating column"), std::string::npos) << message;
+}
+
+TEST(DelimitedReaderTest, StreamingReaderReportsFieldsAndMissingFieldLines) {
+  testing::TempDir dir;
+  const std::string path = WriteFile(dir, "s.tsv", "a\tb\n\nc\n");
+  Result<std::unique_ptr<DelimitedReader>> reader = DelimitedReader::Open(path, {});
+  ASSERT_TRUE(reader.ok());
+  ASSERT_TRUE((*reader)->Next().value());
+  EXPECT_EQ((*reader)->fields().size(), 2u);
+  EXPECT_EQ((*reader)->Field(1, "item").value(), "b");
+  ASSERT_TRUE((*reader)->Next().value());
+  EXPECT_EQ((*reader)->line_number(), 3u);
+  Result<std::string_view> missing = (*reader)->Field(1, "item");
+  ASSERT_FALSE(missing.ok());
+  EXPECT_NE(missing.status().message().find("line 3"), std::string_view::npos);
+  EXPECT_FALSE((*reader)->Next().value());
+}
+
+TEST(DelimitedReaderTest, MissingFileErrorNamesThePath) {
+  Result<DelimitedTable> table = ReadDelimited("/nonexistent/ember/u.data", DelimitedOptions{});
+  ASSERT_FALSE(table.ok());
+  EXPECT_EQ(table.status().code(), StatusCode::kNotFound);
+  EXPECT_NE(table.status().message().find("/nonexistent/ember/u.data"), std::string_view::npos);
+}
+
+}  // namespace
+}  // namespace ember::trainer

@@ -1,0 +1,72 @@
+// Tests for InteractionSource: full batches, one pass per epoch, seeded reshuffles.
+#include "trainer/interaction_source.h"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <map>
+
+#include "tests/test_util.h"
+
+namespace ember::trainer {
+namespace {
+
+std::shared_ptr<InteractionDataset> LoadSmall(const testing::TempDir& dir) {
+  const std::string path = dir.path() + "/u.data";
+  std::ofstream out(path);
+  for (int u = 0; u < 10; ++u) {
+    for (int i = 0; i < 4; ++i) out << 'u' << u << "\ti" << (u + i) % 20 << "\t5\t" << i << '\n';
+  }
+  out.close();
+  InteractionOptions options;
+  options.path = path;
+  options.negatives = 5;
+  Result<std::shared_ptr<InteractionDataset>> data = InteractionDataset::Load(options);
+  EXPECT_TRUE(data.ok()) << data.status().ToString();
+  return *data;
+}
+
+TEST(InteractionSourceTest, EachEpochVisitsEveryTrainingPairOnce) {
+  testing::TempDir dir;
+  auto data = LoadSmall(dir);
+  ASSERT_EQ(data->num_train(), 30u);  // 40 rows, 10 held out
+  InteractionSource source(data, 1);
+  EXPECT_EQ(source.user_slots(), 1u);
+  EXPECT_EQ(source.item_slots(), 1u);
+
+  std::map<std::pair<uint64_t, uint64_t>, int> expected;
+  for (const TrainPair& pair : data->train()) {
+    ++expected[{data->user_keys(pair.user)[0], data->item_keys(pair.item)[0]}];
+  }
+  std::map<std::pair<uint64_t, uint64_t>, int> seen;
+  Batch batch;
+  for (int step = 0; step < 3; ++step) {  // 3 x 10 = one epoch exactly
+    ASSERT_TRUE(source.Next(10, &batch).ok());
+    ASSERT_EQ(batch.size, 10u);
+    for (uint32_t b = 0; b < 10; ++b) ++seen[{batch.user_keys[0][b], batch.item_keys[0][b]}];
+  }
+  EXPECT_EQ(seen, expected);
+  EXPECT_EQ(source.epochs_completed(), 1u);
+
+  ASSERT_TRUE(source.Next(45, &batch).ok());  // wraps through the next epoch into a third
+  EXPECT_EQ(batch.user_keys[0].size(), 45u);
+  EXPECT_EQ(source.epochs_completed(), 2u);
+  EXPECT_EQ(source.position(), 15u);
+}
+
+TEST(InteractionSourceTest, OrderIsSeededAndChangesPerEpoch) {
+  testing::TempDir dir;
+  auto data = LoadSmall(dir);
+  InteractionSource a(data, 1), b(data, 1), c(data, 2);
+  Batch first_a, first_b, first_c, second_a;
+  ASSERT_TRUE(a.Next(30, &first_a).ok());
+  ASSERT_TRUE(b.Next(30, &first_b).ok());
+  ASSERT_TRUE(c.Next(30, &first_c).ok());
+  ASSERT_TRUE(a.Next(30, &second_a).ok());
+  EXPECT_EQ(first_a.item_keys, first_b.item_keys);
+  EXPECT_NE(first_a.item_keys, first_c.item_keys);
+  EXPECT_NE(first_a.item_keys, second_a.item_keys);
+}
+
+}  // namespace
+}  // namespace ember::trainer

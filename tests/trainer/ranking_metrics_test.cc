@@ -1,0 +1,97 @@
+// Tests for HR@k / NDCG@k with pessimistic ties, and the popularity baseline (on MovieLens 100K
+// when the data set is present).
+#include "trainer/ranking_metrics.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+
+#include "tests/test_util.h"
+
+namespace ember::trainer {
+namespace {
+
+TEST(RankingMetricsTest, TiesCountAgainstTheTestItem) {
+  RankingAccumulator metrics;
+  metrics.Add(std::vector<float>(100, 0.0f));  // identical untrained scores
+  EXPECT_EQ(metrics.cases(), 1u);
+  EXPECT_EQ(metrics.hit_rate(), 0.0);
+  EXPECT_EQ(metrics.ndcg(), 0.0);
+  EXPECT_EQ(PessimisticRank(std::vector<float>{1.0f, 1.0f, 0.5f}), 1u);
+  EXPECT_EQ(PessimisticRank(std::vector<float>{1.0f}), 0u);
+}
+
+TEST(RankingMetricsTest, HandComputedHitRateAndNdcg) {
+  RankingAccumulator metrics;
+  metrics.Add(std::vector<float>{0.5f, 0.9f, 0.1f, 0.7f}, 10);  // rank 2: 1/log2(4) = 0.5
+  metrics.Add(std::vector<float>{2.0f, 1.0f, 0.0f}, 10);        // rank 0: 1
+  metrics.Add(std::vector<float>{0.5f, 0.9f, 0.1f, 0.7f}, 2);   // rank 2 is not < 2: miss
+  metrics.Add(std::vector<float>{0.0f, 3.0f, 1.0f}, 2);         // rank 2: miss
+  EXPECT_EQ(metrics.cases(), 4u);
+  EXPECT_DOUBLE_EQ(metrics.hit_rate(), 0.5);
+  EXPECT_DOUBLE_EQ(metrics.ndcg(), (0.5 + 1.0) / 4);
+
+  RankingAccumulator other;
+  other.Add(std::vector<float>{1.0f, 0.0f, 2.0f}, 10);  // rank 1: 1/log2(3)
+  metrics.Merge(other);
+  EXPECT_EQ(metrics.cases(), 5u);
+  EXPECT_DOUBLE_EQ(metrics.hit_rate(), 3.0 / 5);
+  EXPECT_DOUBLE_EQ(metrics.ndcg(), (0.5 + 1.0 + 1.0 / std::log2(3.0)) / 5);
+}
+
+TEST(RankingMetricsTest, PopularityScoresByTrainingCounts) {
+  testing::TempDir dir;
+  // Held out: e -> q, a -> p, b -> x, f -> z (tie on time: the later line). Training counts:
+  // p 3, q 2, y 1, x 0, z 0. e's q and a's p outscore any negative they can draw; b's x and f's
+  // z have count 0 and face at least one negative with a higher or equal count.
+  const std::string path = dir.path() + "/u.data";
+  std::ofstream(path) << "c\tp\t5\t1\nd\tp\t5\t1\ne\tp\t5\t1\ne\tq\t5\t2\n"
+                         "a\tq\t5\t1\na\tp\t5\t2\n"
+                         "b\tq\t5\t1\nb\tx\t5\t2\n"
+                         "f\ty\t5\t1\nf\tz\t5\t1\n";
+  InteractionOptions options;
+  options.path = path;
+  options.negatives = 2;
+  Result<std::shared_ptr<InteractionDataset>> data = InteractionDataset::Load(options);
+  ASSERT_TRUE(data.ok()) << data.status().ToString();
+  RankingAccumulator expected;
+  for (const EvalCase& eval : (*data)->eval_cases()) {
+    std::vector<float> scores;
+    for (const std::string& id : eval.candidate_ids) {
+      scores.push_back(static_cast<float>((*data)->TrainCount(id)));
+    }
+    expected.Add(scores, 1);
+  }
+  const RankingResult result = EvaluatePopularity(**data, 1);
+  EXPECT_EQ(result.cases, 4u);  // a, b, e, f
+  EXPECT_DOUBLE_EQ(result.hit_rate, expected.hit_rate());
+  EXPECT_DOUBLE_EQ(result.ndcg, expected.ndcg());
+  EXPECT_DOUBLE_EQ(result.hit_rate, 0.5);
+  EXPECT_DOUBLE_EQ(result.ndcg, 0.5);
+}
+
+TEST(RankingMetricsTest, PopularityOnMovieLens100k) {
+  const std::string path = EMBER_SOURCE_DIR "/../shared/data/ml-100k/u.data";
+  if (!std::filesystem::exists(path)) GTEST_SKIP() << "MovieLens 100K not found at " << path;
+  InteractionOptions options;
+  options.path = path;
+  Result<std::shared_ptr<InteractionDataset>> data = InteractionDataset::Load(options);
+  ASSERT_TRUE(data.ok()) << data.status().ToString();
+  EXPECT_EQ((*data)->num_users(), 943u);
+  EXPECT_EQ((*data)->num_items(), 1682u);
+  EXPECT_EQ((*data)->eval_cases().size(), 943u);
+  EXPECT_EQ((*data)->num_train(), 100'000u - 943u);
+  const RankingResult result = EvaluatePopularity(**data, 10);
+  std::cout << "popularity on ml-100k: HR@10 " << result.hit_rate << ", NDCG@10 " << result.ndcg
+            << " over " << result.cases << " users\n";
+  EXPECT_GE(result.hit_rate, 0.35);
+  EXPECT_LE(result.hit_rate, 0.47);
+  EXPECT_GT(result.ndcg, 0.15);
+  EXPECT_LT(result.ndcg, result.hit_rate);
+}
+
+}  // namespace
+}  // namespace ember::trainer

@@ -1,0 +1,376 @@
+// InteractionDataset: loading, leave-one-out split, negative sampling and key building.
+#include "trainer/interaction_dataset.h"
+
+#include <algorithm>
+#include <charconv>
+#include <filesystem>
+#include <limits>
+#include <random>
+
+#include "common/hash.h"
+#include "trainer/zipf.h"
+
+namespace ember::trainer {
+namespace {
+
+constexpr uint32_t kNone = std::numeric_limits<uint32_t>::max();
+
+std::string_view TrimSpaces(std::string_view text) {
+  const size_t first = text.find_first_not_of(' ');
+  if (first == std::string_view::npos) return {};
+  const size_t last = text.find_last_not_of(' ');
+  return text.substr(first, last - first + 1);
+}
+
+Result<double> ParseNumber(std::string_view field, const DelimitedReader& reader,
+                           std::string_view what) {
+  const std::string_view text = TrimSpaces(field);
+  double value = 0;
+  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (text.empty() || error != std::errc() || end != text.data() + text.size()) {
+    return InvalidArgument(reader.path() + " line " + std::to_string(reader.line_number()) +
+                           ": " + std::string(what) + " '" + std::string(field) +
+                           "' is not a number");
+  }
+  return value;
+}
+
+uint32_t Intern(std::string_view id, std::unordered_map<std::string, uint32_t>* index,
+                std::vector<std::string>* ids) {
+  auto [it, inserted] = index->try_emplace(std::string(id), static_cast<uint32_t>(ids->size()));
+  if (inserted) ids->push_back(it->first);
+  return it->second;
+}
+
+Result<std::optional<size_t>> ResolveOptionalColumn(const DelimitedReader& reader,
+                                                    const ColumnRef& column,
+                                                    std::string_view what) {
+  if (!column.is_set()) return std::optional<size_t>();
+  ASSIGN_OR_RETURN(const size_t index,
+                   ResolveColumn(reader.path(), reader.header(), column, what));
+  return std::optional<size_t>(index);
+}
+
+// One side feature: the columns whose values form its key, and its name's hash.
+struct ResolvedFeature {
+  std::vector<size_t> columns;
+  uint64_t name_hash = 0;
+};
+
+uint64_t FeatureKey(const ResolvedFeature& feature, const std::vector<std::string>& row) {
+  std::string value;
+  for (size_t i = 0; i < feature.columns.size(); ++i) {
+    if (i > 0) value += '\x1f';
+    value += TrimSpaces(row[feature.columns[i]]);
+  }
+  return HashCombine(feature.name_hash, HashName(value));
+}
+
+uint64_t MissingFeatureKey(const ResolvedFeature& feature) {
+  static constexpr uint64_t kMissingTag = HashName("ember: no side-feature row");
+  return HashCombine(feature.name_hash ^ kMissingTag, 0);
+}
+
+// Fills keys[entity * slots + 1 + f] from the side file; returns how many entities it lacks.
+Result<size_t> JoinSideFeatures(const SideFeatureFile& side, std::string_view tower,
+                                const std::vector<std::string>& ids, uint32_t slots,
+                                std::vector<uint64_t>* keys) {
+  const std::string what = std::string(tower) + "_features";
+  ASSIGN_OR_RETURN(DelimitedTable table, ReadDelimited(side.path, side.format));
+  ASSIGN_OR_RETURN(const size_t id_column, ResolveColumn(table, side.id, what + " id column"));
+  std::vector<ResolvedFeature> features;
+  for (size_t f = 0; f < side.features.size(); ++f) {
+    const std::vector<ColumnRef>& refs = side.features[f];
+    if (refs.empty()) {
+      return InvalidArgument(what + ".features[" + std::to_string(f) + "]: lists no columns");
+    }
+    ResolvedFeature feature;
+    std::string name;
+    for (const ColumnRef& ref : refs) {
+      ASSIGN_OR_RETURN(const size_t column,
+                       ResolveColumn(table, ref, what + " feature " + std::to_string(f) +
+                                                     " column"));
+      feature.columns.push_back(column);
+      if (!name.empty()) name += '+';
+      name += ref.Label();
+    }
+    feature.name_hash = HashName(name);
+    features.push_back(std::move(feature));
+  }
+
+  std::unordered_map<std::string, size_t> row_of_id;
+  for (size_t r = 0; r < table.rows.size(); ++r) {
+    const std::string id(TrimSpaces(table.rows[r][id_column]));
+    auto [it, inserted] = row_of_id.try_emplace(id, r);
+    if (!inserted) {
+      return InvalidArgument(side.path + " line " + std::to_string(table.line_numbers[r]) +
+                             ": duplicate id '" + id + "' (first on line " +
+                             std::to_string(table.line_numbers[it->second]) + ")");
+    }
+  }
+
+  size_t missing = 0;
+  for (size_t e = 0; e < ids.size(); ++e) {
+    const auto it = row_of_id.find(ids[e]);
+    if (it == row_of_id.end()) ++missing;
+    for (size_t f = 0; f < features.size(); ++f) {
+      (*keys)[e * slots + 1 + f] = it == row_of_id.end()
+                                       ? MissingFeatureKey(features[f])
+                                       : FeatureKey(features[f], table.rows[it->second]);
+    }
+  }
+  return missing;
+}
+
+}  // namespace
+
+Result<std::shared_ptr<InteractionDataset>> InteractionDataset::Load(
+    const InteractionOptions& options) {
+  std::shared_ptr<InteractionDataset> data(new InteractionDataset());
+  data->options_ = options;
+  RETURN_IF_ERROR(data->ReadInteractions());
+  data->Split();
+  RETURN_IF_ERROR(data->SampleNegatives());
+  RETURN_IF_ERROR(data->BuildKeys());
+  data->BuildEvalCases();
+  return data;
+}
+
+Status InteractionDataset::ReadInteractions() {
+  ASSIGN_OR_RETURN(std::unique_ptr<DelimitedReader> reader,
+                   DelimitedReader::Open(options_.path, options_.format));
+  ASSIGN_OR_RETURN(const size_t user_column,
+                   ResolveColumn(options_.path, reader->header(), options_.user, "user column"));
+  ASSIGN_OR_RETURN(const size_t item_column,
+                   ResolveColumn(options_.path, reader->header(), options_.item, "item column"));
+  ASSIGN_OR_RETURN(const std::optional<size_t> rating_column,
+                   ResolveOptionalColumn(*reader, options_.rating, "rating column"));
+  ASSIGN_OR_RETURN(const std::optional<size_t> timestamp_column,
+                   ResolveOptionalColumn(*reader, options_.timestamp, "timestamp column"));
+
+  std::vector<TrainPair> all_pairs;
+  uint64_t line_order = 0;
+  while (true) {
+    ASSIGN_OR_RETURN(const bool more, reader->Next());
+    if (!more) break;
+    ASSIGN_OR_RETURN(const std::string_view user_field, reader->Field(user_column, "user"));
+    ASSIGN_OR_RETURN(const std::string_view item_field, reader->Field(item_column, "item"));
+    const std::string_view user_id = TrimSpaces(user_field);
+    const std::string_view item_id = TrimSpaces(item_field);
+    if (user_id.empty() || item_id.empty()) {
+      return InvalidArgument(options_.path + " line " + std::to_string(reader->line_number()) +
+                             ": empty " + (user_id.empty() ? "user" : "item") + " id");
+    }
+    const uint32_t user = Intern(user_id, &user_index_, &user_ids_);
+    const uint32_t item = Intern(item_id, &item_index_, &item_ids_);
+    bool positive = true;
+    if (rating_column) {
+      ASSIGN_OR_RETURN(const std::string_view field, reader->Field(*rating_column, "rating"));
+      ASSIGN_OR_RETURN(const double rating, ParseNumber(field, *reader, "rating"));
+      positive = rating >= options_.min_rating;
+    }
+    double timestamp = 0;
+    if (timestamp_column) {
+      ASSIGN_OR_RETURN(const std::string_view field,
+                       reader->Field(*timestamp_column, "timestamp"));
+      ASSIGN_OR_RETURN(timestamp, ParseNumber(field, *reader, "timestamp"));
+    }
+    all_pairs.push_back(TrainPair{user, item});
+    if (positive) positives_.push_back(Positive{user, item, timestamp, line_order});
+    ++line_order;
+  }
+  if (positives_.empty()) {
+    return InvalidArgument(options_.path + ": no positive interactions (" +
+                           std::to_string(line_order) + " rows, min_rating " +
+                           std::to_string(options_.min_rating) + ")");
+  }
+
+  std::sort(all_pairs.begin(), all_pairs.end(), [](const TrainPair& a, const TrainPair& b) {
+    return a.user != b.user ? a.user < b.user : a.item < b.item;
+  });
+  interacted_.assign(user_ids_.size(), {});
+  for (size_t i = 0; i < all_pairs.size(); ++i) {
+    if (i > 0 && all_pairs[i].user == all_pairs[i - 1].user &&
+        all_pairs[i].item == all_pairs[i - 1].item) {
+      continue;
+    }
+    interacted_[all_pairs[i].user].push_back(all_pairs[i].item);
+  }
+  return Status::Ok();
+}
+
+void InteractionDataset::Split() {
+  const size_t users = user_ids_.size();
+  std::vector<uint32_t> positive_count(users, 0);
+  std::vector<size_t> latest(users, 0);
+  for (size_t p = 0; p < positives_.size(); ++p) {
+    const Positive& positive = positives_[p];
+    // Positives come in file order, so >= sends ties to the later line.
+    if (positive_count[positive.user] == 0 ||
+        positive.timestamp >= positives_[latest[positive.user]].timestamp) {
+      latest[positive.user] = p;
+    }
+    ++positive_count[positive.user];
+  }
+
+  for (uint32_t u = 0; u < users; ++u) {
+    if (positive_count[u] >= 2) eval_users_.push_back(u);
+  }
+  if (options_.max_eval_users > 0 && eval_users_.size() > options_.max_eval_users) {
+    std::mt19937_64 rng(HashCombine(options_.seed, HashName("evaluated users")));
+    for (size_t i = 0; i < options_.max_eval_users; ++i) {
+      std::swap(eval_users_[i], eval_users_[i + UniformBelow(rng, eval_users_.size() - i)]);
+    }
+    eval_users_.resize(options_.max_eval_users);
+    std::sort(eval_users_.begin(), eval_users_.end());
+  }
+
+  std::vector<uint32_t> test_item_of_user(users, kNone);
+  for (const uint32_t u : eval_users_) {
+    const uint32_t item = positives_[latest[u]].item;
+    test_item_of_user[u] = item;
+    test_item_.push_back(item);
+  }
+
+  item_train_counts_.assign(item_ids_.size(), 0);
+  for (const Positive& positive : positives_) {
+    if (test_item_of_user[positive.user] == positive.item) continue;
+    train_.push_back(TrainPair{positive.user, positive.item});
+    ++item_train_counts_[positive.item];
+  }
+  positives_.clear();
+  positives_.shrink_to_fit();
+}
+
+Status InteractionDataset::SampleNegatives() {
+  const uint32_t wanted = options_.negatives;
+  const size_t catalogue = item_ids_.size();
+  std::vector<uint8_t> taken(catalogue, 0);  // interacted with, or already chosen
+  std::vector<uint32_t> pool;
+  negatives_.resize(eval_users_.size());
+  for (size_t c = 0; c < eval_users_.size(); ++c) {
+    const uint32_t user = eval_users_[c];
+    const std::vector<uint32_t>& seen = interacted_[user];
+    const size_t available = catalogue - seen.size();
+    if (available < wanted) {
+      return InvalidArgument(options_.path + ": user '" + user_ids_[user] +
+                             "' has interacted with " + std::to_string(seen.size()) + " of the " +
+                             std::to_string(catalogue) + " items, leaving fewer than " +
+                             std::to_string(wanted) + " negatives to sample");
+    }
+    for (const uint32_t item : seen) taken[item] = 1;
+    std::mt19937_64 rng(HashCombine(options_.seed, HashName(user_ids_[user])));
+    std::vector<uint32_t>& chosen = negatives_[c];
+    chosen.clear();
+    if (available <= 4 * static_cast<size_t>(wanted)) {
+      // Dense case: a partial shuffle of the items the user never saw.
+      pool.clear();
+      for (uint32_t item = 0; item < catalogue; ++item) {
+        if (!taken[item]) pool.push_back(item);
+      }
+      for (uint32_t i = 0; i < wanted; ++i) {
+        std::swap(pool[i], pool[i + UniformBelow(rng, pool.size() - i)]);
+        chosen.push_back(pool[i]);
+      }
+    } else {
+      // Sparse case: rejection sampling; at least 3/4 of the draws succeed.
+      while (chosen.size() < wanted) {
+        const uint32_t item = static_cast<uint32_t>(UniformBelow(rng, catalogue));
+        if (taken[item]) continue;
+        taken[item] = 1;
+        chosen.push_back(item);
+      }
+    }
+    for (const uint32_t item : seen) taken[item] = 0;
+    for (const uint32_t item : chosen) taken[item] = 0;
+  }
+  return Status::Ok();
+}
+
+Status InteractionDataset::BuildKeys() {
+  if (options_.user_features) {
+    user_slots_ += static_cast<uint32_t>(options_.user_features->features.size());
+  }
+  if (options_.item_features) {
+    item_slots_ += static_cast<uint32_t>(options_.item_features->features.size());
+  }
+  user_keys_.assign(user_ids_.size() * user_slots_, 0);
+  item_keys_.assign(item_ids_.size() * item_slots_, 0);
+  for (size_t u = 0; u < user_ids_.size(); ++u) {
+    user_keys_[u * user_slots_] = HashName(user_ids_[u]);
+  }
+  for (size_t i = 0; i < item_ids_.size(); ++i) {
+    item_keys_[i * item_slots_] = HashName(item_ids_[i]);
+  }
+  if (options_.user_features) {
+    ASSIGN_OR_RETURN(users_without_features_,
+                     JoinSideFeatures(*options_.user_features, "user", user_ids_, user_slots_,
+                                      &user_keys_));
+  }
+  if (options_.item_features) {
+    ASSIGN_OR_RETURN(items_without_features_,
+                     JoinSideFeatures(*options_.item_features, "item", item_ids_, item_slots_,
+                                      &item_keys_));
+  }
+  return Status::Ok();
+}
+
+void InteractionDataset::BuildEvalCases() {
+  eval_cases_.resize(eval_users_.size());
+  for (size_t c = 0; c < eval_users_.size(); ++c) {
+    const uint32_t user = eval_users_[c];
+    EvalCase& eval = eval_cases_[c];
+    eval.user_id = user_ids_[user];
+    const std::span<const uint64_t> keys = user_keys(user);
+    eval.user_keys.assign(keys.begin(), keys.end());
+    eval.test_item_id = item_ids_[test_item_[c]];
+    eval.candidate_items.clear();
+    eval.candidate_items.push_back(test_item_[c]);
+    eval.candidate_items.insert(eval.candidate_items.end(), negatives_[c].begin(),
+                                negatives_[c].end());
+    for (const uint32_t item : eval.candidate_items) {
+      const std::span<const uint64_t> item_slot_keys = item_keys(item);
+      eval.candidate_item_keys.emplace_back(item_slot_keys.begin(), item_slot_keys.end());
+      eval.candidate_ids.push_back(item_ids_[item]);
+    }
+  }
+  negatives_.clear();
+  negatives_.shrink_to_fit();
+}
+
+std::span<const uint64_t> InteractionDataset::user_keys(uint32_t user) const {
+  return std::span<const uint64_t>(user_keys_).subspan(size_t{user} * user_slots_, user_slots_);
+}
+
+std::span<const uint64_t> InteractionDataset::item_keys(uint32_t item) const {
+  return std::span<const uint64_t>(item_keys_).subspan(size_t{item} * item_slots_, item_slots_);
+}
+
+std::optional<uint32_t> InteractionDataset::FindItem(std::string_view item_id) const {
+  const auto it = item_index_.find(std::string(item_id));
+  if (it == item_index_.end()) return std::nullopt;
+  return it->second;
+}
+
+uint32_t InteractionDataset::TrainCount(std::string_view item_id) const {
+  const std::optional<uint32_t> item = FindItem(item_id);
+  return item ? item_train_counts_[*item] : 0;
+}
+
+std::string InteractionDataset::Describe() const {
+  std::string text = "interactions " + std::filesystem::path(options_.path).filename().string() +
+                     ": " + std::to_string(num_users()) + " users, " +
+                     std::to_string(num_items()) + " items, " + std::to_string(num_train()) +
+                     " train, " + std::to_string(eval_cases_.size()) + " eval users (1+" +
+                     std::to_string(options_.negatives) + " candidates), " +
+                     std::to_string(user_slots_) + "+" + std::to_string(item_slots_) + " slots";
+  if (options_.user_features) {
+    text += ", " + std::to_string(users_without_features_) + " users without features";
+  }
+  if (options_.item_features) {
+    text += ", " + std::to_string(items_without_features_) + " items without features";
+  }
+  return text;
+}
+
+}  // namespace ember::trainer

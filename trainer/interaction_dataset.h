@@ -1,0 +1,140 @@
+// InteractionDataset: user-item interactions from a delimited file (e.g. MovieLens u.data), split
+// leave-one-out for HR@k / NDCG@k evaluation, with optional categorical side features.
+//
+// Protocol: rows with rating >= min_rating are positives (every row when there is no rating
+// column). For each evaluated user (one with >= 2 positives), the latest positive (largest
+// timestamp; ties, or no timestamp column, go to the later line) is held out as the test item and
+// every copy of that user-item pair leaves the training set. Its candidates are the test item plus
+// `negatives` distinct catalogue items (every item in the file) the user never interacted with at
+// any rating, drawn with a per-user seed so they are identical across runs.
+//
+// Keys: slot 0 of each tower is HashName(id). Side-feature slot f is
+// HashCombine(HashName(feature name), HashName(values)), where the feature name joins the labels
+// of its columns with '+' and the values are its columns' fields joined by '\x1f' (so a list of
+// genre flag columns becomes one key per genre combination). Ids absent from the side file get
+// a per-feature "missing" key.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "common/status.h"
+#include "trainer/delimited_reader.h"
+
+namespace ember::trainer {
+
+struct SideFeatureFile {
+  std::string path;
+  DelimitedOptions format;
+  ColumnRef id{0};
+  // Each feature is one slot; its key combines the values of all the columns listed for it.
+  std::vector<std::vector<ColumnRef>> features;
+};
+
+struct InteractionOptions {
+  std::string path;
+  DelimitedOptions format;
+  ColumnRef user{0};
+  ColumnRef item{1};
+  ColumnRef rating{2};     // unset (index -1, no name): every row is a positive
+  ColumnRef timestamp{3};  // unset: the later line is the later interaction
+  double min_rating = 0;   // positives: rating >= min_rating
+  std::optional<SideFeatureFile> user_features;
+  std::optional<SideFeatureFile> item_features;
+  uint32_t negatives = 99;       // sampled negatives per evaluated user
+  uint64_t seed = 42;            // negatives, the evaluated-user subset and epoch shuffles
+  uint32_t max_eval_users = 0;   // 0: every user with >= 2 positives; otherwise a seeded subset
+                                 // (users not evaluated keep all their positives for training)
+};
+
+// One evaluated user: score every candidate and rank the test item (candidate 0) among them.
+struct EvalCase {
+  std::string user_id;
+  std::vector<uint64_t> user_keys;                         // [user slot]
+  std::vector<std::vector<uint64_t>> candidate_item_keys;  // [candidate][item slot]; 0 = test
+  std::string test_item_id;
+  std::vector<std::string> candidate_ids;    // [candidate]; 0 = test item
+  std::vector<uint32_t> candidate_items;     // [candidate]: dense item indices
+};
+
+// A training positive, as dense indices (see user_id() / item_id()).
+struct TrainPair {
+  uint32_t user = 0;
+  uint32_t item = 0;
+};
+
+class InteractionDataset {
+ public:
+  static Result<std::shared_ptr<InteractionDataset>> Load(const InteractionOptions& options);
+
+  uint32_t user_slots() const { return user_slots_; }
+  uint32_t item_slots() const { return item_slots_; }
+
+  size_t num_users() const { return user_ids_.size(); }  // every user in the file
+  size_t num_items() const { return item_ids_.size(); }  // the catalogue: every item in the file
+  size_t num_train() const { return train_.size(); }
+
+  std::span<const TrainPair> train() const { return train_; }
+  std::span<const uint64_t> user_keys(uint32_t user) const;  // [user slot]
+  std::span<const uint64_t> item_keys(uint32_t item) const;  // [item slot]
+  const std::string& user_id(uint32_t user) const { return user_ids_[user]; }
+  const std::string& item_id(uint32_t item) const { return item_ids_[item]; }
+  std::optional<uint32_t> FindItem(std::string_view item_id) const;
+
+  const std::vector<EvalCase>& eval_cases() const { return eval_cases_; }
+
+  // Training positives per dense item, and by id (0 for an unknown id): the popularity baseline.
+  std::span<const uint32_t> item_train_counts() const { return item_train_counts_; }
+  uint32_t TrainCount(std::string_view item_id) const;
+
+  const InteractionOptions& options() const { return options_; }
+  // e.g. "interactions u.data: 943 users, 1682 items, 99057 train, 943 eval users, 2+2 slots"
+  std::string Describe() const;
+
+ private:
+  InteractionDataset() = default;
+
+  Status ReadInteractions();
+  void Split();
+  Status SampleNegatives();
+  Status BuildKeys();
+  void BuildEvalCases();
+
+  InteractionOptions options_;
+  uint32_t user_slots_ = 1;
+  uint32_t item_slots_ = 1;
+
+  std::vector<std::string> user_ids_;
+  std::vector<std::string> item_ids_;
+  std::unordered_map<std::string, uint32_t> user_index_;
+  std::unordered_map<std::string, uint32_t> item_index_;
+
+  struct Positive {
+    uint32_t user;
+    uint32_t item;
+    double timestamp;
+    uint64_t line_order;  // position among the file's data rows
+  };
+  std::vector<Positive> positives_;
+  std::vector<std::vector<uint32_t>> interacted_;  // [user]: sorted distinct items, any rating
+
+  std::vector<uint32_t> eval_users_;      // ascending
+  std::vector<uint32_t> test_item_;       // [eval case]
+  std::vector<std::vector<uint32_t>> negatives_;  // [eval case]
+
+  std::vector<TrainPair> train_;
+  std::vector<uint32_t> item_train_counts_;
+  std::vector<uint64_t> user_keys_;  // [user * user_slots + slot]
+  std::vector<uint64_t> item_keys_;  // [item * item_slots + slot]
+  std::vector<EvalCase> eval_cases_;
+  size_t users_without_features_ = 0;  // users absent from the user side file
+  size_t items_without_features_ = 0;
+};
+
+}  // namespace ember::trainer

@@ -1,0 +1,53 @@
+// InteractionSource: epoch shuffling and batch filling.
+#include "trainer/interaction_source.h"
+
+#include <numeric>
+
+#include "common/hash.h"
+#include "trainer/zipf.h"
+
+namespace ember::trainer {
+
+InteractionSource::InteractionSource(std::shared_ptr<const InteractionDataset> dataset,
+                                     uint64_t seed)
+    : dataset_(std::move(dataset)), seed_(seed) {
+  order_.resize(dataset_->num_train());
+  Reshuffle();
+}
+
+void InteractionSource::Reshuffle() {
+  std::iota(order_.begin(), order_.end(), 0u);
+  std::mt19937_64 rng(HashCombine(seed_, epoch_));
+  for (size_t i = order_.size(); i > 1; --i) {
+    std::swap(order_[i - 1], order_[UniformBelow(rng, i)]);
+  }
+  position_ = 0;
+}
+
+Status InteractionSource::Next(uint32_t batch_size, Batch* out) {
+  if (order_.empty()) {
+    return FailedPrecondition("no training interactions in " + dataset_->Describe());
+  }
+  const uint32_t user_slots = dataset_->user_slots();
+  const uint32_t item_slots = dataset_->item_slots();
+  out->size = batch_size;
+  out->user_keys.resize(user_slots);
+  out->item_keys.resize(item_slots);
+  for (auto& slot : out->user_keys) slot.resize(batch_size);
+  for (auto& slot : out->item_keys) slot.resize(batch_size);
+  const std::span<const TrainPair> train = dataset_->train();
+  for (uint32_t b = 0; b < batch_size; ++b) {
+    const TrainPair& pair = train[order_[position_++]];
+    if (position_ == order_.size()) {
+      ++epoch_;
+      Reshuffle();
+    }
+    const std::span<const uint64_t> user = dataset_->user_keys(pair.user);
+    const std::span<const uint64_t> item = dataset_->item_keys(pair.item);
+    for (uint32_t s = 0; s < user_slots; ++s) out->user_keys[s][b] = user[s];
+    for (uint32_t s = 0; s < item_slots; ++s) out->item_keys[s][b] = item[s];
+  }
+  return Status::Ok();
+}
+
+}  // namespace ember::trainer

@@ -1,0 +1,46 @@
+// InteractionSource: training batches from an InteractionDataset's training positives, reshuffled
+// every epoch; each batch row is one (user, item) positive with both towers' slot keys.
+//
+// A batch wraps across the epoch boundary when the epoch runs out, so every batch is full. The
+// same item can appear twice in a batch (for an in-batch softmax it is then also its own
+// "negative" in the other row, which is harmless at these batch sizes).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "trainer/data_source.h"
+#include "trainer/interaction_dataset.h"
+
+namespace ember::trainer {
+
+class InteractionSource : public DataSource {
+ public:
+  // Epoch e's order is a shuffle seeded by (seed, e): identical across runs.
+  InteractionSource(std::shared_ptr<const InteractionDataset> dataset, uint64_t seed);
+
+  // FailedPrecondition when the dataset has no training positives.
+  Status Next(uint32_t batch_size, Batch* out) override;
+  uint32_t user_slots() const override { return dataset_->user_slots(); }
+  uint32_t item_slots() const override { return dataset_->item_slots(); }
+  std::string Describe() const override { return dataset_->Describe(); }
+
+  const std::shared_ptr<const InteractionDataset>& dataset() const { return dataset_; }
+  uint64_t epochs_completed() const { return epoch_; }
+  // Samples handed out in the current epoch.
+  size_t position() const { return position_; }
+
+ private:
+  void Reshuffle();
+
+  std::shared_ptr<const InteractionDataset> dataset_;
+  uint64_t seed_;
+  std::vector<uint32_t> order_;  // indices into dataset_->train()
+  size_t position_ = 0;
+  uint64_t epoch_ = 0;
+};
+
+}  // namespace ember::trainer
