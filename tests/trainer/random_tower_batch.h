@@ -1,0 +1,61 @@
+// Test fixture for backend tests: a random sparse batch for both towers (rows, inverse indices
+// with duplicate keys, gradient buffers) and the TowerInput views a Backend consumes.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <random>
+#include <vector>
+
+#include "trainer/backend.h"
+#include "trainer/model_config.h"
+
+namespace ember::trainer::testing {
+
+struct RandomSlot {
+  std::vector<float> rows;  // U x D
+  std::vector<uint32_t> inverse;
+  std::vector<float> grads;  // U x D
+};
+
+// One tower's slots for a batch. Every slot has about batch/2 unique rows (at least one), so
+// most rows are used by several samples.
+struct RandomTower {
+  std::vector<RandomSlot> slots;
+
+  RandomTower(uint32_t slot_count, uint32_t dim, uint32_t batch, float scale, std::mt19937& rng) {
+    std::uniform_real_distribution<float> value(-scale, scale);
+    for (uint32_t s = 0; s < slot_count; ++s) {
+      RandomSlot slot;
+      const uint32_t unique = std::max<uint32_t>(1, batch / 2 + s);
+      slot.rows.resize(size_t{unique} * dim);
+      for (float& v : slot.rows) v = value(rng);
+      std::uniform_int_distribution<uint32_t> pick(0, unique - 1);
+      slot.inverse.resize(batch);
+      for (uint32_t b = 0; b < batch; ++b) slot.inverse[b] = b < unique ? b : pick(rng);
+      std::shuffle(slot.inverse.begin(), slot.inverse.end(), rng);
+      slot.grads.assign(slot.rows.size(), 0.0f);
+      slots.push_back(std::move(slot));
+    }
+  }
+
+  TowerInput Input() {
+    TowerInput input;
+    for (RandomSlot& slot : slots) input.slots.push_back({slot.rows, slot.inverse, slot.grads});
+    return input;
+  }
+};
+
+struct RandomBatch {
+  std::mt19937 rng;  // declared first: the towers below draw from it as they are built
+  uint32_t batch;
+  RandomTower user, item;
+
+  RandomBatch(const ModelConfig& config, uint32_t batch_size, uint32_t seed, float scale = 0.5f)
+      : rng(seed),
+        batch(batch_size),
+        user(config.user_slots, config.embedding_dim, batch_size, scale, rng),
+        item(config.item_slots, config.embedding_dim, batch_size, scale, rng) {}
+};
+
+}  // namespace ember::trainer::testing

@@ -1,0 +1,81 @@
+// Backend: computes one training step of the two-tower model on some device (CPU or CUDA).
+//
+// The trainer pulls each slot's unique embedding rows from the servers, hands them to the backend
+// with each sample's index into them, and pushes back the gradients the backend writes per
+// unique row. The backend owns the dense tower weights and trains them with Adam itself; it never
+// updates embedding rows. A backend is used by one thread at a time.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string_view>
+#include <vector>
+
+#include "common/status.h"
+#include "trainer/dense_weights.h"
+#include "trainer/model_config.h"
+
+namespace ember::trainer {
+
+// One sparse slot of one tower for one batch.
+struct SlotInput {
+  std::span<const float> unique_rows;  // U x D pulled rows, row-major
+  std::span<const uint32_t> inverse;   // B entries: sample b uses unique row inverse[b]
+  std::span<float> unique_grads;       // U x D out: summed gradient per unique row (overwritten)
+};
+
+struct TowerInput {
+  std::vector<SlotInput> slots;  // one per slot of the tower, in slot order
+  // Item tower only, optional (empty: none): B values, sample j's value subtracted from every
+  // logit of item j. With log-frequencies this is the logQ correction of in-batch sampling.
+  std::span<const float> logit_offset;
+};
+
+struct StepStats {
+  float loss = 0;  // mean in-batch softmax cross-entropy before this step's update
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+
+  virtual std::string_view name() const = 0;  // "cpu" or "cuda"
+
+  // Forward, backward and one Adam update of the dense weights on a batch of `batch_size`
+  // (user, item) positive pairs; every other item of the batch is a negative for each user.
+  // Overwrites unique_grads of every slot with d(mean loss)/d(row), summed over the samples
+  // that share the row.
+  virtual Result<StepStats> TrainStep(uint32_t batch_size, const TowerInput& user,
+                                      const TowerInput& item) = 0;
+
+  // Forward only: writes batch_size x output_dim L2-normalised tower outputs, row-major, to
+  // `out`. unique_grads of the input are neither read nor written and may be empty.
+  virtual Status Encode(Tower tower, uint32_t batch_size, const TowerInput& input,
+                        std::span<float> out) = 0;
+
+  virtual DenseWeights GetWeights() = 0;
+  // Replaces the dense weights (shapes must match the model) and restarts Adam: moments are
+  // zeroed and the bias correction starts again from step 1.
+  virtual Status SetWeights(const DenseWeights& weights) = 0;
+};
+
+// True when ember was built with CUDA and a CUDA device is present.
+bool CudaBackendAvailable();
+
+// kind: "cpu", "cuda", or "auto" (cuda when available, else cpu). Dense weights start from
+// InitDenseWeights(config). "cuda" without a usable device is FailedPrecondition.
+Result<std::unique_ptr<Backend>> MakeBackend(std::string_view kind, const ModelConfig& config);
+
+// For backend implementations: InvalidArgument unless `input` fits `tower` of `config` for a
+// batch of `batch_size` (slot count, row and gradient span sizes, inverse length and range).
+// Gradient spans are only checked when `check_grads`.
+Status CheckTowerInput(const ModelConfig& config, Tower tower, uint32_t batch_size,
+                       const TowerInput& input, bool check_grads);
+
+// For backend implementations: CheckTowerInput without gradients, plus `out` holding exactly
+// batch_size x output_dim floats.
+Status CheckEncodeInput(const ModelConfig& config, Tower tower, uint32_t batch_size,
+                        const TowerInput& input, std::span<const float> out);
+
+}  // namespace ember::trainer

@@ -1,0 +1,60 @@
+// The in-batch softmax cross-entropy over a B x B logit matrix whose diagonal holds the
+// positives, and its gradient.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "trainer/cuda/launch.cuh"
+
+namespace ember::trainer::cuda {
+
+// One block per row b of the row-major logits: row_loss[b] = logsumexp(row) - row[b], and the
+// row is overwritten with its gradient of the mean loss, (softmax(row) - onehot(b)) / batch.
+// `column_offset` (nullable, `batch` values) is first subtracted from every row's columns.
+__global__ void SoftmaxCrossEntropyKernel(float* logits, uint32_t batch,
+                                          const float* column_offset, float* row_loss) {
+  __shared__ float scratch[kWarpSize];
+  __shared__ float positive;
+  const float inverse_batch = 1.0f / static_cast<float>(batch);
+  for (size_t b = blockIdx.x; b < batch; b += gridDim.x) {
+    float* row = logits + b * batch;
+    float row_max = -INFINITY;
+    for (uint32_t j = threadIdx.x; j < batch; j += blockDim.x) {
+      if (column_offset != nullptr) row[j] -= column_offset[j];
+      row_max = fmaxf(row_max, row[j]);
+      if (j == b) positive = row[j];
+    }
+    row_max = BlockReduce(row_max, MaxOp{}, -INFINITY, scratch);  // also publishes `positive`
+    float sum = 0;
+    for (uint32_t j = threadIdx.x; j < batch; j += blockDim.x) {
+      const float e = expf(row[j] - row_max);
+      row[j] = e;
+      sum += e;
+    }
+    sum = BlockReduce(sum, SumOp{}, 0.0f, scratch);
+    if (threadIdx.x == 0) row_loss[b] = logf(sum) + row_max - positive;
+    const float scale = inverse_batch / sum;
+    for (uint32_t j = threadIdx.x; j < batch; j += blockDim.x) {
+      row[j] = row[j] * scale - (j == b ? inverse_batch : 0.0f);
+    }
+    __syncthreads();  // `positive` is rewritten by the next row
+  }
+}
+
+// One block: *mean = sum(row_loss) / count, in a fixed order (deterministic).
+__global__ void MeanKernel(const float* row_loss, uint32_t count, float* mean) {
+  __shared__ double partial[kThreadsPerBlock];
+  double sum = 0;
+  for (uint32_t i = threadIdx.x; i < count; i += blockDim.x) sum += row_loss[i];
+  partial[threadIdx.x] = sum;
+  __syncthreads();
+  for (unsigned stride = blockDim.x / 2; stride > 0; stride /= 2) {
+    if (threadIdx.x < stride) partial[threadIdx.x] += partial[threadIdx.x + stride];
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) *mean = static_cast<float>(partial[0] / count);
+}
+
+}  // namespace ember::trainer::cuda
