@@ -12,6 +12,10 @@ struct Batch {
   uint32_t size = 0;
   std::vector<std::vector<uint64_t>> user_keys;  // [slot][sample]
   std::vector<std::vector<uint64_t>> item_keys;  // [slot][sample]
+  // log of the probability that sample b's item is drawn as a positive, when the source knows
+  // it (else empty). The in-batch softmax subtracts it from the item's logits (the logQ
+  // correction), so frequent items are not over-penalised for appearing often as negatives.
+  std::vector<float> item_log_frequency;  // [sample]
 };
 
 }  // namespace ember::trainer

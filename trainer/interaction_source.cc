@@ -1,6 +1,7 @@
 // InteractionSource: epoch shuffling and batch filling.
 #include "trainer/interaction_source.h"
 
+#include <cmath>
 #include <numeric>
 
 #include "common/hash.h"
@@ -35,7 +36,10 @@ Status InteractionSource::Next(uint32_t batch_size, Batch* out) {
   out->item_keys.resize(item_slots);
   for (auto& slot : out->user_keys) slot.resize(batch_size);
   for (auto& slot : out->item_keys) slot.resize(batch_size);
+  out->item_log_frequency.resize(batch_size);
   const std::span<const TrainPair> train = dataset_->train();
+  const std::span<const uint32_t> counts = dataset_->item_train_counts();
+  const double log_total = std::log(static_cast<double>(train.size()));
   for (uint32_t b = 0; b < batch_size; ++b) {
     const TrainPair& pair = train[order_[position_++]];
     if (position_ == order_.size()) {
@@ -46,6 +50,8 @@ Status InteractionSource::Next(uint32_t batch_size, Batch* out) {
     const std::span<const uint64_t> item = dataset_->item_keys(pair.item);
     for (uint32_t s = 0; s < user_slots; ++s) out->user_keys[s][b] = user[s];
     for (uint32_t s = 0; s < item_slots; ++s) out->item_keys[s][b] = item[s];
+    out->item_log_frequency[b] =
+        static_cast<float>(std::log(static_cast<double>(counts[pair.item])) - log_total);
   }
   return Status::Ok();
 }

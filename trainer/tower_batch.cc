@@ -1,0 +1,57 @@
+// TowerBatch implementation.
+#include "trainer/tower_batch.h"
+
+namespace ember::trainer {
+
+void TowerBatch::Prepare(const std::vector<std::vector<uint64_t>>& keys_per_slot, uint32_t dim) {
+  dim_ = dim;
+  const size_t slots = keys_per_slot.size();
+  unique_.resize(slots);
+  rows_.resize(slots);
+  grads_.resize(slots);
+  for (size_t s = 0; s < slots; ++s) {
+    Dedupe(keys_per_slot[s], &unique_[s]);
+    rows_[s].resize(unique_[s].keys.size() * dim);
+    grads_[s].resize(unique_[s].keys.size() * dim);
+  }
+}
+
+void TowerBatch::StartPull(ps::Client& client, const std::vector<std::string>& tables,
+                           std::vector<ps::Ticket>* tickets) {
+  for (size_t s = 0; s < unique_.size(); ++s) {
+    tickets->push_back(client.Pull(tables[s], unique_[s].keys, rows_[s]));
+  }
+}
+
+void TowerBatch::StartPush(ps::Client& client, const std::vector<std::string>& tables,
+                           uint64_t clock, std::vector<ps::Ticket>* tickets) {
+  for (size_t s = 0; s < unique_.size(); ++s) {
+    tickets->push_back(client.Push(tables[s], unique_[s].keys, grads_[s], clock));
+  }
+}
+
+TowerInput TowerBatch::Input() {
+  TowerInput input;
+  for (size_t s = 0; s < unique_.size(); ++s) {
+    input.slots.push_back(SlotInput{rows_[s], unique_[s].inverse, grads_[s]});
+  }
+  return input;
+}
+
+size_t TowerBatch::unique_keys() const {
+  size_t total = 0;
+  for (const UniqueKeys& slot : unique_) total += slot.keys.size();
+  return total;
+}
+
+Status WaitAll(std::vector<ps::Ticket>& tickets) {
+  Status first;
+  for (ps::Ticket& ticket : tickets) {
+    Status status = ticket.Wait();
+    if (first.ok() && !status.ok()) first = std::move(status);
+  }
+  tickets.clear();
+  return first;
+}
+
+}  // namespace ember::trainer

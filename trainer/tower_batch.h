@@ -1,0 +1,45 @@
+// TowerBatch: one tower's sparse side of a batch: unique keys per slot, their pulled rows, and
+// the per-unique-row gradients the backend fills, with the pulls and pushes that move them.
+//
+// Keys are deduplicated per slot (each slot has its own table), so every unique row crosses the
+// network once per step in each direction, and duplicate keys' gradients are summed before the
+// push. The object owns the buffers the client's tickets borrow: keep it alive and untouched
+// until those tickets complete.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "ps/client.h"
+#include "trainer/backend.h"
+#include "trainer/key_dedup.h"
+
+namespace ember::trainer {
+
+class TowerBatch {
+ public:
+  // Deduplicates keys_per_slot[slot][sample] and sizes the row and gradient buffers.
+  void Prepare(const std::vector<std::vector<uint64_t>>& keys_per_slot, uint32_t dim);
+
+  // Starts pulling every slot's unique rows from tables[slot]; appends the tickets.
+  void StartPull(ps::Client& client, const std::vector<std::string>& tables,
+                 std::vector<ps::Ticket>* tickets);
+  // Starts pushing every slot's unique-row gradients; appends the tickets.
+  void StartPush(ps::Client& client, const std::vector<std::string>& tables, uint64_t clock,
+                 std::vector<ps::Ticket>* tickets);
+
+  // The backend's view of this tower (spans into this object).
+  TowerInput Input();
+  size_t unique_keys() const;
+
+ private:
+  uint32_t dim_ = 0;
+  std::vector<UniqueKeys> unique_;
+  std::vector<std::vector<float>> rows_;
+  std::vector<std::vector<float>> grads_;
+};
+
+// Waits for every ticket; the first error, if any (all are waited for regardless).
+Status WaitAll(std::vector<ps::Ticket>& tickets);
+
+}  // namespace ember::trainer

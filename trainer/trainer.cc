@@ -1,0 +1,161 @@
+// Trainer implementation.
+#include "trainer/trainer.h"
+
+#include <chrono>
+
+#include "trainer/batch.h"
+#include "trainer/tower_batch.h"
+
+namespace ember::trainer {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double MillisSince(Clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+}
+
+Status CheckTables(const ps::Client& client, const std::vector<std::string>& tables,
+                   uint32_t slots, uint32_t dim, const char* tower) {
+  if (tables.size() != slots) {
+    return InvalidArgument(std::string("train.") + tower + "_tables names " +
+                           std::to_string(tables.size()) + " tables but the " + tower +
+                           " tower has " + std::to_string(slots) + " slots");
+  }
+  for (const std::string& name : tables) {
+    ASSIGN_OR_RETURN(const TableSpec* spec, client.FindTable(name));
+    if (spec->dim != dim) {
+      return InvalidArgument("table '" + name + "' has dim " + std::to_string(spec->dim) +
+                             " but the model's embedding_dim is " + std::to_string(dim));
+    }
+  }
+  return Status::Ok();
+}
+
+// Accumulates per-step figures into a window.
+struct WindowAccumulator {
+  uint32_t first_step = 0;
+  uint32_t steps = 0;
+  double loss = 0, pull = 0, compute = 0, push = 0, unique = 0;
+  uint64_t samples = 0;
+  Clock::time_point start = Clock::now();
+
+  WindowStats Finish(uint32_t last_step) const {
+    WindowStats w;
+    w.first_step = first_step;
+    w.last_step = last_step;
+    const double n = std::max<uint32_t>(steps, 1);
+    w.loss = loss / n;
+    w.pull_ms = pull / n;
+    w.compute_ms = compute / n;
+    w.push_ms = push / n;
+    w.unique_keys = unique / n;
+    const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+    w.samples_per_second = seconds > 0 ? samples / seconds : 0;
+    return w;
+  }
+};
+
+}  // namespace
+
+Trainer::Trainer(ps::Client* client, Backend* backend, DataSource* data, const ModelConfig& model,
+                 TrainOptions options)
+    : client_(client), backend_(backend), data_(data), model_(model),
+      options_(std::move(options)) {}
+
+Result<std::unique_ptr<Trainer>> Trainer::Create(ps::Client* client, Backend* backend,
+                                                 DataSource* data, const ModelConfig& model,
+                                                 TrainOptions options) {
+  if (data->user_slots() != model.user_slots || data->item_slots() != model.item_slots) {
+    return InvalidArgument("the data has " + std::to_string(data->user_slots()) + "+" +
+                           std::to_string(data->item_slots()) +
+                           " user+item slots but the model expects " +
+                           std::to_string(model.user_slots) + "+" +
+                           std::to_string(model.item_slots));
+  }
+  RETURN_IF_ERROR(CheckTables(*client, options.user_tables, model.user_slots,
+                              model.embedding_dim, "user"));
+  RETURN_IF_ERROR(CheckTables(*client, options.item_tables, model.item_slots,
+                              model.embedding_dim, "item"));
+  return std::unique_ptr<Trainer>(new Trainer(client, backend, data, model, std::move(options)));
+}
+
+Result<TrainSummary> Trainer::Run(uint32_t steps,
+                                  const std::function<void(const WindowStats&)>& on_window) {
+  const uint32_t batch_size = options_.batch_size;
+  const uint32_t dim = model_.embedding_dim;
+  const uint32_t log_every = options_.log_every > 0 ? options_.log_every : steps;
+  TrainSummary summary;
+  summary.backend = std::string(backend_->name());
+
+  // Two sets of buffers: the next batch is prepared while the current one's pushes fly.
+  struct StepBuffers {
+    Batch batch;
+    TowerBatch user, item;
+  };
+  StepBuffers buffers[2];
+  auto prepare = [&](StepBuffers& b) -> Status {
+    RETURN_IF_ERROR(data_->Next(batch_size, &b.batch));
+    b.user.Prepare(b.batch.user_keys, dim);
+    b.item.Prepare(b.batch.item_keys, dim);
+    return Status::Ok();
+  };
+  RETURN_IF_ERROR(prepare(buffers[0]));
+
+  std::vector<ps::Ticket> pulls, pushes;
+  WindowAccumulator window;
+  window.first_step = 1;
+  const auto run_start = Clock::now();
+  for (uint32_t step = 1; step <= steps; ++step) {
+    StepBuffers& current = buffers[(step - 1) % 2];
+    StepBuffers& next = buffers[step % 2];
+
+    auto phase = Clock::now();
+    current.user.StartPull(*client_, options_.user_tables, &pulls);
+    current.item.StartPull(*client_, options_.item_tables, &pulls);
+    RETURN_IF_ERROR(WaitAll(pulls).WithContext("step " + std::to_string(step) + " pull"));
+    const double pull_ms = MillisSince(phase);
+
+    phase = Clock::now();
+    TowerInput item_input = current.item.Input();
+    if (options_.sampling_correction) item_input.logit_offset = current.batch.item_log_frequency;
+    ASSIGN_OR_RETURN(StepStats stats,
+                     backend_->TrainStep(batch_size, current.user.Input(), item_input));
+    const double compute_ms = MillisSince(phase);
+
+    ++clock_;
+    current.user.StartPush(*client_, options_.user_tables, clock_, &pushes);
+    current.item.StartPush(*client_, options_.item_tables, clock_, &pushes);
+    if (step < steps) RETURN_IF_ERROR(prepare(next));
+    phase = Clock::now();
+    RETURN_IF_ERROR(WaitAll(pushes).WithContext("step " + std::to_string(step) + " push"));
+    const double push_ms = MillisSince(phase);
+
+    window.steps += 1;
+    window.loss += stats.loss;
+    window.pull += pull_ms;
+    window.compute += compute_ms;
+    window.push += push_ms;
+    window.unique += static_cast<double>(current.user.unique_keys() + current.item.unique_keys());
+    window.samples += batch_size;
+    summary.samples += batch_size;
+
+    if (step % log_every == 0 || step == steps) {
+      WindowStats finished = window.Finish(step);
+      summary.windows.push_back(finished);
+      if (on_window) on_window(finished);
+      window = WindowAccumulator{};
+      window.first_step = step + 1;
+    }
+  }
+  summary.steps = steps;
+  summary.seconds = std::chrono::duration<double>(Clock::now() - run_start).count();
+  summary.samples_per_second = summary.seconds > 0 ? summary.samples / summary.seconds : 0;
+  if (!summary.windows.empty()) {
+    summary.first_window = summary.windows.front();
+    summary.last_window = summary.windows.back();
+  }
+  return summary;
+}
+
+}  // namespace ember::trainer

@@ -1,0 +1,69 @@
+// Trainer: the training loop of one trainer process.
+//
+// Per step: take a batch from the data source, deduplicate each slot's keys, pull the unique
+// rows of all slots from the servers at once, run forward/backward and the dense Adam update on
+// the backend, and push one summed gradient per unique row. While the pushes are in flight the
+// next batch is drawn and deduplicated; the next pull waits for the pushes to be acknowledged,
+// so every step sees the rows its predecessor updated.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "ps/client.h"
+#include "trainer/backend.h"
+#include "trainer/data_source.h"
+#include "trainer/model_config.h"
+#include "trainer/train_options.h"
+
+namespace ember::trainer {
+
+// Mean figures over a window of steps.
+struct WindowStats {
+  uint32_t first_step = 0;  // 1-based, inclusive
+  uint32_t last_step = 0;
+  double loss = 0;
+  double samples_per_second = 0;
+  double pull_ms = 0;     // waiting for pulled rows, per step
+  double compute_ms = 0;  // backend step, per step
+  double push_ms = 0;     // waiting for push acknowledgements, per step
+  double unique_keys = 0; // rows pulled per step, all slots
+};
+
+struct TrainSummary {
+  uint32_t steps = 0;
+  uint64_t samples = 0;
+  double seconds = 0;
+  double samples_per_second = 0;
+  WindowStats first_window;  // loss at the start
+  WindowStats last_window;   // loss at the end
+  std::vector<WindowStats> windows;
+  std::string backend;
+};
+
+class Trainer {
+ public:
+  // Checks that the tables exist, have the model's row width, and match the data's slot counts.
+  static Result<std::unique_ptr<Trainer>> Create(ps::Client* client, Backend* backend,
+                                                 DataSource* data, const ModelConfig& model,
+                                                 TrainOptions options);
+
+  // Runs `steps` steps; `on_window` sees each log window as it completes.
+  Result<TrainSummary> Run(uint32_t steps,
+                           const std::function<void(const WindowStats&)>& on_window = {});
+
+ private:
+  Trainer(ps::Client* client, Backend* backend, DataSource* data, const ModelConfig& model,
+          TrainOptions options);
+
+  ps::Client* client_;
+  Backend* backend_;
+  DataSource* data_;
+  ModelConfig model_;
+  TrainOptions options_;
+  uint64_t clock_ = 0;
+};
+
+}  // namespace ember::trainer
