@@ -1,2 +1,34 @@
-// ember: the command-line entry point (placeholder until the subcommands land).
-int main() { return 0; }
+// ember: the command-line entry point; dispatches to the subcommands.
+#include <cstdio>
+#include <cstring>
+
+#include "app/commands.h"
+
+namespace {
+
+constexpr const char* kUsage =
+    "usage: ember <command> [options]\n"
+    "\n"
+    "commands:\n"
+    "  cluster    start a local cluster (scheduler, servers, trainer) from a config and train\n"
+    "  scheduler  run the scheduler: membership, routing table, barriers\n"
+    "  server     run one parameter server\n"
+    "  train      run one trainer against a running cluster\n"
+    "\n"
+    "'ember <command> --help' describes a command's options.\n";
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2 || std::strcmp(argv[1], "--help") == 0 || std::strcmp(argv[1], "-h") == 0) {
+    std::fputs(kUsage, argc < 2 ? stderr : stdout);
+    return argc < 2 ? 2 : 0;
+  }
+  const char* command = argv[1];
+  if (std::strcmp(command, "cluster") == 0) return ember::app::ClusterCommand(argc, argv);
+  if (std::strcmp(command, "scheduler") == 0) return ember::app::SchedulerCommand(argc, argv);
+  if (std::strcmp(command, "server") == 0) return ember::app::ServerCommand(argc, argv);
+  if (std::strcmp(command, "train") == 0) return ember::app::TrainCommand(argc, argv);
+  std::fprintf(stderr, "ember: unknown command '%s'\n\n%s", command, kUsage);
+  return 2;
+}

@@ -1,0 +1,61 @@
+// ClusterConfig loader.
+#include "app/cluster_config.h"
+
+#include <filesystem>
+
+#include "common/yaml_util.h"
+#include "embedding/table_config.h"
+
+namespace ember::app {
+namespace {
+
+Status ReadShape(const YAML::Node& node, ClusterShape* shape) {
+  if (!node.IsDefined() || node.IsNull()) return Status::Ok();
+  RETURN_IF_ERROR(config::RejectUnknownKeys(
+      node, "cluster", {"scheduler", "servers", "server_bind", "server_threads", "partitions"}));
+  RETURN_IF_ERROR(config::ReadOptional(node, "cluster", "scheduler", &shape->scheduler));
+  RETURN_IF_ERROR(config::ReadOptional(node, "cluster", "servers", &shape->servers));
+  RETURN_IF_ERROR(config::ReadOptional(node, "cluster", "server_bind", &shape->server_bind));
+  RETURN_IF_ERROR(config::ReadOptional(node, "cluster", "server_threads", &shape->server_threads));
+  RETURN_IF_ERROR(config::ReadOptional(node, "cluster", "partitions", &shape->partitions));
+  if (shape->servers == 0) return InvalidArgument("cluster.servers: must be >= 1");
+  if (shape->server_threads == 0) return InvalidArgument("cluster.server_threads: must be >= 1");
+  if (shape->partitions < shape->servers) {
+    return InvalidArgument("cluster.partitions: must be at least cluster.servers");
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<ClusterConfig> LoadClusterConfig(const std::string& path, const std::string& data_root) {
+  ASSIGN_OR_RETURN(YAML::Node root, config::LoadYamlFile(path));
+  auto fail = [&](const Status& status) { return status.WithContext(path); };
+  ClusterConfig config;
+  config.path = path;
+  Status known = config::RejectUnknownKeys(root, "config", {"cluster", "tables", "model", "data", "train"});
+  if (!known.ok()) return fail(known);
+  if (Status s = ReadShape(root["cluster"], &config.cluster); !s.ok()) return fail(s);
+  auto tables = embedding::TableSpecsFromYaml(root["tables"], "tables");
+  if (!tables.ok()) return fail(tables.status());
+  config.tables = std::move(*tables);
+  if (root["model"].IsDefined()) {
+    auto model = trainer::ModelConfigFromYaml(root["model"], "model");
+    if (!model.ok()) return fail(model.status());
+    config.model = *model;
+  }
+  std::string dir = data_root.empty() ? std::filesystem::path(path).parent_path().string()
+                                      : data_root;
+  if (dir.empty()) dir = ".";
+  if (root["data"].IsDefined()) {
+    auto data = trainer::DataConfigFromYaml(root["data"], "data", dir);
+    if (!data.ok()) return fail(data.status());
+    config.data = std::move(*data);
+  }
+  auto train = trainer::TrainOptionsFromYaml(root["train"], "train");
+  if (!train.ok()) return fail(train.status());
+  config.train = std::move(*train);
+  return config;
+}
+
+}  // namespace ember::app

@@ -1,0 +1,38 @@
+// ClusterConfig: one YAML file describing a whole job: the cluster's shape (`cluster:`), its
+// tables (`tables:`), the model (`model:`), the data (`data:`) and the training run (`train:`).
+// Every role reads the same file and uses its part. Relative paths in `data:` resolve against
+// `data_root`, or the config file's folder when that is empty.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+#include "common/table_spec.h"
+#include "trainer/data_config.h"
+#include "trainer/model_config.h"
+#include "trainer/train_options.h"
+
+namespace ember::app {
+
+struct ClusterShape {
+  std::string scheduler = "tcp://127.0.0.1:*";    // where the scheduler binds
+  uint32_t servers = 2;
+  std::string server_bind = "tcp://127.0.0.1:*";  // where each server binds its data socket
+  uint32_t server_threads = 2;
+  uint32_t partitions = 1024;
+};
+
+struct ClusterConfig {
+  std::string path;
+  ClusterShape cluster;
+  std::vector<TableSpec> tables;
+  trainer::ModelConfig model;
+  trainer::DataConfig data;
+  trainer::TrainOptions train;
+};
+
+Result<ClusterConfig> LoadClusterConfig(const std::string& path,
+                                        const std::string& data_root = "");
+
+}  // namespace ember::app

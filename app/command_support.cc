@@ -1,0 +1,55 @@
+// Shared subcommand helpers.
+#include "app/command_support.h"
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+
+namespace ember::app {
+
+std::optional<Flags> ParseCommandFlags(int argc, char** argv, const std::string& usage,
+                                       const std::string& summary,
+                                       const std::vector<FlagSpec>& known, int* exit_code) {
+  auto flags = Flags::Parse(argc, argv, 2, known);
+  const std::string text = UsageText(usage, summary, known);
+  if (!flags.ok()) {
+    std::fprintf(stderr, "ember %s: %s\n\n%s", argv[1], flags.status().ToString().c_str(),
+                 text.c_str());
+    *exit_code = 2;
+    return std::nullopt;
+  }
+  if (flags->help()) {
+    std::fputs(text.c_str(), stdout);
+    *exit_code = 0;
+    return std::nullopt;
+  }
+  return std::move(*flags);
+}
+
+std::optional<ClusterConfig> LoadConfigFlag(const Flags& flags, const char* command) {
+  if (!flags.Has("config")) {
+    std::fprintf(stderr, "ember %s: --config is required (see --help)\n", command);
+    return std::nullopt;
+  }
+  auto config = LoadClusterConfig(flags.Get("config"), flags.Get("data-root"));
+  if (!config.ok()) {
+    std::fprintf(stderr, "ember %s: %s\n", command, config.status().ToString().c_str());
+    return std::nullopt;
+  }
+  return std::move(*config);
+}
+
+Status WriteFileAtomically(const std::string& path, const std::string& contents) {
+  const std::string temporary = path + ".tmp";
+  {
+    std::ofstream out(temporary, std::ios::trunc);
+    out << contents;
+    if (!out.good()) return Unavailable("cannot write '" + temporary + "'");
+  }
+  std::error_code error;
+  std::filesystem::rename(temporary, path, error);
+  if (error) return Unavailable("cannot rename '" + temporary + "': " + error.message());
+  return Status::Ok();
+}
+
+}  // namespace ember::app

@@ -1,0 +1,28 @@
+// Helpers the subcommands share: flag parsing with --help handling, config loading, and
+// writing a small file atomically.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "app/cluster_config.h"
+#include "app/flags.h"
+
+namespace ember::app {
+
+// Parses the subcommand's flags. On --help prints the usage to stdout and sets *exit_code = 0;
+// on a bad flag prints the error and usage to stderr and sets *exit_code = 2. Either way it
+// returns nullopt, and the command returns *exit_code.
+std::optional<Flags> ParseCommandFlags(int argc, char** argv, const std::string& usage,
+                                       const std::string& summary,
+                                       const std::vector<FlagSpec>& known, int* exit_code);
+
+// Loads --config (required; relative data paths against --data-root when given); prints the
+// error and returns nullopt on failure.
+std::optional<ClusterConfig> LoadConfigFlag(const Flags& flags, const char* command);
+
+// Writes `contents` to `path` through a temporary file and rename, so readers never see half.
+Status WriteFileAtomically(const std::string& path, const std::string& contents);
+
+}  // namespace ember::app

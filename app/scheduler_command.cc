@@ -1,0 +1,49 @@
+// `ember scheduler`: runs the scheduler until SIGINT or SIGTERM.
+#include <cstdio>
+
+#include "app/command_support.h"
+#include "app/commands.h"
+#include "app/process_setup.h"
+#include "scheduler/scheduler.h"
+
+namespace ember::app {
+
+int SchedulerCommand(int argc, char** argv) {
+  const std::vector<FlagSpec> known = {
+      {"config", "FILE", "cluster config (YAML): cluster shape and tables"},
+      {"bind", "ENDPOINT", "address to bind (default: cluster.scheduler from the config)"},
+      {"endpoint-file", "FILE", "write the bound endpoint here once listening"},
+  };
+  int exit_code = 0;
+  auto flags = ParseCommandFlags(argc, argv, "ember scheduler --config FILE [options]",
+                                 "Runs the scheduler: servers and trainers register with it; it "
+                                 "owns the routing table and the barriers.",
+                                 known, &exit_code);
+  if (!flags) return exit_code;
+  SetUpLogging("scheduler");
+  auto config = LoadConfigFlag(*flags, "scheduler");
+  if (!config) return 2;
+
+  scheduler::SchedulerOptions options;
+  options.bind = flags->Get("bind", config->cluster.scheduler);
+  options.num_servers = config->cluster.servers;
+  options.num_partitions = config->cluster.partitions;
+  options.tables = config->tables;
+  scheduler::Scheduler scheduler(std::move(options));
+  StopOnSignals(scheduler.stop_flag());
+  if (Status started = scheduler.Start(); !started.ok()) {
+    std::fprintf(stderr, "ember scheduler: %s\n", started.ToString().c_str());
+    return 1;
+  }
+  if (flags->Has("endpoint-file")) {
+    Status written = WriteFileAtomically(flags->Get("endpoint-file"), scheduler.endpoint() + "\n");
+    if (!written.ok()) {
+      std::fprintf(stderr, "ember scheduler: %s\n", written.ToString().c_str());
+      return 1;
+    }
+  }
+  scheduler.Run();
+  return 0;
+}
+
+}  // namespace ember::app

@@ -1,0 +1,56 @@
+// `ember server`: runs one parameter server until SIGINT or SIGTERM.
+#include <cstdio>
+
+#include "app/command_support.h"
+#include "app/commands.h"
+#include "app/process_setup.h"
+#include "ps/server.h"
+
+namespace ember::app {
+
+int ServerCommand(int argc, char** argv) {
+  const std::vector<FlagSpec> known = {
+      {"scheduler", "ENDPOINT", "the scheduler's endpoint (default: cluster.scheduler)"},
+      {"config", "FILE", "cluster config (YAML) for the defaults below"},
+      {"bind", "ENDPOINT", "data socket address (default: cluster.server_bind)"},
+      {"threads", "N", "worker threads (default: cluster.server_threads)"},
+  };
+  int exit_code = 0;
+  auto flags = ParseCommandFlags(argc, argv, "ember server --scheduler ENDPOINT [options]",
+                                 "Runs one parameter server: it registers with the scheduler, "
+                                 "hosts the partitions it is given and serves pulls and pushes.",
+                                 known, &exit_code);
+  if (!flags) return exit_code;
+  SetUpLogging("server");
+  ClusterShape shape;
+  if (flags->Has("config")) {
+    auto config = LoadConfigFlag(*flags, "server");
+    if (!config) return 2;
+    shape = config->cluster;
+  }
+  ps::ServerOptions options;
+  options.scheduler_endpoint = flags->Get("scheduler", shape.scheduler);
+  if (options.scheduler_endpoint.find('*') != std::string::npos) {
+    std::fprintf(stderr, "ember server: --scheduler is required (the config's scheduler address "
+                         "'%s' is a wildcard)\n", options.scheduler_endpoint.c_str());
+    return 2;
+  }
+  options.bind = flags->Get("bind", shape.server_bind);
+  auto threads = flags->GetUint("threads");
+  if (!threads.ok()) {
+    std::fprintf(stderr, "ember server: %s\n", threads.status().ToString().c_str());
+    return 2;
+  }
+  options.worker_threads = threads->value_or(shape.server_threads);
+
+  ps::Server server(std::move(options));
+  StopOnSignals(server.stop_flag());
+  if (Status started = server.Start(); !started.ok()) {
+    std::fprintf(stderr, "ember server: %s\n", started.ToString().c_str());
+    return 1;
+  }
+  server.Run();
+  return 0;
+}
+
+}  // namespace ember::app

@@ -1,0 +1,218 @@
+// `ember train`: one trainer process: connects to a cluster, trains, evaluates, and reports.
+#include <cmath>
+#include <cstdio>
+#include <sstream>
+
+#include "app/command_support.h"
+#include "app/commands.h"
+#include "app/process_setup.h"
+#include "ps/client.h"
+#include "trainer/backend.h"
+#include "trainer/data_config.h"
+#include "trainer/interaction_source.h"
+#include "trainer/ranking_eval.h"
+#include "trainer/ranking_metrics.h"
+#include "trainer/synthetic_source.h"
+#include "trainer/trainer.h"
+
+namespace ember::app {
+namespace {
+
+int Fail(const Status& status) {
+  std::fprintf(stderr, "ember train: %s\n", status.ToString().c_str());
+  return 1;
+}
+
+void PrintWindow(const trainer::WindowStats& w, uint32_t steps) {
+  std::printf("step %5u/%u  loss %.4f  %9.0f samples/s  pull %6.1f ms  compute %7.1f ms  "
+              "push %6.1f ms  rows/step %.0f\n",
+              w.last_step, steps, w.loss, w.samples_per_second, w.pull_ms, w.compute_ms,
+              w.push_ms, w.unique_keys);
+  std::fflush(stdout);
+}
+
+struct EvalFigures {
+  trainer::RankingResult model;
+  trainer::RankingResult popularity;
+};
+
+std::string SummaryJson(const trainer::TrainSummary& s,
+                        const std::vector<wire::ServerStats>& servers,
+                        const std::optional<EvalFigures>& eval) {
+  std::ostringstream j;
+  j.precision(6);
+  j << "{\n  \"steps\": " << s.steps << ",\n  \"samples\": " << s.samples
+    << ",\n  \"seconds\": " << s.seconds << ",\n  \"samples_per_second\": "
+    << s.samples_per_second << ",\n  \"backend\": \"" << s.backend
+    << "\",\n  \"loss_start\": " << s.first_window.loss
+    << ",\n  \"loss_end\": " << s.last_window.loss << ",\n  \"servers\": [";
+  for (size_t i = 0; i < servers.size(); ++i) {
+    uint64_t rows = 0, bytes = 0;
+    for (const auto& t : servers[i].tables) {
+      rows += t.rows;
+      bytes += t.bytes;
+    }
+    j << (i ? ", " : "") << "{\"id\": " << servers[i].server_id << ", \"rows\": " << rows
+      << ", \"bytes\": " << bytes << ", \"keys_pulled\": " << servers[i].keys_pulled
+      << ", \"keys_pushed\": " << servers[i].keys_pushed << ", \"errors\": " << servers[i].errors
+      << "}";
+  }
+  j << "]";
+  if (eval) {
+    j << ",\n  \"eval\": {\"users\": " << eval->model.cases
+      << ", \"hit_rate\": " << eval->model.hit_rate << ", \"ndcg\": " << eval->model.ndcg
+      << ", \"popularity_hit_rate\": " << eval->popularity.hit_rate
+      << ", \"popularity_ndcg\": " << eval->popularity.ndcg << "}";
+  }
+  j << "\n}\n";
+  return j.str();
+}
+
+void PrintSummary(const trainer::TrainSummary& s, uint32_t batch_size,
+                  const std::vector<wire::ServerStats>& servers,
+                  const std::vector<ServerInfo>& endpoints) {
+  const trainer::WindowStats& a = s.first_window;
+  const trainer::WindowStats& b = s.last_window;
+  double pull = 0, compute = 0, push = 0;
+  for (const auto& w : s.windows) {
+    const double n = w.last_step - w.first_step + 1;
+    pull += w.pull_ms * n;
+    compute += w.compute_ms * n;
+    push += w.push_ms * n;
+  }
+  const double steps = std::max<uint32_t>(s.steps, 1);
+  std::printf("\nsummary\n");
+  std::printf("  loss        %.4f (steps %u-%u) -> %.4f (steps %u-%u)\n", a.loss, a.first_step,
+              a.last_step, b.loss, b.first_step, b.last_step);
+  std::printf("  throughput  %.0f samples/s: %u steps of %u samples in %.1f s on the %s backend\n",
+              s.samples_per_second, s.steps, batch_size, s.seconds, s.backend.c_str());
+  std::printf("  per step    pull %.1f ms, compute %.1f ms, push %.1f ms (waits, means)\n",
+              pull / steps, compute / steps, push / steps);
+  for (const wire::ServerStats& server : servers) {
+    uint64_t rows = 0, bytes = 0;
+    for (const auto& t : server.tables) {
+      rows += t.rows;
+      bytes += t.bytes;
+    }
+    const std::string endpoint =
+        server.server_id < endpoints.size() ? endpoints[server.server_id].endpoint : "?";
+    std::printf("  server %u    %s: %llu rows in %zu tables (%.1f MiB), %u partitions, "
+                "%llu keys pulled, %llu pushed, %llu errors\n",
+                server.server_id, endpoint.c_str(), static_cast<unsigned long long>(rows),
+                server.tables.size(), bytes / 1048576.0, server.partitions_owned,
+                static_cast<unsigned long long>(server.keys_pulled),
+                static_cast<unsigned long long>(server.keys_pushed),
+                static_cast<unsigned long long>(server.errors));
+  }
+}
+
+}  // namespace
+
+int TrainCommand(int argc, char** argv) {
+  const std::vector<FlagSpec> known = {
+      {"config", "FILE", "job config (YAML): tables, model, data, train"},
+      {"scheduler", "ENDPOINT", "the scheduler's endpoint (default: cluster.scheduler)"},
+      {"steps", "N", "override train.steps"},
+      {"epochs", "N", "override train.epochs (interaction data)"},
+      {"batch-size", "N", "override train.batch_size"},
+      {"backend", "KIND", "override train.backend: cpu, cuda or auto"},
+      {"name", "NAME", "trainer name to register under (default: trainer)"},
+      {"data-root", "DIR", "folder that relative data paths resolve against (default: the config's)"},
+      {"summary-json", "FILE", "also write the final figures as JSON"},
+  };
+  int exit_code = 0;
+  auto flags = ParseCommandFlags(argc, argv, "ember train --config FILE --scheduler ENDPOINT",
+                                 "Runs one trainer against a running cluster: pulls rows, trains "
+                                 "the two-tower model, pushes gradients, then reports.",
+                                 known, &exit_code);
+  if (!flags) return exit_code;
+  SetUpLogging("trainer");
+  auto config = LoadConfigFlag(*flags, "train");
+  if (!config) return 2;
+  trainer::TrainOptions& train = config->train;
+  for (const char* name : {"steps", "epochs", "batch-size"}) {
+    auto value = flags->GetUint(name);
+    if (!value.ok()) return Fail(value.status());
+    if (!value->has_value()) continue;
+    uint32_t& target = std::string(name) == "steps"    ? train.steps
+                       : std::string(name) == "epochs" ? train.epochs
+                                                       : train.batch_size;
+    target = static_cast<uint32_t>(**value);
+    if (std::string(name) == "steps") train.epochs = 0;
+  }
+  train.backend = flags->Get("backend", train.backend);
+
+  ps::ClientOptions client_options;
+  client_options.scheduler_endpoint = flags->Get("scheduler", config->cluster.scheduler);
+  client_options.name = flags->Get("name", "trainer");
+  if (client_options.scheduler_endpoint.find('*') != std::string::npos) {
+    std::fprintf(stderr, "ember train: --scheduler is required (the config's scheduler address "
+                         "is a wildcard)\n");
+    return 2;
+  }
+
+  // Data first: a bad file path should fail before anything connects.
+  std::shared_ptr<trainer::InteractionDataset> dataset;
+  std::unique_ptr<trainer::DataSource> data;
+  if (config->data.kind == "interactions") {
+    auto loaded = trainer::LoadInteractions(config->data.interactions);
+    if (!loaded.ok()) return Fail(loaded.status());
+    dataset = *loaded;
+    data = std::make_unique<trainer::InteractionSource>(dataset, config->data.interactions.seed);
+  } else {
+    auto made = trainer::MakeDataSource(config->data);
+    if (!made.ok()) return Fail(made.status());
+    data = std::move(*made);
+  }
+  uint32_t steps = train.steps;
+  if (train.epochs > 0) {
+    if (!dataset) return Fail(InvalidArgument("train.epochs needs interaction data"));
+    steps = static_cast<uint32_t>(std::ceil(static_cast<double>(train.epochs) *
+                                            dataset->num_train() / train.batch_size));
+  }
+
+  auto client = ps::Client::Connect(client_options);
+  if (!client.ok()) return Fail(client.status());
+  auto backend = trainer::MakeBackend(train.backend, config->model);
+  if (!backend.ok()) return Fail(backend.status());
+  auto loop = trainer::Trainer::Create(client->get(), backend->get(), data.get(), config->model,
+                                       train);
+  if (!loop.ok()) return Fail(loop.status());
+
+  const RoutingTable routing = (*client)->routing();
+  std::printf("ember train: %zu servers, %u partitions, %zu tables; %s backend; %s; "
+              "batch %u, %u steps\n",
+              routing.servers.size(), routing.num_partitions, (*client)->tables().size(),
+              std::string((*backend)->name()).c_str(), data->Describe().c_str(),
+              train.batch_size, steps);
+  std::fflush(stdout);
+  auto summary = (*loop)->Run(steps, [&](const trainer::WindowStats& w) { PrintWindow(w, steps); });
+  if (!summary.ok()) return Fail(summary.status());
+
+  auto servers = (*client)->Stats();
+  if (!servers.ok()) return Fail(servers.status());
+  PrintSummary(*summary, train.batch_size, *servers, routing.servers);
+
+  std::optional<EvalFigures> eval;
+  if (dataset) {
+    auto model = trainer::EvaluateRanking(**client, **backend, *dataset, config->model, train);
+    if (!model.ok()) return Fail(model.status());
+    EvalFigures figures{*model, trainer::EvaluatePopularity(*dataset, train.eval_k)};
+    std::printf("  evaluation  leave-one-out, %zu users, %u sampled negatives each:\n"
+                "              ember        HR@%u %.4f  NDCG@%u %.4f\n"
+                "              most-popular HR@%u %.4f  NDCG@%u %.4f\n",
+                figures.model.cases, config->data.interactions.negatives, train.eval_k,
+                figures.model.hit_rate, train.eval_k, figures.model.ndcg, train.eval_k,
+                figures.popularity.hit_rate, train.eval_k, figures.popularity.ndcg);
+    eval = figures;
+  }
+  std::fflush(stdout);
+  if (flags->Has("summary-json")) {
+    Status written =
+        WriteFileAtomically(flags->Get("summary-json"), SummaryJson(*summary, *servers, eval));
+    if (!written.ok()) return Fail(written);
+  }
+  return 0;
+}
+
+}  // namespace ember::app

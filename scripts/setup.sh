@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Installs the Debian packages ember builds with (only when some are missing) and builds ember in
+# Release into build/ (or $EMBER_BUILD_DIR). Sourced by demo.sh and test.sh; runnable on its own.
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+BUILD_DIR="${EMBER_BUILD_DIR:-$ROOT/build}"
+JOBS="${EMBER_JOBS:-2}"
+
+PACKAGES=(
+  g++ cmake ninja-build pkg-config
+  libzmq3-dev cppzmq-dev capnproto libcapnp-dev
+  librocksdb-dev libboost-dev libgtest-dev
+  libopenblas-dev libyaml-cpp-dev libspdlog-dev
+)
+
+missing=()
+for package in "${PACKAGES[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$package")
+  fi
+done
+if ((${#missing[@]})); then
+  echo "ember: installing ${missing[*]}" >&2
+  SUDO=""
+  if [[ $(id -u) -ne 0 ]]; then SUDO="sudo"; fi
+  $SUDO apt-get update
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y --no-install-recommends "${missing[@]}"
+fi
+
+cmake -S "$ROOT" -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release ${EMBER_CMAKE_ARGS:-}
+ninja -C "$BUILD_DIR" -j "$JOBS"

@@ -1,0 +1,8 @@
+#!/usr/bin/env bash
+# Installs what it needs, builds, and runs ember's whole test suite with ctest.
+# Extra arguments go to ctest (e.g. -R Integration).
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+"$ROOT/scripts/setup.sh"
+BUILD_DIR="${EMBER_BUILD_DIR:-$ROOT/build}"
+ctest --test-dir "$BUILD_DIR" --output-on-failure -j "${EMBER_JOBS:-2}" "$@"

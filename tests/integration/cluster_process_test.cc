@@ -1,0 +1,205 @@
+// End-to-end: the `ember` binary's subcommands as real processes on loopback.
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <thread>
+
+#include "common/child_process.h"
+#include "tests/test_util.h"
+
+namespace ember {
+namespace {
+
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+
+constexpr const char* kSmallConfig = R"(
+cluster:
+  servers: 2
+  server_threads: 1
+  partitions: 64
+tables:
+  - {name: u0, dim: 16, optimizer: {kind: adagrad, learning_rate: 0.05}}
+  - {name: u1, dim: 16, optimizer: {kind: adagrad, learning_rate: 0.05}}
+  - {name: i0, dim: 16, optimizer: {kind: adagrad, learning_rate: 0.05}}
+  - {name: i1, dim: 16, optimizer: {kind: adagrad, learning_rate: 0.05}}
+model:
+  embedding_dim: 16
+  user_slots: 2
+  item_slots: 2
+  hidden: [32, 16]
+  output_dim: 16
+  temperature: 0.1
+  learning_rate: 0.003
+data:
+  kind: synthetic
+  synthetic: {user_slots: 2, item_slots: 2, vocabulary: 5000, exponent: 1.05, seed: 3,
+              num_clusters: 16, signal: 0.95}
+train:
+  steps: 300
+  batch_size: 128
+  backend: cpu
+  log_every: 30
+  user_tables: [u0, u1]
+  item_tables: [i0, i1]
+)";
+
+std::string WriteConfig(const testing::TempDir& dir, const std::string& text) {
+  const std::string path = dir.path() + "/job.yaml";
+  std::ofstream(path) << text;
+  return path;
+}
+
+// Reads a number field of the flat JSON summary the trainer writes.
+double JsonNumber(const std::string& json, const std::string& field) {
+  std::smatch match;
+  std::regex pattern("\"" + field + "\": ([-0-9.eE+]+)");
+  if (!std::regex_search(json, match, pattern)) return -1e300;
+  return std::stod(match[1]);
+}
+
+std::string WaitForFile(const std::string& path, milliseconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (std::chrono::steady_clock::now() < deadline) {
+    std::string text = testing::ReadFile(path);
+    if (!text.empty()) return text;
+    std::this_thread::sleep_for(milliseconds(20));
+  }
+  return "";
+}
+
+TEST(ClusterProcessTest, HelpAndUsageErrors) {
+  testing::TempDir dir;
+  const std::string log = dir.path() + "/out.log";
+  for (const char* command : {"cluster", "scheduler", "server", "train"}) {
+    ChildProcess help({EMBER_BINARY, command, "--help"}, log);
+    EXPECT_EQ(help.WaitExit(seconds(20)), 0) << command;
+  }
+  EXPECT_NE(testing::ReadFile(log).find("usage: ember train"), std::string::npos);
+  ChildProcess unknown({EMBER_BINARY, "train", "--stpes", "3"}, log);
+  EXPECT_EQ(unknown.WaitExit(seconds(20)), 2);
+  EXPECT_NE(testing::ReadFile(log).find("unknown flag '--stpes'"), std::string::npos);
+}
+
+TEST(ClusterProcessTest, ConfigErrorsNameTheField) {
+  testing::TempDir dir;
+  std::string text = kSmallConfig;
+  text.replace(text.find("learning_rate: 0.003"), 20, "learing_rate: 0.003");
+  const std::string config = WriteConfig(dir, text);
+  const std::string log = dir.path() + "/out.log";
+  ChildProcess bad({EMBER_BINARY, "cluster", "--config", config}, log);
+  EXPECT_EQ(bad.WaitExit(seconds(20)), 2);
+  EXPECT_NE(testing::ReadFile(log).find("learing_rate"), std::string::npos)
+      << testing::ReadFile(log);
+}
+
+TEST(ClusterProcessTest, SeparateProcessesTrainAndTheLossFalls) {
+  testing::TempDir dir;
+  const std::string config = WriteConfig(dir, kSmallConfig);
+  const std::string endpoint_file = dir.path() + "/scheduler";
+  const std::string log = dir.path() + "/cluster.log";
+  ChildProcess scheduler(
+      {EMBER_BINARY, "scheduler", "--config", config, "--endpoint-file", endpoint_file}, log);
+  std::string endpoint = WaitForFile(endpoint_file, seconds(20));
+  ASSERT_FALSE(endpoint.empty()) << testing::ReadFile(log);
+  endpoint.erase(endpoint.find_last_not_of("\n") + 1);
+  ChildProcess server0({EMBER_BINARY, "server", "--scheduler", endpoint, "--threads", "1"}, log);
+  ChildProcess server1({EMBER_BINARY, "server", "--scheduler", endpoint, "--threads", "1"}, log);
+  const std::string summary = dir.path() + "/summary.json";
+  ChildProcess trainer({EMBER_BINARY, "train", "--config", config, "--scheduler", endpoint,
+                        "--summary-json", summary},
+                       log);
+  ASSERT_EQ(trainer.WaitExit(seconds(300)), 0) << testing::ReadFile(log);
+  const std::string json = testing::ReadFile(summary);
+  const double start = JsonNumber(json, "loss_start");
+  const double end = JsonNumber(json, "loss_end");
+  EXPECT_LT(end, 0.85 * start) << json;
+  EXPECT_EQ(JsonNumber(json, "steps"), 300);
+  // Both shards hold rows.
+  std::smatch match;
+  std::string rest = json;
+  int shards_with_rows = 0;
+  std::regex rows("\"rows\": ([0-9]+)");
+  while (std::regex_search(rest, match, rows)) {
+    if (std::stoull(match[1]) > 0) ++shards_with_rows;
+    rest = match.suffix();
+  }
+  EXPECT_EQ(shards_with_rows, 2) << json;
+  EXPECT_TRUE(server0.running() && server1.running() && scheduler.running());
+}
+
+// Pids of the live children of `parent`, from /proc.
+std::vector<pid_t> ChildrenOf(pid_t parent) {
+  std::vector<pid_t> children;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
+    const std::string name = entry.path().filename();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::string stat = testing::ReadFile(entry.path().string() + "/stat");
+    const size_t close = stat.rfind(')');
+    if (close == std::string::npos) continue;
+    char state = 0;
+    int ppid = 0;
+    if (std::sscanf(stat.c_str() + close + 1, " %c %d", &state, &ppid) == 2 && ppid == parent &&
+        state != 'Z') {
+      children.push_back(std::stoi(name));
+    }
+  }
+  return children;
+}
+
+TEST(ClusterProcessTest, ClusterStopsEveryProcessOnSigterm) {
+  testing::TempDir dir;
+  const std::string config = WriteConfig(dir, kSmallConfig);
+  const std::string log = dir.path() + "/cluster.log";
+  ChildProcess cluster({EMBER_BINARY, "cluster", "--config", config, "--steps", "1000000"}, log);
+  // Wait until the trainer reports progress: then all four children are up.
+  const auto deadline = std::chrono::steady_clock::now() + seconds(120);
+  while (testing::ReadFile(log).find("step ") == std::string::npos &&
+         std::chrono::steady_clock::now() < deadline && cluster.running()) {
+    std::this_thread::sleep_for(milliseconds(50));
+  }
+  ASSERT_TRUE(cluster.running()) << testing::ReadFile(log);
+  const std::vector<pid_t> children = ChildrenOf(cluster.pid());
+  EXPECT_EQ(children.size(), 4u);  // scheduler, 2 servers, trainer
+  cluster.Signal(SIGTERM);
+  EXPECT_GE(cluster.WaitExit(seconds(30)), 0);
+  for (pid_t child : children) {
+    bool gone = false;
+    for (int i = 0; i < 200 && !gone; ++i) {
+      gone = kill(child, 0) != 0 ||
+             testing::ReadFile("/proc/" + std::to_string(child) + "/stat").find(") Z") !=
+                 std::string::npos;
+      if (!gone) std::this_thread::sleep_for(milliseconds(50));
+    }
+    EXPECT_TRUE(gone) << "child " << child << " outlived the cluster";
+    if (!gone) kill(child, SIGKILL);
+  }
+}
+
+TEST(ClusterProcessTest, MovieLens100kBeatsMostPopular) {
+  const std::string data_root = std::string(EMBER_SOURCE_DIR) + "/../shared/data";
+  if (!std::filesystem::exists(data_root + "/ml-100k/u.data")) {
+    GTEST_SKIP() << "MovieLens 100K not found under " << data_root;
+  }
+  testing::TempDir dir;
+  const std::string summary = dir.path() + "/summary.json";
+  const std::string log = dir.path() + "/cluster.log";
+  ChildProcess cluster({EMBER_BINARY, "cluster", "--config",
+                        std::string(EMBER_SOURCE_DIR) + "/configs/movielens-100k.yaml",
+                        "--data-root", data_root, "--backend", "cpu", "--summary-json", summary},
+                       log);
+  ASSERT_EQ(cluster.WaitExit(seconds(900)), 0) << testing::ReadFile(log);
+  const std::string json = testing::ReadFile(summary);
+  const double hr = JsonNumber(json, "hit_rate");
+  const double popular = JsonNumber(json, "popularity_hit_rate");
+  EXPECT_GT(popular, 0.3) << json;
+  EXPECT_GT(hr, popular) << json;
+  std::printf("ml-100k: HR@10 %.4f NDCG@10 %.4f; most-popular HR@10 %.4f NDCG@10 %.4f\n", hr,
+              JsonNumber(json, "ndcg"), popular, JsonNumber(json, "popularity_ndcg"));
+}
+
+}  // namespace
+}  // namespace ember
