@@ -14,7 +14,7 @@ EMBER_CMAKE_ARGS="-DEMBER_BUNDLE_RPATH=ON -DEMBER_WITH_CUDA=ON ${EMBER_CMAKE_ARG
 
 rm -rf "$OUT"
 mkdir -p "$OUT/lib"
-binaries=("$BUILD_DIR/app/ember" "$BUILD_DIR"/tests/*_tests)
+binaries=("$BUILD_DIR/ember" "$BUILD_DIR"/tests/*_tests)
 for binary in "${binaries[@]}"; do
   cp "$binary" "$OUT/"
   strip "$OUT/$(basename "$binary")"
