@@ -60,6 +60,7 @@ int ClusterCommand(int argc, char** argv) {
       {"epochs", "N", "override train.epochs (interaction data)"},
       {"batch-size", "N", "override train.batch_size"},
       {"backend", "KIND", "override train.backend: cpu, cuda or auto"},
+      {"pipeline", "", "pull the next step's rows while this step computes (train.pipeline)"},
       {"data-root", "DIR", "folder that relative data paths resolve against (default: the config's)"},
       {"summary-json", "FILE", "the trainer also writes its final figures here as JSON"},
   };
@@ -120,6 +121,7 @@ int ClusterCommand(int argc, char** argv) {
       trainer_args.push_back(flags->Get(passed));
     }
   }
+  if (flags->Has("pipeline")) trainer_args.push_back("--pipeline");
   trainer = std::make_unique<ChildProcess>(trainer_args);
 
   for (;;) {

@@ -25,9 +25,9 @@ int Fail(const Status& status) {
 
 void PrintWindow(const trainer::WindowStats& w, uint32_t steps) {
   std::printf("step %5u/%u  loss %.4f  %9.0f samples/s  pull %6.1f ms  compute %7.1f ms  "
-              "push %6.1f ms  rows/step %.0f\n",
+              "push %6.1f ms  busy %3.0f%%  rows/step %.0f\n",
               w.last_step, steps, w.loss, w.samples_per_second, w.pull_ms, w.compute_ms,
-              w.push_ms, w.unique_keys);
+              w.push_ms, 100.0 * w.device_busy, w.unique_keys);
   std::fflush(stdout);
 }
 
@@ -116,6 +116,7 @@ int TrainCommand(int argc, char** argv) {
       {"epochs", "N", "override train.epochs (interaction data)"},
       {"batch-size", "N", "override train.batch_size"},
       {"backend", "KIND", "override train.backend: cpu, cuda or auto"},
+      {"pipeline", "", "pull the next step's rows while this step computes (train.pipeline)"},
       {"name", "NAME", "trainer name to register under (default: trainer)"},
       {"data-root", "DIR", "folder that relative data paths resolve against (default: the config's)"},
       {"summary-json", "FILE", "also write the final figures as JSON"},
@@ -141,6 +142,7 @@ int TrainCommand(int argc, char** argv) {
     if (std::string(name) == "steps") train.epochs = 0;
   }
   train.backend = flags->Get("backend", train.backend);
+  if (flags->Has("pipeline")) train.pipeline = true;
 
   ps::ClientOptions client_options;
   client_options.scheduler_endpoint = flags->Get("scheduler", config->cluster.scheduler);

@@ -30,4 +30,5 @@ done | sort -u | while read -r lib; do
   esac
 done
 cp -r "$ROOT/configs" "$OUT/configs"
+cp "$ROOT/scripts/gpu-bench.sh" "$OUT/"
 du -sh "$OUT"

@@ -33,7 +33,8 @@ struct TowerInput {
 };
 
 struct StepStats {
-  float loss = 0;  // mean in-batch softmax cross-entropy before this step's update
+  float loss = 0;       // mean in-batch softmax cross-entropy before this step's update
+  float device_ms = 0;  // time the device was busy with this step (CUDA: events; CPU: wall)
 };
 
 class Backend {

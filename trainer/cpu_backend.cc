@@ -11,6 +11,7 @@
 #include <cblas.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstring>
 
@@ -71,6 +72,7 @@ class CpuBackend final : public Backend {
                               const TowerInput& item) override {
     RETURN_IF_ERROR(CheckTowerInput(config_, Tower::kUser, batch_size, user, true));
     RETURN_IF_ERROR(CheckTowerInput(config_, Tower::kItem, batch_size, item, true));
+    const auto start = std::chrono::steady_clock::now();
     ReserveTower(Tower::kUser, batch_size);
     ReserveTower(Tower::kItem, batch_size);
     ReserveLoss(batch_size);
@@ -81,6 +83,8 @@ class CpuBackend final : public Backend {
     Backward(Tower::kUser, batch_size, user);
     Backward(Tower::kItem, batch_size, item);
     AdamUpdate();
+    stats.device_ms =
+        std::chrono::duration<float, std::milli>(std::chrono::steady_clock::now() - start).count();
     return stats;
   }
 

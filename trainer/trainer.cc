@@ -2,6 +2,7 @@
 #include "trainer/trainer.h"
 
 #include <chrono>
+#include <functional>
 
 #include "trainer/batch.h"
 #include "trainer/tower_batch.h"
@@ -36,7 +37,7 @@ Status CheckTables(const ps::Client& client, const std::vector<std::string>& tab
 struct WindowAccumulator {
   uint32_t first_step = 0;
   uint32_t steps = 0;
-  double loss = 0, pull = 0, compute = 0, push = 0, unique = 0;
+  double loss = 0, pull = 0, compute = 0, push = 0, unique = 0, device = 0;
   uint64_t samples = 0;
   Clock::time_point start = Clock::now();
 
@@ -51,6 +52,7 @@ struct WindowAccumulator {
     w.push_ms = push / n;
     w.unique_keys = unique / n;
     const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+    w.device_busy = seconds > 0 ? device / (seconds * 1000.0) : 0;
     w.samples_per_second = seconds > 0 ? samples / seconds : 0;
     return w;
   }
@@ -88,33 +90,59 @@ Result<TrainSummary> Trainer::Run(uint32_t steps,
   TrainSummary summary;
   summary.backend = std::string(backend_->name());
 
-  // Two sets of buffers: the next batch is prepared while the current one's pushes fly.
+  // Three sets of buffers, used in turn: step t computes from one while the rows of step t+1
+  // arrive into the next (pipeline mode) and the gradients of step t-1 leave from the previous.
   struct StepBuffers {
     Batch batch;
     TowerBatch user, item;
+    std::vector<ps::Ticket> pulls, pushes;
   };
-  StepBuffers buffers[2];
+  StepBuffers buffers[3];
   auto prepare = [&](StepBuffers& b) -> Status {
     RETURN_IF_ERROR(data_->Next(batch_size, &b.batch));
     b.user.Prepare(b.batch.user_keys, dim);
     b.item.Prepare(b.batch.item_keys, dim);
     return Status::Ok();
   };
-  RETURN_IF_ERROR(prepare(buffers[0]));
+  auto start_pull = [&](StepBuffers& b) {
+    b.user.StartPull(*client_, options_.user_tables, &b.pulls);
+    b.item.StartPull(*client_, options_.item_tables, &b.pulls);
+  };
+  // Waits for every push still in flight (also on early return), so no ticket outlives its rows.
+  auto drain_pushes = [&] {
+    Status first;
+    for (StepBuffers& b : buffers) {
+      Status status = WaitAll(b.pushes);
+      if (first.ok() && !status.ok()) first = status;
+    }
+    for (StepBuffers& b : buffers) (void)WaitAll(b.pulls);
+    return first;
+  };
+  struct DrainOnExit {
+    std::function<Status()> drain;
+    ~DrainOnExit() { (void)drain(); }
+  } drain_on_exit{drain_pushes};
 
-  std::vector<ps::Ticket> pulls, pushes;
+  RETURN_IF_ERROR(prepare(buffers[0]));
+  start_pull(buffers[0]);
   WindowAccumulator window;
   window.first_step = 1;
   const auto run_start = Clock::now();
   for (uint32_t step = 1; step <= steps; ++step) {
-    StepBuffers& current = buffers[(step - 1) % 2];
-    StepBuffers& next = buffers[step % 2];
+    StepBuffers& current = buffers[(step - 1) % 3];
+    StepBuffers& next = buffers[step % 3];        // step t-2's buffer: its pushes are done
+    StepBuffers& previous = buffers[(step + 1) % 3];  // step t-1's buffer
+    const std::string where = "step " + std::to_string(step);
 
     auto phase = Clock::now();
-    current.user.StartPull(*client_, options_.user_tables, &pulls);
-    current.item.StartPull(*client_, options_.item_tables, &pulls);
-    RETURN_IF_ERROR(WaitAll(pulls).WithContext("step " + std::to_string(step) + " pull"));
-    const double pull_ms = MillisSince(phase);
+    RETURN_IF_ERROR(WaitAll(current.pulls).WithContext(where + " pull"));
+    double pull_ms = MillisSince(phase);
+    if (options_.pipeline && step < steps) {
+      phase = Clock::now();
+      RETURN_IF_ERROR(prepare(next));
+      start_pull(next);  // reads rows before this step's (and maybe the last step's) updates
+      pull_ms += MillisSince(phase);
+    }
 
     phase = Clock::now();
     TowerInput item_input = current.item.Input();
@@ -124,18 +152,28 @@ Result<TrainSummary> Trainer::Run(uint32_t steps,
     const double compute_ms = MillisSince(phase);
 
     ++clock_;
-    current.user.StartPush(*client_, options_.user_tables, clock_, &pushes);
-    current.item.StartPush(*client_, options_.item_tables, clock_, &pushes);
-    if (step < steps) RETURN_IF_ERROR(prepare(next));
-    phase = Clock::now();
-    RETURN_IF_ERROR(WaitAll(pushes).WithContext("step " + std::to_string(step) + " push"));
-    const double push_ms = MillisSince(phase);
+    current.user.StartPush(*client_, options_.user_tables, clock_, &current.pushes);
+    current.item.StartPush(*client_, options_.item_tables, clock_, &current.pushes);
+    double push_ms = 0;
+    if (options_.pipeline) {
+      phase = Clock::now();
+      RETURN_IF_ERROR(WaitAll(previous.pushes).WithContext("step " + std::to_string(step - 1) +
+                                                           " push"));
+      push_ms = MillisSince(phase);
+    } else {
+      if (step < steps) RETURN_IF_ERROR(prepare(next));  // while the pushes fly
+      phase = Clock::now();
+      RETURN_IF_ERROR(WaitAll(current.pushes).WithContext(where + " push"));
+      push_ms = MillisSince(phase);
+      if (step < steps) start_pull(next);  // sees every update of this step
+    }
 
     window.steps += 1;
     window.loss += stats.loss;
     window.pull += pull_ms;
     window.compute += compute_ms;
     window.push += push_ms;
+    window.device += stats.device_ms;
     window.unique += static_cast<double>(current.user.unique_keys() + current.item.unique_keys());
     window.samples += batch_size;
     summary.samples += batch_size;
@@ -148,6 +186,7 @@ Result<TrainSummary> Trainer::Run(uint32_t steps,
       window.first_step = step + 1;
     }
   }
+  RETURN_IF_ERROR(drain_pushes().WithContext("final push"));
   summary.steps = steps;
   summary.seconds = std::chrono::duration<double>(Clock::now() - run_start).count();
   summary.samples_per_second = summary.seconds > 0 ? summary.samples / summary.seconds : 0;

@@ -2,9 +2,12 @@
 //
 // Per step: take a batch from the data source, deduplicate each slot's keys, pull the unique
 // rows of all slots from the servers at once, run forward/backward and the dense Adam update on
-// the backend, and push one summed gradient per unique row. While the pushes are in flight the
-// next batch is drawn and deduplicated; the next pull waits for the pushes to be acknowledged,
-// so every step sees the rows its predecessor updated.
+// the backend, and push one summed gradient per unique row.
+//
+// By default the next batch is drawn and deduplicated while the pushes are in flight, and its
+// pull waits for them to be acknowledged, so every step sees the rows its predecessor updated.
+// With `train.pipeline` the rows of step t+1 are pulled while step t computes and step t-1's
+// pushes are acknowledged meanwhile: more overlap, at the price of rows up to two steps stale.
 #pragma once
 
 #include <functional>
@@ -30,6 +33,7 @@ struct WindowStats {
   double compute_ms = 0;  // backend step, per step
   double push_ms = 0;     // waiting for push acknowledgements, per step
   double unique_keys = 0; // rows pulled per step, all slots
+  double device_busy = 0; // share of wall time the backend's device was busy (GPU busy share)
 };
 
 struct TrainSummary {

@@ -7,6 +7,7 @@
 #include <regex>
 #include <thread>
 
+#include "app/cluster_config.h"
 #include "common/child_process.h"
 #include "tests/test_util.h"
 
@@ -129,6 +130,27 @@ TEST(ClusterProcessTest, SeparateProcessesTrainAndTheLossFalls) {
   }
   EXPECT_EQ(shards_with_rows, 2) << json;
   EXPECT_TRUE(server0.running() && server1.running() && scheduler.running());
+}
+
+TEST(ClusterProcessTest, PipelinedTrainingAlsoLearns) {
+  testing::TempDir dir;
+  const std::string config = WriteConfig(dir, kSmallConfig);
+  const std::string summary = dir.path() + "/summary.json";
+  const std::string log = dir.path() + "/cluster.log";
+  ChildProcess cluster({EMBER_BINARY, "cluster", "--config", config, "--pipeline",
+                        "--summary-json", summary},
+                       log);
+  ASSERT_EQ(cluster.WaitExit(seconds(300)), 0) << testing::ReadFile(log);
+  const std::string json = testing::ReadFile(summary);
+  EXPECT_LT(JsonNumber(json, "loss_end"), 0.85 * JsonNumber(json, "loss_start")) << json;
+  EXPECT_NE(testing::ReadFile(log).find("busy"), std::string::npos);
+}
+
+TEST(ClusterProcessTest, ShippedConfigsLoad) {
+  for (const char* name : {"tt-bench.yaml", "tt-bench-gpu.yaml", "movielens-100k.yaml"}) {
+    auto config = app::LoadClusterConfig(std::string(EMBER_SOURCE_DIR) + "/configs/" + name);
+    EXPECT_TRUE(config.ok()) << name << ": " << config.status().ToString();
+  }
 }
 
 // Pids of the live children of `parent`, from /proc.
