@@ -60,6 +60,7 @@ int ClusterCommand(int argc, char** argv) {
       {"epochs", "N", "override train.epochs (interaction data)"},
       {"batch-size", "N", "override train.batch_size"},
       {"backend", "KIND", "override train.backend: cpu, cuda or auto"},
+      {"wire-fp16", "", "rows and gradients travel as fp16 (train.wire_fp16)"},
       {"pipeline", "", "pull the next step's rows while this step computes (train.pipeline)"},
       {"data-root", "DIR", "folder that relative data paths resolve against (default: the config's)"},
       {"summary-json", "FILE", "the trainer also writes its final figures here as JSON"},
@@ -121,7 +122,9 @@ int ClusterCommand(int argc, char** argv) {
       trainer_args.push_back(flags->Get(passed));
     }
   }
-  if (flags->Has("pipeline")) trainer_args.push_back("--pipeline");
+  for (const char* passed : {"pipeline", "wire-fp16"}) {
+    if (flags->Has(passed)) trainer_args.push_back(std::string("--") + passed);
+  }
   trainer = std::make_unique<ChildProcess>(trainer_args);
 
   for (;;) {

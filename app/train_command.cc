@@ -116,6 +116,7 @@ int TrainCommand(int argc, char** argv) {
       {"epochs", "N", "override train.epochs (interaction data)"},
       {"batch-size", "N", "override train.batch_size"},
       {"backend", "KIND", "override train.backend: cpu, cuda or auto"},
+      {"wire-fp16", "", "rows and gradients travel as fp16 (train.wire_fp16)"},
       {"pipeline", "", "pull the next step's rows while this step computes (train.pipeline)"},
       {"name", "NAME", "trainer name to register under (default: trainer)"},
       {"data-root", "DIR", "folder that relative data paths resolve against (default: the config's)"},
@@ -147,6 +148,8 @@ int TrainCommand(int argc, char** argv) {
   ps::ClientOptions client_options;
   client_options.scheduler_endpoint = flags->Get("scheduler", config->cluster.scheduler);
   client_options.name = flags->Get("name", "trainer");
+  if (flags->Has("wire-fp16")) train.wire_fp16 = true;
+  client_options.row_format = train.wire_fp16 ? wire::RowFormat::kF16 : wire::RowFormat::kF32;
   if (client_options.scheduler_endpoint.find('*') != std::string::npos) {
     std::fprintf(stderr, "ember train: --scheduler is required (the config's scheduler address "
                          "is a wildcard)\n");

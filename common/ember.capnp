@@ -94,16 +94,24 @@ struct ServerStats {
   partitionsOwned @7 :UInt32;
 }
 
+# How row values travel: float32, or float16 to halve the bytes (servers keep float32).
+enum RowFormat {
+  f32 @0;
+  f16 @1;
+}
+
 struct PullRequest {
   table @0 :Text;
   keys @1 :Data;              # n little-endian uint64 keys
+  rowFormat @2 :RowFormat;    # format the rows of the reply should travel in
 }
 
 struct PushRequest {
   table @0 :Text;
   keys @1 :Data;              # n little-endian uint64 keys, unique within the request
-  gradients @2 :Data;         # n * dim little-endian float32, row-major, in key order
+  gradients @2 :Data;         # n * dim little-endian values (gradientFormat), row-major
   clock @3 :UInt64;           # sender's training step
+  gradientFormat @4 :RowFormat;
 }
 
 struct RegisterServer {
@@ -148,9 +156,10 @@ struct Response {
   epoch @3 :UInt64;           # responder's current routing epoch
   union {
     none @4 :Void;
-    pull @5 :Data;            # n * dim little-endian float32 rows, in request key order
+    pull @5 :Data;            # n * dim little-endian rows (rowFormat), in request key order
     stats @6 :ServerStats;
     registration @7 :Registration;
     routing @8 :RoutingTable;
   }
+  rowFormat @9 :RowFormat;    # format of `pull`
 }

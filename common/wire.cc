@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include "common/ember.capnp.h"
+#include "common/half.h"
 
 namespace ember::wire {
 namespace {
@@ -18,6 +19,7 @@ struct FrameStorage {
   explicit FrameStorage(zmq::message_t f) : frame(std::move(f)) {}
   zmq::message_t frame;
   std::vector<::capnp::word> aligned;
+  std::vector<float> widened;  // fp16 values of the frame converted to float32
 };
 
 ::capnp::ReaderOptions DecodeOptions() {
@@ -62,6 +64,26 @@ Result<std::span<const T>> DataAs(::capnp::Data::Reader data, std::string_view w
   }
   return std::span<const T>(reinterpret_cast<const T*>(data.begin()), data.size() / sizeof(T));
 }
+
+// Row values of `format` as float32: a view into the frame, or (fp16) widened into `storage`.
+Result<std::span<const float>> RowsAs(::capnp::Data::Reader data, schema::RowFormat format,
+                                      FrameStorage& storage, std::string_view what) {
+  if (format == schema::RowFormat::F32) return DataAs<float>(data, what);
+  if (format != schema::RowFormat::F16) {
+    return InvalidArgument(std::string(what) + " in unknown row format " +
+                           std::to_string(static_cast<unsigned>(format)));
+  }
+  ASSIGN_OR_RETURN(auto halves, DataAs<uint16_t>(data, what));
+  storage.widened.resize(halves.size());
+  HalvesToFloats(halves.data(), halves.size(), storage.widened.data());
+  return std::span<const float>(storage.widened);
+}
+
+schema::RowFormat ToSchema(RowFormat format) {
+  return format == RowFormat::kF16 ? schema::RowFormat::F16 : schema::RowFormat::F32;
+}
+
+size_t BytesPerValue(RowFormat format) { return format == RowFormat::kF16 ? 2 : 4; }
 
 void CopyInto(::capnp::Data::Builder out, const void* src, size_t bytes) {
   if (bytes > 0) std::memcpy(out.begin(), src, bytes);
@@ -194,7 +216,7 @@ Result<RoutingTable> ReadRouting(schema::RoutingTable::Reader in) {
   return routing;
 }
 
-Result<RequestBody> ReadRequestBody(schema::Request::Reader request) {
+Result<RequestBody> ReadRequestBody(schema::Request::Reader request, FrameStorage& storage) {
   switch (request.which()) {
     case schema::Request::PING:
       return RequestBody(PingRequest{});
@@ -207,6 +229,11 @@ Result<RequestBody> ReadRequestBody(schema::Request::Reader request) {
       PullRequest out;
       out.table = ToString(pull.getTable());
       ASSIGN_OR_RETURN(out.keys, DataAs<uint64_t>(pull.getKeys(), "pull keys"));
+      switch (pull.getRowFormat()) {
+        case schema::RowFormat::F32: out.row_format = RowFormat::kF32; break;
+        case schema::RowFormat::F16: out.row_format = RowFormat::kF16; break;
+        default: return InvalidArgument("pull asks for an unknown row format");
+      }
       return RequestBody(std::move(out));
     }
     case schema::Request::PUSH: {
@@ -214,7 +241,8 @@ Result<RequestBody> ReadRequestBody(schema::Request::Reader request) {
       PushRequest out;
       out.table = ToString(push.getTable());
       ASSIGN_OR_RETURN(out.keys, DataAs<uint64_t>(push.getKeys(), "push keys"));
-      ASSIGN_OR_RETURN(out.gradients, DataAs<float>(push.getGradients(), "push gradients"));
+      ASSIGN_OR_RETURN(out.gradients, RowsAs(push.getGradients(), push.getGradientFormat(),
+                                             storage, "push gradients"));
       out.clock = push.getClock();
       return RequestBody(std::move(out));
     }
@@ -231,12 +259,13 @@ Result<RequestBody> ReadRequestBody(schema::Request::Reader request) {
                          std::to_string(static_cast<unsigned>(request.which())));
 }
 
-Result<ResponseBody> ReadResponseBody(schema::Response::Reader response) {
+Result<ResponseBody> ReadResponseBody(schema::Response::Reader response, FrameStorage& storage) {
   switch (response.which()) {
     case schema::Response::NONE:
       return ResponseBody(NoPayload{});
     case schema::Response::PULL: {
-      ASSIGN_OR_RETURN(auto rows, DataAs<float>(response.getPull(), "pulled rows"));
+      ASSIGN_OR_RETURN(auto rows,
+                       RowsAs(response.getPull(), response.getRowFormat(), storage, "pulled rows"));
       return ResponseBody(rows);
     }
     case schema::Response::STATS: {
@@ -305,7 +334,7 @@ Result<DecodedRequest> DecodeRequest(zmq::message_t frame) {
     }
     decoded.header.request_id = root.getRequestId();
     decoded.header.epoch = root.getEpoch();
-    ASSIGN_OR_RETURN(decoded.body, ReadRequestBody(root));
+    ASSIGN_OR_RETURN(decoded.body, ReadRequestBody(root, *storage));
     decoded.storage = std::move(storage);
     return decoded;
   } catch (const kj::Exception& e) {
@@ -328,7 +357,7 @@ Result<DecodedResponse> DecodeResponse(zmq::message_t frame) {
       return InvalidArgument("response carries unknown status code " + std::to_string(code));
     }
     if (code != 0) decoded.status = Status(static_cast<StatusCode>(code), ToString(root.getMessage()));
-    ASSIGN_OR_RETURN(decoded.body, ReadResponseBody(root));
+    ASSIGN_OR_RETURN(decoded.body, ReadResponseBody(root, *storage));
     decoded.storage = std::move(storage);
     return decoded;
   } catch (const kj::Exception& e) {
@@ -357,11 +386,12 @@ zmq::message_t EncodeGetRouting(const RequestHeader& header) {
 
 zmq::message_t EncodePullSubset(const RequestHeader& header, std::string_view table,
                                 std::span<const uint64_t> keys,
-                                std::span<const uint32_t> positions) {
+                                std::span<const uint32_t> positions, RowFormat row_format) {
   const size_t n = positions.empty() ? keys.size() : positions.size();
   ::capnp::MallocMessageBuilder builder(FirstSegmentWords(n * sizeof(uint64_t)));
   auto pull = InitRequest(builder, header).initPull();
   pull.setTable(::capnp::Text::Reader(table.data(), table.size()));
+  pull.setRowFormat(ToSchema(row_format));
   auto out = pull.initKeys(n * sizeof(uint64_t));
   auto* dst = reinterpret_cast<uint64_t*>(out.begin());
   if (positions.empty()) {
@@ -374,32 +404,41 @@ zmq::message_t EncodePullSubset(const RequestHeader& header, std::string_view ta
 
 zmq::message_t EncodePull(const RequestHeader& header, std::string_view table,
                           std::span<const uint64_t> keys) {
-  return EncodePullSubset(header, table, keys, {});
+  return EncodePullSubset(header, table, keys, {}, RowFormat::kF32);
 }
 
 zmq::message_t EncodePushSubset(const RequestHeader& header, std::string_view table,
                                 std::span<const uint64_t> keys, std::span<const float> gradients,
                                 uint32_t dim, std::span<const uint32_t> positions,
-                                uint64_t clock) {
+                                uint64_t clock, RowFormat gradient_format) {
   const size_t n = positions.empty() ? keys.size() : positions.size();
-  const size_t grad_floats = positions.empty() ? gradients.size() : n * dim;
+  const size_t grad_values = positions.empty() ? gradients.size() : n * dim;
+  const size_t value_bytes = BytesPerValue(gradient_format);
   ::capnp::MallocMessageBuilder builder(
-      FirstSegmentWords(n * sizeof(uint64_t) + grad_floats * sizeof(float)));
+      FirstSegmentWords(n * sizeof(uint64_t) + grad_values * value_bytes));
   auto push = InitRequest(builder, header).initPush();
   push.setTable(::capnp::Text::Reader(table.data(), table.size()));
   push.setClock(clock);
+  push.setGradientFormat(ToSchema(gradient_format));
   auto key_out = push.initKeys(n * sizeof(uint64_t));
-  auto grad_out = push.initGradients(grad_floats * sizeof(float));
+  auto grad_out = push.initGradients(grad_values * value_bytes);
+  auto* key_dst = reinterpret_cast<uint64_t*>(key_out.begin());
+  auto put_values = [&](const float* src, size_t count, size_t offset) {
+    if (count == 0) return;
+    if (gradient_format == RowFormat::kF16) {
+      FloatsToHalves(src, count, reinterpret_cast<uint16_t*>(grad_out.begin()) + offset);
+    } else {
+      std::memcpy(reinterpret_cast<float*>(grad_out.begin()) + offset, src,
+                  count * sizeof(float));
+    }
+  };
   if (positions.empty()) {
     CopyInto(key_out, keys.data(), n * sizeof(uint64_t));
-    CopyInto(grad_out, gradients.data(), grad_floats * sizeof(float));
+    put_values(gradients.data(), grad_values, 0);
   } else {
-    auto* key_dst = reinterpret_cast<uint64_t*>(key_out.begin());
-    auto* grad_dst = reinterpret_cast<float*>(grad_out.begin());
     for (size_t i = 0; i < n; ++i) {
       key_dst[i] = keys[positions[i]];
-      std::memcpy(grad_dst + i * dim, gradients.data() + size_t{positions[i]} * dim,
-                  dim * sizeof(float));
+      put_values(gradients.data() + size_t{positions[i]} * dim, dim, i * dim);
     }
   }
   return Finish(builder);
@@ -408,7 +447,7 @@ zmq::message_t EncodePushSubset(const RequestHeader& header, std::string_view ta
 zmq::message_t EncodePush(const RequestHeader& header, std::string_view table,
                           std::span<const uint64_t> keys, std::span<const float> gradients,
                           uint64_t clock) {
-  return EncodePushSubset(header, table, keys, gradients, 0, {}, clock);
+  return EncodePushSubset(header, table, keys, gradients, 0, {}, clock, RowFormat::kF32);
 }
 
 zmq::message_t EncodeRegisterServer(const RequestHeader& header, std::string_view endpoint) {
@@ -445,12 +484,24 @@ zmq::message_t EncodeStatusResponse(uint64_t request_id, uint64_t epoch, const S
 }
 
 zmq::message_t EncodePullResponse(uint64_t request_id, uint64_t epoch, size_t num_floats,
-                                  const std::function<Status(std::span<float>)>& fill) {
-  ::capnp::MallocMessageBuilder builder(FirstSegmentWords(num_floats * sizeof(float)));
+                                  const std::function<Status(std::span<float>)>& fill,
+                                  RowFormat row_format) {
+  ::capnp::MallocMessageBuilder builder(
+      FirstSegmentWords(num_floats * BytesPerValue(row_format)));
   auto response = InitResponse(builder, request_id, epoch);
-  auto rows = response.initPull(num_floats * sizeof(float));
-  Status status = fill(std::span<float>(reinterpret_cast<float*>(rows.begin()), num_floats));
-  if (!status.ok()) return EncodeStatusResponse(request_id, epoch, status);
+  response.setRowFormat(ToSchema(row_format));
+  auto rows = response.initPull(num_floats * BytesPerValue(row_format));
+  if (row_format == RowFormat::kF32) {
+    Status status = fill(std::span<float>(reinterpret_cast<float*>(rows.begin()), num_floats));
+    if (!status.ok()) return EncodeStatusResponse(request_id, epoch, status);
+  } else {
+    // Rows are read into float32 scratch once, then narrowed into the frame.
+    thread_local std::vector<float> scratch;
+    scratch.resize(num_floats);
+    Status status = fill(scratch);
+    if (!status.ok()) return EncodeStatusResponse(request_id, epoch, status);
+    FloatsToHalves(scratch.data(), num_floats, reinterpret_cast<uint16_t*>(rows.begin()));
+  }
   return Finish(builder);
 }
 

@@ -31,6 +31,10 @@ constexpr uint32_t kProtocolVersion = 1;  // == protocolVersion in ember.capnp
 // Largest frame a process accepts; sized for the biggest legitimate batch (2M keys x dim 64).
 constexpr size_t kMaxFrameBytes = size_t{1} << 30;
 
+// How row values travel (servers always store float32). fp16 halves the bytes of rows and
+// gradients at a relative rounding error of at most 2^-11 for normal values.
+enum class RowFormat : uint8_t { kF32 = 0, kF16 = 1 };
+
 // ---- Requests ----
 
 struct PingRequest {};
@@ -39,11 +43,12 @@ struct GetRoutingRequest {};
 struct PullRequest {
   std::string table;
   std::span<const uint64_t> keys;  // points into the decoded frame
+  RowFormat row_format = RowFormat::kF32;  // of the reply's rows
 };
 struct PushRequest {
   std::string table;
   std::span<const uint64_t> keys;
-  std::span<const float> gradients;  // keys.size() * dim, row-major
+  std::span<const float> gradients;  // keys.size() * dim, row-major (widened if sent as fp16)
   uint64_t clock = 0;
 };
 struct RegisterServerRequest {
@@ -89,11 +94,12 @@ zmq::message_t EncodePull(const RequestHeader& header, std::string_view table,
 // Keys are gathered as keys[positions[i]] when positions is non-empty (a sub-request of a batch).
 zmq::message_t EncodePullSubset(const RequestHeader& header, std::string_view table,
                                 std::span<const uint64_t> keys,
-                                std::span<const uint32_t> positions);
+                                std::span<const uint32_t> positions,
+                                RowFormat row_format = RowFormat::kF32);
 zmq::message_t EncodePushSubset(const RequestHeader& header, std::string_view table,
                                 std::span<const uint64_t> keys, std::span<const float> gradients,
                                 uint32_t dim, std::span<const uint32_t> positions,
-                                uint64_t clock);
+                                uint64_t clock, RowFormat gradient_format = RowFormat::kF32);
 zmq::message_t EncodePush(const RequestHeader& header, std::string_view table,
                           std::span<const uint64_t> keys, std::span<const float> gradients,
                           uint64_t clock);
@@ -134,7 +140,7 @@ struct DecodedResponse {
   uint64_t request_id = 0;
   uint64_t epoch = 0;    // responder's routing epoch
   Status status;         // the remote status, code and message preserved
-  ResponseBody body;     // span<const float>: pulled rows, pointing into `storage`
+  ResponseBody body;     // span<const float>: pulled rows (widened if sent as fp16), in `storage`
   std::shared_ptr<const void> storage;
 };
 
@@ -145,7 +151,8 @@ zmq::message_t EncodeStatusResponse(uint64_t request_id, uint64_t epoch, const S
 // A pull reply with room for `num_floats` rows values; `fill` writes them in place (called once).
 // If fill returns an error, the frame carries that error instead.
 zmq::message_t EncodePullResponse(uint64_t request_id, uint64_t epoch, size_t num_floats,
-                                  const std::function<Status(std::span<float>)>& fill);
+                                  const std::function<Status(std::span<float>)>& fill,
+                                  RowFormat row_format = RowFormat::kF32);
 zmq::message_t EncodeStatsResponse(uint64_t request_id, uint64_t epoch, const ServerStats& stats);
 zmq::message_t EncodeRegistrationResponse(uint64_t request_id, const Registration& registration);
 zmq::message_t EncodeRoutingResponse(uint64_t request_id, const RoutingTable& routing);

@@ -268,9 +268,10 @@ void Client::Dispatch(const std::shared_ptr<Operation>& op, std::span<const uint
     const wire::RequestHeader header{id, current.epoch};
     zmq::message_t frame =
         op->kind == Operation::Kind::kPull
-            ? wire::EncodePullSubset(header, op->table->name, op->keys, subset)
+            ? wire::EncodePullSubset(header, op->table->name, op->keys, subset,
+                                     options_.row_format)
             : wire::EncodePushSubset(header, op->table->name, op->keys, op->gradients, dim,
-                                     subset, op->clock);
+                                     subset, op->clock, options_.row_format);
     std::vector<zmq::message_t> frames;
     frames.push_back(std::move(frame));
     Status sent = SendFrames(server_sockets_[server], frames);

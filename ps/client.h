@@ -36,6 +36,7 @@ struct ClientOptions {
   Millis request_timeout{30'000};   // a pull or push not answered by then fails
   Millis register_timeout{60'000};  // waiting for the cluster to form
   uint32_t max_routing_retries = 8; // stale-routing resends per operation
+  wire::RowFormat row_format = wire::RowFormat::kF32;  // rows and gradients on the wire
 };
 
 class Client {

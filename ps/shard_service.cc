@@ -96,7 +96,8 @@ zmq::message_t ShardService::HandlePull(const wire::RequestHeader& header,
   return wire::EncodePullResponse(header.request_id, routing_.epoch, floats,
                                   [&](std::span<float> rows) {
                                     return (*table)->Pull(pull.keys, rows);
-                                  });
+                                  },
+                                  pull.row_format);
 }
 
 zmq::message_t ShardService::HandlePush(const wire::RequestHeader& header,

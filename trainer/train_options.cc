@@ -11,7 +11,7 @@ Result<TrainOptions> TrainOptionsFromYaml(const YAML::Node& node, std::string_vi
   RETURN_IF_ERROR(config::RejectUnknownKeys(
       node, path,
       {"steps", "epochs", "batch_size", "backend", "log_every", "user_tables", "item_tables",
-       "pipeline", "sampling_correction", "eval_k", "eval_batch_users"}));
+       "pipeline", "wire_fp16", "sampling_correction", "eval_k", "eval_batch_users"}));
   RETURN_IF_ERROR(config::ReadOptional(node, path, "steps", &options.steps));
   RETURN_IF_ERROR(config::ReadOptional(node, path, "epochs", &options.epochs));
   RETURN_IF_ERROR(config::ReadOptional(node, path, "batch_size", &options.batch_size));
@@ -20,6 +20,7 @@ Result<TrainOptions> TrainOptionsFromYaml(const YAML::Node& node, std::string_vi
   RETURN_IF_ERROR(config::ReadRequired(node, path, "user_tables", &options.user_tables));
   RETURN_IF_ERROR(config::ReadRequired(node, path, "item_tables", &options.item_tables));
   RETURN_IF_ERROR(config::ReadOptional(node, path, "pipeline", &options.pipeline));
+  RETURN_IF_ERROR(config::ReadOptional(node, path, "wire_fp16", &options.wire_fp16));
   RETURN_IF_ERROR(
       config::ReadOptional(node, path, "sampling_correction", &options.sampling_correction));
   RETURN_IF_ERROR(config::ReadOptional(node, path, "eval_k", &options.eval_k));

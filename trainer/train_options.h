@@ -19,6 +19,7 @@ struct TrainOptions {
   uint32_t log_every = 20;       // progress line every N steps (0: none)
   std::vector<std::string> user_tables;  // table per user-tower slot, in slot order
   std::vector<std::string> item_tables;  // table per item-tower slot
+  bool wire_fp16 = false;  // rows and gradients travel as fp16 (servers keep fp32)
   bool pipeline = false;  // pull step t+1's rows while step t computes (rows up to 2 steps stale)
   bool sampling_correction = true;  // logQ correction when the data knows item frequencies
   uint32_t eval_k = 10;          // HR@k / NDCG@k on interaction data

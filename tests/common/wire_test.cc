@@ -1,6 +1,7 @@
 // Wire codec round trips and rejection of malformed frames.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <numeric>
 
 #include "common/wire.h"
@@ -82,6 +83,47 @@ TEST(WireTest, RoutingAndRegistrationRoundTrip) {
   EXPECT_EQ(got.routing.epoch, 4u);
   EXPECT_EQ(got.routing.owners, registration.routing.owners);
   EXPECT_EQ(got.routing.servers[1].endpoint, "tcp://b:2");
+}
+
+// fp16 on the wire: every value comes back within its documented rounding bound, 2^-11
+// relative for normal values (and exactly for values fp16 represents).
+TEST(WireTest, Fp16RowsAndGradientsStayWithinTheRoundingBound) {
+  std::vector<float> values;
+  for (int e = -14; e <= 15; ++e) {
+    for (float m : {1.0f, 1.1f, 1.33333f, 1.5f, 1.99f}) {
+      values.push_back(std::ldexp(m, e));
+      values.push_back(-std::ldexp(m, e));
+    }
+  }
+  values.push_back(0.0f);
+  auto check = [&](std::span<const float> got) {
+    ASSERT_EQ(got.size(), values.size());
+    for (size_t i = 0; i < values.size(); ++i) {
+      EXPECT_LE(std::abs(got[i] - values[i]), std::ldexp(std::abs(values[i]), -11))
+          << values[i] << " came back as " << got[i];
+    }
+  };
+  auto pulled = DecodeResponse(EncodePullResponse(
+      1, 1, values.size(),
+      [&](std::span<float> rows) {
+        std::copy(values.begin(), values.end(), rows.begin());
+        return Status::Ok();
+      },
+      RowFormat::kF16));
+  ASSERT_TRUE(pulled.ok()) << pulled.status().ToString();
+  check(std::get<std::span<const float>>(pulled->body));
+
+  std::vector<uint64_t> keys(values.size());
+  std::iota(keys.begin(), keys.end(), 0);
+  std::vector<uint32_t> positions(keys.size());
+  std::iota(positions.begin(), positions.end(), 0);
+  auto pushed = DecodeRequest(
+      EncodePushSubset({1, 1}, "t", keys, values, 1, positions, 0, RowFormat::kF16));
+  ASSERT_TRUE(pushed.ok()) << pushed.status().ToString();
+  check(std::get<PushRequest>(pushed->body).gradients);
+  // The frame carries 2 bytes per value: about half the fp32 frame.
+  EXPECT_LT(EncodePushSubset({1, 1}, "t", keys, values, 1, positions, 0, RowFormat::kF16).size(),
+            EncodePushSubset({1, 1}, "t", keys, values, 1, positions, 0).size());
 }
 
 TEST(WireTest, EveryTruncationOfARequestIsRejectedCleanly) {

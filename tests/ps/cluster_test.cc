@@ -1,6 +1,7 @@
 // Client + servers + scheduler over loopback: fan-out, determinism across shard counts, errors.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <numeric>
 #include <random>
 
@@ -111,6 +112,32 @@ TEST(ClusterTest, ManyConcurrentOperationsFromSeveralThreads) {
   }
   for (auto& th : threads) th.join();
   EXPECT_EQ(failures.load(), 0);
+}
+
+TEST(ClusterTest, Fp16WireRowsMatchFp32WithinRounding) {
+  testing::InProcessCluster cluster(TwoTables(), 2);
+  ASSERT_TRUE(cluster.status().ok());
+  auto exact = cluster.Connect("fp32");
+  ps::ClientOptions options;
+  options.scheduler_endpoint = cluster.scheduler_endpoint();
+  options.name = "fp16";
+  options.row_format = wire::RowFormat::kF16;
+  auto narrow = ps::Client::Connect(options);
+  ASSERT_TRUE(exact.ok() && narrow.ok());
+  std::vector<uint64_t> keys(300);
+  std::iota(keys.begin(), keys.end(), 5);
+  std::vector<float> rows32(keys.size() * 8), rows16(keys.size() * 8);
+  ASSERT_TRUE((*exact)->Pull("users", keys, rows32).Wait().ok());
+  ASSERT_TRUE((*narrow)->Pull("users", keys, rows16).Wait().ok());
+  for (size_t i = 0; i < rows32.size(); ++i) {
+    EXPECT_LE(std::abs(rows16[i] - rows32[i]), std::ldexp(std::abs(rows32[i]), -11) + 1e-7f);
+  }
+  // An fp16 push is applied: rows move.
+  std::vector<float> grads(keys.size() * 8, 0.5f);
+  ASSERT_TRUE((*narrow)->Push("users", keys, grads).Wait().ok());
+  std::vector<float> after(keys.size() * 8);
+  ASSERT_TRUE((*exact)->Pull("users", keys, after).Wait().ok());
+  for (size_t i = 0; i < after.size(); ++i) EXPECT_LT(after[i], rows32[i]);
 }
 
 TEST(ClusterTest, ClientRejectsBadCallsWithClearErrors) {
