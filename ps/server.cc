@@ -32,9 +32,20 @@ Status Server::Start() {
   backend_endpoint_ = "inproc://ember-server-workers";
   ASSIGN_OR_RETURN(std::string bound_backend, BindSocket(backend_, backend_endpoint_));
   (void)bound_backend;
+  // The workers' sockets connect before registration: a client may send as soon as the cluster
+  // forms, and the DEALER drops what it cannot hand to a connected worker.
+  std::vector<zmq::socket_t> worker_sockets;
+  for (uint32_t w = 0; w < options_.worker_threads; ++w) {
+    ASSIGN_OR_RETURN(zmq::socket_t socket, MakeSocket(context_, zmq::socket_type::dealer));
+    RETURN_IF_ERROR(ConnectSocket(socket, backend_endpoint_));
+    worker_sockets.push_back(std::move(socket));
+  }
   RETURN_IF_ERROR(Register());
   for (uint32_t w = 0; w < options_.worker_threads; ++w) {
-    workers_.emplace_back([this, w] { WorkerLoop(w); });
+    // A socket may change threads with a full barrier in between; starting a thread is one.
+    workers_.emplace_back([this, w, socket = std::move(worker_sockets[w])]() mutable {
+      WorkerLoop(w, socket);
+    });
   }
   started_ = true;
   spdlog::info("server {}: serving on {} with {} worker threads, owning {} partitions",
@@ -85,14 +96,9 @@ void Server::Run() {
   Shutdown();
 }
 
-void Server::WorkerLoop(uint32_t worker) {
-  auto socket = MakeSocket(context_, zmq::socket_type::dealer);
-  if (!socket.ok() || !ConnectSocket(*socket, backend_endpoint_).ok()) {
-    spdlog::error("server worker {}: cannot connect to the dispatcher", worker);
-    return;
-  }
+void Server::WorkerLoop(uint32_t worker, zmq::socket_t& socket) {
   while (!workers_stop_.load(std::memory_order_relaxed)) {
-    auto frames = ReceiveFrames(*socket, kPollInterval);
+    auto frames = ReceiveFrames(socket, kPollInterval);
     if (!frames.ok()) continue;  // timeout: check the stop flag
     // [peer identity] [optional empty delimiter] payload
     if (frames->size() < 2) continue;
@@ -112,7 +118,7 @@ void Server::WorkerLoop(uint32_t worker) {
                           std::to_string(frames->size() - 1) + " frames"));
     }
     reply.push_back(std::move(response));
-    Status sent = SendFrames(*socket, reply);
+    Status sent = SendFrames(socket, reply);
     if (!sent.ok()) spdlog::warn("server worker {}: reply dropped: {}", worker, sent.ToString());
   }
 }

@@ -53,7 +53,8 @@ class Server {
 
  private:
   Status Register();
-  void WorkerLoop(uint32_t worker);
+  // Serves requests arriving on `socket` (connected to the dispatcher) until Shutdown().
+  void WorkerLoop(uint32_t worker, zmq::socket_t& socket);
   void Shutdown();
 
   const ServerOptions options_;
