@@ -63,7 +63,7 @@ Result<ModelConfig> ModelConfigFromYaml(const YAML::Node& node, std::string_view
   RETURN_IF_ERROR(config::RejectUnknownKeys(
       node, path,
       {"embedding_dim", "user_slots", "item_slots", "hidden", "output_dim", "temperature",
-       "learning_rate", "beta1", "beta2", "epsilon", "seed"}));
+       "learning_rate", "beta1", "beta2", "epsilon", "seed", "tf32", "cuda_graphs"}));
   RETURN_IF_ERROR(config::ReadOptional(node, path, "embedding_dim", &config.embedding_dim));
   RETURN_IF_ERROR(config::ReadOptional(node, path, "user_slots", &config.user_slots));
   RETURN_IF_ERROR(config::ReadOptional(node, path, "item_slots", &config.item_slots));
@@ -78,6 +78,8 @@ Result<ModelConfig> ModelConfigFromYaml(const YAML::Node& node, std::string_view
   RETURN_IF_ERROR(config::ReadOptional(node, path, "beta2", &config.beta2));
   RETURN_IF_ERROR(config::ReadOptional(node, path, "epsilon", &config.epsilon));
   RETURN_IF_ERROR(config::ReadOptional(node, path, "seed", &config.seed));
+  RETURN_IF_ERROR(config::ReadOptional(node, path, "tf32", &config.tf32));
+  RETURN_IF_ERROR(config::ReadOptional(node, path, "cuda_graphs", &config.cuda_graphs));
   RETURN_IF_ERROR(CheckValidFields(config, where));
   return config;
 }

@@ -1,9 +1,16 @@
 // CUDA backend: the two-tower model on one GPU, the same maths as trainer/cpu_backend.cc.
 //
-// Matrix products are cuBLAS SGEMMs in the default math mode (full FP32, no TF32); the rest are
+// Matrix products are cuBLAS SGEMMs, in full FP32 unless the config asks for TF32; the rest are
 // the kernels in this folder. Everything runs on one stream. Per step, every slot's unique rows
 // and inverse indices go up through pinned staging buffers, and the unique-row gradients and
 // the loss come back the same way; the dense weights and Adam state stay on the device.
+//
+// A training step is: uploads, the dense part (gather, forward, loss, backward, scatter-add into
+// unique-row gradients, Adam), downloads, and the one host synchronisation that waits for the
+// gradients. The dense part launches the same kernels with the same arguments on every step of
+// one batch size: each slot owns a fixed region of the row and gradient arrays, sized for the
+// worst case of batch_size unique rows, and Adam reads its per-step constants from device memory.
+// So once a batch size repeats, the dense part is captured into a CUDA graph and replayed.
 //
 // cuBLAS is column-major: a row-major R x C matrix is, to cuBLAS, its C x R transpose with
 // leading dimension C. Each GEMM below states the row-major product it computes.
@@ -37,6 +44,16 @@ using cuda::PinnedArray;
 // Norms below this are treated as this, so a zero output does not divide by zero.
 constexpr float kMinNorm = 1e-12f;
 
+// cuBLAS workspace, set explicitly so that cuBLAS never allocates while a graph is captured.
+constexpr size_t kCublasWorkspaceBytes = size_t{32} << 20;
+
+// An instantiated capture of the dense part of a step, valid for one batch size and slot size.
+struct CapturedStep {
+  cudaGraphExec_t exec = nullptr;
+  uint32_t batch = 0;
+  size_t slot_rows = 0;
+};
+
 // Where one Linear layer lives in the flat parameter array.
 struct LayerSlice {
   uint32_t in = 0, out = 0;
@@ -44,7 +61,9 @@ struct LayerSlice {
   size_t bias = 0;    // offset of the out biases
 };
 
-// One slot's place in the staged rows / gradients and inverse arrays of a call.
+// One slot's place in the staged rows / gradients and inverse arrays of a call. Slot k of a call
+// starts at k x slot_rows x D floats, slot_rows = batch (or the largest unique count when some
+// slot has more rows than samples), and at k x batch inverse entries, whatever its unique count.
 struct StagedSlot {
   size_t rows_offset = 0;     // floats into the rows and gradients arrays
   size_t inverse_offset = 0;  // entries into the inverse array
@@ -68,6 +87,9 @@ class CudaBackend final : public Backend {
   explicit CudaBackend(const ModelConfig& config) : config_(config) {}
 
   ~CudaBackend() override {
+    DropGraphs();
+    if (step_start_ != nullptr) (void)cudaEventDestroy(step_start_);
+    if (step_stop_ != nullptr) (void)cudaEventDestroy(step_stop_);
     if (cublas_ != nullptr) (void)cublasDestroy(cublas_);
     if (stream_ != nullptr) (void)cudaStreamDestroy(stream_);
   }
@@ -77,7 +99,13 @@ class CudaBackend final : public Backend {
     CUDA_RETURN_IF_ERROR(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
     CUBLAS_RETURN_IF_ERROR(cublasCreate(&cublas_));
     CUBLAS_RETURN_IF_ERROR(cublasSetStream(cublas_, stream_));
-    CUBLAS_RETURN_IF_ERROR(cublasSetMathMode(cublas_, CUBLAS_DEFAULT_MATH));
+    CUBLAS_RETURN_IF_ERROR(cublasSetMathMode(
+        cublas_, config_.tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH));
+    RETURN_IF_ERROR(cublas_workspace_.Reserve(kCublasWorkspaceBytes));
+    CUBLAS_RETURN_IF_ERROR(
+        cublasSetWorkspace(cublas_, cublas_workspace_.data(), kCublasWorkspaceBytes));
+    CUDA_RETURN_IF_ERROR(cudaEventCreate(&step_start_));
+    CUDA_RETURN_IF_ERROR(cudaEventCreate(&step_stop_));
     for (Tower tower : {Tower::kUser, Tower::kItem}) {
       widths_[Index(tower)] = TowerWidths(config_, tower);
       const std::vector<uint32_t>& widths = widths_[Index(tower)];
@@ -100,6 +128,8 @@ class CudaBackend final : public Backend {
     RETURN_IF_ERROR(parameter_staging_.Reserve(parameter_count_));
     RETURN_IF_ERROR(loss_.Reserve(1));
     RETURN_IF_ERROR(loss_staging_.Reserve(1));
+    RETURN_IF_ERROR(adam_step_.Reserve(1));
+    RETURN_IF_ERROR(adam_step_staging_.Reserve(1));
     return SetWeights(initial);
   }
 
@@ -113,36 +143,41 @@ class CudaBackend final : public Backend {
     RETURN_IF_ERROR(ReserveTower(Tower::kUser, batch_size));
     RETURN_IF_ERROR(ReserveTower(Tower::kItem, batch_size));
     RETURN_IF_ERROR(ReserveLoss(batch_size));
-    RETURN_IF_ERROR(UploadRows({{Tower::kUser, &user}, {Tower::kItem, &item}}, batch_size));
-
-    RETURN_IF_ERROR(Forward(Tower::kUser, batch_size));
-    RETURN_IF_ERROR(Forward(Tower::kItem, batch_size));
-    const float* logit_offset = nullptr;
-    if (!item.logit_offset.empty()) {
-      RETURN_IF_ERROR(logit_offset_.Reserve(batch_size));
+    const bool has_offset = !item.logit_offset.empty();
+    if (has_offset) {
+      RETURN_IF_ERROR(Grow(logit_offset_, batch_size));
       RETURN_IF_ERROR(logit_offset_staging_.Reserve(batch_size));
       std::memcpy(logit_offset_staging_.data(), item.logit_offset.data(),
                   item.logit_offset.size_bytes());
+    }
+    ++step_;
+    adam_step_staging_.data()[0] = cuda::MakeAdamStep(config_.learning_rate, config_.beta1,
+                                                      config_.beta2, config_.epsilon, step_);
+
+    CUDA_RETURN_IF_ERROR(cudaEventRecord(step_start_, stream_));
+    RETURN_IF_ERROR(UploadRows({{Tower::kUser, &user}, {Tower::kItem, &item}}, batch_size));
+    if (has_offset) {
       CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(logit_offset_.data(), logit_offset_staging_.data(),
                                            item.logit_offset.size_bytes(),
                                            cudaMemcpyHostToDevice, stream_));
-      logit_offset = logit_offset_.data();
     }
-    RETURN_IF_ERROR(SoftmaxLossAndGrads(batch_size, logit_offset));
-    CUDA_RETURN_IF_ERROR(
-        cudaMemsetAsync(row_grads_.data(), 0, staged_row_floats_ * sizeof(float), stream_));
-    RETURN_IF_ERROR(Backward(Tower::kUser, batch_size));
-    RETURN_IF_ERROR(Backward(Tower::kItem, batch_size));
-    RETURN_IF_ERROR(AdamUpdate());
+    CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(adam_step_.data(), adam_step_staging_.data(),
+                                         sizeof(cuda::AdamStep), cudaMemcpyHostToDevice, stream_));
+    RETURN_IF_ERROR(RunDensePart(batch_size, has_offset));
 
     // Gradients come back through the rows' staging buffer: its upload finished long before
-    // this copy starts, on the same stream.
-    CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(row_staging_.data(), row_grads_.data(),
-                                         staged_row_floats_ * sizeof(float), cudaMemcpyDeviceToHost,
-                                         stream_));
+    // these copies start, on the same stream.
+    for (const auto& [offset, floats] : used_row_ranges_) {
+      CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(row_staging_.data() + offset, row_grads_.data() + offset,
+                                           floats * sizeof(float), cudaMemcpyDeviceToHost,
+                                           stream_));
+    }
     CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(loss_staging_.data(), loss_.data(), sizeof(float),
                                          cudaMemcpyDeviceToHost, stream_));
+    CUDA_RETURN_IF_ERROR(cudaEventRecord(step_stop_, stream_));
     CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream_));
+    previous_train_batch_ = batch_size;
+    previous_slot_rows_ = staged_slot_rows_;
     for (Tower tower : {Tower::kUser, Tower::kItem}) {
       for (const StagedSlot& slot : buffers_[Index(tower)].slots) {
         std::memcpy(slot.input->unique_grads.data(), row_staging_.data() + slot.rows_offset,
@@ -151,6 +186,7 @@ class CudaBackend final : public Backend {
     }
     StepStats stats;
     stats.loss = loss_staging_.data()[0];
+    CUDA_RETURN_IF_ERROR(cudaEventElapsedTime(&stats.device_ms, step_start_, step_stop_));
     return stats;
   }
 
@@ -216,6 +252,73 @@ class CudaBackend final : public Backend {
  private:
   static int Index(Tower tower) { return static_cast<int>(tower); }
 
+  // Reserve for device arrays a captured graph may point into: reallocating one invalidates the
+  // graphs, so they are dropped and captured again.
+  template <typename T>
+  Status Grow(DeviceArray<T>& array, size_t count) {
+    if (count > array.capacity()) DropGraphs();
+    return array.Reserve(count);
+  }
+
+  void DropGraphs() {
+    for (CapturedStep& captured : captured_) {
+      if (captured.exec != nullptr) (void)cudaGraphExecDestroy(captured.exec);
+      captured = CapturedStep{};
+    }
+  }
+
+  // The dense part of a training step, from uploaded rows, inverse indices, logit offset (when
+  // `has_offset`) and Adam constants to unique-row gradients in row_grads_, the loss in loss_ and
+  // updated weights. Replays a captured graph when there is one for this batch size, captures
+  // one when the batch size repeats the previous step's, and otherwise launches directly.
+  Status RunDensePart(uint32_t batch_size, bool has_offset) {
+    if (!config_.cuda_graphs) return RecordDensePart(batch_size, has_offset);
+    CapturedStep& captured = captured_[has_offset ? 1 : 0];
+    if (captured.exec != nullptr &&
+        (captured.batch != batch_size || captured.slot_rows != staged_slot_rows_)) {
+      CUDA_RETURN_IF_ERROR(cudaGraphExecDestroy(captured.exec));
+      captured = CapturedStep{};
+    }
+    if (captured.exec == nullptr) {
+      if (batch_size != previous_train_batch_ || staged_slot_rows_ != previous_slot_rows_) {
+        return RecordDensePart(batch_size, has_offset);
+      }
+      RETURN_IF_ERROR(CaptureDensePart(batch_size, has_offset, &captured.exec)
+                          .WithContext("capturing the training step in a CUDA graph"));
+      captured.batch = batch_size;
+      captured.slot_rows = staged_slot_rows_;
+    }
+    CUDA_RETURN_IF_ERROR(cudaGraphLaunch(captured.exec, stream_));
+    return Status::Ok();
+  }
+
+  Status CaptureDensePart(uint32_t batch_size, bool has_offset, cudaGraphExec_t* exec) {
+    CUDA_RETURN_IF_ERROR(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal));
+    const Status recorded = RecordDensePart(batch_size, has_offset);
+    cudaGraph_t graph = nullptr;
+    const cudaError_t ended = cudaStreamEndCapture(stream_, &graph);
+    if (!recorded.ok() || ended != cudaSuccess) {
+      if (graph != nullptr) (void)cudaGraphDestroy(graph);
+      (void)cudaGetLastError();  // a failed capture leaves its error behind; it is reported here
+      return recorded.ok() ? cuda::CudaStatus(ended, "cudaStreamEndCapture") : recorded;
+    }
+    const cudaError_t instantiated = cudaGraphInstantiate(exec, graph, 0);
+    (void)cudaGraphDestroy(graph);
+    return cuda::CudaStatus(instantiated, "cudaGraphInstantiate");
+  }
+
+  // Enqueues (or, while capturing, records) the dense part; see RunDensePart.
+  Status RecordDensePart(uint32_t batch_size, bool has_offset) {
+    CUDA_RETURN_IF_ERROR(cudaMemsetAsync(row_grads_.data(), 0,
+                                         staged_row_capacity_ * sizeof(float), stream_));
+    RETURN_IF_ERROR(Forward(Tower::kUser, batch_size));
+    RETURN_IF_ERROR(Forward(Tower::kItem, batch_size));
+    RETURN_IF_ERROR(SoftmaxLossAndGrads(batch_size, has_offset ? logit_offset_.data() : nullptr));
+    RETURN_IF_ERROR(Backward(Tower::kUser, batch_size));
+    RETURN_IF_ERROR(Backward(Tower::kItem, batch_size));
+    return AdamUpdate();
+  }
+
   Status ReserveTower(Tower tower, uint32_t batch_size) {
     TowerBuffers& buffers = buffers_[Index(tower)];
     if (batch_size <= buffers.batch) return Status::Ok();
@@ -223,15 +326,15 @@ class CudaBackend final : public Backend {
     const size_t batch = batch_size;
     size_t widest = 0;
     for (uint32_t width : widths) widest = std::max<size_t>(widest, width);
-    RETURN_IF_ERROR(buffers.input.Reserve(batch * widths[0]));
+    RETURN_IF_ERROR(Grow(buffers.input, batch * widths[0]));
     for (size_t l = 0; l < buffers.activations.size(); ++l) {
-      RETURN_IF_ERROR(buffers.activations[l]->Reserve(batch * widths[l + 1]));
+      RETURN_IF_ERROR(Grow(*buffers.activations[l], batch * widths[l + 1]));
     }
-    RETURN_IF_ERROR(buffers.norms.Reserve(batch));
-    RETURN_IF_ERROR(buffers.normalized.Reserve(batch * config_.output_dim));
-    RETURN_IF_ERROR(buffers.grad_normalized.Reserve(batch * config_.output_dim));
-    RETURN_IF_ERROR(buffers.grad_ping.Reserve(batch * widest));
-    RETURN_IF_ERROR(buffers.grad_pong.Reserve(batch * widest));
+    RETURN_IF_ERROR(Grow(buffers.norms, batch));
+    RETURN_IF_ERROR(Grow(buffers.normalized, batch * config_.output_dim));
+    RETURN_IF_ERROR(Grow(buffers.grad_normalized, batch * config_.output_dim));
+    RETURN_IF_ERROR(Grow(buffers.grad_ping, batch * widest));
+    RETURN_IF_ERROR(Grow(buffers.grad_pong, batch * widest));
     buffers.batch = batch_size;
     return Status::Ok();
   }
@@ -240,9 +343,9 @@ class CudaBackend final : public Backend {
   Status ReserveLoss(uint32_t batch_size) {
     if (batch_size <= loss_batch_) return Status::Ok();
     const size_t batch = batch_size;
-    RETURN_IF_ERROR(logits_.Reserve(batch * batch));
-    RETURN_IF_ERROR(row_loss_.Reserve(batch));
-    RETURN_IF_ERROR(ones_.Reserve(batch));
+    RETURN_IF_ERROR(Grow(logits_, batch * batch));
+    RETURN_IF_ERROR(Grow(row_loss_, batch));
+    RETURN_IF_ERROR(Grow(ones_, batch));
     cuda::FillKernel<<<cuda::BlocksFor(batch), cuda::kThreadsPerBlock, 0, stream_>>>(ones_.data(),
                                                                                      batch, 1.0f);
     RETURN_IF_ERROR(cuda::LaunchStatus("FillKernel"));
@@ -251,24 +354,42 @@ class CudaBackend final : public Backend {
   }
 
   // Stages the slots of `towers` into pinned memory and starts their upload; records each
-  // slot's offsets in its tower's buffers. Also sizes the device gradient array to match.
+  // slot's offsets in its tower's buffers and the stretches of used rows in used_row_ranges_.
+  // Also sizes the device gradient array to match.
   Status UploadRows(std::initializer_list<std::pair<Tower, const TowerInput*>> towers,
                     uint32_t batch_size) {
-    size_t row_floats = 0, inverse_entries = 0;
+    size_t slot_rows = batch_size;
+    for (const auto& entry : towers) {
+      for (const SlotInput& slot : entry.second->slots) {
+        slot_rows = std::max(slot_rows, slot.unique_rows.size() / config_.embedding_dim);
+      }
+    }
+    const size_t slot_floats = slot_rows * config_.embedding_dim;
+    size_t slot_count = 0;
+    used_row_ranges_.clear();
     for (const auto& [tower, input] : towers) {
       std::vector<StagedSlot>& slots = buffers_[Index(tower)].slots;
       slots.clear();
       for (const SlotInput& slot : input->slots) {
-        slots.push_back({row_floats, inverse_entries, &slot});
-        row_floats += slot.unique_rows.size();
-        inverse_entries += batch_size;
+        const size_t offset = slot_count * slot_floats;
+        slots.push_back({offset, slot_count * batch_size, &slot});
+        ++slot_count;
+        // Unique counts of batch_size leave no gap to the next slot: one copy covers both.
+        if (!used_row_ranges_.empty() &&
+            used_row_ranges_.back().first + used_row_ranges_.back().second == offset) {
+          used_row_ranges_.back().second += slot.unique_rows.size();
+        } else {
+          used_row_ranges_.emplace_back(offset, slot.unique_rows.size());
+        }
       }
     }
-    RETURN_IF_ERROR(row_staging_.Reserve(row_floats));
+    const size_t row_capacity = slot_count * slot_floats;
+    const size_t inverse_entries = slot_count * batch_size;
+    RETURN_IF_ERROR(row_staging_.Reserve(row_capacity));
     RETURN_IF_ERROR(inverse_staging_.Reserve(inverse_entries));
-    RETURN_IF_ERROR(rows_.Reserve(row_floats));
-    RETURN_IF_ERROR(row_grads_.Reserve(row_floats));
-    RETURN_IF_ERROR(inverse_.Reserve(inverse_entries));
+    RETURN_IF_ERROR(Grow(rows_, row_capacity));
+    RETURN_IF_ERROR(Grow(row_grads_, row_capacity));
+    RETURN_IF_ERROR(Grow(inverse_, inverse_entries));
     for (const auto& entry : towers) {
       for (const StagedSlot& slot : buffers_[Index(entry.first)].slots) {
         std::memcpy(row_staging_.data() + slot.rows_offset, slot.input->unique_rows.data(),
@@ -277,10 +398,13 @@ class CudaBackend final : public Backend {
                     slot.input->inverse.size_bytes());
       }
     }
-    staged_row_floats_ = row_floats;
-    CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(rows_.data(), row_staging_.data(),
-                                         row_floats * sizeof(float), cudaMemcpyHostToDevice,
-                                         stream_));
+    staged_row_capacity_ = row_capacity;
+    staged_slot_rows_ = slot_rows;
+    for (const auto& [offset, floats] : used_row_ranges_) {
+      CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(rows_.data() + offset, row_staging_.data() + offset,
+                                           floats * sizeof(float), cudaMemcpyHostToDevice,
+                                           stream_));
+    }
     CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(inverse_.data(), inverse_staging_.data(),
                                          inverse_entries * sizeof(uint32_t), cudaMemcpyHostToDevice,
                                          stream_));
@@ -340,9 +464,9 @@ class CudaBackend final : public Backend {
     CUBLAS_RETURN_IF_ERROR(cublasSgemm(cublas_, CUBLAS_OP_T, CUBLAS_OP_N, batch, batch, out_dim,
                                        &inverse_temperature, item, out_dim, user, out_dim, &zero,
                                        logits, batch));
-    const unsigned row_blocks = std::min<unsigned>(batch_size, 65535);
-    cuda::SoftmaxCrossEntropyKernel<<<row_blocks, cuda::kThreadsPerBlock, 0, stream_>>>(
-        logits, batch_size, logit_offset, row_loss_.data());
+    cuda::SoftmaxCrossEntropyKernel<<<cuda::SoftmaxBlocksFor(batch_size), cuda::kThreadsPerBlock,
+                                      0, stream_>>>(logits, batch_size, logit_offset,
+                                                    row_loss_.data());
     RETURN_IF_ERROR(cuda::LaunchStatus("SoftmaxCrossEntropyKernel"));
     cuda::MeanKernel<<<1, cuda::kThreadsPerBlock, 0, stream_>>>(row_loss_.data(), batch_size,
                                                                 loss_.data());
@@ -413,19 +537,11 @@ class CudaBackend final : public Backend {
     return cuda::LaunchStatus("ScatterAddSlotGradsKernel");
   }
 
+  // Adam on all dense weights, with the constants TrainStep uploaded to adam_step_.
   Status AdamUpdate() {
-    ++step_;
-    const double bias1 = 1.0 - std::pow(static_cast<double>(config_.beta1), step_);
-    const double bias2 = 1.0 - std::pow(static_cast<double>(config_.beta2), step_);
-    cuda::AdamStep step;
-    step.beta1 = config_.beta1;
-    step.beta2 = config_.beta2;
-    step.epsilon = config_.epsilon;
-    step.step_size = static_cast<float>(config_.learning_rate / bias1);
-    step.inverse_sqrt_bias2 = static_cast<float>(1.0 / std::sqrt(bias2));
     cuda::AdamKernel<<<cuda::BlocksFor(parameter_count_), cuda::kThreadsPerBlock, 0, stream_>>>(
         parameters_.data(), gradients_.data(), first_moment_.data(), second_moment_.data(),
-        parameter_count_, step);
+        parameter_count_, adam_step_.data());
     return cuda::LaunchStatus("AdamKernel");
   }
 
@@ -442,6 +558,11 @@ class CudaBackend final : public Backend {
   int device_ = 0;
   cudaStream_t stream_ = nullptr;
   cublasHandle_t cublas_ = nullptr;
+  DeviceArray<char> cublas_workspace_;
+  cudaEvent_t step_start_ = nullptr, step_stop_ = nullptr;  // around a TrainStep's device work
+  CapturedStep captured_[2];          // the dense part without / with a logit offset
+  uint32_t previous_train_batch_ = 0;  // batch size of the last TrainStep (0: none yet)
+  size_t previous_slot_rows_ = 0;      // and its staged_slot_rows_
 
   std::vector<uint32_t> widths_[2];    // per tower, TowerWidths
   std::vector<LayerSlice> layers_[2];  // per tower, into the flat parameter arrays
@@ -449,6 +570,8 @@ class CudaBackend final : public Backend {
   DeviceArray<float> parameters_, gradients_, first_moment_, second_moment_;
   PinnedArray<float> parameter_staging_;
   uint64_t step_ = 0;  // Adam steps taken since the weights were set
+  DeviceArray<cuda::AdamStep> adam_step_;  // this step's Adam constants
+  PinnedArray<cuda::AdamStep> adam_step_staging_;
 
   TowerBuffers buffers_[2];
   uint32_t loss_batch_ = 0;  // the batch logits_, row_loss_ and ones_ are sized for
@@ -457,8 +580,11 @@ class CudaBackend final : public Backend {
   PinnedArray<float> logit_offset_staging_;
   PinnedArray<float> loss_staging_;
 
-  // This call's unique rows of every slot, back to back, and their gradients (same layout).
-  size_t staged_row_floats_ = 0;
+  // This call's unique rows of every slot, each slot in its fixed region (see StagedSlot), and
+  // their gradients (same layout). used_row_ranges_: (offset, floats) stretches holding rows.
+  size_t staged_row_capacity_ = 0;
+  size_t staged_slot_rows_ = 0;  // rows of each slot's region (see StagedSlot)
+  std::vector<std::pair<size_t, size_t>> used_row_ranges_;
   DeviceArray<float> rows_, row_grads_;
   DeviceArray<uint32_t> inverse_;
   PinnedArray<float> row_staging_;  // rows up, then gradients down

@@ -13,8 +13,8 @@ namespace ember::trainer::cuda {
 // One block per row b of the row-major logits: row_loss[b] = logsumexp(row) - row[b], and the
 // row is overwritten with its gradient of the mean loss, (softmax(row) - onehot(b)) / batch.
 // `column_offset` (nullable, `batch` values) is first subtracted from every row's columns.
-__global__ void SoftmaxCrossEntropyKernel(float* logits, uint32_t batch,
-                                          const float* column_offset, float* row_loss) {
+static __global__ void SoftmaxCrossEntropyKernel(float* logits, uint32_t batch,
+                                                 const float* column_offset, float* row_loss) {
   __shared__ float scratch[kWarpSize];
   __shared__ float positive;
   const float inverse_batch = 1.0f / static_cast<float>(batch);
@@ -43,8 +43,11 @@ __global__ void SoftmaxCrossEntropyKernel(float* logits, uint32_t batch,
   }
 }
 
+// Blocks for SoftmaxCrossEntropyKernel: one per row, capped (the kernel loops over the rest).
+inline unsigned SoftmaxBlocksFor(uint32_t batch) { return batch < 65535u ? batch : 65535u; }
+
 // One block: *mean = sum(row_loss) / count, in a fixed order (deterministic).
-__global__ void MeanKernel(const float* row_loss, uint32_t count, float* mean) {
+static __global__ void MeanKernel(const float* row_loss, uint32_t count, float* mean) {
   __shared__ double partial[kThreadsPerBlock];
   double sum = 0;
   for (uint32_t i = threadIdx.x; i < count; i += blockDim.x) sum += row_loss[i];

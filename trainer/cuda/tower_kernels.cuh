@@ -1,6 +1,7 @@
 // Element-wise and per-row kernels of a tower: gathering slot rows into the concatenated input,
 // bias + ReLU, L2 normalisation forward and backward, and scatter-adding input gradients back
-// into unique-row gradients. Matrix products are cuBLAS calls in cuda_backend.cu.
+// into unique-row gradients. Matrix products are cuBLAS calls in cuda_backend.cu. The kernels
+// have internal linkage: each .cu that launches them gets its own copy.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -13,9 +14,9 @@
 namespace ember::trainer::cuda {
 
 // input[b, slot_offset + d] = rows[inverse[b], d] for b < batch, d < dim.
-__global__ void GatherSlotRowsKernel(const float* rows, const uint32_t* inverse, uint32_t batch,
-                                     uint32_t dim, uint32_t input_width, uint32_t slot_offset,
-                                     float* input) {
+static __global__ void GatherSlotRowsKernel(const float* rows, const uint32_t* inverse,
+                                            uint32_t batch, uint32_t dim, uint32_t input_width,
+                                            uint32_t slot_offset, float* input) {
   const size_t total = size_t{batch} * dim;
   for (size_t i = blockIdx.x * size_t{blockDim.x} + threadIdx.x; i < total;
        i += size_t{gridDim.x} * blockDim.x) {
@@ -25,9 +26,10 @@ __global__ void GatherSlotRowsKernel(const float* rows, const uint32_t* inverse,
 }
 
 // unique_grads[inverse[b], d] += grad_input[b, slot_offset + d]; unique_grads starts zeroed.
-__global__ void ScatterAddSlotGradsKernel(const float* grad_input, const uint32_t* inverse,
-                                          uint32_t batch, uint32_t dim, uint32_t input_width,
-                                          uint32_t slot_offset, float* unique_grads) {
+static __global__ void ScatterAddSlotGradsKernel(const float* grad_input,
+                                                 const uint32_t* inverse, uint32_t batch,
+                                                 uint32_t dim, uint32_t input_width,
+                                                 uint32_t slot_offset, float* unique_grads) {
   const size_t total = size_t{batch} * dim;
   for (size_t i = blockIdx.x * size_t{blockDim.x} + threadIdx.x; i < total;
        i += size_t{gridDim.x} * blockDim.x) {
@@ -38,8 +40,8 @@ __global__ void ScatterAddSlotGradsKernel(const float* grad_input, const uint32_
 }
 
 // z[r, c] += bias[c], then max(z, 0) when `relu`.
-__global__ void AddBiasActivateKernel(float* z, const float* bias, uint32_t rows, uint32_t cols,
-                                      bool relu) {
+static __global__ void AddBiasActivateKernel(float* z, const float* bias, uint32_t rows,
+                                             uint32_t cols, bool relu) {
   const size_t total = size_t{rows} * cols;
   for (size_t i = blockIdx.x * size_t{blockDim.x} + threadIdx.x; i < total;
        i += size_t{gridDim.x} * blockDim.x) {
@@ -49,14 +51,14 @@ __global__ void AddBiasActivateKernel(float* z, const float* bias, uint32_t rows
 }
 
 // grad[i] = 0 where the ReLU output activation[i] was not positive.
-__global__ void ReluBackwardKernel(float* grad, const float* activation, size_t count) {
+static __global__ void ReluBackwardKernel(float* grad, const float* activation, size_t count) {
   for (size_t i = blockIdx.x * size_t{blockDim.x} + threadIdx.x; i < count;
        i += size_t{gridDim.x} * blockDim.x) {
     if (!(activation[i] > 0.0f)) grad[i] = 0.0f;
   }
 }
 
-__global__ void FillKernel(float* data, size_t count, float value) {
+static __global__ void FillKernel(float* data, size_t count, float value) {
   for (size_t i = blockIdx.x * size_t{blockDim.x} + threadIdx.x; i < count;
        i += size_t{gridDim.x} * blockDim.x) {
     data[i] = value;
@@ -64,8 +66,8 @@ __global__ void FillKernel(float* data, size_t count, float value) {
 }
 
 // One warp per row: norms[r] = max(|y_r|, min_norm); u_r = y_r / norms[r].
-__global__ void L2NormalizeKernel(const float* y, uint32_t rows, uint32_t dim, float min_norm,
-                                  float* u, float* norms) {
+static __global__ void L2NormalizeKernel(const float* y, uint32_t rows, uint32_t dim,
+                                         float min_norm, float* u, float* norms) {
   const size_t warps_per_block = blockDim.x / kWarpSize;
   const int lane = threadIdx.x % kWarpSize;
   for (size_t r = blockIdx.x * warps_per_block + threadIdx.x / kWarpSize; r < rows;
@@ -82,8 +84,9 @@ __global__ void L2NormalizeKernel(const float* y, uint32_t rows, uint32_t dim, f
 }
 
 // One warp per row: dy_r = (du_r - u_r (u_r . du_r)) / norms[r].
-__global__ void L2NormalizeBackwardKernel(const float* u, const float* norms, const float* du,
-                                          uint32_t rows, uint32_t dim, float* dy) {
+static __global__ void L2NormalizeBackwardKernel(const float* u, const float* norms,
+                                                 const float* du, uint32_t rows, uint32_t dim,
+                                                 float* dy) {
   const size_t warps_per_block = blockDim.x / kWarpSize;
   const int lane = threadIdx.x % kWarpSize;
   for (size_t r = blockIdx.x * warps_per_block + threadIdx.x / kWarpSize; r < rows;
