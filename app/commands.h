@@ -8,5 +8,7 @@ int SchedulerCommand(int argc, char** argv);
 int ServerCommand(int argc, char** argv);
 int TrainCommand(int argc, char** argv);
 int ClusterCommand(int argc, char** argv);
+int BenchCommand(int argc, char** argv);
+int DenseBenchCommand(int argc, char** argv);
 
 }  // namespace ember::app

@@ -14,6 +14,8 @@ constexpr const char* kUsage =
     "  scheduler  run the scheduler: membership, routing table, barriers\n"
     "  server     run one parameter server\n"
     "  train      run one trainer against a running cluster\n"
+    "  bench      drive synthetic pull/push traffic at a cluster and compare with raw ZeroMQ\n"
+    "  bench-dense  time the dense two-tower step alone on the configured backend\n"
     "\n"
     "'ember <command> --help' describes a command's options.\n";
 
@@ -29,6 +31,8 @@ int main(int argc, char** argv) {
   if (std::strcmp(command, "scheduler") == 0) return ember::app::SchedulerCommand(argc, argv);
   if (std::strcmp(command, "server") == 0) return ember::app::ServerCommand(argc, argv);
   if (std::strcmp(command, "train") == 0) return ember::app::TrainCommand(argc, argv);
+  if (std::strcmp(command, "bench") == 0) return ember::app::BenchCommand(argc, argv);
+  if (std::strcmp(command, "bench-dense") == 0) return ember::app::DenseBenchCommand(argc, argv);
   std::fprintf(stderr, "ember: unknown command '%s'\n\n%s", command, kUsage);
   return 2;
 }

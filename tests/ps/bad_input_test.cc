@@ -6,7 +6,7 @@
 
 #include "common/hash.h"
 #include "common/transport.h"
-#include "tests/ps/in_process_cluster.h"
+#include "app/local_cluster.h"
 
 namespace ember {
 namespace {
@@ -18,7 +18,8 @@ class BadInputTest : public ::testing::Test {
     spec.name = "rows";
     spec.dim = 4;
     spec.seed = 1;
-    cluster_ = std::make_unique<testing::InProcessCluster>(std::vector<TableSpec>{spec}, 2);
+    cluster_ = std::make_unique<app::LocalCluster>(
+        std::vector<TableSpec>{spec}, app::LocalClusterOptions{.num_servers = 2});
     ASSERT_TRUE(cluster_->status().ok()) << cluster_->status().ToString();
     auto socket = MakeSocket(context_, zmq::socket_type::dealer);
     ASSERT_TRUE(socket.ok());
@@ -65,7 +66,7 @@ class BadInputTest : public ::testing::Test {
     }
   }
 
-  std::unique_ptr<testing::InProcessCluster> cluster_;
+  std::unique_ptr<app::LocalCluster> cluster_;
   zmq::context_t context_{1};
   zmq::socket_t socket_;
   uint64_t next_id_ = 100;

@@ -6,7 +6,7 @@
 #include <random>
 
 #include "common/hash.h"
-#include "tests/ps/in_process_cluster.h"
+#include "app/local_cluster.h"
 
 namespace ember {
 namespace {
@@ -29,7 +29,7 @@ std::vector<TableSpec> TwoTables() {
 
 // Runs the same pulls and pushes against a cluster of `servers` shards; returns final rows.
 std::vector<float> TrainAndPull(uint32_t servers, const std::vector<uint64_t>& keys) {
-  testing::InProcessCluster cluster(TwoTables(), servers);
+  app::LocalCluster cluster(TwoTables(), {.num_servers = servers});
   EXPECT_TRUE(cluster.status().ok()) << cluster.status().ToString();
   auto client = cluster.Connect();
   EXPECT_TRUE(client.ok()) << client.status().ToString();
@@ -58,7 +58,7 @@ TEST(ClusterTest, RowsDoNotDependOnTheNumberOfServers) {
 }
 
 TEST(ClusterTest, FanOutPlacesEveryRowAtItsPositionAndServersShareTheKeys) {
-  testing::InProcessCluster cluster(TwoTables(), 3);
+  app::LocalCluster cluster(TwoTables(), {.num_servers = 3});
   ASSERT_TRUE(cluster.status().ok()) << cluster.status().ToString();
   auto client = cluster.Connect();
   ASSERT_TRUE(client.ok()) << client.status().ToString();
@@ -86,7 +86,7 @@ TEST(ClusterTest, FanOutPlacesEveryRowAtItsPositionAndServersShareTheKeys) {
 }
 
 TEST(ClusterTest, ManyConcurrentOperationsFromSeveralThreads) {
-  testing::InProcessCluster cluster(TwoTables(), 2);
+  app::LocalCluster cluster(TwoTables(), {.num_servers = 2});
   ASSERT_TRUE(cluster.status().ok());
   auto client = cluster.Connect();
   ASSERT_TRUE(client.ok());
@@ -115,7 +115,7 @@ TEST(ClusterTest, ManyConcurrentOperationsFromSeveralThreads) {
 }
 
 TEST(ClusterTest, Fp16WireRowsMatchFp32WithinRounding) {
-  testing::InProcessCluster cluster(TwoTables(), 2);
+  app::LocalCluster cluster(TwoTables(), {.num_servers = 2});
   ASSERT_TRUE(cluster.status().ok());
   auto exact = cluster.Connect("fp32");
   ps::ClientOptions options;
@@ -141,7 +141,7 @@ TEST(ClusterTest, Fp16WireRowsMatchFp32WithinRounding) {
 }
 
 TEST(ClusterTest, ClientRejectsBadCallsWithClearErrors) {
-  testing::InProcessCluster cluster(TwoTables(), 1);
+  app::LocalCluster cluster(TwoTables(), {.num_servers = 1});
   ASSERT_TRUE(cluster.status().ok());
   auto client = cluster.Connect();
   ASSERT_TRUE(client.ok());
@@ -157,7 +157,7 @@ TEST(ClusterTest, ClientRejectsBadCallsWithClearErrors) {
 }
 
 TEST(ClusterTest, BarrierReleasesWhenEveryoneArrived) {
-  testing::InProcessCluster cluster(TwoTables(), 1);
+  app::LocalCluster cluster(TwoTables(), {.num_servers = 1});
   ASSERT_TRUE(cluster.status().ok());
   auto a = cluster.Connect("a");
   auto b = cluster.Connect("b");
@@ -173,7 +173,7 @@ TEST(ClusterTest, BarrierReleasesWhenEveryoneArrived) {
 }
 
 TEST(ClusterTest, OperationsFailWithDeadlineWhenServersAreGone) {
-  auto cluster = std::make_unique<testing::InProcessCluster>(TwoTables(), 1);
+  auto cluster = std::make_unique<app::LocalCluster>(TwoTables(), app::LocalClusterOptions{.num_servers = 1});
   ASSERT_TRUE(cluster->status().ok());
   ps::ClientOptions options;
   options.scheduler_endpoint = cluster->scheduler_endpoint();

@@ -1,0 +1,549 @@
+// `ember bench`: the data-plane benchmark. Drives pull and then push traffic with Zipf-distributed
+// keys from several client threads against a cluster (started in this process, or a running one),
+// then sends the same traffic to bare ZeroMQ echo peers to show how close ember gets to the
+// transport's own limit. Prints a table and optionally writes the figures as JSON.
+#include <spdlog/spdlog.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <latch>
+#include <memory>
+#include <random>
+#include <span>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <unordered_set>
+#include <vector>
+
+#include "app/bench_report.h"
+#include "app/command_support.h"
+#include "app/commands.h"
+#include "app/local_cluster.h"
+#include "app/process_setup.h"
+#include "common/transport.h"
+#include "embedding/table_config.h"
+#include "ps/client.h"
+#include "ps/echo_peer.h"
+#include "scheduler/scheduler.h"
+#include "trainer/zipf.h"
+
+namespace ember::app {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+constexpr uint32_t kWarmupRequests = 3;       // per client, before the clock starts
+constexpr size_t kMaxBatchesPerClient = 64;   // distinct key batches a client cycles through
+constexpr size_t kPushReplyBytes = 32;        // about the size of ember's status-only reply
+constexpr Millis kRequestTimeout{60'000};
+
+int Fail(const Status& status) {
+  std::fprintf(stderr, "ember bench: %s\n", status.ToString().c_str());
+  return 1;
+}
+
+// ---- CPU time and memory of this process ----
+
+// CPU seconds a thread of this process has used. The kernel exposes every thread's CPU clock
+// under a clock id derived from its thread id (the encoding pthread_getcpuclockid uses), which
+// gives nanoseconds; /proc's utime + stime in clock ticks is the fallback.
+double ThreadCpuSeconds(pid_t thread_id) {
+  const auto clock_id =
+      static_cast<clockid_t>((~static_cast<unsigned>(thread_id) << 3) | 4u /*per thread*/ |
+                             2u /*scheduler time*/);
+  timespec time{};
+  if (clock_gettime(clock_id, &time) == 0) return time.tv_sec + time.tv_nsec * 1e-9;
+  std::ifstream stat("/proc/self/task/" + std::to_string(thread_id) + "/stat");
+  std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
+  const size_t close = text.rfind(')');
+  if (close == std::string::npos) return 0;  // the thread has exited
+  std::istringstream fields(text.substr(close + 2));
+  std::string field;
+  unsigned long long utime = 0, stime = 0;
+  for (int i = 3; i <= 15 && fields >> field; ++i) {  // fields 14 and 15 of the stat line
+    if (i == 14) utime = std::strtoull(field.c_str(), nullptr, 10);
+    if (i == 15) stime = std::strtoull(field.c_str(), nullptr, 10);
+  }
+  return static_cast<double>(utime + stime) / static_cast<double>(sysconf(_SC_CLK_TCK));
+}
+
+double CpuSecondsOf(const std::vector<pid_t>& thread_ids) {
+  double total = 0;
+  for (pid_t id : thread_ids) total += ThreadCpuSeconds(id);
+  return total;
+}
+
+uint64_t ResidentBytes() {
+  std::ifstream statm("/proc/self/statm");
+  uint64_t size_pages = 0, resident_pages = 0;
+  statm >> size_pages >> resident_pages;
+  return resident_pages * static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
+}
+
+// ---- Traffic ----
+
+using KeyBatch = std::vector<uint64_t>;
+
+// Batches of `keys_per_request` distinct keys (push wants unique keys), drawn from the Zipf law.
+// Once the hot head is exhausted the draws fall back to uniform ranks, so a batch always fills.
+std::vector<KeyBatch> MakeKeyBatches(const BenchConfig& config, uint32_t client, size_t count) {
+  const trainer::ZipfSampler sampler(config.vocabulary, config.exponent, true, config.seed);
+  std::mt19937_64 rng(config.seed * 1'000'003 + client);
+  std::vector<KeyBatch> batches(count);
+  for (KeyBatch& batch : batches) {
+    std::unordered_set<uint64_t> seen;
+    seen.reserve(config.keys_per_request * 2);
+    const uint64_t zipf_attempts = uint64_t{20} * config.keys_per_request;
+    for (uint64_t attempt = 0; batch.size() < config.keys_per_request; ++attempt) {
+      const uint64_t key = attempt < zipf_attempts
+                               ? sampler(rng)
+                               : sampler.KeyOfRank(trainer::UniformBelow(rng, config.vocabulary));
+      if (seen.insert(key).second) batch.push_back(key);
+    }
+  }
+  return batches;
+}
+
+// One client thread's way of making a request and waiting for its answer.
+class RequestDriver {
+ public:
+  virtual ~RequestDriver() = default;
+  virtual Status Request(std::span<const uint64_t> keys) = 0;
+};
+
+class EmberPullDriver : public RequestDriver {
+ public:
+  EmberPullDriver(ps::Client* client, std::string table, uint32_t keys, uint32_t dim)
+      : client_(client), table_(std::move(table)), rows_(size_t{keys} * dim) {}
+  Status Request(std::span<const uint64_t> keys) override {
+    return client_->Pull(table_, keys, rows_).Wait();
+  }
+
+ private:
+  ps::Client* client_;
+  std::string table_;
+  std::vector<float> rows_;
+};
+
+class EmberPushDriver : public RequestDriver {
+ public:
+  EmberPushDriver(ps::Client* client, std::string table, uint32_t keys, uint32_t dim)
+      : client_(client), table_(std::move(table)), gradients_(size_t{keys} * dim, 1e-3f) {}
+  Status Request(std::span<const uint64_t> keys) override {
+    return client_->Push(table_, keys, gradients_, clock_++).Wait();
+  }
+
+ private:
+  ps::Client* client_;
+  std::string table_;
+  std::vector<float> gradients_;
+  uint64_t clock_ = 0;
+};
+
+// The share of a request's keys that goes to peer `peer` of `peers` (as even as possible).
+size_t ShareOf(size_t keys, size_t peer, size_t peers) {
+  return keys / peers + (peer < keys % peers ? 1 : 0);
+}
+
+// Sends each request to every echo peer at once (a share of the keys each, as a client splits a
+// batch over servers) from DEALER sockets set up like the client's, and waits for all replies.
+class EchoDriver : public RequestDriver {
+ public:
+  enum class Mode { kPull, kPush };
+
+  EchoDriver(Mode mode, uint32_t keys, uint32_t dim, std::vector<size_t> reply_bytes)
+      : mode_(mode), dim_(dim), reply_bytes_(std::move(reply_bytes)), context_(1),
+        gradients_(mode == Mode::kPush ? size_t{keys} * dim : 0, 1e-3f) {}
+
+  Status Connect(const std::vector<std::string>& endpoints) {
+    for (const std::string& endpoint : endpoints) {
+      ASSIGN_OR_RETURN(zmq::socket_t socket, MakeSocket(context_, zmq::socket_type::dealer));
+      RETURN_IF_ERROR(ConnectSocket(socket, endpoint));
+      sockets_.push_back(std::move(socket));
+    }
+    return Status::Ok();
+  }
+
+  Status Request(std::span<const uint64_t> keys) override {
+    const size_t row_bytes = mode_ == Mode::kPush ? size_t{dim_} * sizeof(float) : 0;
+    size_t first = 0;
+    for (size_t peer = 0; peer < sockets_.size(); ++peer) {
+      const size_t share = ShareOf(keys.size(), peer, sockets_.size());
+      std::vector<zmq::message_t> request;
+      request.emplace_back(share * (sizeof(uint64_t) + row_bytes));
+      char* out = static_cast<char*>(request.back().data());
+      std::memcpy(out, keys.data() + first, share * sizeof(uint64_t));
+      if (row_bytes > 0) {
+        std::memcpy(out + share * sizeof(uint64_t), gradients_.data() + first * dim_,
+                    share * row_bytes);
+      }
+      first += share;
+      RETURN_IF_ERROR(SendFrames(sockets_[peer], request));
+    }
+    for (size_t peer = 0; peer < sockets_.size(); ++peer) {
+      ASSIGN_OR_RETURN(auto reply, ReceiveFrames(sockets_[peer], kRequestTimeout));
+      if (reply.size() != 1 || reply.front().size() != reply_bytes_[peer]) {
+        return Internal("echo peer answered with an unexpected reply");
+      }
+    }
+    return Status::Ok();
+  }
+
+ private:
+  const Mode mode_;
+  const uint32_t dim_;
+  const std::vector<size_t> reply_bytes_;
+  zmq::context_t context_;
+  std::vector<zmq::socket_t> sockets_;
+  std::vector<float> gradients_;
+};
+
+struct PhaseOutcome {
+  Status status;
+  uint64_t requests = 0;
+  uint64_t keys = 0;
+  double seconds = 0;
+  std::vector<double> latencies_ms;
+};
+
+// Runs one client thread per driver: a warm-up, then (all together) up to config.requests
+// requests each or config.seconds, whichever ends first; one request in flight per thread.
+PhaseOutcome RunPhase(const BenchConfig& config,
+                      std::vector<std::unique_ptr<RequestDriver>>& drivers,
+                      const std::vector<std::vector<KeyBatch>>& batches) {
+  const size_t threads = drivers.size();
+  std::latch warmed_up(static_cast<std::ptrdiff_t>(threads));
+  std::latch go(1);
+  Clock::time_point deadline;
+  std::vector<Status> statuses(threads);
+  std::vector<uint64_t> requests_done(threads, 0);
+  std::vector<std::vector<double>> latencies(threads);
+  std::vector<std::thread> workers;
+  for (size_t t = 0; t < threads; ++t) {
+    workers.emplace_back([&, t] {
+      const std::vector<KeyBatch>& mine = batches[t];
+      size_t next = 0;
+      for (uint32_t i = 0; i < kWarmupRequests && statuses[t].ok(); ++i) {
+        statuses[t] = drivers[t]->Request(mine[next++ % mine.size()]);
+      }
+      warmed_up.count_down();
+      go.wait();
+      latencies[t].reserve(config.requests);
+      while (statuses[t].ok() && requests_done[t] < config.requests && Clock::now() < deadline) {
+        const auto start = Clock::now();
+        statuses[t] = drivers[t]->Request(mine[next++ % mine.size()]);
+        latencies[t].push_back(
+            std::chrono::duration<double, std::milli>(Clock::now() - start).count());
+        ++requests_done[t];
+      }
+    });
+  }
+  warmed_up.wait();
+  const auto start = Clock::now();
+  deadline = start + std::chrono::duration_cast<Clock::duration>(
+                         std::chrono::duration<double>(config.seconds));
+  go.count_down();
+  for (auto& worker : workers) worker.join();
+  PhaseOutcome outcome;
+  outcome.seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  for (size_t t = 0; t < threads; ++t) {
+    if (!statuses[t].ok() && outcome.status.ok()) outcome.status = statuses[t];
+    outcome.requests += requests_done[t];
+    outcome.latencies_ms.insert(outcome.latencies_ms.end(), latencies[t].begin(),
+                                latencies[t].end());
+  }
+  outcome.keys = outcome.requests * config.keys_per_request;
+  return outcome;
+}
+
+double Percentile(std::vector<double> sorted_values, double quantile) {
+  if (sorted_values.empty()) return 0;
+  const size_t rank = static_cast<size_t>(std::ceil(quantile * sorted_values.size()));
+  return sorted_values[std::clamp<size_t>(rank, 1, sorted_values.size()) - 1];
+}
+
+// Payload of one key: its row (pull) or gradient (push), plus the key itself.
+double PayloadBytesPerKey(uint32_t dim) { return dim * sizeof(float) + sizeof(uint64_t); }
+
+void FillOperation(const PhaseOutcome& phase, uint32_t dim, OperationFigures* op) {
+  op->requests = phase.requests;
+  op->keys = phase.keys;
+  op->seconds = phase.seconds;
+  op->keys_per_second = phase.seconds > 0 ? phase.keys / phase.seconds : 0;
+  op->gb_per_second = op->keys_per_second * PayloadBytesPerKey(dim) / 1e9;
+  std::vector<double> sorted = phase.latencies_ms;
+  std::sort(sorted.begin(), sorted.end());
+  op->latency_p50_ms = Percentile(sorted, 0.50);
+  op->latency_p99_ms = Percentile(sorted, 0.99);
+  op->latency_p999_ms = Percentile(sorted, 0.999);
+}
+
+void FillRaw(const PhaseOutcome& phase, uint32_t dim, OperationFigures* op) {
+  op->raw_keys_per_second = phase.seconds > 0 ? phase.keys / phase.seconds : 0;
+  op->raw_gb_per_second = op->raw_keys_per_second * PayloadBytesPerKey(dim) / 1e9;
+  op->ratio_to_raw =
+      op->raw_keys_per_second > 0 ? op->keys_per_second / op->raw_keys_per_second : 0;
+}
+
+// Runs the echo side of one operation: one echo peer per server, `clients` driver threads.
+Result<PhaseOutcome> RunEchoPhase(const BenchConfig& config, EchoDriver::Mode mode,
+                                  const std::vector<std::vector<KeyBatch>>& batches) {
+  std::vector<std::unique_ptr<ps::EchoPeer>> peers;
+  std::vector<std::string> endpoints;
+  std::vector<size_t> reply_bytes;
+  for (uint32_t i = 0; i < config.servers; ++i) {
+    const size_t share = ShareOf(config.keys_per_request, i, config.servers);
+    reply_bytes.push_back(mode == EchoDriver::Mode::kPull ? share * config.dim * sizeof(float)
+                                                          : kPushReplyBytes);
+    peers.push_back(std::make_unique<ps::EchoPeer>(
+        ps::EchoPeerOptions{.bind = "tcp://127.0.0.1:*", .reply_bytes = reply_bytes.back()}));
+    RETURN_IF_ERROR(peers.back()->Start().WithContext("starting an echo peer"));
+    endpoints.push_back(peers.back()->endpoint());
+  }
+  std::vector<std::unique_ptr<RequestDriver>> drivers;
+  for (uint32_t c = 0; c < config.clients; ++c) {
+    auto driver =
+        std::make_unique<EchoDriver>(mode, config.keys_per_request, config.dim, reply_bytes);
+    RETURN_IF_ERROR(driver->Connect(endpoints));
+    drivers.push_back(std::move(driver));
+  }
+  PhaseOutcome outcome = RunPhase(config, drivers, batches);
+  drivers.clear();
+  for (auto& peer : peers) peer->Stop();
+  RETURN_IF_ERROR(outcome.status.WithContext("echo traffic"));
+  return outcome;
+}
+
+// ---- Flags ----
+
+Result<double> ParseNumberFlag(const Flags& flags, const std::string& name, double fallback) {
+  if (!flags.Has(name)) return fallback;
+  const std::string text = flags.Get(name);
+  char* end = nullptr;
+  const double value = std::strtod(text.c_str(), &end);
+  if (text.empty() || *end != '\0' || !std::isfinite(value)) {
+    return InvalidArgument("--" + name + " must be a number, got '" + text + "'");
+  }
+  return value;
+}
+
+Status ReadUintFlag(const Flags& flags, const std::string& name, uint64_t max, uint64_t* target) {
+  ASSIGN_OR_RETURN(std::optional<uint64_t> value, flags.GetUint(name));
+  if (!value) return Status::Ok();
+  if (*value > max) {
+    return InvalidArgument("--" + name + " must be at most " + std::to_string(max));
+  }
+  *target = *value;
+  return Status::Ok();
+}
+
+Result<BenchConfig> ConfigFromFlags(const Flags& flags) {
+  BenchConfig config;
+  uint64_t servers = config.servers, server_threads = config.server_threads,
+           clients = config.clients, keys = config.keys_per_request, dim = config.dim,
+           requests = config.requests;
+  RETURN_IF_ERROR(ReadUintFlag(flags, "servers", 256, &servers));
+  RETURN_IF_ERROR(ReadUintFlag(flags, "server-threads", 256, &server_threads));
+  RETURN_IF_ERROR(ReadUintFlag(flags, "clients", 256, &clients));
+  RETURN_IF_ERROR(ReadUintFlag(flags, "keys-per-request", 2'000'000, &keys));
+  RETURN_IF_ERROR(ReadUintFlag(flags, "dim", embedding::kMaxTableDim, &dim));
+  RETURN_IF_ERROR(ReadUintFlag(flags, "requests", 100'000'000, &requests));
+  RETURN_IF_ERROR(ReadUintFlag(flags, "vocabulary", uint64_t{1} << 62, &config.vocabulary));
+  RETURN_IF_ERROR(ReadUintFlag(flags, "seed", ~uint64_t{0}, &config.seed));
+  ASSIGN_OR_RETURN(config.exponent, ParseNumberFlag(flags, "exponent", config.exponent));
+  ASSIGN_OR_RETURN(config.seconds, ParseNumberFlag(flags, "seconds", config.seconds));
+  config.servers = static_cast<uint32_t>(servers);
+  config.server_threads = static_cast<uint32_t>(server_threads);
+  config.clients = static_cast<uint32_t>(clients);
+  config.keys_per_request = static_cast<uint32_t>(keys);
+  config.dim = static_cast<uint32_t>(dim);
+  config.requests = static_cast<uint32_t>(requests);
+  config.optimizer = flags.Get("optimizer", config.optimizer);
+  config.scheduler = flags.Get("scheduler");
+  config.table = flags.Get("table", config.table);
+  for (const auto& [name, value] :
+       {std::pair{"servers", servers}, std::pair{"server-threads", server_threads},
+        std::pair{"clients", clients}, std::pair{"keys-per-request", keys}, std::pair{"dim", dim},
+        std::pair{"requests", requests}}) {
+    if (value == 0) return InvalidArgument(std::string("--") + name + " must be at least 1");
+  }
+  if (config.exponent < 0) return InvalidArgument("--exponent must be >= 0");
+  if (config.seconds <= 0) return InvalidArgument("--seconds must be > 0");
+  if (config.vocabulary < uint64_t{4} * config.keys_per_request) {
+    return InvalidArgument("--vocabulary must be at least 4x --keys-per-request (each request "
+                           "holds distinct keys)");
+  }
+  if (flags.Has("table") && config.scheduler.empty()) {
+    return InvalidArgument("--table needs --scheduler (an in-process cluster has table 'bench')");
+  }
+  if (config.scheduler.find('*') != std::string::npos) {
+    return InvalidArgument("--scheduler must be a concrete endpoint, got '" + config.scheduler +
+                           "'");
+  }
+  ASSIGN_OR_RETURN(OptimizerKind kind, embedding::OptimizerKindFromName(config.optimizer));
+  (void)kind;
+  return config;
+}
+
+Result<TableSpec> BenchTable(const BenchConfig& config) {
+  TableSpec table;
+  table.name = config.table;
+  table.dim = config.dim;
+  table.seed = config.seed;
+  ASSIGN_OR_RETURN(table.optimizer.kind, embedding::OptimizerKindFromName(config.optimizer));
+  table.optimizer.learning_rate = static_cast<float>(config.learning_rate);
+  RETURN_IF_ERROR(embedding::ValidateTableSpec(table));
+  return table;
+}
+
+Status RunBench(BenchConfig& config, BenchReport* report) {
+  std::unique_ptr<LocalCluster> cluster;
+  std::string scheduler_endpoint = config.scheduler;
+  if (scheduler_endpoint.empty()) {
+    ASSIGN_OR_RETURN(TableSpec table, BenchTable(config));
+    cluster = std::make_unique<LocalCluster>(
+        std::vector<TableSpec>{table},
+        LocalClusterOptions{.num_servers = config.servers,
+                            .num_partitions = scheduler::SchedulerOptions().num_partitions,
+                            .worker_threads = config.server_threads});
+    RETURN_IF_ERROR(cluster->status());
+    scheduler_endpoint = cluster->scheduler_endpoint();
+  }
+
+  std::vector<std::unique_ptr<ps::Client>> clients;
+  for (uint32_t c = 0; c < config.clients; ++c) {
+    ps::ClientOptions options;
+    options.scheduler_endpoint = scheduler_endpoint;
+    options.name = "bench-" + std::to_string(getpid()) + "-" + std::to_string(c);
+    options.request_timeout = kRequestTimeout;
+    ASSIGN_OR_RETURN(auto client, ps::Client::Connect(std::move(options)));
+    clients.push_back(std::move(client));
+  }
+  if (!cluster) {
+    // A running cluster decides the row width and the server count; the thread count is unknown.
+    ASSIGN_OR_RETURN(const TableSpec* table, clients.front()->FindTable(config.table));
+    config.dim = table->dim;
+    config.optimizer = embedding::OptimizerKindName(table->optimizer.kind);
+    config.learning_rate = table->optimizer.learning_rate;
+    config.servers = static_cast<uint32_t>(clients.front()->routing().servers.size());
+    config.server_threads = 0;
+  }
+  report->config = config;
+
+  const size_t batches_per_client =
+      std::min<size_t>(kMaxBatchesPerClient, size_t{config.requests} + kWarmupRequests);
+  std::vector<std::vector<KeyBatch>> batches;
+  for (uint32_t c = 0; c < config.clients; ++c) {
+    batches.push_back(MakeKeyBatches(config, c, batches_per_client));
+  }
+
+  std::vector<std::unique_ptr<RequestDriver>> pull_drivers, push_drivers;
+  for (auto& client : clients) {
+    pull_drivers.push_back(std::make_unique<EmberPullDriver>(client.get(), config.table,
+                                                             config.keys_per_request, config.dim));
+    push_drivers.push_back(std::make_unique<EmberPushDriver>(client.get(), config.table,
+                                                             config.keys_per_request, config.dim));
+  }
+  const uint64_t resident_before = ResidentBytes();
+  for (auto [drivers, figures] : {std::pair{&pull_drivers, &report->pull},
+                                  std::pair{&push_drivers, &report->push}}) {
+    const double cpu_before = cluster ? CpuSecondsOf(cluster->server_thread_ids()) : 0;
+    PhaseOutcome phase = RunPhase(config, *drivers, batches);
+    const double cpu_after = cluster ? CpuSecondsOf(cluster->server_thread_ids()) : 0;
+    RETURN_IF_ERROR(phase.status.WithContext(figures == &report->pull ? "pull" : "push"));
+    FillOperation(phase, config.dim, figures);
+    if (cluster && phase.keys > 0) {
+      figures->server_cpu_seconds_per_million_keys = (cpu_after - cpu_before) / (phase.keys / 1e6);
+    }
+  }
+  const uint64_t resident_after = ResidentBytes();
+
+  ASSIGN_OR_RETURN(std::vector<wire::ServerStats> stats, clients.front()->Stats());
+  uint64_t table_bytes = 0;
+  for (const wire::ServerStats& server : stats) {
+    for (const wire::TableStats& table : server.tables) {
+      if (table.name != config.table) continue;
+      report->memory.rows += table.rows;
+      table_bytes += table.bytes;
+    }
+  }
+  if (report->memory.rows > 0) {
+    report->memory.bytes_per_row = static_cast<double>(table_bytes) / report->memory.rows;
+    if (cluster) {
+      const double grown = resident_after > resident_before
+                               ? static_cast<double>(resident_after - resident_before)
+                               : 0.0;
+      report->memory.rss_bytes_per_row = grown / report->memory.rows;
+    }
+  }
+  report->memory.raw_bytes_per_row = config.dim * sizeof(float);
+
+  // The transport limit, with the cluster gone so it does not share the machine.
+  pull_drivers.clear();
+  push_drivers.clear();
+  clients.clear();
+  cluster.reset();
+  ASSIGN_OR_RETURN(PhaseOutcome raw_pull, RunEchoPhase(config, EchoDriver::Mode::kPull, batches));
+  FillRaw(raw_pull, config.dim, &report->pull);
+  ASSIGN_OR_RETURN(PhaseOutcome raw_push, RunEchoPhase(config, EchoDriver::Mode::kPush, batches));
+  FillRaw(raw_push, config.dim, &report->push);
+  return Status::Ok();
+}
+
+}  // namespace
+
+int BenchCommand(int argc, char** argv) {
+  const std::vector<FlagSpec> known = {
+      {"servers", "N", "servers of the in-process cluster (default 1)"},
+      {"server-threads", "N", "worker threads per server (default 2)"},
+      {"clients", "N", "client threads, each with its own connection (default 1)"},
+      {"keys-per-request", "K", "distinct keys per pull or push (default 16384)"},
+      {"dim", "N", "row width of the benchmark table (default 64)"},
+      {"optimizer", "KIND", "sgd, adagrad, adam or ftrl, learning rate 0.05 (default adagrad)"},
+      {"exponent", "X", "Zipf exponent of key popularity (default 1.05)"},
+      {"vocabulary", "N", "number of distinct keys (default 10000000)"},
+      {"seed", "N", "seed of the key draws and the table (default 1)"},
+      {"requests", "N", "timed requests per client per operation (default 200)"},
+      {"seconds", "S", "time limit per operation (default 30)"},
+      {"scheduler", "ENDPOINT", "benchmark a running cluster instead of an in-process one"},
+      {"table", "NAME", "table to use on a running cluster (default bench)"},
+      {"json", "FILE", "also write every figure as JSON"},
+  };
+  int exit_code = 0;
+  auto flags = ParseCommandFlags(
+      argc, argv, "ember bench [options]",
+      "Measures the data plane: pull and push throughput, latency, server CPU and memory per "
+      "row, against a cluster started in this process (or --scheduler), and the same traffic "
+      "against bare ZeroMQ echo peers for comparison. Always bounded by --requests and --seconds.",
+      known, &exit_code);
+  if (!flags) return exit_code;
+  SetUpLogging("bench");
+  // The in-process cluster's start-up lines would interleave with the table.
+  if (std::getenv("EMBER_LOG_LEVEL") == nullptr) spdlog::set_level(spdlog::level::warn);
+  auto config = ConfigFromFlags(*flags);
+  if (!config.ok()) {
+    std::fprintf(stderr, "ember bench: %s\n", config.status().ToString().c_str());
+    return 2;
+  }
+  BenchReport report;
+  Status ran = RunBench(*config, &report);
+  if (!ran.ok()) return Fail(ran);
+  std::fputs(FormatBenchTable(report).c_str(), stdout);
+  std::fflush(stdout);
+  if (flags->Has("json")) {
+    Status written = WriteFileAtomically(flags->Get("json"), BenchReportJson(report));
+    if (!written.ok()) return Fail(written);
+  }
+  return 0;
+}
+
+}  // namespace ember::app

@@ -1,0 +1,68 @@
+// The figures of one `ember bench` run and their two renderings: the table printed for people and
+// the JSON record written for scripts. Both come from the same struct, so every printed figure is
+// also in the JSON.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace ember::app {
+
+// Every option of the run, as used (defaults filled in).
+struct BenchConfig {
+  std::string scheduler;  // empty: the cluster was started in-process
+  std::string table = "bench";
+  uint32_t servers = 1;
+  uint32_t server_threads = 2;
+  uint32_t clients = 1;
+  uint32_t keys_per_request = 16384;
+  uint32_t dim = 64;
+  std::string optimizer = "adagrad";
+  double learning_rate = 0.05;
+  double exponent = 1.05;
+  uint64_t vocabulary = 10'000'000;
+  uint64_t seed = 1;
+  uint32_t requests = 200;
+  double seconds = 30;
+};
+
+// One operation (pull or push) against ember, and the same traffic against raw ZeroMQ.
+struct OperationFigures {
+  uint64_t requests = 0;  // timed requests, all clients
+  uint64_t keys = 0;
+  double seconds = 0;
+  double keys_per_second = 0;
+  double gb_per_second = 0;  // payload: rows (or gradients) plus keys, 1e9 bytes
+  double latency_p50_ms = 0;
+  double latency_p99_ms = 0;
+  double latency_p999_ms = 0;
+  // CPU time of the server threads; only known when the cluster runs in this process.
+  std::optional<double> server_cpu_seconds_per_million_keys;
+  double raw_keys_per_second = 0;  // the echo peer under the same traffic
+  double raw_gb_per_second = 0;
+  double ratio_to_raw = 0;  // keys_per_second / raw_keys_per_second
+};
+
+struct MemoryFigures {
+  uint64_t rows = 0;               // rows stored in the table, all servers
+  double bytes_per_row = 0;        // the servers' own account (rows, optimizer state, index)
+  double raw_bytes_per_row = 0;    // the row values alone: dim * 4
+  // Growth of this process's resident memory over the run per row; in-process cluster only.
+  std::optional<double> rss_bytes_per_row;
+};
+
+struct BenchReport {
+  BenchConfig config;
+  OperationFigures pull;
+  OperationFigures push;
+  MemoryFigures memory;
+};
+
+// The human-readable table, several lines ending in a newline.
+std::string FormatBenchTable(const BenchReport& report);
+// The JSON record: {"config": {...}, "pull": {...}, "push": {...}, "memory": {...}}. Figures
+// that are not known (see the optionals) are null.
+std::string BenchReportJson(const BenchReport& report);
+
+}  // namespace ember::app

@@ -1,0 +1,81 @@
+// LocalCluster implementation.
+#include "app/local_cluster.h"
+
+#include <dirent.h>
+
+#include <cstdlib>
+#include <set>
+
+namespace ember::app {
+namespace {
+
+std::set<pid_t> ThreadIdsOfThisProcess() {
+  std::set<pid_t> ids;
+  DIR* dir = opendir("/proc/self/task");
+  if (dir == nullptr) return ids;
+  while (dirent* entry = readdir(dir)) {
+    if (entry->d_name[0] >= '0' && entry->d_name[0] <= '9') ids.insert(std::atoi(entry->d_name));
+  }
+  closedir(dir);
+  return ids;
+}
+
+}  // namespace
+
+LocalCluster::LocalCluster(std::vector<TableSpec> tables, LocalClusterOptions options)
+    : options_(options) {
+  status_ = Start(std::move(tables));
+}
+
+Status LocalCluster::Start(std::vector<TableSpec> tables) {
+  scheduler::SchedulerOptions scheduler_options;
+  scheduler_options.num_servers = options_.num_servers;
+  scheduler_options.num_partitions = options_.num_partitions;
+  scheduler_options.tables = std::move(tables);
+  scheduler_ = std::make_unique<scheduler::Scheduler>(std::move(scheduler_options));
+  RETURN_IF_ERROR(scheduler_->Start());
+  scheduler_thread_ = std::thread([this] { scheduler_->Run(); });
+
+  const std::set<pid_t> before = ThreadIdsOfThisProcess();
+  for (uint32_t i = 0; i < options_.num_servers; ++i) {
+    ps::ServerOptions server_options;
+    server_options.scheduler_endpoint = scheduler_->endpoint();
+    server_options.worker_threads = options_.worker_threads;
+    server_options.register_timeout = options_.register_timeout;
+    servers_.push_back(std::make_unique<ps::Server>(std::move(server_options)));
+  }
+  // Servers register concurrently: the scheduler answers none until all have registered.
+  std::vector<Status> started(options_.num_servers);
+  std::vector<std::thread> starters;
+  for (uint32_t i = 0; i < options_.num_servers; ++i) {
+    starters.emplace_back([this, i, &started] { started[i] = servers_[i]->Start(); });
+  }
+  for (auto& starter : starters) starter.join();
+  for (const Status& status : started) RETURN_IF_ERROR(status.WithContext("starting a server"));
+  for (auto& server : servers_) {
+    server_threads_.emplace_back([s = server.get()] { s->Run(); });
+  }
+  for (pid_t id : ThreadIdsOfThisProcess()) {
+    if (!before.count(id)) server_thread_ids_.push_back(id);
+  }
+  return Status::Ok();
+}
+
+LocalCluster::~LocalCluster() {
+  for (auto& server : servers_) server->RequestStop();
+  for (auto& thread : server_threads_) thread.join();
+  servers_.clear();
+  if (scheduler_) scheduler_->RequestStop();
+  if (scheduler_thread_.joinable()) scheduler_thread_.join();
+}
+
+Result<std::unique_ptr<ps::Client>> LocalCluster::Connect(const std::string& name) const {
+  ps::ClientOptions options;
+  options.scheduler_endpoint = scheduler_->endpoint();
+  options.name = name;
+  options.request_timeout = Millis(20'000);
+  options.register_timeout = Millis(20'000);
+  return ps::Client::Connect(std::move(options));
+}
+
+}  // namespace ember::app

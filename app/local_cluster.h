@@ -1,0 +1,60 @@
+// LocalCluster: a scheduler and N parameter servers on loopback, each on its own threads inside
+// this process. `ember bench` runs against one, and so do the tests that need a real cluster
+// without spawning processes.
+#pragma once
+
+#include <sys/types.h>
+
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "common/status.h"
+#include "common/table_spec.h"
+#include "ps/client.h"
+#include "ps/server.h"
+#include "scheduler/scheduler.h"
+
+namespace ember::app {
+
+struct LocalClusterOptions {
+  uint32_t num_servers = 1;
+  uint32_t num_partitions = 64;
+  uint32_t worker_threads = 2;  // per server
+  Millis register_timeout{30'000};
+};
+
+class LocalCluster {
+ public:
+  // Starts the scheduler and the servers and returns once every server serves; status() says
+  // whether that worked.
+  LocalCluster(std::vector<TableSpec> tables, LocalClusterOptions options);
+  ~LocalCluster();
+  LocalCluster(const LocalCluster&) = delete;
+  LocalCluster& operator=(const LocalCluster&) = delete;
+
+  Status status() const { return status_; }
+  const std::string& scheduler_endpoint() const { return scheduler_->endpoint(); }
+  ps::Server& server(size_t i) { return *servers_[i]; }
+  size_t num_servers() const { return servers_.size(); }
+  // The threads the servers started (workers, forwarding loops, ZeroMQ I/O), whose CPU time is
+  // the servers' cost.
+  const std::vector<pid_t>& server_thread_ids() const { return server_thread_ids_; }
+
+  // A client of this cluster registered under `name`.
+  Result<std::unique_ptr<ps::Client>> Connect(const std::string& name = "client") const;
+
+ private:
+  Status Start(std::vector<TableSpec> tables);
+
+  const LocalClusterOptions options_;
+  Status status_;
+  std::unique_ptr<scheduler::Scheduler> scheduler_;
+  std::thread scheduler_thread_;
+  std::vector<std::unique_ptr<ps::Server>> servers_;
+  std::vector<std::thread> server_threads_;
+  std::vector<pid_t> server_thread_ids_;
+};
+
+}  // namespace ember::app

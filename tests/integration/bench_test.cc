@@ -1,0 +1,143 @@
+// `ember bench` end to end: a short run of the real binary writes every figure to its JSON record,
+// and the report renders each figure it holds in both the table and the JSON.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cmath>
+#include <regex>
+#include <string>
+
+#include "app/bench_report.h"
+#include "common/child_process.h"
+#include "tests/test_util.h"
+
+namespace ember {
+namespace {
+
+using std::chrono::seconds;
+
+// The text of the JSON object held under "key": {...} (no nested braces beyond one level).
+std::string JsonObject(const std::string& json, const std::string& key) {
+  const size_t at = json.find("\"" + key + "\": {");
+  if (at == std::string::npos) return "";
+  size_t end = json.find('}', at);
+  // An operation's object holds the latency object; skip past its closing brace.
+  if (end != std::string::npos && json.substr(at, end - at).find("\"latency_ms\"") !=
+                                      std::string::npos) {
+    end = json.find('}', end + 1);
+  }
+  return end == std::string::npos ? "" : json.substr(at, end - at + 1);
+}
+
+// The number under "field", or NaN when it is missing or not a number.
+double JsonNumber(const std::string& json, const std::string& field) {
+  std::smatch match;
+  const std::regex pattern("\"" + field + "\": ([-0-9.eE+]+)");
+  if (!std::regex_search(json, match, pattern)) return std::nan("");
+  return std::stod(match[1]);
+}
+
+TEST(BenchTest, ShortRunWritesEveryFigure) {
+  testing::TempDir dir;
+  const std::string json_path = dir.path() + "/bench.json";
+  const std::string log = dir.path() + "/bench.log";
+  ChildProcess bench({EMBER_BINARY, "bench", "--servers", "1", "--clients", "1",
+                      "--keys-per-request", "1024", "--vocabulary", "100000", "--requests", "20",
+                      "--json", json_path},
+                     log);
+  ASSERT_EQ(bench.WaitExit(seconds(120)), 0) << testing::ReadFile(log);
+  const std::string json = testing::ReadFile(json_path);
+  ASSERT_FALSE(json.empty()) << testing::ReadFile(log);
+
+  const std::string config = JsonObject(json, "config");
+  for (const char* field : {"servers", "server_threads", "clients", "keys_per_request", "dim",
+                            "learning_rate", "exponent", "vocabulary", "seed", "requests",
+                            "seconds"}) {
+    EXPECT_GT(JsonNumber(config, field), 0) << field << " in " << config;
+  }
+  EXPECT_EQ(JsonNumber(config, "keys_per_request"), 1024);
+  EXPECT_NE(config.find("\"optimizer\": \"adagrad\""), std::string::npos) << config;
+
+  for (const char* operation : {"pull", "push"}) {
+    const std::string figures = JsonObject(json, operation);
+    ASSERT_FALSE(figures.empty()) << operation << " missing in " << json;
+    for (const char* field : {"keys_per_second", "gb_per_second", "p50", "p99", "p999",
+                              "server_cpu_seconds_per_million_keys", "raw_keys_per_second",
+                              "ratio_to_raw"}) {
+      EXPECT_GT(JsonNumber(figures, field), 0) << operation << "." << field << " in " << figures;
+    }
+    EXPECT_EQ(JsonNumber(figures, "keys"), 20 * 1024) << figures;
+    EXPECT_LE(JsonNumber(figures, "p50"), JsonNumber(figures, "p99"));
+    EXPECT_LE(JsonNumber(figures, "p99"), JsonNumber(figures, "p999"));
+    EXPECT_NEAR(JsonNumber(figures, "ratio_to_raw"),
+                JsonNumber(figures, "keys_per_second") / JsonNumber(figures, "raw_keys_per_second"),
+                1e-3 * JsonNumber(figures, "ratio_to_raw"));
+  }
+  const std::string memory = JsonObject(json, "memory");
+  for (const char* field : {"rows", "bytes_per_row", "raw_bytes_per_row", "rss_bytes_per_row"}) {
+    EXPECT_GT(JsonNumber(memory, field), 0) << field << " in " << memory;
+  }
+  EXPECT_EQ(JsonNumber(memory, "raw_bytes_per_row"), 64 * 4);
+  // Every request holds distinct keys drawn from a 100000-key vocabulary.
+  EXPECT_GE(JsonNumber(memory, "rows"), 1024);
+  EXPECT_LE(JsonNumber(memory, "rows"), 100000);
+
+  const std::string printed = testing::ReadFile(log);
+  EXPECT_NE(printed.find("of raw ZeroMQ"), std::string::npos) << printed;
+  EXPECT_NE(printed.find("bytes/row"), std::string::npos) << printed;
+}
+
+TEST(BenchTest, BadFlagsAreUsageErrors) {
+  testing::TempDir dir;
+  const std::string log = dir.path() + "/bench.log";
+  ChildProcess help({EMBER_BINARY, "bench", "--help"}, log);
+  EXPECT_EQ(help.WaitExit(seconds(20)), 0);
+  EXPECT_NE(testing::ReadFile(log).find("usage: ember bench"), std::string::npos);
+  ChildProcess bad_optimizer({EMBER_BINARY, "bench", "--optimizer", "lbfgs"}, log);
+  EXPECT_EQ(bad_optimizer.WaitExit(seconds(20)), 2);
+  ChildProcess small_vocabulary(
+      {EMBER_BINARY, "bench", "--keys-per-request", "1000", "--vocabulary", "1000"}, log);
+  EXPECT_EQ(small_vocabulary.WaitExit(seconds(20)), 2);
+  EXPECT_NE(testing::ReadFile(log).find("--vocabulary"), std::string::npos);
+}
+
+// Every figure of the printed table is also in the JSON, with the same value.
+TEST(BenchReportTest, TableFiguresAreInTheJson) {
+  app::BenchReport report;
+  report.pull = {.requests = 10, .keys = 1000, .seconds = 0.5, .keys_per_second = 2000,
+                 .gb_per_second = 0.25, .latency_p50_ms = 1.5, .latency_p99_ms = 2.5,
+                 .latency_p999_ms = 3.5, .server_cpu_seconds_per_million_keys = 0.75,
+                 .raw_keys_per_second = 4000, .raw_gb_per_second = 0.5, .ratio_to_raw = 0.5};
+  report.push = report.pull;
+  report.push.server_cpu_seconds_per_million_keys.reset();
+  report.memory = {.rows = 42, .bytes_per_row = 300.5, .raw_bytes_per_row = 256,
+                   .rss_bytes_per_row = 512.25};
+  const std::string table = app::FormatBenchTable(report);
+  const std::string json = app::BenchReportJson(report);
+  for (const char* printed : {"2000", "0.250", "1.50", "2.50", "3.50", "0.750", "4000", "0.500",
+                              "0.50x", "42 rows", "300.5", "512.2", "n/a"}) {
+    EXPECT_NE(table.find(printed), std::string::npos) << printed << " in\n" << table;
+  }
+  const std::string pull = JsonObject(json, "pull");
+  EXPECT_EQ(JsonNumber(pull, "keys_per_second"), 2000);
+  EXPECT_EQ(JsonNumber(pull, "gb_per_second"), 0.25);
+  EXPECT_EQ(JsonNumber(pull, "p50"), 1.5);
+  EXPECT_EQ(JsonNumber(pull, "p99"), 2.5);
+  EXPECT_EQ(JsonNumber(pull, "p999"), 3.5);
+  EXPECT_EQ(JsonNumber(pull, "server_cpu_seconds_per_million_keys"), 0.75);
+  EXPECT_EQ(JsonNumber(pull, "raw_keys_per_second"), 4000);
+  EXPECT_EQ(JsonNumber(pull, "raw_gb_per_second"), 0.5);
+  EXPECT_EQ(JsonNumber(pull, "ratio_to_raw"), 0.5);
+  // A figure the table shows as n/a is null in the JSON.
+  EXPECT_NE(JsonObject(json, "push").find("\"server_cpu_seconds_per_million_keys\": null"),
+            std::string::npos)
+      << json;
+  const std::string memory = JsonObject(json, "memory");
+  EXPECT_EQ(JsonNumber(memory, "rows"), 42);
+  EXPECT_EQ(JsonNumber(memory, "bytes_per_row"), 300.5);
+  EXPECT_EQ(JsonNumber(memory, "raw_bytes_per_row"), 256);
+  EXPECT_EQ(JsonNumber(memory, "rss_bytes_per_row"), 512.25);
+}
+
+}  // namespace
+}  // namespace ember
