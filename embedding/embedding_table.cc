@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <string>
+#include <utility>
 
 #include "common/check.h"
 #include "common/hash.h"
@@ -20,19 +21,27 @@ RowOptimizer MakeOptimizer(const TableSpec& spec) {
   return *optimizer;
 }
 
-// Holds the lock of the partition of the key being processed, and keeps it across consecutive
-// keys of the same partition.
-class PartitionLock {
- public:
-  void Switch(std::mutex& mu) {
-    if (lock_.mutex() == &mu) return;
-    if (lock_.owns_lock()) lock_.unlock();
-    lock_ = std::unique_lock<std::mutex>(mu);
-  }
+// Lock stripes per table: enough that threads rarely meet, few enough that a request's keys form
+// long runs per stripe for the prefetcher.
+constexpr uint32_t kMaxLockStripes = 64;
+// How many keys ahead of use index entries and rows are prefetched.
+constexpr uint32_t kPrefetchDistance = 8;
 
- private:
-  std::unique_lock<std::mutex> lock_;
+// A request's key positions grouped by lock stripe (a stable counting sort, so duplicate keys keep
+// their order), with each key's partition and, once looked up, its row. Reused per thread.
+struct RequestGroups {
+  std::vector<uint32_t> partition;  // by position in the request
+  std::vector<uint32_t> order;      // positions, stripe after stripe
+  std::vector<uint32_t> bounds;     // stripe s holds order[bounds[s], bounds[s + 1])
+  std::vector<float*> rows;         // rows[j] is the row of position order[j]
 };
+
+void PrefetchRow(const float* row, size_t floats) {
+  const char* bytes = reinterpret_cast<const char*>(row);
+  for (size_t offset = 0; offset < floats * sizeof(float); offset += 64) {
+    __builtin_prefetch(bytes + offset, 1);
+  }
+}
 
 }  // namespace
 
@@ -40,20 +49,21 @@ EmbeddingTable::EmbeddingTable(const TableSpec& spec, uint32_t num_partitions)
     : spec_(spec),
       table_id_(HashName(spec.name)),
       optimizer_(MakeOptimizer(spec)),
-      floats_per_row_(spec.dim + optimizer_.state_floats()) {
+      floats_per_row_(spec.dim + optimizer_.state_floats()),
+      num_partitions_(num_partitions),
+      num_stripes_(std::clamp(num_partitions, 1u, kMaxLockStripes)),
+      stripes_(std::make_unique<Stripe[]>(num_stripes_)) {
   EMBER_CHECK(num_partitions >= 1, "table", spec.name, "needs at least one partition");
-  partitions_.reserve(num_partitions);
-  for (uint32_t p = 0; p < num_partitions; ++p) {
-    partitions_.push_back(std::make_unique<Partition>(floats_per_row_));
-  }
+  stores_.reserve(num_partitions);
+  for (uint32_t p = 0; p < num_partitions; ++p) stores_.emplace_back(floats_per_row_);
 }
 
 uint32_t EmbeddingTable::PartitionOf(uint64_t key) const {
   return ember::PartitionOf(table_id_, key, num_partitions());
 }
 
-float* EmbeddingTable::FindOrCreateRow(Partition& partition, uint64_t key) {
-  auto [row, inserted] = partition.store.FindOrInsert(key);
+float* EmbeddingTable::FindOrCreateRow(uint32_t partition, uint64_t key) {
+  auto [row, inserted] = stores_[partition].FindOrInsert(key);
   if (inserted) {
     InitializeRow(spec_, key, std::span<float>(row, spec_.dim));
     optimizer_.InitState(std::span<float>(row + spec_.dim, optimizer_.state_floats()));
@@ -62,21 +72,56 @@ float* EmbeddingTable::FindOrCreateRow(Partition& partition, uint64_t key) {
   return row;
 }
 
+template <typename Use>
+void EmbeddingTable::ForEachRequestRow(std::span<const uint64_t> keys, size_t prefetch_floats,
+                                       Use&& use) {
+  thread_local RequestGroups groups;
+  const uint32_t n = static_cast<uint32_t>(keys.size());
+  groups.partition.resize(n);
+  groups.order.resize(n);
+  groups.rows.resize(n);
+  groups.bounds.assign(num_stripes_ + 1, 0);
+  for (uint32_t i = 0; i < n; ++i) {
+    groups.partition[i] = PartitionOf(keys[i]);
+    ++groups.bounds[groups.partition[i] % num_stripes_ + 1];
+  }
+  for (uint32_t s = 0; s < num_stripes_; ++s) groups.bounds[s + 1] += groups.bounds[s];
+  thread_local std::vector<uint32_t> next_slot;  // per stripe, where its next position goes
+  next_slot.assign(groups.bounds.begin(), groups.bounds.end() - 1);
+  for (uint32_t i = 0; i < n; ++i)
+    groups.order[next_slot[groups.partition[i] % num_stripes_]++] = i;
+  for (uint32_t s = 0; s < num_stripes_; ++s) {
+    const uint32_t begin = groups.bounds[s];
+    const uint32_t end = groups.bounds[s + 1];
+    if (begin == end) continue;
+    std::lock_guard<std::mutex> lock(stripes_[s].mu);
+    for (uint32_t j = begin; j < end; ++j) {
+      if (j + kPrefetchDistance < end) {
+        const uint32_t ahead = groups.order[j + kPrefetchDistance];
+        stores_[groups.partition[ahead]].Prefetch(keys[ahead]);
+      }
+      const uint32_t at = groups.order[j];
+      groups.rows[j] = FindOrCreateRow(groups.partition[at], keys[at]);
+    }
+    for (uint32_t j = begin; j < end; ++j) {
+      if (j + kPrefetchDistance < end)
+        PrefetchRow(groups.rows[j + kPrefetchDistance], prefetch_floats);
+      use(groups.order[j], groups.rows[j]);
+    }
+  }
+}
+
 Status EmbeddingTable::Pull(std::span<const uint64_t> keys, std::span<float> out) {
   const size_t dim = spec_.dim;
   if (out.size() != keys.size() * dim) {
-    return InvalidArgument("pull from table '" + spec_.name + "': " +
-                           std::to_string(keys.size()) + " keys of dim " + std::to_string(dim) +
-                           " need " + std::to_string(keys.size() * dim) + " floats, got " +
+    return InvalidArgument("pull from table '" + spec_.name + "': " + std::to_string(keys.size()) +
+                           " keys of dim " + std::to_string(dim) + " need " +
+                           std::to_string(keys.size() * dim) + " floats, got " +
                            std::to_string(out.size()));
   }
-  PartitionLock lock;
-  for (size_t i = 0; i < keys.size(); ++i) {
-    Partition& partition = *partitions_[PartitionOf(keys[i])];
-    lock.Switch(partition.mu);
-    const float* row = FindOrCreateRow(partition, keys[i]);
-    std::copy_n(row, dim, out.data() + i * dim);
-  }
+  ForEachRequestRow(keys, dim, [&](uint32_t position, const float* row) {
+    std::copy_n(row, dim, out.data() + size_t{position} * dim);
+  });
   return Status::Ok();
 }
 
@@ -89,34 +134,29 @@ Status EmbeddingTable::Push(std::span<const uint64_t> keys, std::span<const floa
                            std::to_string(grads.size()));
   }
   const uint32_t state_floats = optimizer_.state_floats();
-  PartitionLock lock;
-  for (size_t i = 0; i < keys.size(); ++i) {
-    Partition& partition = *partitions_[PartitionOf(keys[i])];
-    lock.Switch(partition.mu);
-    float* row = FindOrCreateRow(partition, keys[i]);
+  ForEachRequestRow(keys, floats_per_row_, [&](uint32_t position, float* row) {
     optimizer_.Apply(std::span<float>(row, dim), std::span<float>(row + dim, state_floats),
-                     grads.subspan(i * dim, dim));
-  }
+                     grads.subspan(size_t{position} * dim, dim));
+  });
   return Status::Ok();
 }
 
 uint64_t EmbeddingTable::bytes() const {
   uint64_t total = 0;
-  for (const auto& partition : partitions_) {
-    std::lock_guard<std::mutex> lock(partition->mu);
-    total += partition->store.bytes();
+  for (uint32_t p = 0; p < num_partitions_; ++p) {
+    std::lock_guard<std::mutex> lock(StripeLock(p));
+    total += stores_[p].bytes();
   }
-  return total + partitions_.size() * sizeof(Partition);
+  return total + num_partitions_ * sizeof(RowStore) + num_stripes_ * sizeof(Stripe);
 }
 
 void EmbeddingTable::ForEachRowInPartition(uint32_t partition, const RowVisitor& visit) const {
-  EMBER_CHECK(partition < partitions_.size(), "partition", partition, "of table", spec_.name,
+  EMBER_CHECK(partition < num_partitions_, "partition", partition, "of table", spec_.name,
               "out of range");
-  const Partition& part = *partitions_[partition];
   const uint32_t dim = spec_.dim;
   const uint32_t state_floats = optimizer_.state_floats();
-  std::lock_guard<std::mutex> lock(part.mu);
-  part.store.ForEach([&](uint64_t key, const float* row) {
+  std::lock_guard<std::mutex> lock(StripeLock(partition));
+  std::as_const(stores_[partition]).ForEach([&](uint64_t key, const float* row) {
     visit(key, std::span<const float>(row, dim), std::span<const float>(row + dim, state_floats));
   });
 }
@@ -128,15 +168,14 @@ void EmbeddingTable::ForEachRow(const RowVisitor& visit) const {
 Status EmbeddingTable::Restore(uint64_t key, std::span<const float> row,
                                std::span<const float> state) {
   if (row.size() != spec_.dim || state.size() != optimizer_.state_floats()) {
-    return InvalidArgument("restore into table '" + spec_.name + "': row of " +
-                           std::to_string(row.size()) + " floats and state of " +
-                           std::to_string(state.size()) + " floats, want " +
-                           std::to_string(spec_.dim) + " and " +
-                           std::to_string(optimizer_.state_floats()));
+    return InvalidArgument(
+        "restore into table '" + spec_.name + "': row of " + std::to_string(row.size()) +
+        " floats and state of " + std::to_string(state.size()) + " floats, want " +
+        std::to_string(spec_.dim) + " and " + std::to_string(optimizer_.state_floats()));
   }
-  Partition& partition = *partitions_[PartitionOf(key)];
-  std::lock_guard<std::mutex> lock(partition.mu);
-  auto [stored, inserted] = partition.store.FindOrInsert(key);
+  const uint32_t partition = PartitionOf(key);
+  std::lock_guard<std::mutex> lock(StripeLock(partition));
+  auto [stored, inserted] = stores_[partition].FindOrInsert(key);
   if (inserted) rows_.fetch_add(1, std::memory_order_relaxed);
   std::copy(row.begin(), row.end(), stored);
   std::copy(state.begin(), state.end(), stored + spec_.dim);
@@ -144,12 +183,11 @@ Status EmbeddingTable::Restore(uint64_t key, std::span<const float> row,
 }
 
 size_t EmbeddingTable::Erase(uint32_t partition) {
-  EMBER_CHECK(partition < partitions_.size(), "partition", partition, "of table", spec_.name,
+  EMBER_CHECK(partition < num_partitions_, "partition", partition, "of table", spec_.name,
               "out of range");
-  Partition& part = *partitions_[partition];
-  std::lock_guard<std::mutex> lock(part.mu);
-  const size_t erased = part.store.size();
-  part.store.Clear();
+  std::lock_guard<std::mutex> lock(StripeLock(partition));
+  const size_t erased = stores_[partition].size();
+  stores_[partition].Clear();
   rows_.fetch_sub(erased, std::memory_order_relaxed);
   return erased;
 }

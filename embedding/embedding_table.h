@@ -1,16 +1,18 @@
 // EmbeddingTable: one table's rows on one parameter server, with pull (read, creating missing
 // rows) and push (apply gradients through the table's optimizer).
 //
-// Rows are spread over the table's virtual partitions; each partition has its own RowStore and
-// its own mutex, so requests touching different partitions never contend and there is no
-// table-wide lock. A missing row is created on first touch (pull or push) from the table's
-// deterministic initializer, so its value does not depend on which server or partition layout
-// creates it. Each row is stored as dim weights followed by the optimizer's state.
+// Rows are spread over the table's virtual partitions, each with its own RowStore (so a partition
+// can be copied out or dropped on its own). Partitions are guarded by lock stripes (partition p by
+// stripe p % stripes): there is no table-wide lock, and a request's keys are grouped by stripe so
+// that each stripe's lock is taken once per request and the index entries and rows of its keys are
+// prefetched well ahead of use, which is what bounds a lookup on a table far larger than the
+// caches. A missing row is created on first touch (pull or push) from the table's deterministic
+// initializer, so its value does not depend on which server or partition layout creates it. Each
+// row is stored as dim weights followed by the optimizer's state.
 //
-// Thread-safety: every method may be called from many threads at once. A request's keys are
-// processed in order, each under its partition's lock; duplicate keys in one push are applied in
-// order. Callbacks of the ForEach* methods run under a partition lock and must not call back into
-// the table.
+// Thread-safety: every method may be called from many threads at once. Duplicate keys in one push
+// are applied in the order they appear. Callbacks of the ForEach* methods run under a stripe lock
+// and must not call back into the table.
 #pragma once
 
 #include <atomic>
@@ -42,7 +44,7 @@ class EmbeddingTable {
 
   const TableSpec& spec() const { return spec_; }
   uint32_t dim() const { return spec_.dim; }
-  uint32_t num_partitions() const { return static_cast<uint32_t>(partitions_.size()); }
+  uint32_t num_partitions() const { return num_partitions_; }
   // Optimizer state floats stored per row.
   uint32_t state_floats() const { return optimizer_.state_floats(); }
   // The partition of `key`: ember::PartitionOf(HashName(spec().name), key, num_partitions()).
@@ -60,7 +62,7 @@ class EmbeddingTable {
   // Approximate memory held: rows with their state, plus the index, in bytes.
   uint64_t bytes() const;
 
-  // Visits every row (partition by partition, each under its lock).
+  // Visits every row (partition by partition, each under its stripe's lock).
   void ForEachRow(const RowVisitor& visit) const;
   // Visits the rows of one partition (partition < num_partitions(), checked).
   void ForEachRowInPartition(uint32_t partition, const RowVisitor& visit) const;
@@ -71,21 +73,27 @@ class EmbeddingTable {
   size_t Erase(uint32_t partition);
 
  private:
-  // Cache-line aligned so that neighbouring partitions' locks do not share a line.
-  struct alignas(64) Partition {
-    explicit Partition(uint32_t floats_per_row) : store(floats_per_row) {}
+  // Cache-line aligned so that neighbouring stripes' locks do not share a line.
+  struct alignas(64) Stripe {
     mutable std::mutex mu;
-    RowStore store;  // guarded by mu
   };
 
-  // The row of `key` in `partition` (whose lock the caller holds), created when missing.
-  float* FindOrCreateRow(Partition& partition, uint64_t key);
+  std::mutex& StripeLock(uint32_t partition) const { return stripes_[partition % num_stripes_].mu; }
+  // The row of `key` in `partition` (whose stripe lock the caller holds), created when missing.
+  float* FindOrCreateRow(uint32_t partition, uint64_t key);
+  // Calls use(position, row) for every key of the request, creating missing rows, stripe by
+  // stripe under the stripe's lock; rows are prefetched `prefetch_floats` floats deep.
+  template <typename Use>
+  void ForEachRequestRow(std::span<const uint64_t> keys, size_t prefetch_floats, Use&& use);
 
   const TableSpec spec_;
   const uint64_t table_id_;  // HashName(spec_.name)
   const RowOptimizer optimizer_;
   const uint32_t floats_per_row_;  // dim + state floats
-  std::vector<std::unique_ptr<Partition>> partitions_;
+  const uint32_t num_partitions_;
+  const uint32_t num_stripes_;
+  std::unique_ptr<Stripe[]> stripes_;
+  std::vector<RowStore> stores_;  // one per partition, guarded by its stripe's lock
   std::atomic<uint64_t> rows_{0};
 };
 

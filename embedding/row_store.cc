@@ -18,7 +18,10 @@ bool OverLoaded(size_t size, size_t capacity) { return size * 10 > capacity * 7;
 
 }  // namespace
 
-RowStore::RowStore(uint32_t floats_per_row) : floats_per_row_(floats_per_row) {
+RowStore::RowStore(uint32_t floats_per_row)
+    : floats_per_row_(floats_per_row),
+      max_rows_per_chunk_(
+          std::max(kMinRowsPerChunk, kMaxChunkBytes / (size_t{floats_per_row} * sizeof(float)))) {
   EMBER_CHECK(floats_per_row > 0, "a row needs at least one float");
 }
 
@@ -29,7 +32,8 @@ RowStore::RowStore(RowStore&& other) noexcept
       chunks_(std::exchange(other.chunks_, {})),
       chunk_floats_total_(std::exchange(other.chunk_floats_total_, 0)),
       rows_left_in_chunk_(std::exchange(other.rows_left_in_chunk_, 0)),
-      next_row_(std::exchange(other.next_row_, nullptr)) {}
+      next_row_(std::exchange(other.next_row_, nullptr)),
+      max_rows_per_chunk_(other.max_rows_per_chunk_) {}
 
 RowStore& RowStore::operator=(RowStore&& other) noexcept {
   if (this != &other) {
@@ -40,6 +44,7 @@ RowStore& RowStore::operator=(RowStore&& other) noexcept {
     chunk_floats_total_ = std::exchange(other.chunk_floats_total_, 0);
     rows_left_in_chunk_ = std::exchange(other.rows_left_in_chunk_, 0);
     next_row_ = std::exchange(other.next_row_, nullptr);
+    max_rows_per_chunk_ = other.max_rows_per_chunk_;
   }
   return *this;
 }
@@ -85,7 +90,7 @@ void RowStore::GrowIndex() {
 float* RowStore::AllocateRow() {
   if (rows_left_in_chunk_ == 0) {
     // Geometric growth: each chunk is about as large as all rows so far, within bounds.
-    const size_t rows = std::clamp(size_, kMinRowsPerChunk, kMaxRowsPerChunk);
+    const size_t rows = std::clamp(size_, kMinRowsPerChunk, max_rows_per_chunk_);
     const size_t floats = rows * floats_per_row_;
     chunks_.push_back(std::make_unique_for_overwrite<float[]>(floats));
     chunk_floats_total_ += floats;

@@ -3,7 +3,8 @@
 // An open-addressing hash index (linear probing, power-of-two capacity, grown at 70% load) maps
 // each key to a row of `floats_per_row` floats. Rows live in separately allocated chunks that
 // never move, so a row pointer stays valid until Clear() or destruction, however much the index
-// grows. Chunks grow geometrically up to kMaxRowsPerChunk rows, so a small partition costs little.
+// grows. Chunks grow geometrically up to kMaxChunkBytes, so a small partition costs little and a
+// large one wastes at most one partly used chunk.
 // Every uint64 value is a valid key, 0 and UINT64_MAX included: an empty index entry is marked by
 // a null row pointer, never by a reserved key.
 //
@@ -16,11 +17,13 @@
 #include <utility>
 #include <vector>
 
+#include "common/hash.h"
+
 namespace ember::embedding {
 
 class RowStore {
  public:
-  static constexpr size_t kMaxRowsPerChunk = 4096;
+  static constexpr size_t kMaxChunkBytes = size_t{256} << 10;
 
   explicit RowStore(uint32_t floats_per_row);
 
@@ -39,6 +42,11 @@ class RowStore {
   // The row of `key`, inserting it when absent. The bool is true for a new row, whose floats are
   // uninitialised: the caller must fill them.
   std::pair<float*, bool> FindOrInsert(uint64_t key);
+
+  // Starts loading the index entry where `key` is looked up first, ahead of a Find/FindOrInsert.
+  void Prefetch(uint64_t key) const {
+    if (!index_.empty()) __builtin_prefetch(&index_[Mix64(key) & (index_.size() - 1)]);
+  }
 
   // Number of rows.
   size_t size() const { return size_; }
@@ -83,6 +91,7 @@ class RowStore {
   size_t chunk_floats_total_ = 0;  // floats allocated over all chunks
   size_t rows_left_in_chunk_ = 0;  // free rows at the end of chunks_.back()
   float* next_row_ = nullptr;      // first free row of chunks_.back()
+  size_t max_rows_per_chunk_;
 };
 
 }  // namespace ember::embedding
