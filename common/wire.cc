@@ -6,8 +6,11 @@
 #include <kj/exception.h>
 #include <kj/io.h>
 
+#include <cstdlib>
 #include <cstring>
+#include <new>
 
+#include "common/check.h"
 #include "common/ember.capnp.h"
 #include "common/half.h"
 
@@ -93,8 +96,7 @@ void CopyInto(::capnp::Data::Builder out, const void* src, size_t bytes) {
 zmq::message_t Finish(::capnp::MessageBuilder& builder) {
   const size_t words = ::capnp::computeSerializedSizeInWords(builder);
   zmq::message_t frame(words * sizeof(::capnp::word));
-  kj::ArrayOutputStream out(
-      kj::arrayPtr(static_cast<kj::byte*>(frame.data()), frame.size()));
+  kj::ArrayOutputStream out(kj::arrayPtr(static_cast<kj::byte*>(frame.data()), frame.size()));
   ::capnp::writeMessage(out, builder);
   return frame;
 }
@@ -103,6 +105,85 @@ zmq::message_t Finish(::capnp::MessageBuilder& builder) {
 uint32_t FirstSegmentWords(size_t payload_bytes) {
   return static_cast<uint32_t>(payload_bytes / sizeof(::capnp::word) + 64);
 }
+
+// Builds a message with bulk arrays straight into the memory the outgoing frame will own, so the
+// bulk bytes are written once and neither zeroed first nor copied by serialisation.
+//
+// Cap'n Proto allocates objects one after another in a segment, and it needs the memory it
+// allocates zeroed. A FrameBuilder zeroes only the first `header_words` of its single segment:
+// callers set every small field first and allocate the bulk Data blobs last (with InitBulk, which
+// checks that the small objects fit in the zeroed words and zeroes each blob's padding), and they
+// write every byte of each blob. A message that outgrows the planned segment still encodes
+// correctly, through further zeroed segments and a copy.
+class FrameBuilder final : public ::capnp::MessageBuilder {
+ public:
+  FrameBuilder(size_t bulk_bytes, size_t header_words)
+      : header_words_(header_words),
+        segment_words_(header_words +
+                       (bulk_bytes + sizeof(::capnp::word) - 1) / sizeof(::capnp::word)) {}
+  ~FrameBuilder() noexcept(false) override { std::free(buffer_); }
+
+  kj::ArrayPtr<::capnp::word> allocateSegment(unsigned minimum_words) override {
+    if (buffer_ == nullptr && minimum_words <= segment_words_) {
+      // One word in front for the segment table of the serialised form.
+      buffer_ =
+          static_cast<::capnp::word*>(std::malloc((1 + segment_words_) * sizeof(::capnp::word)));
+      if (buffer_ == nullptr) throw std::bad_alloc();
+      std::memset(buffer_, 0, (1 + header_words_) * sizeof(::capnp::word));
+      return kj::arrayPtr(buffer_ + 1, segment_words_);
+    }
+    overflow_.push_back(kj::heapArray<::capnp::word>(minimum_words));
+    std::memset(overflow_.back().begin(), 0, minimum_words * sizeof(::capnp::word));
+    return overflow_.back();
+  }
+
+  // A bulk blob of `bytes` in `init`'s result: must come after every small object.
+  template <typename InitFn>
+  kj::byte* InitBulk(size_t bytes, InitFn&& init) {
+    ::capnp::Data::Builder blob = init(static_cast<unsigned>(bytes));
+    if (bytes == 0) return blob.begin();
+    const auto* start = reinterpret_cast<const ::capnp::word*>(blob.begin());
+    if (!bulk_started_ && overflow_.empty()) {
+      // Everything before the first blob is small objects: they must lie in the zeroed words.
+      EMBER_CHECK(start <= buffer_ + 1 + header_words_, "a message's small fields outgrew the",
+                  header_words_, "zeroed words planned for them");
+    }
+    bulk_started_ = true;
+    // The padding up to the next word is not part of the blob and must read as zero.
+    const size_t padded =
+        (bytes + sizeof(::capnp::word) - 1) / sizeof(::capnp::word) * sizeof(::capnp::word);
+    std::memset(blob.begin() + bytes, 0, padded - bytes);
+    return blob.begin();
+  }
+
+  // The serialised message as one frame that takes over the memory (or a copy, after overflow).
+  zmq::message_t Finish() {
+    auto segments = getSegmentsForOutput();
+    if (segments.size() != 1 || segments[0].begin() != buffer_ + 1) return CopyOut();
+    auto* table = reinterpret_cast<uint32_t*>(buffer_);
+    table[0] = 0;  // segment count - 1
+    table[1] = static_cast<uint32_t>(segments[0].size());
+    const size_t bytes = (1 + segments[0].size()) * sizeof(::capnp::word);
+    zmq::message_t frame(
+        buffer_, bytes, [](void* data, void*) { std::free(data); }, nullptr);
+    buffer_ = nullptr;  // the frame frees it
+    return frame;
+  }
+
+ private:
+  zmq::message_t CopyOut();
+
+  const size_t header_words_;
+  const size_t segment_words_;
+  ::capnp::word* buffer_ = nullptr;
+  bool bulk_started_ = false;
+  std::vector<kj::Array<::capnp::word>> overflow_;
+};
+
+zmq::message_t FrameBuilder::CopyOut() { return wire::Finish(*this); }
+
+// Words the small fields of a request or response take, with a table name of `name_bytes`.
+size_t HeaderWords(size_t name_bytes) { return 48 + name_bytes / sizeof(::capnp::word); }
 
 schema::Request::Builder InitRequest(::capnp::MessageBuilder& builder,
                                      const RequestHeader& header) {
@@ -202,9 +283,8 @@ Result<RoutingTable> ReadRouting(schema::RoutingTable::Reader in) {
   }
   ASSIGN_OR_RETURN(auto owners, DataAs<uint32_t>(in.getOwners(), "routing table owners"));
   if (routing.epoch > 0 && owners.size() != routing.num_partitions) {
-    return InvalidArgument("routing table: " + std::to_string(owners.size()) +
-                           " owners for " + std::to_string(routing.num_partitions) +
-                           " partitions");
+    return InvalidArgument("routing table: " + std::to_string(owners.size()) + " owners for " +
+                           std::to_string(routing.num_partitions) + " partitions");
   }
   for (uint32_t owner : owners) {
     if (owner >= routing.servers.size()) {
@@ -230,9 +310,14 @@ Result<RequestBody> ReadRequestBody(schema::Request::Reader request, FrameStorag
       out.table = ToString(pull.getTable());
       ASSIGN_OR_RETURN(out.keys, DataAs<uint64_t>(pull.getKeys(), "pull keys"));
       switch (pull.getRowFormat()) {
-        case schema::RowFormat::F32: out.row_format = RowFormat::kF32; break;
-        case schema::RowFormat::F16: out.row_format = RowFormat::kF16; break;
-        default: return InvalidArgument("pull asks for an unknown row format");
+        case schema::RowFormat::F32:
+          out.row_format = RowFormat::kF32;
+          break;
+        case schema::RowFormat::F16:
+          out.row_format = RowFormat::kF16;
+          break;
+        default:
+          return InvalidArgument("pull asks for an unknown row format");
       }
       return RequestBody(std::move(out));
     }
@@ -241,13 +326,14 @@ Result<RequestBody> ReadRequestBody(schema::Request::Reader request, FrameStorag
       PushRequest out;
       out.table = ToString(push.getTable());
       ASSIGN_OR_RETURN(out.keys, DataAs<uint64_t>(push.getKeys(), "push keys"));
-      ASSIGN_OR_RETURN(out.gradients, RowsAs(push.getGradients(), push.getGradientFormat(),
-                                             storage, "push gradients"));
+      ASSIGN_OR_RETURN(out.gradients, RowsAs(push.getGradients(), push.getGradientFormat(), storage,
+                                             "push gradients"));
       out.clock = push.getClock();
       return RequestBody(std::move(out));
     }
     case schema::Request::REGISTER_SERVER:
-      return RequestBody(RegisterServerRequest{ToString(request.getRegisterServer().getEndpoint())});
+      return RequestBody(
+          RegisterServerRequest{ToString(request.getRegisterServer().getEndpoint())});
     case schema::Request::REGISTER_TRAINER:
       return RequestBody(RegisterTrainerRequest{ToString(request.getRegisterTrainer().getName())});
     case schema::Request::BARRIER: {
@@ -338,8 +424,7 @@ Result<DecodedRequest> DecodeRequest(zmq::message_t frame) {
     decoded.storage = std::move(storage);
     return decoded;
   } catch (const kj::Exception& e) {
-    return InvalidArgument("malformed request frame: " +
-                           std::string(e.getDescription().cStr()));
+    return InvalidArgument("malformed request frame: " + std::string(e.getDescription().cStr()));
   }
 }
 
@@ -356,13 +441,13 @@ Result<DecodedResponse> DecodeResponse(zmq::message_t frame) {
     if (code > static_cast<uint16_t>(StatusCode::kInternal)) {
       return InvalidArgument("response carries unknown status code " + std::to_string(code));
     }
-    if (code != 0) decoded.status = Status(static_cast<StatusCode>(code), ToString(root.getMessage()));
+    if (code != 0)
+      decoded.status = Status(static_cast<StatusCode>(code), ToString(root.getMessage()));
     ASSIGN_OR_RETURN(decoded.body, ReadResponseBody(root, *storage));
     decoded.storage = std::move(storage);
     return decoded;
   } catch (const kj::Exception& e) {
-    return InvalidArgument("malformed response frame: " +
-                           std::string(e.getDescription().cStr()));
+    return InvalidArgument("malformed response frame: " + std::string(e.getDescription().cStr()));
   }
 }
 
@@ -385,21 +470,21 @@ zmq::message_t EncodeGetRouting(const RequestHeader& header) {
 }
 
 zmq::message_t EncodePullSubset(const RequestHeader& header, std::string_view table,
-                                std::span<const uint64_t> keys,
-                                std::span<const uint32_t> positions, RowFormat row_format) {
+                                std::span<const uint64_t> keys, std::span<const uint32_t> positions,
+                                RowFormat row_format) {
   const size_t n = positions.empty() ? keys.size() : positions.size();
-  ::capnp::MallocMessageBuilder builder(FirstSegmentWords(n * sizeof(uint64_t)));
+  FrameBuilder builder(n * sizeof(uint64_t), HeaderWords(table.size()));
   auto pull = InitRequest(builder, header).initPull();
   pull.setTable(::capnp::Text::Reader(table.data(), table.size()));
   pull.setRowFormat(ToSchema(row_format));
-  auto out = pull.initKeys(n * sizeof(uint64_t));
-  auto* dst = reinterpret_cast<uint64_t*>(out.begin());
+  auto* dst = reinterpret_cast<uint64_t*>(
+      builder.InitBulk(n * sizeof(uint64_t), [&](unsigned b) { return pull.initKeys(b); }));
   if (positions.empty()) {
-    CopyInto(out, keys.data(), n * sizeof(uint64_t));
+    if (n > 0) std::memcpy(dst, keys.data(), n * sizeof(uint64_t));
   } else {
     for (size_t i = 0; i < n; ++i) dst[i] = keys[positions[i]];
   }
-  return Finish(builder);
+  return builder.Finish();
 }
 
 zmq::message_t EncodePull(const RequestHeader& header, std::string_view table,
@@ -409,31 +494,32 @@ zmq::message_t EncodePull(const RequestHeader& header, std::string_view table,
 
 zmq::message_t EncodePushSubset(const RequestHeader& header, std::string_view table,
                                 std::span<const uint64_t> keys, std::span<const float> gradients,
-                                uint32_t dim, std::span<const uint32_t> positions,
-                                uint64_t clock, RowFormat gradient_format) {
+                                uint32_t dim, std::span<const uint32_t> positions, uint64_t clock,
+                                RowFormat gradient_format) {
   const size_t n = positions.empty() ? keys.size() : positions.size();
   const size_t grad_values = positions.empty() ? gradients.size() : n * dim;
   const size_t value_bytes = BytesPerValue(gradient_format);
-  ::capnp::MallocMessageBuilder builder(
-      FirstSegmentWords(n * sizeof(uint64_t) + grad_values * value_bytes));
+  // Two blobs, each padded to a word.
+  FrameBuilder builder(n * sizeof(uint64_t) + grad_values * value_bytes + sizeof(::capnp::word),
+                       HeaderWords(table.size()));
   auto push = InitRequest(builder, header).initPush();
   push.setTable(::capnp::Text::Reader(table.data(), table.size()));
   push.setClock(clock);
   push.setGradientFormat(ToSchema(gradient_format));
-  auto key_out = push.initKeys(n * sizeof(uint64_t));
-  auto grad_out = push.initGradients(grad_values * value_bytes);
-  auto* key_dst = reinterpret_cast<uint64_t*>(key_out.begin());
+  auto* key_dst = reinterpret_cast<uint64_t*>(
+      builder.InitBulk(n * sizeof(uint64_t), [&](unsigned b) { return push.initKeys(b); }));
+  kj::byte* grad_out = builder.InitBulk(grad_values * value_bytes,
+                                        [&](unsigned b) { return push.initGradients(b); });
   auto put_values = [&](const float* src, size_t count, size_t offset) {
     if (count == 0) return;
     if (gradient_format == RowFormat::kF16) {
-      FloatsToHalves(src, count, reinterpret_cast<uint16_t*>(grad_out.begin()) + offset);
+      FloatsToHalves(src, count, reinterpret_cast<uint16_t*>(grad_out) + offset);
     } else {
-      std::memcpy(reinterpret_cast<float*>(grad_out.begin()) + offset, src,
-                  count * sizeof(float));
+      std::memcpy(reinterpret_cast<float*>(grad_out) + offset, src, count * sizeof(float));
     }
   };
   if (positions.empty()) {
-    CopyInto(key_out, keys.data(), n * sizeof(uint64_t));
+    if (n > 0) std::memcpy(key_dst, keys.data(), n * sizeof(uint64_t));
     put_values(gradients.data(), grad_values, 0);
   } else {
     for (size_t i = 0; i < n; ++i) {
@@ -441,7 +527,7 @@ zmq::message_t EncodePushSubset(const RequestHeader& header, std::string_view ta
       put_values(gradients.data() + size_t{positions[i]} * dim, dim, i * dim);
     }
   }
-  return Finish(builder);
+  return builder.Finish();
 }
 
 zmq::message_t EncodePush(const RequestHeader& header, std::string_view table,
@@ -486,13 +572,13 @@ zmq::message_t EncodeStatusResponse(uint64_t request_id, uint64_t epoch, const S
 zmq::message_t EncodePullResponse(uint64_t request_id, uint64_t epoch, size_t num_floats,
                                   const std::function<Status(std::span<float>)>& fill,
                                   RowFormat row_format) {
-  ::capnp::MallocMessageBuilder builder(
-      FirstSegmentWords(num_floats * BytesPerValue(row_format)));
+  FrameBuilder builder(num_floats * BytesPerValue(row_format), HeaderWords(0));
   auto response = InitResponse(builder, request_id, epoch);
   response.setRowFormat(ToSchema(row_format));
-  auto rows = response.initPull(num_floats * BytesPerValue(row_format));
+  kj::byte* rows = builder.InitBulk(num_floats * BytesPerValue(row_format),
+                                    [&](unsigned b) { return response.initPull(b); });
   if (row_format == RowFormat::kF32) {
-    Status status = fill(std::span<float>(reinterpret_cast<float*>(rows.begin()), num_floats));
+    Status status = fill(std::span<float>(reinterpret_cast<float*>(rows), num_floats));
     if (!status.ok()) return EncodeStatusResponse(request_id, epoch, status);
   } else {
     // Rows are read into float32 scratch once, then narrowed into the frame.
@@ -500,9 +586,9 @@ zmq::message_t EncodePullResponse(uint64_t request_id, uint64_t epoch, size_t nu
     scratch.resize(num_floats);
     Status status = fill(scratch);
     if (!status.ok()) return EncodeStatusResponse(request_id, epoch, status);
-    FloatsToHalves(scratch.data(), num_floats, reinterpret_cast<uint16_t*>(rows.begin()));
+    FloatsToHalves(scratch.data(), num_floats, reinterpret_cast<uint16_t*>(rows));
   }
-  return Finish(builder);
+  return builder.Finish();
 }
 
 zmq::message_t EncodeStatsResponse(uint64_t request_id, uint64_t epoch, const ServerStats& stats) {
