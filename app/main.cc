@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "app/commands.h"
+#include "app/process_setup.h"
 
 namespace {
 
@@ -26,6 +27,7 @@ int main(int argc, char** argv) {
     std::fputs(kUsage, argc < 2 ? stderr : stdout);
     return argc < 2 ? 2 : 0;
   }
+  ember::app::KeepLargeAllocationsInTheHeap();
   const char* command = argv[1];
   if (std::strcmp(command, "cluster") == 0) return ember::app::ClusterCommand(argc, argv);
   if (std::strcmp(command, "scheduler") == 0) return ember::app::SchedulerCommand(argc, argv);

@@ -1,6 +1,7 @@
-// Logging and signal set-up.
+// Allocator, logging and signal set-up.
 #include "app/process_setup.h"
 
+#include <malloc.h>
 #include <signal.h>
 #include <spdlog/spdlog.h>
 
@@ -17,6 +18,14 @@ void OnStopSignal(int) {
 }
 
 }  // namespace
+
+void KeepLargeAllocationsInTheHeap() {
+  // glibc serves blocks above the mmap threshold from fresh mappings, each of which the kernel
+  // must fault in and zero again. Raising the threshold above the largest frame and keeping freed
+  // memory (instead of trimming it) makes a request's buffers reuse the previous request's pages.
+  mallopt(M_MMAP_THRESHOLD, 1 << 30);
+  mallopt(M_TRIM_THRESHOLD, 1 << 30);
+}
 
 void SetUpLogging(std::string_view role) {
   spdlog::set_pattern("%H:%M:%S.%e " + std::string(role) + " %^%l%$ %v");
