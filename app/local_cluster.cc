@@ -71,10 +71,14 @@ LocalCluster::~LocalCluster() {
 
 Result<std::unique_ptr<ps::Client>> LocalCluster::Connect(const std::string& name) const {
   ps::ClientOptions options;
-  options.scheduler_endpoint = scheduler_->endpoint();
   options.name = name;
   options.request_timeout = Millis(20'000);
   options.register_timeout = Millis(20'000);
+  return Connect(std::move(options));
+}
+
+Result<std::unique_ptr<ps::Client>> LocalCluster::Connect(ps::ClientOptions options) const {
+  options.scheduler_endpoint = scheduler_->endpoint();
   return ps::Client::Connect(std::move(options));
 }
 

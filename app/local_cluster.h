@@ -44,6 +44,8 @@ class LocalCluster {
 
   // A client of this cluster registered under `name`.
   Result<std::unique_ptr<ps::Client>> Connect(const std::string& name = "client") const;
+  // A client with these options, pointed at this cluster's scheduler.
+  Result<std::unique_ptr<ps::Client>> Connect(ps::ClientOptions options) const;
 
  private:
   Status Start(std::vector<TableSpec> tables);

@@ -37,7 +37,8 @@ Result<std::unique_ptr<Client>> Client::Connect(ClientOptions options) {
   std::unique_ptr<Client> client(new Client(std::move(options)));
   RETURN_IF_ERROR(client->Register());
   ASSIGN_OR_RETURN(client->wake_receiver_, MakeSocket(client->context_, zmq::socket_type::pull));
-  ASSIGN_OR_RETURN(std::string wake, BindSocket(client->wake_receiver_, "inproc://ember-client-wake"));
+  ASSIGN_OR_RETURN(std::string wake,
+                   BindSocket(client->wake_receiver_, "inproc://ember-client-wake"));
   ASSIGN_OR_RETURN(client->wake_sender_, MakeSocket(client->context_, zmq::socket_type::push));
   RETURN_IF_ERROR(ConnectSocket(client->wake_sender_, wake));
   client->routing_channel_ =
@@ -61,8 +62,8 @@ Status Client::Register() {
   Status last = Unavailable("never tried");
   while (Clock::now() < deadline) {
     const uint64_t id = control_channel_->NextRequestId();
-    auto reply = control_channel_->Call(
-        id, wire::EncodeRegisterTrainer({id, 0}, options_.name), Millis(1000));
+    auto reply = control_channel_->Call(id, wire::EncodeRegisterTrainer({id, 0}, options_.name),
+                                        Millis(1000));
     if (!reply.ok()) {
       last = reply.status();
       continue;
@@ -99,10 +100,9 @@ Ticket Client::Pull(std::string_view table, std::span<const uint64_t> keys, std:
   if (!spec.ok()) return Ticket::Done(spec.status().WithContext("pull"));
   if (out.size() != keys.size() * (*spec)->dim) {
     return Ticket::Done(InvalidArgument(
-        "pull from '" + std::string(table) + "': " + std::to_string(keys.size()) +
-        " keys of dim " + std::to_string((*spec)->dim) + " need " +
-        std::to_string(keys.size() * (*spec)->dim) + " floats of output, got " +
-        std::to_string(out.size())));
+        "pull from '" + std::string(table) + "': " + std::to_string(keys.size()) + " keys of dim " +
+        std::to_string((*spec)->dim) + " need " + std::to_string(keys.size() * (*spec)->dim) +
+        " floats of output, got " + std::to_string(out.size())));
   }
   auto op = std::make_shared<Operation>();
   op->kind = Operation::Kind::kPull;
@@ -118,10 +118,9 @@ Ticket Client::Push(std::string_view table, std::span<const uint64_t> keys,
   if (!spec.ok()) return Ticket::Done(spec.status().WithContext("push"));
   if (gradients.size() != keys.size() * (*spec)->dim) {
     return Ticket::Done(InvalidArgument(
-        "push to '" + std::string(table) + "': " + std::to_string(keys.size()) +
-        " keys of dim " + std::to_string((*spec)->dim) + " need " +
-        std::to_string(keys.size() * (*spec)->dim) + " gradient floats, got " +
-        std::to_string(gradients.size())));
+        "push to '" + std::string(table) + "': " + std::to_string(keys.size()) + " keys of dim " +
+        std::to_string((*spec)->dim) + " need " + std::to_string(keys.size() * (*spec)->dim) +
+        " gradient floats, got " + std::to_string(gradients.size())));
   }
   auto op = std::make_shared<Operation>();
   op->kind = Operation::Kind::kPush;
@@ -155,8 +154,8 @@ Result<std::vector<wire::ServerStats>> Client::Stats(Millis timeout) {
   for (const ServerInfo& server : current.servers) {
     RpcChannel channel(context_, server.endpoint);
     const uint64_t id = channel.NextRequestId();
-    ASSIGN_OR_RETURN(auto reply, channel.Call(id, wire::EncodeStatsRequest({id, current.epoch}),
-                                              timeout));
+    ASSIGN_OR_RETURN(auto reply,
+                     channel.Call(id, wire::EncodeStatsRequest({id, current.epoch}), timeout));
     if (!reply.status.ok()) return reply.status.WithContext("stats of " + server.endpoint);
     auto* stats = std::get_if<wire::ServerStats>(&reply.body);
     if (stats == nullptr) return Internal("stats reply without payload from " + server.endpoint);
@@ -261,26 +260,30 @@ void Client::Dispatch(const std::shared_ptr<Operation>& op, std::span<const uint
     const uint32_t position = positions.empty() ? static_cast<uint32_t>(i) : positions[i];
     by_server[current.OwnerOf(op->table_id, op->keys[position])].push_back(position);
   }
+  const size_t max_keys = std::max<uint32_t>(options_.max_keys_per_message, 1);
   for (uint32_t server = 0; server < by_server.size(); ++server) {
-    std::vector<uint32_t>& subset = by_server[server];
-    if (subset.empty()) continue;
-    const uint64_t id = next_request_id_++;
-    const wire::RequestHeader header{id, current.epoch};
-    zmq::message_t frame =
-        op->kind == Operation::Kind::kPull
-            ? wire::EncodePullSubset(header, op->table->name, op->keys, subset,
-                                     options_.row_format)
-            : wire::EncodePushSubset(header, op->table->name, op->keys, op->gradients, dim,
-                                     subset, op->clock, options_.row_format);
-    std::vector<zmq::message_t> frames;
-    frames.push_back(std::move(frame));
-    Status sent = SendFrames(server_sockets_[server], frames);
-    if (!sent.ok()) {
-      Fail(op, sent.WithContext("sending to server " + std::to_string(server)));
-      return;
+    const std::vector<uint32_t>& share = by_server[server];
+    for (size_t first = 0; first < share.size(); first += max_keys) {
+      std::vector<uint32_t> subset(share.begin() + first,
+                                   share.begin() + std::min(share.size(), first + max_keys));
+      const uint64_t id = next_request_id_++;
+      const wire::RequestHeader header{id, current.epoch};
+      zmq::message_t frame =
+          op->kind == Operation::Kind::kPull
+              ? wire::EncodePullSubset(header, op->table->name, op->keys, subset,
+                                       options_.row_format)
+              : wire::EncodePushSubset(header, op->table->name, op->keys, op->gradients, dim,
+                                       subset, op->clock, options_.row_format);
+      std::vector<zmq::message_t> frames;
+      frames.push_back(std::move(frame));
+      Status sent = SendFrames(server_sockets_[server], frames);
+      if (!sent.ok()) {
+        Fail(op, sent.WithContext("sending to server " + std::to_string(server)));
+        return;
+      }
+      ++op->outstanding;
+      in_flight_.emplace(id, InFlight{op, server, std::move(subset)});
     }
-    ++op->outstanding;
-    in_flight_.emplace(id, InFlight{op, server, std::move(subset)});
   }
 }
 
@@ -303,7 +306,8 @@ void Client::OnReply(zmq::message_t payload) {
     ++op->routing_retries;
     Status refreshed = RefreshRouting();
     if (!refreshed.ok()) {
-      Fail(op, refreshed.WithContext("refreshing routing after: " + std::string(response->status.message())));
+      Fail(op, refreshed.WithContext("refreshing routing after: " +
+                                     std::string(response->status.message())));
       return;
     }
     Dispatch(op, entry.positions);
@@ -325,8 +329,8 @@ void Client::OnReply(zmq::message_t payload) {
       return;
     }
     for (size_t i = 0; i < count; ++i) {
-      const uint32_t position = entry.positions.empty() ? static_cast<uint32_t>(i)
-                                                        : entry.positions[i];
+      const uint32_t position =
+          entry.positions.empty() ? static_cast<uint32_t>(i) : entry.positions[i];
       std::memcpy(op->rows.data() + size_t{position} * dim, rows->data() + i * dim,
                   dim * sizeof(float));
     }

@@ -1,10 +1,11 @@
 // Client: batched, asynchronous pull and push of embedding rows against a sharded cluster.
 //
 // A client registers with the scheduler (getting the table specs and the routing table), then
-// splits every batch by owning server and sends the pieces to all of them at once from one I/O
-// thread. Pull and Push return a Ticket at once, so a trainer can overlap the network with
-// compute. A server that answers "not my partition" makes the client refresh its routing from
-// the scheduler and resend just those keys; every operation has a deadline.
+// splits every batch by owning server (and a large share into messages of at most
+// max_keys_per_message keys) and sends the pieces to all servers at once from one I/O thread.
+// Pull and Push return a Ticket at once, so a trainer can overlap the network with compute. A
+// server that answers "not my partition" makes the client refresh its routing from the scheduler
+// and resend just those keys; every operation has a deadline.
 //
 // Thread-safety: all public methods may be called from any thread. The spans passed to Pull and
 // Push are borrowed: keep them alive and unchanged until the ticket completes.
@@ -37,6 +38,9 @@ struct ClientOptions {
   Millis register_timeout{60'000};  // waiting for the cluster to form
   uint32_t max_routing_retries = 8; // stale-routing resends per operation
   wire::RowFormat row_format = wire::RowFormat::kF32;  // rows and gradients on the wire
+  // A server's share of a batch larger than this goes as several messages, all sent at once, so
+  // the server's threads work on them in parallel while earlier replies are on the wire.
+  uint32_t max_keys_per_message = 4096;
 };
 
 class Client {
