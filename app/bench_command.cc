@@ -30,6 +30,7 @@
 #include "app/local_cluster.h"
 #include "app/process_setup.h"
 #include "common/transport.h"
+#include "embedding/optimizer.h"
 #include "embedding/table_config.h"
 #include "ps/client.h"
 #include "ps/echo_peer.h"
@@ -41,9 +42,9 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-constexpr uint32_t kWarmupRequests = 3;       // per client, before the clock starts
-constexpr size_t kMaxBatchesPerClient = 64;   // distinct key batches a client cycles through
-constexpr size_t kPushReplyBytes = 32;        // about the size of ember's status-only reply
+constexpr uint32_t kWarmupRequests = 3;      // per client, before the clock starts
+constexpr size_t kMaxBatchesPerClient = 64;  // distinct key batches a client cycles through
+constexpr size_t kPushReplyBytes = 32;       // about the size of ember's status-only reply
 constexpr Millis kRequestTimeout{60'000};
 
 int Fail(const Status& status) {
@@ -57,9 +58,8 @@ int Fail(const Status& status) {
 // under a clock id derived from its thread id (the encoding pthread_getcpuclockid uses), which
 // gives nanoseconds; /proc's utime + stime in clock ticks is the fallback.
 double ThreadCpuSeconds(pid_t thread_id) {
-  const auto clock_id =
-      static_cast<clockid_t>((~static_cast<unsigned>(thread_id) << 3) | 4u /*per thread*/ |
-                             2u /*scheduler time*/);
+  const auto clock_id = static_cast<clockid_t>((~static_cast<unsigned>(thread_id) << 3) |
+                                               4u /*per thread*/ | 2u /*scheduler time*/);
   timespec time{};
   if (clock_gettime(clock_id, &time) == 0) return time.tv_sec + time.tv_nsec * 1e-9;
   std::ifstream stat("/proc/self/task/" + std::to_string(thread_id) + "/stat");
@@ -149,9 +149,14 @@ class EmberPushDriver : public RequestDriver {
   uint64_t clock_ = 0;
 };
 
-// The share of a request's keys that goes to peer `peer` of `peers` (as even as possible).
+// Where the share of `part` of `parts` of `total` items starts: shares differ by at most one.
+uint64_t ShareStart(uint64_t total, uint64_t part, uint64_t parts) {
+  return total / parts * part + std::min(part, total % parts);
+}
+
+// The share of a request's keys that goes to peer `peer` of `peers`.
 size_t ShareOf(size_t keys, size_t peer, size_t peers) {
-  return keys / peers + (peer < keys % peers ? 1 : 0);
+  return ShareStart(keys, peer + 1, peers) - ShareStart(keys, peer, peers);
 }
 
 // Sends each request to every echo peer at once (a share of the keys each, as a client splits a
@@ -161,7 +166,10 @@ class EchoDriver : public RequestDriver {
   enum class Mode { kPull, kPush };
 
   EchoDriver(Mode mode, uint32_t keys, uint32_t dim, std::vector<size_t> reply_bytes)
-      : mode_(mode), dim_(dim), reply_bytes_(std::move(reply_bytes)), context_(1),
+      : mode_(mode),
+        dim_(dim),
+        reply_bytes_(std::move(reply_bytes)),
+        context_(1),
         gradients_(mode == Mode::kPush ? size_t{keys} * dim : 0, 1e-3f) {}
 
   Status Connect(const std::vector<std::string>& endpoints) {
@@ -355,9 +363,14 @@ Result<BenchConfig> ConfigFromFlags(const Flags& flags) {
   RETURN_IF_ERROR(ReadUintFlag(flags, "server-threads", 256, &server_threads));
   RETURN_IF_ERROR(ReadUintFlag(flags, "clients", 256, &clients));
   RETURN_IF_ERROR(ReadUintFlag(flags, "keys-per-request", 2'000'000, &keys));
+  uint64_t max_keys_per_message = config.max_keys_per_message;
+  RETURN_IF_ERROR(ReadUintFlag(flags, "max-keys-per-message", 2'000'000, &max_keys_per_message));
+  config.max_keys_per_message = static_cast<uint32_t>(max_keys_per_message);
   RETURN_IF_ERROR(ReadUintFlag(flags, "dim", embedding::kMaxTableDim, &dim));
   RETURN_IF_ERROR(ReadUintFlag(flags, "requests", 100'000'000, &requests));
   RETURN_IF_ERROR(ReadUintFlag(flags, "vocabulary", uint64_t{1} << 62, &config.vocabulary));
+  config.populate = config.vocabulary;
+  RETURN_IF_ERROR(ReadUintFlag(flags, "populate", config.vocabulary, &config.populate));
   RETURN_IF_ERROR(ReadUintFlag(flags, "seed", ~uint64_t{0}, &config.seed));
   ASSIGN_OR_RETURN(config.exponent, ParseNumberFlag(flags, "exponent", config.exponent));
   ASSIGN_OR_RETURN(config.seconds, ParseNumberFlag(flags, "seconds", config.seconds));
@@ -373,14 +386,15 @@ Result<BenchConfig> ConfigFromFlags(const Flags& flags) {
   for (const auto& [name, value] :
        {std::pair{"servers", servers}, std::pair{"server-threads", server_threads},
         std::pair{"clients", clients}, std::pair{"keys-per-request", keys}, std::pair{"dim", dim},
-        std::pair{"requests", requests}}) {
+        std::pair{"requests", requests}, std::pair{"max-keys-per-message", max_keys_per_message}}) {
     if (value == 0) return InvalidArgument(std::string("--") + name + " must be at least 1");
   }
   if (config.exponent < 0) return InvalidArgument("--exponent must be >= 0");
   if (config.seconds <= 0) return InvalidArgument("--seconds must be > 0");
   if (config.vocabulary < uint64_t{4} * config.keys_per_request) {
-    return InvalidArgument("--vocabulary must be at least 4x --keys-per-request (each request "
-                           "holds distinct keys)");
+    return InvalidArgument(
+        "--vocabulary must be at least 4x --keys-per-request (each request "
+        "holds distinct keys)");
   }
   if (flags.Has("table") && config.scheduler.empty()) {
     return InvalidArgument("--table needs --scheduler (an in-process cluster has table 'bench')");
@@ -405,6 +419,39 @@ Result<TableSpec> BenchTable(const BenchConfig& config) {
   return table;
 }
 
+// Creates the rows of the config.populate most popular keys by pulling them, the clients in
+// parallel, each a contiguous range of ranks in requests of config.keys_per_request keys.
+Result<PopulateFigures> Populate(const BenchConfig& config,
+                                 std::vector<std::unique_ptr<ps::Client>>& clients) {
+  const trainer::ZipfSampler sampler(config.vocabulary, config.exponent, true, config.seed);
+  const auto start = Clock::now();
+  std::vector<Status> statuses(clients.size());
+  std::vector<std::thread> threads;
+  for (size_t c = 0; c < clients.size(); ++c) {
+    threads.emplace_back([&, c] {
+      const uint64_t first = ShareStart(config.populate, c, clients.size());
+      const uint64_t end = ShareStart(config.populate, c + 1, clients.size());
+      KeyBatch keys;
+      std::vector<float> rows;
+      for (uint64_t rank = first; rank < end && statuses[c].ok();) {
+        const uint64_t count = std::min<uint64_t>(config.keys_per_request, end - rank);
+        keys.clear();
+        for (uint64_t i = 0; i < count; ++i) keys.push_back(sampler.KeyOfRank(rank + i));
+        rows.resize(keys.size() * config.dim);
+        statuses[c] = clients[c]->Pull(config.table, keys, rows).Wait();
+        rank += count;
+      }
+    });
+  }
+  for (auto& thread : threads) thread.join();
+  for (const Status& status : statuses) RETURN_IF_ERROR(status.WithContext("populating"));
+  PopulateFigures figures;
+  figures.rows = config.populate;
+  figures.seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  figures.rows_per_second = figures.seconds > 0 ? figures.rows / figures.seconds : 0;
+  return figures;
+}
+
 Status RunBench(BenchConfig& config, BenchReport* report) {
   std::unique_ptr<LocalCluster> cluster;
   std::string scheduler_endpoint = config.scheduler;
@@ -425,6 +472,7 @@ Status RunBench(BenchConfig& config, BenchReport* report) {
     options.scheduler_endpoint = scheduler_endpoint;
     options.name = "bench-" + std::to_string(getpid()) + "-" + std::to_string(c);
     options.request_timeout = kRequestTimeout;
+    options.max_keys_per_message = config.max_keys_per_message;
     ASSIGN_OR_RETURN(auto client, ps::Client::Connect(std::move(options)));
     clients.push_back(std::move(client));
   }
@@ -454,8 +502,9 @@ Status RunBench(BenchConfig& config, BenchReport* report) {
                                                              config.keys_per_request, config.dim));
   }
   const uint64_t resident_before = ResidentBytes();
-  for (auto [drivers, figures] : {std::pair{&pull_drivers, &report->pull},
-                                  std::pair{&push_drivers, &report->push}}) {
+  ASSIGN_OR_RETURN(report->populate, Populate(config, clients));
+  for (auto [drivers, figures] :
+       {std::pair{&pull_drivers, &report->pull}, std::pair{&push_drivers, &report->push}}) {
     const double cpu_before = cluster ? CpuSecondsOf(cluster->server_thread_ids()) : 0;
     PhaseOutcome phase = RunPhase(config, *drivers, batches);
     const double cpu_after = cluster ? CpuSecondsOf(cluster->server_thread_ids()) : 0;
@@ -485,7 +534,10 @@ Status RunBench(BenchConfig& config, BenchReport* report) {
       report->memory.rss_bytes_per_row = grown / report->memory.rows;
     }
   }
-  report->memory.raw_bytes_per_row = config.dim * sizeof(float);
+  ASSIGN_OR_RETURN(const TableSpec* table, clients.front()->FindTable(config.table));
+  ASSIGN_OR_RETURN(embedding::RowOptimizer optimizer,
+                   embedding::RowOptimizer::Create(table->optimizer, table->dim));
+  report->memory.raw_bytes_per_row = (table->dim + optimizer.state_floats()) * sizeof(float);
 
   // The transport limit, with the cluster gone so it does not share the machine.
   pull_drivers.clear();
@@ -507,10 +559,14 @@ int BenchCommand(int argc, char** argv) {
       {"server-threads", "N", "worker threads per server (default 2)"},
       {"clients", "N", "client threads, each with its own connection (default 1)"},
       {"keys-per-request", "K", "distinct keys per pull or push (default 16384)"},
+      {"max-keys-per-message", "K",
+       "a server's share of a request goes in messages of at most K keys (default 4096)"},
       {"dim", "N", "row width of the benchmark table (default 64)"},
       {"optimizer", "KIND", "sgd, adagrad, adam or ftrl, learning rate 0.05 (default adagrad)"},
       {"exponent", "X", "Zipf exponent of key popularity (default 1.05)"},
       {"vocabulary", "N", "number of distinct keys (default 10000000)"},
+      {"populate", "N",
+       "rows created before timing, the N most popular keys (default: the whole vocabulary)"},
       {"seed", "N", "seed of the key draws and the table (default 1)"},
       {"requests", "N", "timed requests per client per operation (default 200)"},
       {"seconds", "S", "time limit per operation (default 30)"},

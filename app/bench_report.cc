@@ -67,12 +67,11 @@ std::string OperationJson(const OperationFigures& op) {
 
 std::string OperationLine(const char* name, const OperationFigures& op) {
   char line[512];
-  std::snprintf(line, sizeof(line),
-                "  %-5s %12.0f %8.3f %9.2f %9.2f %9.2f %14s %12.0f %8.3f %7.2fx\n", name,
-                op.keys_per_second, op.gb_per_second, op.latency_p50_ms, op.latency_p99_ms,
-                op.latency_p999_ms,
-                OptionalFigure(op.server_cpu_seconds_per_million_keys, "%.3f").c_str(),
-                op.raw_keys_per_second, op.raw_gb_per_second, op.ratio_to_raw);
+  std::snprintf(
+      line, sizeof(line), "  %-5s %12.0f %8.3f %9.2f %9.2f %9.2f %14s %12.0f %8.3f %7.2fx\n", name,
+      op.keys_per_second, op.gb_per_second, op.latency_p50_ms, op.latency_p99_ms,
+      op.latency_p999_ms, OptionalFigure(op.server_cpu_seconds_per_million_keys, "%.3f").c_str(),
+      op.raw_keys_per_second, op.raw_gb_per_second, op.ratio_to_raw);
   return line;
 }
 
@@ -85,9 +84,13 @@ std::string FormatBenchTable(const BenchReport& report) {
     << ", " << c.servers << " servers x " << c.server_threads << " threads, table '" << c.table
     << "' dim " << c.dim << " " << c.optimizer << "\n"
     << "             " << c.clients << " clients, " << c.keys_per_request
-    << " keys/request, Zipf(" << Format("%g", c.exponent) << ") over " << c.vocabulary
-    << " keys, seed " << c.seed << ", up to " << c.requests << " requests or "
+    << " keys/request (messages of up to " << c.max_keys_per_message << "), Zipf("
+    << Format("%g", c.exponent) << ") over " << c.vocabulary << " keys (" << c.populate
+    << " rows created first), seed " << c.seed << ", up to " << c.requests << " requests or "
     << Format("%g", c.seconds) << " s per client\n\n";
+  const PopulateFigures& p = report.populate;
+  t << "  populate  " << p.rows << " rows in " << Format("%.2f", p.seconds) << " s ("
+    << Format("%.0f", p.rows_per_second) << " rows/s)\n\n";
   t << "  op          keys/s     GB/s   p50 ms    p99 ms   p999 ms  srv CPU s/Mkey"
        "   raw keys/s  raw GB/s  vs raw\n";
   t << OperationLine("pull", report.pull) << OperationLine("push", report.push);
@@ -99,9 +102,9 @@ std::string FormatBenchTable(const BenchReport& report) {
   }
   const MemoryFigures& m = report.memory;
   t << "\n  memory  " << m.rows << " rows stored, " << Format("%.1f", m.bytes_per_row)
-    << " bytes/row by the servers' account (row values alone "
-    << Format("%.0f", m.raw_bytes_per_row)
-    << "), " << OptionalFigure(m.rss_bytes_per_row, "%.1f") << " bytes/row of resident memory\n";
+    << " bytes/row by the servers' account (row and optimizer state alone "
+    << Format("%.0f", m.raw_bytes_per_row) << "), " << OptionalFigure(m.rss_bytes_per_row, "%.1f")
+    << " bytes/row of resident memory\n";
   return t.str();
 }
 
@@ -111,12 +114,16 @@ std::string BenchReportJson(const BenchReport& report) {
   j << "{\n  \"config\": {\"scheduler\": " << JsonString(c.scheduler)
     << ", \"table\": " << JsonString(c.table) << ", \"servers\": " << c.servers
     << ", \"server_threads\": " << c.server_threads << ", \"clients\": " << c.clients
-    << ", \"keys_per_request\": " << c.keys_per_request << ", \"dim\": " << c.dim
+    << ", \"keys_per_request\": " << c.keys_per_request
+    << ", \"max_keys_per_message\": " << c.max_keys_per_message << ", \"dim\": " << c.dim
     << ", \"optimizer\": " << JsonString(c.optimizer)
     << ", \"learning_rate\": " << JsonNumber(c.learning_rate)
     << ", \"exponent\": " << JsonNumber(c.exponent) << ", \"vocabulary\": " << c.vocabulary
-    << ", \"seed\": " << c.seed << ", \"requests\": " << c.requests
-    << ", \"seconds\": " << JsonNumber(c.seconds) << "},\n";
+    << ", \"populate\": " << c.populate << ", \"seed\": " << c.seed
+    << ", \"requests\": " << c.requests << ", \"seconds\": " << JsonNumber(c.seconds) << "},\n";
+  const PopulateFigures& p = report.populate;
+  j << "  \"populate\": {\"rows\": " << p.rows << ", \"seconds\": " << JsonNumber(p.seconds)
+    << ", \"rows_per_second\": " << JsonNumber(p.rows_per_second) << "},\n";
   j << "  \"pull\": " << OperationJson(report.pull) << ",\n";
   j << "  \"push\": " << OperationJson(report.push) << ",\n";
   const MemoryFigures& m = report.memory;

@@ -7,6 +7,8 @@
 #include <optional>
 #include <string>
 
+#include "ps/client.h"
+
 namespace ember::app {
 
 // Every option of the run, as used (defaults filled in).
@@ -17,11 +19,13 @@ struct BenchConfig {
   uint32_t server_threads = 2;
   uint32_t clients = 1;
   uint32_t keys_per_request = 16384;
+  uint32_t max_keys_per_message = ps::ClientOptions().max_keys_per_message;
   uint32_t dim = 64;
   std::string optimizer = "adagrad";
   double learning_rate = 0.05;
   double exponent = 1.05;
   uint64_t vocabulary = 10'000'000;
+  uint64_t populate = 10'000'000;  // rows created (by pulling keys in rank order) before timing
   uint64_t seed = 1;
   uint32_t requests = 200;
   double seconds = 30;
@@ -47,13 +51,21 @@ struct OperationFigures {
 struct MemoryFigures {
   uint64_t rows = 0;               // rows stored in the table, all servers
   double bytes_per_row = 0;        // the servers' own account (rows, optimizer state, index)
-  double raw_bytes_per_row = 0;    // the row values alone: dim * 4
+  double raw_bytes_per_row = 0;    // the row values and optimizer state alone, 4 bytes a float
   // Growth of this process's resident memory over the run per row; in-process cluster only.
   std::optional<double> rss_bytes_per_row;
 };
 
+// Creating the rows before the timed phases.
+struct PopulateFigures {
+  uint64_t rows = 0;
+  double seconds = 0;
+  double rows_per_second = 0;
+};
+
 struct BenchReport {
   BenchConfig config;
+  PopulateFigures populate;
   OperationFigures pull;
   OperationFigures push;
   MemoryFigures memory;
@@ -61,7 +73,8 @@ struct BenchReport {
 
 // The human-readable table, several lines ending in a newline.
 std::string FormatBenchTable(const BenchReport& report);
-// The JSON record: {"config": {...}, "pull": {...}, "push": {...}, "memory": {...}}. Figures
+// The JSON record: {"config": {...}, "populate": {...}, "pull": {...}, "push": {...},
+// "memory": {...}}. Figures
 // that are not known (see the optionals) are null.
 std::string BenchReportJson(const BenchReport& report);
 
