@@ -5,9 +5,10 @@
 // which rows are created, so a row created after a migration or a restart matches the row any
 // other layout would have created. Value i comes from a counter-based stream:
 //   x_i = Mix64(HashCombine(seed, key) + i * 0x9e3779b97f4a7c15)
-// turned into a uniform double in [0, 1); normal values pair streams 2j and 2j+1 through
-// Box-Muller (cos for even i, sin for odd i). These formulas fix the initial values of every
-// existing model: never change them.
+// turned into a uniform double in [0, 1) for `uniform`. `normal` values come in pairs from the
+// same stream by Marsaglia's polar method in float arithmetic, with a logarithm of ember's own
+// (initializer.cc), so they are the same bit for bit on every machine. These formulas fix the
+// initial values of every saved model: change them only with a new initializer kind.
 #pragma once
 
 #include <cstdint>
