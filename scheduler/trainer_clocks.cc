@@ -34,7 +34,9 @@ uint64_t TrainerClocks::Join(uint32_t trainer, const std::string& name, TimePoin
   }
   bool any_live = false;
   for (const auto& other : members_) any_live |= other && other->state == State::kLive;
-  const uint64_t start = any_live ? min_live_clock() : highest_clock_;
+  // Until the expected trainers have all joined nothing was granted: everyone starts at 0.
+  const bool started = joined_ >= options_.trainers;
+  const uint64_t start = !started ? 0 : any_live ? min_live_clock() : highest_clock_;
   member = Member{name, State::kLive, start + 1, start, now};
   ++joined_;
   if (start > 0) spdlog::info("scheduler: {} joins at clock {}", Describe(trainer), start);

@@ -1,7 +1,8 @@
 // TrainerClocks: the scheduler's view of the trainers of a synchronised (bsp/ssp) run: who is a
 // member, each one's clock, who is alive, and whether a trainer may start its next step.
 //
-// A trainer joins when it registers (a late one at the clock of the slowest live trainer), reports
+// A trainer joins when it registers (once the expected number has joined, a late one starts at the
+// clock of the slowest live trainer), reports
 // its clock after each step's pushes were acknowledged, and leaves when its data is done. One that
 // sends nothing (no heartbeat, no clock, no registration) for `trainer_timeout` is dead: with the
 // `continue` policy it is dropped, with `stop` the run fails with an error naming it.

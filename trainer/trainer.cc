@@ -195,6 +195,7 @@ Result<TrainSummary> Trainer::Run(uint32_t steps,
       phase = Clock::now();
       RETURN_IF_ERROR(WaitAll(current.pushes).WithContext(where + " push"));
       push_ms = MillisSince(phase);
+      if (observer_.step_done) observer_.step_done(clock_);
       if (options_.sync.synchronised()) {
         phase = Clock::now();
         RETURN_IF_ERROR(SynchroniseClock().WithContext(where));
@@ -235,7 +236,6 @@ Result<TrainSummary> Trainer::Run(uint32_t steps,
 }
 
 Status Trainer::SynchroniseClock() {
-  if (observer_.step_done) observer_.step_done(clock_);
   ASSIGN_OR_RETURN(wire::ClockGrant grant,
                    client_->ReportClock(clock_, options_.sync.clock_timeout));
   if (options_.sync.mode != SyncMode::kBsp) return Status::Ok();
