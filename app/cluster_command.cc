@@ -1,7 +1,10 @@
-// `ember cluster`: a whole local cluster from one config: the scheduler, the servers and one
-// trainer, each its own process on loopback. It returns the trainer's exit code and tears every
-// process down when the trainer finishes, when any other role dies, or on SIGINT/SIGTERM; the
-// children also get SIGTERM from the kernel if this process dies, so none is left orphaned.
+// `ember cluster`: a whole local cluster from one config: the scheduler, the servers and
+// cluster.trainers trainers (--trainers), each its own process on loopback, trainer r reading
+// share r of the data. It returns 0 when every trainer succeeded (else the first failing
+// trainer's code) and tears every process down once the trainers are done, when the scheduler or
+// a server dies, or on SIGINT/SIGTERM; the children also get SIGTERM from the kernel if this
+// process dies, so none is left orphaned. A trainer that fails leaves the others running: the
+// scheduler's train.on_trainer_failure policy decides whether they go on without it.
 #include <signal.h>
 #include <spdlog/spdlog.h>
 #include <unistd.h>
@@ -54,7 +57,7 @@ struct ScratchDir {
 }  // namespace
 
 int ClusterCommand(int argc, char** argv) {
-  const std::vector<FlagSpec> known = {
+  std::vector<FlagSpec> known = {
       {"config", "FILE", "job config (YAML): cluster shape, tables, model, data, train"},
       {"steps", "N", "override train.steps"},
       {"epochs", "N", "override train.epochs (interaction data)"},
@@ -63,13 +66,15 @@ int ClusterCommand(int argc, char** argv) {
       {"wire-fp16", "", "rows and gradients travel as fp16 (train.wire_fp16)"},
       {"pipeline", "", "pull the next step's rows while this step computes (train.pipeline)"},
       {"data-root", "DIR", "folder that relative data paths resolve against (default: the config's)"},
-      {"summary-json", "FILE", "the trainer also writes its final figures here as JSON"},
+      {"summary-json", "FILE", "the trainers also write their final figures here as JSON "
+                               "(trainer r > 0 to FILE.r)"},
   };
+  for (FlagSpec& spec : SyncFlagSpecs()) known.push_back(std::move(spec));
   int exit_code = 0;
   auto flags = ParseCommandFlags(
       argc, argv, "ember cluster --config FILE [options]",
-      "Starts a local cluster (scheduler, cluster.servers servers, one trainer; each its own "
-      "process on loopback), trains, prints the trainer's summary, and stops everything.",
+      "Starts a local cluster (scheduler, cluster.servers servers, cluster.trainers trainers; each "
+      "its own process on loopback), trains, prints the trainers' summaries, and stops everything.",
       known, &exit_code);
   if (!flags) return exit_code;
   SetUpLogging("cluster");
@@ -86,12 +91,22 @@ int ClusterCommand(int argc, char** argv) {
   StopOnSignals(&stop);
 
   const std::string endpoint_file = scratch.path + "/scheduler_endpoint";
-  auto scheduler = std::make_unique<ChildProcess>(std::vector<std::string>{
-      self, "scheduler", "--config", config_path, "--endpoint-file", endpoint_file});
+  // The sync overrides go to every role, so that all agree on the mode and the trainer count.
+  std::vector<std::string> sync_args;
+  for (const char* passed : kSyncFlags) {
+    if (flags->Has(passed)) {
+      sync_args.push_back(std::string("--") + passed);
+      sync_args.push_back(flags->Get(passed));
+    }
+  }
+  std::vector<std::string> scheduler_args = {self, "scheduler", "--config", config_path,
+                                             "--endpoint-file", endpoint_file};
+  scheduler_args.insert(scheduler_args.end(), sync_args.begin(), sync_args.end());
+  auto scheduler = std::make_unique<ChildProcess>(scheduler_args);
   std::vector<std::unique_ptr<ChildProcess>> servers;
-  std::unique_ptr<ChildProcess> trainer;
+  std::vector<std::unique_ptr<ChildProcess>> trainers;
   auto stop_all = [&] {
-    if (trainer) trainer->Stop();
+    for (auto& trainer : trainers) trainer->Stop();
     for (auto& server : servers) server->Signal(SIGTERM);
     for (auto& server : servers) server->Stop();
     scheduler->Stop();
@@ -115,8 +130,7 @@ int ClusterCommand(int argc, char** argv) {
   }
   std::vector<std::string> trainer_args = {self, "train", "--config", config_path, "--scheduler",
                                            scheduler_endpoint};
-  for (const char* passed :
-       {"steps", "epochs", "batch-size", "backend", "data-root", "summary-json"}) {
+  for (const char* passed : {"steps", "epochs", "batch-size", "backend", "data-root"}) {
     if (flags->Has(passed)) {
       trainer_args.push_back(std::string("--") + passed);
       trainer_args.push_back(flags->Get(passed));
@@ -125,18 +139,39 @@ int ClusterCommand(int argc, char** argv) {
   for (const char* passed : {"pipeline", "wire-fp16"}) {
     if (flags->Has(passed)) trainer_args.push_back(std::string("--") + passed);
   }
-  trainer = std::make_unique<ChildProcess>(trainer_args);
+  trainer_args.insert(trainer_args.end(), sync_args.begin(), sync_args.end());
+  const uint32_t num_trainers = config->cluster.trainers;
+  for (uint32_t rank = 0; rank < num_trainers; ++rank) {
+    std::vector<std::string> args = trainer_args;
+    args.insert(args.end(), {"--rank", std::to_string(rank)});
+    if (flags->Has("summary-json")) {
+      args.push_back("--summary-json");
+      args.push_back(flags->Get("summary-json") + (rank ? "." + std::to_string(rank) : ""));
+    }
+    trainers.push_back(std::make_unique<ChildProcess>(args));
+  }
 
+  int trainers_code = 0;
   for (;;) {
     if (stop.load()) {
       spdlog::warn("stopping the cluster on a signal");
       stop_all();
       return 130;
     }
-    if (!trainer->running()) {
-      const int code = trainer->exit_code();
+    bool any_running = false;
+    for (uint32_t rank = 0; rank < num_trainers; ++rank) {
+      if (trainers[rank]->running()) {
+        any_running = true;
+      } else if (trainers[rank]->exit_code() != 0 && trainers_code == 0) {
+        trainers_code = trainers[rank]->exit_code();
+        if (num_trainers > 1) {
+          spdlog::error("trainer {} exited with code {}", rank, trainers_code);
+        }
+      }
+    }
+    if (!any_running) {
       stop_all();
-      return code;
+      return trainers_code;
     }
     if (!scheduler->running()) {
       spdlog::error("the scheduler exited (code {}); stopping the cluster", scheduler->exit_code());

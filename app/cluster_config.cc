@@ -1,10 +1,12 @@
 // ClusterConfig loader.
 #include "app/cluster_config.h"
 
+#include <algorithm>
 #include <filesystem>
 
 #include "common/yaml_util.h"
 #include "embedding/table_config.h"
+#include "trainer/dense_table.h"
 
 namespace ember::app {
 namespace {
@@ -12,7 +14,9 @@ namespace {
 Status ReadShape(const YAML::Node& node, ClusterShape* shape) {
   if (!node.IsDefined() || node.IsNull()) return Status::Ok();
   RETURN_IF_ERROR(config::RejectUnknownKeys(
-      node, "cluster", {"scheduler", "servers", "server_bind", "server_threads", "partitions"}));
+      node, "cluster", {"scheduler", "servers", "server_bind", "server_threads", "partitions", "trainers"}));
+  RETURN_IF_ERROR(config::ReadOptional(node, "cluster", "trainers", &shape->trainers));
+  if (shape->trainers == 0) return InvalidArgument("cluster.trainers: must be >= 1");
   RETURN_IF_ERROR(config::ReadOptional(node, "cluster", "scheduler", &shape->scheduler));
   RETURN_IF_ERROR(config::ReadOptional(node, "cluster", "servers", &shape->servers));
   RETURN_IF_ERROR(config::ReadOptional(node, "cluster", "server_bind", &shape->server_bind));
@@ -28,6 +32,16 @@ Status ReadShape(const YAML::Node& node, ClusterShape* shape) {
 
 }  // namespace
 
+void ApplyTrainerCount(ClusterConfig* config, uint32_t trainers) {
+  config->cluster.trainers = trainers;
+  config->train.sync.trainers = trainers;
+  auto& tables = config->tables;
+  tables.erase(std::remove_if(tables.begin(), tables.end(),
+                              [](const TableSpec& t) { return t.name == trainer::kDenseTableName; }),
+               tables.end());
+  if (config->train.dense_on_servers()) tables.push_back(trainer::DenseTableSpec(config->model));
+}
+
 Result<ClusterConfig> LoadClusterConfig(const std::string& path, const std::string& data_root) {
   ASSIGN_OR_RETURN(YAML::Node root, config::LoadYamlFile(path));
   auto fail = [&](const Status& status) { return status.WithContext(path); };
@@ -39,6 +53,12 @@ Result<ClusterConfig> LoadClusterConfig(const std::string& path, const std::stri
   auto tables = embedding::TableSpecsFromYaml(root["tables"], "tables");
   if (!tables.ok()) return fail(tables.status());
   config.tables = std::move(*tables);
+  for (const TableSpec& table : config.tables) {
+    if (table.name == trainer::kDenseTableName) {
+      return fail(InvalidArgument(std::string("tables: the name '") + trainer::kDenseTableName +
+                                  "' is reserved for the dense weights"));
+    }
+  }
   if (root["model"].IsDefined()) {
     auto model = trainer::ModelConfigFromYaml(root["model"], "model");
     if (!model.ok()) return fail(model.status());
@@ -55,6 +75,7 @@ Result<ClusterConfig> LoadClusterConfig(const std::string& path, const std::stri
   auto train = trainer::TrainOptionsFromYaml(root["train"], "train");
   if (!train.ok()) return fail(train.status());
   config.train = std::move(*train);
+  ApplyTrainerCount(&config, config.cluster.trainers);
   return config;
 }
 

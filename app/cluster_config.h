@@ -1,7 +1,9 @@
 // ClusterConfig: one YAML file describing a whole job: the cluster's shape (`cluster:`), its
 // tables (`tables:`), the model (`model:`), the data (`data:`) and the training run (`train:`).
 // Every role reads the same file and uses its part. Relative paths in `data:` resolve against
-// `data_root`, or the config file's folder when that is empty.
+// `data_root`, or the config file's folder when that is empty. The loader copies
+// cluster.trainers into train.sync.trainers and, when the dense weights live on the servers,
+// adds their table (trainer::DenseTableSpec) to `tables`, so every role sees the same list.
 #pragma once
 
 #include <string>
@@ -21,6 +23,7 @@ struct ClusterShape {
   std::string server_bind = "tcp://127.0.0.1:*";  // where each server binds its data socket
   uint32_t server_threads = 2;
   uint32_t partitions = 1024;
+  uint32_t trainers = 1;  // trainer processes `ember cluster` starts; each reads its own share
 };
 
 struct ClusterConfig {
@@ -34,5 +37,9 @@ struct ClusterConfig {
 
 Result<ClusterConfig> LoadClusterConfig(const std::string& path,
                                         const std::string& data_root = "");
+
+// Sets the number of trainers (a --trainers flag overrides cluster.trainers) and adds or removes
+// the dense table accordingly.
+void ApplyTrainerCount(ClusterConfig* config, uint32_t trainers);
 
 }  // namespace ember::app

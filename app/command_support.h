@@ -18,8 +18,13 @@ std::optional<Flags> ParseCommandFlags(int argc, char** argv, const std::string&
                                        const std::string& summary,
                                        const std::vector<FlagSpec>& known, int* exit_code);
 
-// Loads --config (required; relative data paths against --data-root when given); prints the
-// error and returns nullopt on failure.
+// The flags that override how many trainers run and how they synchronise (cluster.trainers,
+// train.mode, train.staleness); every role takes them so that all agree.
+std::vector<FlagSpec> SyncFlagSpecs();
+inline constexpr const char* kSyncFlags[] = {"trainers", "mode", "staleness"};
+
+// Loads --config (required; relative data paths against --data-root when given) and applies the
+// SyncFlagSpecs overrides present; prints the error and returns nullopt on failure.
 std::optional<ClusterConfig> LoadConfigFlag(const Flags& flags, const char* command);
 
 // Writes `contents` to `path` through a temporary file and rename, so readers never see half.

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "common/status.h"
+#include "common/sync_options.h"
 #include "common/table_spec.h"
 #include "ps/client.h"
 #include "ps/server.h"
@@ -23,6 +24,7 @@ struct LocalClusterOptions {
   uint32_t num_partitions = 64;
   uint32_t worker_threads = 2;  // per server
   Millis register_timeout{30'000};
+  SyncOptions sync;  // the scheduler's clocks (asp: none)
 };
 
 class LocalCluster {

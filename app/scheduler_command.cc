@@ -9,11 +9,12 @@
 namespace ember::app {
 
 int SchedulerCommand(int argc, char** argv) {
-  const std::vector<FlagSpec> known = {
+  std::vector<FlagSpec> known = {
       {"config", "FILE", "cluster config (YAML): cluster shape and tables"},
       {"bind", "ENDPOINT", "address to bind (default: cluster.scheduler from the config)"},
       {"endpoint-file", "FILE", "write the bound endpoint here once listening"},
   };
+  for (FlagSpec& spec : SyncFlagSpecs()) known.push_back(std::move(spec));
   int exit_code = 0;
   auto flags = ParseCommandFlags(argc, argv, "ember scheduler --config FILE [options]",
                                  "Runs the scheduler: servers and trainers register with it; it "
@@ -29,6 +30,7 @@ int SchedulerCommand(int argc, char** argv) {
   options.num_servers = config->cluster.servers;
   options.num_partitions = config->cluster.partitions;
   options.tables = config->tables;
+  options.sync = config->train.sync;
   scheduler::Scheduler scheduler(std::move(options));
   StopOnSignals(scheduler.stop_flag());
   if (Status started = scheduler.Start(); !started.ok()) {

@@ -23,12 +23,25 @@ int Fail(const Status& status) {
   return 1;
 }
 
+// Synthetic data: trainer `rank` draws from its own seed stream. (Interaction files are shared
+// sample by sample instead; see InteractionSource.)
+void ShareData(uint32_t rank, uint32_t trainers, trainer::DataConfig* data) {
+  if (trainers > 1) data->synthetic.seed += 0x9E3779B97F4A7C15ull * rank;
+}
+
 void PrintWindow(const trainer::WindowStats& w, uint32_t steps) {
   std::printf("step %5u/%u  loss %.4f  %9.0f samples/s  pull %6.1f ms  compute %7.1f ms  "
-              "push %6.1f ms  busy %3.0f%%  rows/step %.0f\n",
+              "push %6.1f ms  wait %6.1f ms  busy %3.0f%%  rows/step %.0f\n",
               w.last_step, steps, w.loss, w.samples_per_second, w.pull_ms, w.compute_ms,
-              w.push_ms, 100.0 * w.device_busy, w.unique_keys);
+              w.push_ms, w.wait_ms, 100.0 * w.device_busy, w.unique_keys);
   std::fflush(stdout);
+}
+
+// Mean time per step spent waiting for the other trainers.
+double WaitPerStep(const trainer::TrainSummary& s) {
+  double wait = 0;
+  for (const auto& w : s.windows) wait += w.wait_ms * (w.last_step - w.first_step + 1);
+  return wait / std::max<uint32_t>(s.steps, 1);
 }
 
 struct EvalFigures {
@@ -43,7 +56,8 @@ std::string SummaryJson(const trainer::TrainSummary& s,
   j.precision(6);
   j << "{\n  \"steps\": " << s.steps << ",\n  \"samples\": " << s.samples
     << ",\n  \"seconds\": " << s.seconds << ",\n  \"samples_per_second\": "
-    << s.samples_per_second << ",\n  \"backend\": \"" << s.backend
+    << s.samples_per_second << ",\n  \"wait_ms_per_step\": " << WaitPerStep(s)
+    << ",\n  \"backend\": \"" << s.backend
     << "\",\n  \"loss_start\": " << s.first_window.loss
     << ",\n  \"loss_end\": " << s.last_window.loss << ",\n  \"servers\": [";
   for (size_t i = 0; i < servers.size(); ++i) {
@@ -86,8 +100,9 @@ void PrintSummary(const trainer::TrainSummary& s, uint32_t batch_size,
               a.last_step, b.loss, b.first_step, b.last_step);
   std::printf("  throughput  %.0f samples/s: %u steps of %u samples in %.1f s on the %s backend\n",
               s.samples_per_second, s.steps, batch_size, s.seconds, s.backend.c_str());
-  std::printf("  per step    pull %.1f ms, compute %.1f ms, push %.1f ms (waits, means)\n",
-              pull / steps, compute / steps, push / steps);
+  std::printf("  per step    pull %.1f ms, compute %.1f ms, push %.1f ms, other trainers "
+              "%.1f ms (waits, means)\n",
+              pull / steps, compute / steps, push / steps, WaitPerStep(s));
   for (const wire::ServerStats& server : servers) {
     uint64_t rows = 0, bytes = 0;
     for (const auto& t : server.tables) {
@@ -109,8 +124,9 @@ void PrintSummary(const trainer::TrainSummary& s, uint32_t batch_size,
 }  // namespace
 
 int TrainCommand(int argc, char** argv) {
-  const std::vector<FlagSpec> known = {
+  std::vector<FlagSpec> known = {
       {"config", "FILE", "job config (YAML): tables, model, data, train"},
+      {"rank", "R", "this trainer's share of the data, in [0, trainers) (default 0)"},
       {"scheduler", "ENDPOINT", "the scheduler's endpoint (default: cluster.scheduler)"},
       {"steps", "N", "override train.steps"},
       {"epochs", "N", "override train.epochs (interaction data)"},
@@ -122,6 +138,7 @@ int TrainCommand(int argc, char** argv) {
       {"data-root", "DIR", "folder that relative data paths resolve against (default: the config's)"},
       {"summary-json", "FILE", "also write the final figures as JSON"},
   };
+  for (FlagSpec& spec : SyncFlagSpecs()) known.push_back(std::move(spec));
   int exit_code = 0;
   auto flags = ParseCommandFlags(argc, argv, "ember train --config FILE --scheduler ENDPOINT",
                                  "Runs one trainer against a running cluster: pulls rows, trains "
@@ -145,9 +162,21 @@ int TrainCommand(int argc, char** argv) {
   train.backend = flags->Get("backend", train.backend);
   if (flags->Has("pipeline")) train.pipeline = true;
 
+  auto rank = flags->GetUint("rank");
+  if (!rank.ok()) return Fail(rank.status());
+  train.rank = static_cast<uint32_t>(rank->value_or(0));
+  if (train.rank >= train.sync.trainers) {
+    return Fail(InvalidArgument("--rank " + std::to_string(train.rank) + " is not below the " +
+                                std::to_string(train.sync.trainers) + " trainers of the run"));
+  }
+  ShareData(train.rank, train.sync.trainers, &config->data);
+
   ps::ClientOptions client_options;
   client_options.scheduler_endpoint = flags->Get("scheduler", config->cluster.scheduler);
-  client_options.name = flags->Get("name", "trainer");
+  client_options.name = flags->Get("name", train.sync.trainers > 1
+                                               ? "trainer-" + std::to_string(train.rank)
+                                               : std::string("trainer"));
+  if (train.sync.synchronised()) client_options.heartbeat_interval = train.sync.trainer_timeout / 5;
   if (flags->Has("wire-fp16")) train.wire_fp16 = true;
   client_options.row_format = train.wire_fp16 ? wire::RowFormat::kF16 : wire::RowFormat::kF32;
   if (client_options.scheduler_endpoint.find('*') != std::string::npos) {
@@ -163,7 +192,8 @@ int TrainCommand(int argc, char** argv) {
     auto loaded = trainer::LoadInteractions(config->data.interactions);
     if (!loaded.ok()) return Fail(loaded.status());
     dataset = *loaded;
-    data = std::make_unique<trainer::InteractionSource>(dataset, config->data.interactions.seed);
+    data = std::make_unique<trainer::InteractionSource>(dataset, config->data.interactions.seed,
+                                                         train.rank, train.sync.trainers);
   } else {
     auto made = trainer::MakeDataSource(config->data);
     if (!made.ok()) return Fail(made.status());
@@ -172,8 +202,10 @@ int TrainCommand(int argc, char** argv) {
   uint32_t steps = train.steps;
   if (train.epochs > 0) {
     if (!dataset) return Fail(InvalidArgument("train.epochs needs interaction data"));
-    steps = static_cast<uint32_t>(std::ceil(static_cast<double>(train.epochs) *
-                                            dataset->num_train() / train.batch_size));
+    // This trainer's share: every trainers-th sample of each epoch, from its rank on.
+    const double share = std::ceil(static_cast<double>(dataset->num_train() - train.rank) /
+                                   train.sync.trainers);
+    steps = static_cast<uint32_t>(std::ceil(train.epochs * share / train.batch_size));
   }
 
   auto client = ps::Client::Connect(client_options);
@@ -185,9 +217,11 @@ int TrainCommand(int argc, char** argv) {
   if (!loop.ok()) return Fail(loop.status());
 
   const RoutingTable routing = (*client)->routing();
-  std::printf("ember train: %zu servers, %u partitions, %zu tables; %s backend; %s; "
-              "batch %u, %u steps\n",
-              routing.servers.size(), routing.num_partitions, (*client)->tables().size(),
+  std::printf("ember train: trainer %u/%u (%s, dense weights %s), %zu servers, %u partitions, "
+              "%zu tables; %s backend; %s; batch %u, %u steps\n",
+              train.rank, train.sync.trainers, std::string(SyncModeName(train.sync.mode)).c_str(),
+              train.dense_on_servers() ? "on the servers" : "local", routing.servers.size(),
+              routing.num_partitions, (*client)->tables().size(),
               std::string((*backend)->name()).c_str(), data->Describe().c_str(),
               train.batch_size, steps);
   std::fflush(stdout);

@@ -112,6 +112,37 @@ struct PushRequest {
   gradients @2 :Data;         # n * dim little-endian values (gradientFormat), row-major
   clock @3 :UInt64;           # sender's training step
   gradientFormat @4 :RowFormat;
+  trainer @5 :UInt32;         # sender's trainer id (from its registration)
+  deferred @6 :Bool;          # bsp: hold until applyClock for `clock` instead of applying now
+}
+
+# bsp: apply the deferred pushes of one clock, combined over the trainers listed; pushes of that
+# clock from trainers not listed (one that died mid-step) are dropped. Idempotent: the answer
+# comes once the clock is applied, whichever trainer asked first.
+struct ApplyClock {
+  clock @0 :UInt64;
+  trainers @1 :Data;          # little-endian uint32 trainer ids whose pushes make up the clock
+  combine @2 :Combine;
+  enum Combine {
+    mean @0;                  # the sum divided by the number of trainers listed
+    sum @1;
+  }
+}
+
+# A trainer finished step `clock` (its pushes acknowledged). In bsp/ssp the answer waits until the
+# slowest live trainer has reached clock - staleness; `leave` ends the trainer's membership (it
+# finished its data) and is answered at once.
+struct TrainerClock {
+  trainer @0 :UInt32;         # trainer id from the registration
+  clock @1 :UInt64;           # steps the trainer has completed
+  leave @2 :Bool;
+}
+
+# The scheduler's answer to trainerClock: who took part in the clock.
+struct ClockGrant {
+  clock @0 :UInt64;
+  trainers @1 :Data;          # little-endian uint32 ids of the trainers whose pushes of `clock` count
+  minClock @2 :UInt64;        # slowest live trainer's clock when granted
 }
 
 struct RegisterServer {
@@ -140,6 +171,9 @@ struct Request {
     registerTrainer @8 :RegisterTrainer;
     getRouting @9 :Void;
     barrier @10 :Barrier;
+    applyClock @11 :ApplyClock;    # to servers
+    trainerClock @12 :TrainerClock;  # to the scheduler
+    heartbeat @13 :UInt32;         # to the scheduler: trainer id, "still alive"
   }
 }
 
@@ -147,6 +181,7 @@ struct Registration {
   id @0 :UInt32;              # server id or trainer id assigned by the scheduler
   tables @1 :List(TableSpec);
   routing @2 :RoutingTable;
+  clock @3 :UInt64;           # trainers: the clock to start from (a late joiner joins here)
 }
 
 struct Response {
@@ -160,6 +195,7 @@ struct Response {
     stats @6 :ServerStats;
     registration @7 :Registration;
     routing @8 :RoutingTable;
+    clockGrant @10 :ClockGrant;
   }
   rowFormat @9 :RowFormat;    # format of `pull`
 }

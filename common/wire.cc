@@ -329,6 +329,8 @@ Result<RequestBody> ReadRequestBody(schema::Request::Reader request, FrameStorag
       ASSIGN_OR_RETURN(out.gradients, RowsAs(push.getGradients(), push.getGradientFormat(), storage,
                                              "push gradients"));
       out.clock = push.getClock();
+      out.trainer = push.getTrainer();
+      out.deferred = push.getDeferred();
       return RequestBody(std::move(out));
     }
     case schema::Request::REGISTER_SERVER:
@@ -340,6 +342,25 @@ Result<RequestBody> ReadRequestBody(schema::Request::Reader request, FrameStorag
       auto barrier = request.getBarrier();
       return RequestBody(BarrierRequest{ToString(barrier.getName()), barrier.getCount()});
     }
+    case schema::Request::APPLY_CLOCK: {
+      auto apply = request.getApplyClock();
+      ApplyClockRequest out;
+      out.clock = apply.getClock();
+      ASSIGN_OR_RETURN(auto trainers, DataAs<uint32_t>(apply.getTrainers(), "apply trainers"));
+      out.trainers.assign(trainers.begin(), trainers.end());
+      switch (apply.getCombine()) {
+        case schema::ApplyClock::Combine::MEAN: out.combine = Combine::kMean; break;
+        case schema::ApplyClock::Combine::SUM: out.combine = Combine::kSum; break;
+        default: return InvalidArgument("apply-clock names an unknown combine rule");
+      }
+      return RequestBody(std::move(out));
+    }
+    case schema::Request::TRAINER_CLOCK: {
+      auto clock = request.getTrainerClock();
+      return RequestBody(TrainerClockRequest{clock.getTrainer(), clock.getClock(), clock.getLeave()});
+    }
+    case schema::Request::HEARTBEAT:
+      return RequestBody(HeartbeatRequest{request.getHeartbeat()});
   }
   return InvalidArgument("unknown request kind " +
                          std::to_string(static_cast<unsigned>(request.which())));
@@ -378,11 +399,21 @@ Result<ResponseBody> ReadResponseBody(schema::Response::Reader response, FrameSt
         registration.tables.push_back(std::move(spec));
       }
       ASSIGN_OR_RETURN(registration.routing, ReadRouting(in.getRouting()));
+      registration.clock = in.getClock();
       return ResponseBody(std::move(registration));
     }
     case schema::Response::ROUTING: {
       ASSIGN_OR_RETURN(auto routing, ReadRouting(response.getRouting()));
       return ResponseBody(std::move(routing));
+    }
+    case schema::Response::CLOCK_GRANT: {
+      auto in = response.getClockGrant();
+      ClockGrant grant;
+      grant.clock = in.getClock();
+      grant.min_clock = in.getMinClock();
+      ASSIGN_OR_RETURN(auto trainers, DataAs<uint32_t>(in.getTrainers(), "granted trainers"));
+      grant.trainers.assign(trainers.begin(), trainers.end());
+      return ResponseBody(std::move(grant));
     }
   }
   return InvalidArgument("unknown response kind " +
@@ -401,6 +432,9 @@ std::string_view RequestKindName(const RequestBody& body) {
     std::string_view operator()(const RegisterTrainerRequest&) { return "register-trainer"; }
     std::string_view operator()(const GetRoutingRequest&) { return "get-routing"; }
     std::string_view operator()(const BarrierRequest&) { return "barrier"; }
+    std::string_view operator()(const ApplyClockRequest&) { return "apply-clock"; }
+    std::string_view operator()(const TrainerClockRequest&) { return "trainer-clock"; }
+    std::string_view operator()(const HeartbeatRequest&) { return "heartbeat"; }
   };
   return std::visit(Namer{}, body);
 }
@@ -494,8 +528,9 @@ zmq::message_t EncodePull(const RequestHeader& header, std::string_view table,
 
 zmq::message_t EncodePushSubset(const RequestHeader& header, std::string_view table,
                                 std::span<const uint64_t> keys, std::span<const float> gradients,
-                                uint32_t dim, std::span<const uint32_t> positions, uint64_t clock,
-                                RowFormat gradient_format) {
+                                uint32_t dim, std::span<const uint32_t> positions,
+                                uint64_t clock, RowFormat gradient_format, uint32_t trainer,
+                                bool deferred) {
   const size_t n = positions.empty() ? keys.size() : positions.size();
   const size_t grad_values = positions.empty() ? gradients.size() : n * dim;
   const size_t value_bytes = BytesPerValue(gradient_format);
@@ -505,6 +540,8 @@ zmq::message_t EncodePushSubset(const RequestHeader& header, std::string_view ta
   auto push = InitRequest(builder, header).initPush();
   push.setTable(::capnp::Text::Reader(table.data(), table.size()));
   push.setClock(clock);
+  push.setTrainer(trainer);
+  push.setDeferred(deferred);
   push.setGradientFormat(ToSchema(gradient_format));
   auto* key_dst = reinterpret_cast<uint64_t*>(
       builder.InitBulk(n * sizeof(uint64_t), [&](unsigned b) { return push.initKeys(b); }));
@@ -619,12 +656,58 @@ zmq::message_t EncodeRegistrationResponse(uint64_t request_id, const Registratio
     WriteTableSpec(tables[i], registration.tables[i]);
   }
   WriteRouting(out.initRouting(), registration.routing);
+  out.setClock(registration.clock);
   return Finish(builder);
 }
 
 zmq::message_t EncodeRoutingResponse(uint64_t request_id, const RoutingTable& routing) {
   ::capnp::MallocMessageBuilder builder(FirstSegmentWords(routing.owners.size() * 4));
   WriteRouting(InitResponse(builder, request_id, routing.epoch).initRouting(), routing);
+  return Finish(builder);
+}
+
+// ---- Clocks of synchronised training ----
+
+namespace {
+
+void CopyIds(::capnp::Data::Builder out, const std::vector<uint32_t>& ids) {
+  CopyInto(out, ids.data(), ids.size() * sizeof(uint32_t));
+}
+
+}  // namespace
+
+zmq::message_t EncodeApplyClock(const RequestHeader& header, const ApplyClockRequest& apply) {
+  ::capnp::MallocMessageBuilder builder(FirstSegmentWords(apply.trainers.size() * 4));
+  auto out = InitRequest(builder, header).initApplyClock();
+  out.setClock(apply.clock);
+  out.setCombine(apply.combine == Combine::kSum ? schema::ApplyClock::Combine::SUM
+                                                : schema::ApplyClock::Combine::MEAN);
+  CopyIds(out.initTrainers(apply.trainers.size() * sizeof(uint32_t)), apply.trainers);
+  return Finish(builder);
+}
+
+zmq::message_t EncodeTrainerClock(const RequestHeader& header, const TrainerClockRequest& clock) {
+  ::capnp::MallocMessageBuilder builder(64);
+  auto out = InitRequest(builder, header).initTrainerClock();
+  out.setTrainer(clock.trainer);
+  out.setClock(clock.clock);
+  out.setLeave(clock.leave);
+  return Finish(builder);
+}
+
+zmq::message_t EncodeHeartbeat(const RequestHeader& header, uint32_t trainer) {
+  ::capnp::MallocMessageBuilder builder(64);
+  InitRequest(builder, header).setHeartbeat(trainer);
+  return Finish(builder);
+}
+
+zmq::message_t EncodeClockGrantResponse(uint64_t request_id, uint64_t epoch,
+                                        const ClockGrant& grant) {
+  ::capnp::MallocMessageBuilder builder(FirstSegmentWords(grant.trainers.size() * 4));
+  auto out = InitResponse(builder, request_id, epoch).initClockGrant();
+  out.setClock(grant.clock);
+  out.setMinClock(grant.min_clock);
+  CopyIds(out.initTrainers(grant.trainers.size() * sizeof(uint32_t)), grant.trainers);
   return Finish(builder);
 }
 

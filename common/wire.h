@@ -22,6 +22,7 @@
 
 #include "common/routing_table.h"
 #include "common/status.h"
+#include "common/sync_options.h"
 #include "common/table_spec.h"
 
 namespace ember::wire {
@@ -50,6 +51,21 @@ struct PushRequest {
   std::span<const uint64_t> keys;
   std::span<const float> gradients;  // keys.size() * dim, row-major (widened if sent as fp16)
   uint64_t clock = 0;
+  uint32_t trainer = 0;   // sender's trainer id
+  bool deferred = false;  // bsp: hold until an ApplyClockRequest for `clock`
+};
+struct ApplyClockRequest {
+  uint64_t clock = 0;
+  std::vector<uint32_t> trainers;  // whose deferred pushes of `clock` count
+  Combine combine = Combine::kMean;
+};
+struct TrainerClockRequest {
+  uint32_t trainer = 0;
+  uint64_t clock = 0;  // steps completed
+  bool leave = false;
+};
+struct HeartbeatRequest {
+  uint32_t trainer = 0;
 };
 struct RegisterServerRequest {
   std::string endpoint;
@@ -64,7 +80,8 @@ struct BarrierRequest {
 
 using RequestBody = std::variant<PingRequest, PullRequest, PushRequest, StatsRequest,
                                  RegisterServerRequest, RegisterTrainerRequest,
-                                 GetRoutingRequest, BarrierRequest>;
+                                 GetRoutingRequest, BarrierRequest, ApplyClockRequest,
+                                 TrainerClockRequest, HeartbeatRequest>;
 
 struct RequestHeader {
   uint64_t request_id = 0;
@@ -99,13 +116,17 @@ zmq::message_t EncodePullSubset(const RequestHeader& header, std::string_view ta
 zmq::message_t EncodePushSubset(const RequestHeader& header, std::string_view table,
                                 std::span<const uint64_t> keys, std::span<const float> gradients,
                                 uint32_t dim, std::span<const uint32_t> positions,
-                                uint64_t clock, RowFormat gradient_format = RowFormat::kF32);
+                                uint64_t clock, RowFormat gradient_format = RowFormat::kF32,
+                                uint32_t trainer = 0, bool deferred = false);
 zmq::message_t EncodePush(const RequestHeader& header, std::string_view table,
                           std::span<const uint64_t> keys, std::span<const float> gradients,
                           uint64_t clock);
 zmq::message_t EncodeRegisterServer(const RequestHeader& header, std::string_view endpoint);
 zmq::message_t EncodeRegisterTrainer(const RequestHeader& header, std::string_view name);
 zmq::message_t EncodeBarrier(const RequestHeader& header, std::string_view name, uint32_t count);
+zmq::message_t EncodeApplyClock(const RequestHeader& header, const ApplyClockRequest& apply);
+zmq::message_t EncodeTrainerClock(const RequestHeader& header, const TrainerClockRequest& clock);
+zmq::message_t EncodeHeartbeat(const RequestHeader& header, uint32_t trainer);
 
 // ---- Responses ----
 
@@ -130,11 +151,18 @@ struct Registration {
   uint32_t id = 0;
   std::vector<TableSpec> tables;
   RoutingTable routing;
+  uint64_t clock = 0;  // trainers: the clock to start from
+};
+
+struct ClockGrant {
+  uint64_t clock = 0;
+  std::vector<uint32_t> trainers;  // whose pushes of `clock` count
+  uint64_t min_clock = 0;          // slowest live trainer's clock when granted
 };
 
 struct NoPayload {};
-using ResponseBody =
-    std::variant<NoPayload, std::span<const float>, ServerStats, Registration, RoutingTable>;
+using ResponseBody = std::variant<NoPayload, std::span<const float>, ServerStats, Registration,
+                                  RoutingTable, ClockGrant>;
 
 struct DecodedResponse {
   uint64_t request_id = 0;
@@ -156,5 +184,7 @@ zmq::message_t EncodePullResponse(uint64_t request_id, uint64_t epoch, size_t nu
 zmq::message_t EncodeStatsResponse(uint64_t request_id, uint64_t epoch, const ServerStats& stats);
 zmq::message_t EncodeRegistrationResponse(uint64_t request_id, const Registration& registration);
 zmq::message_t EncodeRoutingResponse(uint64_t request_id, const RoutingTable& routing);
+zmq::message_t EncodeClockGrantResponse(uint64_t request_id, uint64_t epoch,
+                                        const ClockGrant& grant);
 
 }  // namespace ember::wire

@@ -23,6 +23,7 @@ struct Client::Operation {
   std::span<float> rows;             // pull destination
   std::span<const float> gradients;  // push source
   uint64_t clock = 0;
+  bool deferred = false;  // bsp push held by the servers until its clock is applied
   Ticket ticket = Ticket::Pending();
   Clock::time_point deadline;
   uint32_t outstanding = 0;  // sub-requests in flight
@@ -45,11 +46,19 @@ Result<std::unique_ptr<Client>> Client::Connect(ClientOptions options) {
       std::make_unique<RpcChannel>(client->context_, client->options_.scheduler_endpoint);
   RETURN_IF_ERROR(client->EnsureServerSockets());
   client->io_thread_ = std::thread([c = client.get()] { c->IoLoop(); });
+  if (client->options_.heartbeat_interval.count() > 0) {
+    client->heartbeat_thread_ = std::thread([c = client.get()] { c->HeartbeatLoop(); });
+  }
   return client;
 }
 
 Client::~Client() {
-  stopping_.store(true);
+  {
+    std::lock_guard lock(heartbeat_mutex_);
+    stopping_.store(true);
+  }
+  heartbeat_wake_.notify_all();
+  if (heartbeat_thread_.joinable()) heartbeat_thread_.join();
   if (io_thread_.joinable()) io_thread_.join();
   // Anything still queued or in flight fails rather than hanging its waiters.
   for (auto& op : submissions_) op->ticket.Complete(Aborted("client closed"));
@@ -74,6 +83,7 @@ Status Client::Register() {
       return Internal("scheduler answered a trainer registration without a ready routing table");
     }
     trainer_id_ = registration->id;
+    start_clock_ = registration->clock;
     tables_ = registration->tables;
     routing_ = registration->routing;
     return Status::Ok();
@@ -113,7 +123,7 @@ Ticket Client::Pull(std::string_view table, std::span<const uint64_t> keys, std:
 }
 
 Ticket Client::Push(std::string_view table, std::span<const uint64_t> keys,
-                    std::span<const float> gradients, uint64_t clock) {
+                    std::span<const float> gradients, uint64_t clock, bool deferred) {
   auto spec = FindTable(table);
   if (!spec.ok()) return Ticket::Done(spec.status().WithContext("push"));
   if (gradients.size() != keys.size() * (*spec)->dim) {
@@ -128,6 +138,7 @@ Ticket Client::Push(std::string_view table, std::span<const uint64_t> keys,
   op->keys = keys;
   op->gradients = gradients;
   op->clock = clock;
+  op->deferred = deferred;
   return Submit(std::move(op));
 }
 
@@ -273,7 +284,8 @@ void Client::Dispatch(const std::shared_ptr<Operation>& op, std::span<const uint
               ? wire::EncodePullSubset(header, op->table->name, op->keys, subset,
                                        options_.row_format)
               : wire::EncodePushSubset(header, op->table->name, op->keys, op->gradients, dim,
-                                       subset, op->clock, options_.row_format);
+                                       subset, op->clock, options_.row_format, trainer_id_,
+                                       op->deferred);
       std::vector<zmq::message_t> frames;
       frames.push_back(std::move(frame));
       Status sent = SendFrames(server_sockets_[server], frames);

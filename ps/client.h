@@ -14,6 +14,7 @@
 #include <zmq.hpp>
 
 #include <atomic>
+#include <condition_variable>
 #include <deque>
 #include <memory>
 #include <mutex>
@@ -41,6 +42,7 @@ struct ClientOptions {
   // A server's share of a batch larger than this goes as several messages, all sent at once, so
   // the server's threads work on them in parallel while earlier replies are on the wire.
   uint32_t max_keys_per_message = 4096;
+  Millis heartbeat_interval{0};     // > 0: tell the scheduler this often that the trainer lives
 };
 
 class Client {
@@ -51,6 +53,8 @@ class Client {
   Client& operator=(const Client&) = delete;
 
   uint32_t trainer_id() const { return trainer_id_; }
+  // The clock this trainer starts from (non-zero for a late joiner of a bsp/ssp run).
+  uint64_t start_clock() const { return start_clock_; }
   const std::vector<TableSpec>& tables() const { return tables_; }
   Result<const TableSpec*> FindTable(std::string_view name) const;
   RoutingTable routing() const;
@@ -58,9 +62,20 @@ class Client {
   // Fills out[i*dim .. (i+1)*dim) with the row of keys[i] (created on first pull).
   Ticket Pull(std::string_view table, std::span<const uint64_t> keys, std::span<float> out);
   // Applies one gradient row per key with the table's server-side optimizer. Keys should be
-  // unique (sum duplicates first); `clock` is the trainer's step, for bounded staleness.
+  // unique (sum duplicates first); `clock` is the trainer's step. `deferred` (bsp): the servers
+  // hold the push until ApplyClock(clock) instead of applying it on arrival.
   Ticket Push(std::string_view table, std::span<const uint64_t> keys,
-              std::span<const float> gradients, uint64_t clock = 0);
+              std::span<const float> gradients, uint64_t clock = 0, bool deferred = false);
+
+  // ---- Synchronised runs (client_clock.cc) ----
+  // Reports that this trainer completed step `clock` and waits until the scheduler lets it start
+  // the next one (bsp/ssp); the grant lists whose pushes make up `clock`. Aborted when the run
+  // failed (a trainer died under the stop policy); DeadlineExceeded after `timeout`.
+  Result<wire::ClockGrant> ReportClock(uint64_t clock, Millis timeout);
+  // Tells the scheduler this trainer finished after `clock` steps: nobody waits for it any more.
+  Status Leave(uint64_t clock, Millis timeout = Millis(10'000));
+  // Asks every server to apply the deferred pushes of `apply.clock`; returns once all did.
+  Status ApplyClock(const wire::ApplyClockRequest& apply, Millis timeout);
 
   // Counters and table sizes of every server, in server-id order.
   Result<std::vector<wire::ServerStats>> Stats(Millis timeout = Millis(10'000));
@@ -85,6 +100,7 @@ class Client {
   void Dispatch(const std::shared_ptr<Operation>& op, std::span<const uint32_t> positions);
   void OnReply(zmq::message_t payload);
   void Fail(const std::shared_ptr<Operation>& op, Status status);
+  void HeartbeatLoop();
   void ExpireDeadlines();
   Status RefreshRouting();
   Status EnsureServerSockets();
@@ -92,6 +108,7 @@ class Client {
   const ClientOptions options_;
   zmq::context_t context_;
   uint32_t trainer_id_ = 0;
+  uint64_t start_clock_ = 0;
   std::vector<TableSpec> tables_;
 
   mutable std::mutex routing_mutex_;  // guards routing_ (written by the I/O thread only)
@@ -102,8 +119,9 @@ class Client {
   zmq::socket_t wake_sender_;
   zmq::socket_t wake_receiver_;
 
-  std::mutex control_mutex_;  // serialises Barrier calls
+  std::mutex control_mutex_;  // serialises Barrier, clock and apply calls
   std::unique_ptr<RpcChannel> control_channel_;
+  std::vector<std::unique_ptr<RpcChannel>> apply_channels_;  // by server id, under control_mutex_
 
   // Owned by the I/O thread.
   std::unique_ptr<RpcChannel> routing_channel_;
@@ -115,6 +133,10 @@ class Client {
 
   std::atomic<bool> stopping_{false};
   std::thread io_thread_;
+
+  std::mutex heartbeat_mutex_;  // with heartbeat_wake_: stops the heartbeat thread promptly
+  std::condition_variable heartbeat_wake_;
+  std::thread heartbeat_thread_;
 };
 
 }  // namespace ember::ps

@@ -53,6 +53,9 @@ zmq::message_t ShardService::HandleDecoded(const wire::DecodedRequest& request) 
   const wire::RequestHeader& header = request.header;
   if (auto* pull = std::get_if<wire::PullRequest>(&request.body)) return HandlePull(header, *pull);
   if (auto* push = std::get_if<wire::PushRequest>(&request.body)) return HandlePush(header, *push);
+  if (auto* apply = std::get_if<wire::ApplyClockRequest>(&request.body)) {
+    return HandleApplyClock(header, *apply);
+  }
   if (std::holds_alternative<wire::PingRequest>(request.body)) {
     return wire::EncodeStatusResponse(header.request_id, routing_.epoch, Status::Ok());
   }
@@ -116,7 +119,10 @@ zmq::message_t ShardService::HandlePush(const wire::RequestHeader& header,
   }
   Status owned = CheckOwnership(**table, push.keys);
   if (!owned.ok()) return Error(header.request_id, owned);
-  Status applied = (*table)->Push(push.keys, push.gradients);
+  Status applied =
+      push.deferred
+          ? deferred_.Add(push.clock, push.trainer, push.table, push.keys, push.gradients)
+          : (*table)->Push(push.keys, push.gradients);
   if (!applied.ok()) return Error(header.request_id, applied.WithContext("push"));
   keys_pushed_.fetch_add(push.keys.size(), std::memory_order_relaxed);
   return wire::EncodeStatusResponse(header.request_id, routing_.epoch, Status::Ok());

@@ -1,7 +1,8 @@
 // ShardService: what one parameter server does with a request, independent of sockets.
 //
 // It holds the server's tables and its view of the routing table, answers pull, push, stats and
-// ping requests, and turns every failure into an error response: an unknown table, a row-width
+// ping requests (and, in bsp runs, holds deferred pushes until their clock is applied: see
+// PushAccumulator), and turns every failure into an error response: an unknown table, a row-width
 // mismatch, a key in a partition this server does not own (FailedPrecondition carrying the
 // server's epoch, so the client refreshes its routing and retries), or an undecodable frame.
 // Nothing a peer sends can make it abort.
@@ -22,6 +23,7 @@
 #include "common/table_spec.h"
 #include "common/wire.h"
 #include "embedding/embedding_table.h"
+#include "ps/push_accumulator.h"
 
 namespace ember::ps {
 
@@ -46,6 +48,9 @@ class ShardService {
   zmq::message_t HandleDecoded(const wire::DecodedRequest& request);
   zmq::message_t HandlePull(const wire::RequestHeader& header, const wire::PullRequest& pull);
   zmq::message_t HandlePush(const wire::RequestHeader& header, const wire::PushRequest& push);
+  // In shard_service_clock.cc.
+  zmq::message_t HandleApplyClock(const wire::RequestHeader& header,
+                                  const wire::ApplyClockRequest& apply);
   zmq::message_t Error(uint64_t request_id, const Status& status);
 
   Result<embedding::EmbeddingTable*> FindTable(const std::string& name);
@@ -58,6 +63,8 @@ class ShardService {
   const RoutingTable routing_;
   std::vector<uint8_t> owned_;  // owned_[partition] != 0 when this server owns it
   std::map<std::string, std::unique_ptr<embedding::EmbeddingTable>, std::less<>> tables_;
+
+  PushAccumulator deferred_;  // bsp pushes waiting for their clock
 
   // Counters, updated with relaxed atomics.
   std::atomic<uint64_t> pull_requests_{0};

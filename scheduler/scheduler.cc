@@ -22,7 +22,8 @@ zmq::message_t CopyFrame(const zmq::message_t& frame) {
 
 }  // namespace
 
-Scheduler::Scheduler(SchedulerOptions options) : options_(std::move(options)), context_(1) {}
+Scheduler::Scheduler(SchedulerOptions options)
+    : options_(std::move(options)), context_(1), clocks_(options_.sync) {}
 
 Scheduler::~Scheduler() {
   if (socket_.handle() != nullptr) socket_.close();
@@ -47,8 +48,11 @@ Status Scheduler::Start() {
 void Scheduler::Run() {
   while (!stop_requested_.load(std::memory_order_relaxed)) {
     auto frames = ReceiveFrames(socket_, kPollInterval);
-    if (!frames.ok()) continue;
-    HandleMessage(std::move(*frames));
+    if (frames.ok()) HandleMessage(std::move(*frames));
+    if (options_.sync.synchronised() &&
+        !clocks_.ExpireSilent(std::chrono::steady_clock::now()).empty()) {
+      ServeClockWaiters();
+    }
   }
 }
 
@@ -85,6 +89,10 @@ void Scheduler::HandleMessage(std::vector<zmq::message_t> frames) {
     Reply(identity, wire::EncodeRoutingResponse(id, routing_));
   } else if (auto* barrier = std::get_if<wire::BarrierRequest>(&request->body)) {
     HandleBarrier(std::move(identity), id, *barrier);
+  } else if (auto* clock = std::get_if<wire::TrainerClockRequest>(&request->body)) {
+    HandleTrainerClock(std::move(identity), id, *clock);
+  } else if (auto* heartbeat = std::get_if<wire::HeartbeatRequest>(&request->body)) {
+    HandleHeartbeat(identity, id, heartbeat->trainer);
   } else if (std::holds_alternative<wire::PingRequest>(request->body)) {
     Reply(identity, wire::EncodeStatusResponse(id, routing_.epoch, Status::Ok()));
   } else {
@@ -97,7 +105,9 @@ void Scheduler::HandleMessage(std::vector<zmq::message_t> frames) {
 }
 
 wire::Registration Scheduler::RegistrationFor(uint32_t member_id) const {
-  return wire::Registration{member_id, options_.tables, routing_};
+  wire::Registration registration{member_id, options_.tables, routing_};
+  if (clocks_.is_member(member_id)) registration.clock = clocks_.clock_of(member_id);
+  return registration;
 }
 
 void Scheduler::HandleRegisterServer(zmq::message_t identity, uint64_t request_id,
@@ -135,6 +145,10 @@ void Scheduler::HandleRegisterTrainer(zmq::message_t identity, uint64_t request_
                                       const std::string& name) {
   auto [it, inserted] = trainer_ids_.emplace(name, static_cast<uint32_t>(trainer_ids_.size()));
   if (inserted) spdlog::info("scheduler: trainer '{}' registered as {}", name, it->second);
+  if (options_.sync.synchronised()) {
+    clocks_.Join(it->second, name, std::chrono::steady_clock::now());
+    ServeClockWaiters();  // the expected number of trainers may be complete now
+  }
   if (routing_.ready()) {
     Reply(identity, wire::EncodeRegistrationResponse(request_id, RegistrationFor(it->second)));
     return;
@@ -175,6 +189,52 @@ void Scheduler::HandleBarrier(zmq::message_t identity, uint64_t request_id,
                                                       Status::Ok()));
   }
   barriers_.erase(barrier.name);
+}
+
+void Scheduler::HandleTrainerClock(zmq::message_t identity, uint64_t request_id,
+                                   const wire::TrainerClockRequest& clock) {
+  if (!options_.sync.synchronised()) {
+    Reply(identity, wire::EncodeStatusResponse(
+                        request_id, routing_.epoch,
+                        FailedPrecondition("this run is asp: the scheduler keeps no clocks")));
+    return;
+  }
+  const auto now = std::chrono::steady_clock::now();
+  Status recorded = clock.leave ? clocks_.Leave(clock.trainer, clock.clock, now)
+                                : clocks_.Report(clock.trainer, clock.clock, now);
+  if (!recorded.ok() || clock.leave) {
+    Reply(identity, wire::EncodeStatusResponse(request_id, routing_.epoch, recorded));
+    if (recorded.ok()) ServeClockWaiters();  // nobody waits for the leaver any more
+    return;
+  }
+  clock_waiters_.push_back(Waiter{std::move(identity), request_id, clock.trainer, clock.clock});
+  ServeClockWaiters();
+}
+
+void Scheduler::HandleHeartbeat(const zmq::message_t& identity, uint64_t request_id,
+                                uint32_t trainer) {
+  Status alive = options_.sync.synchronised()
+                     ? clocks_.Heartbeat(trainer, std::chrono::steady_clock::now())
+                     : Status::Ok();
+  if (alive.ok() && !clocks_.failure().ok()) alive = clocks_.failure();
+  Reply(identity, wire::EncodeStatusResponse(request_id, routing_.epoch, alive));
+}
+
+void Scheduler::ServeClockWaiters() {
+  std::vector<Waiter> still_waiting;
+  for (Waiter& waiter : clock_waiters_) {
+    auto grant = clocks_.TryGrant(waiter.clock);
+    if (!grant.ok()) {
+      Reply(waiter.identity,
+            wire::EncodeStatusResponse(waiter.request_id, routing_.epoch, grant.status()));
+    } else if (grant->has_value()) {
+      Reply(waiter.identity,
+            wire::EncodeClockGrantResponse(waiter.request_id, routing_.epoch, **grant));
+    } else {
+      still_waiting.push_back(std::move(waiter));
+    }
+  }
+  clock_waiters_ = std::move(still_waiting);
 }
 
 }  // namespace ember::scheduler

@@ -3,7 +3,9 @@
 // Servers register their data endpoints; once the expected number has registered, the scheduler
 // builds the routing table (epoch 1, partitions spread evenly) and answers every waiting server
 // and trainer with its id, the table specs and the routing table. Later it hands out the current
-// routing table on request and releases barriers when enough participants arrived.
+// routing table on request and releases barriers when enough participants arrived. In a bsp or
+// ssp run it also keeps the trainers' clocks (TrainerClocks): a clock report is answered once
+// the trainer may start its next step, and silent trainers are declared dead.
 //
 // Every request gets an answer (an error naming the problem for anything it cannot do); nothing a
 // peer sends stops the loop.
@@ -18,9 +20,11 @@
 
 #include "common/routing_table.h"
 #include "common/status.h"
+#include "common/sync_options.h"
 #include "common/table_spec.h"
 #include "common/transport.h"
 #include "common/wire.h"
+#include "scheduler/trainer_clocks.h"
 
 namespace ember::scheduler {
 
@@ -29,6 +33,7 @@ struct SchedulerOptions {
   uint32_t num_servers = 1;
   uint32_t num_partitions = 1024;
   std::vector<TableSpec> tables;
+  SyncOptions sync;  // asp: no clocks are kept
 };
 
 class Scheduler {
@@ -52,6 +57,7 @@ class Scheduler {
     zmq::message_t identity;
     uint64_t request_id = 0;
     uint32_t member_id = 0;  // server or trainer id
+    uint64_t clock = 0;      // clock waiters: the clock the trainer completed
   };
 
   void HandleMessage(std::vector<zmq::message_t> frames);
@@ -60,6 +66,11 @@ class Scheduler {
   void HandleRegisterTrainer(zmq::message_t identity, uint64_t request_id,
                              const std::string& name);
   void HandleBarrier(zmq::message_t identity, uint64_t request_id, const wire::BarrierRequest&);
+  void HandleTrainerClock(zmq::message_t identity, uint64_t request_id,
+                          const wire::TrainerClockRequest& clock);
+  void HandleHeartbeat(const zmq::message_t& identity, uint64_t request_id, uint32_t trainer);
+  // Answers every clock waiter that may proceed (or must fail) now.
+  void ServeClockWaiters();
   void FormCluster();
   void Reply(const zmq::message_t& identity, zmq::message_t payload);
   wire::Registration RegistrationFor(uint32_t member_id) const;
@@ -77,6 +88,8 @@ class Scheduler {
   std::vector<Waiter> waiting_trainers_;
   // Barrier name -> participants (by identity bytes, so a resent request counts once).
   std::map<std::string, std::map<std::string, Waiter>> barriers_;
+  TrainerClocks clocks_;
+  std::vector<Waiter> clock_waiters_;
 };
 
 }  // namespace ember::scheduler

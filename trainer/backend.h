@@ -56,6 +56,9 @@ class Backend {
                         std::span<float> out) = 0;
 
   virtual DenseWeights GetWeights() = 0;
+  // d(mean loss)/d(weight) of the last TrainStep, shaped like the weights (unspecified before
+  // the first step). Lets the dense weights be trained elsewhere (dense tables on the servers).
+  virtual Result<DenseWeights> DenseGradients() = 0;
   // Replaces the dense weights (shapes must match the model) and restarts Adam: moments are
   // zeroed and the bias correction starts again from step 1.
   virtual Status SetWeights(const DenseWeights& weights) = 0;

@@ -100,6 +100,7 @@ class CpuBackend final : public Backend {
   }
 
   DenseWeights GetWeights() override { return weights_; }
+  Result<DenseWeights> DenseGradients() override { return grads_; }
 
   Status SetWeights(const DenseWeights& weights) override {
     RETURN_IF_ERROR(CheckDenseWeightsShape(config_, weights));

@@ -1,6 +1,7 @@
 // InteractionSource: epoch shuffling and batch filling.
 #include "trainer/interaction_source.h"
 
+#include <algorithm>
 #include <cmath>
 #include <numeric>
 
@@ -10,17 +11,22 @@
 namespace ember::trainer {
 
 InteractionSource::InteractionSource(std::shared_ptr<const InteractionDataset> dataset,
-                                     uint64_t seed)
-    : dataset_(std::move(dataset)), seed_(seed) {
-  order_.resize(dataset_->num_train());
+                                     uint64_t seed, uint32_t share, uint32_t shares)
+    : dataset_(std::move(dataset)), seed_(seed), share_(share), shares_(std::max(shares, 1u)) {
   Reshuffle();
 }
 
 void InteractionSource::Reshuffle() {
+  order_.resize(dataset_->num_train());
   std::iota(order_.begin(), order_.end(), 0u);
   std::mt19937_64 rng(HashCombine(seed_, epoch_));
   for (size_t i = order_.size(); i > 1; --i) {
     std::swap(order_[i - 1], order_[UniformBelow(rng, i)]);
+  }
+  if (shares_ > 1) {
+    size_t kept = 0;
+    for (size_t i = share_; i < order_.size(); i += shares_) order_[kept++] = order_[i];
+    order_.resize(kept);
   }
   position_ = 0;
 }

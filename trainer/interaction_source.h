@@ -19,8 +19,11 @@ namespace ember::trainer {
 
 class InteractionSource : public DataSource {
  public:
-  // Epoch e's order is a shuffle seeded by (seed, e): identical across runs.
-  InteractionSource(std::shared_ptr<const InteractionDataset> dataset, uint64_t seed);
+  // Epoch e's order is a shuffle seeded by (seed, e): identical across runs. With `shares` > 1
+  // (many trainers) this source yields only the samples at positions i of each epoch's order
+  // with i % shares == share: trainers with the same seed read disjoint shares of every epoch.
+  InteractionSource(std::shared_ptr<const InteractionDataset> dataset, uint64_t seed,
+                    uint32_t share = 0, uint32_t shares = 1);
 
   // FailedPrecondition when the dataset has no training positives.
   Status Next(uint32_t batch_size, Batch* out) override;
@@ -38,6 +41,7 @@ class InteractionSource : public DataSource {
 
   std::shared_ptr<const InteractionDataset> dataset_;
   uint64_t seed_;
+  uint32_t share_ = 0, shares_ = 1;
   std::vector<uint32_t> order_;  // indices into dataset_->train()
   size_t position_ = 0;
   uint64_t epoch_ = 0;

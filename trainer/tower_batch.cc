@@ -24,9 +24,9 @@ void TowerBatch::StartPull(ps::Client& client, const std::vector<std::string>& t
 }
 
 void TowerBatch::StartPush(ps::Client& client, const std::vector<std::string>& tables,
-                           uint64_t clock, std::vector<ps::Ticket>* tickets) {
+                           uint64_t clock, bool deferred, std::vector<ps::Ticket>* tickets) {
   for (size_t s = 0; s < unique_.size(); ++s) {
-    tickets->push_back(client.Push(tables[s], unique_[s].keys, grads_[s], clock));
+    tickets->push_back(client.Push(tables[s], unique_[s].keys, grads_[s], clock, deferred));
   }
 }
 

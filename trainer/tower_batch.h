@@ -24,9 +24,10 @@ class TowerBatch {
   // Starts pulling every slot's unique rows from tables[slot]; appends the tickets.
   void StartPull(ps::Client& client, const std::vector<std::string>& tables,
                  std::vector<ps::Ticket>* tickets);
-  // Starts pushing every slot's unique-row gradients; appends the tickets.
+  // Starts pushing every slot's unique-row gradients (held until the clock is applied when
+  // `deferred`); appends the tickets.
   void StartPush(ps::Client& client, const std::vector<std::string>& tables, uint64_t clock,
-                 std::vector<ps::Ticket>* tickets);
+                 bool deferred, std::vector<ps::Ticket>* tickets);
 
   // The backend's view of this tower (spans into this object).
   TowerInput Input();

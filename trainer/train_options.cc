@@ -4,6 +4,39 @@
 #include "common/yaml_util.h"
 
 namespace ember::trainer {
+namespace {
+
+// The many-trainer keys: mode, staleness, bsp_combine, on_trainer_failure and the timeouts.
+Status ReadSyncOptions(const YAML::Node& node, const std::string& path, SyncOptions* sync) {
+  std::string mode = "asp", combine = "mean", failure = "stop";
+  RETURN_IF_ERROR(config::ReadOptional(node, path, "mode", &mode));
+  RETURN_IF_ERROR(config::ReadOptional(node, path, "bsp_combine", &combine));
+  RETURN_IF_ERROR(config::ReadOptional(node, path, "on_trainer_failure", &failure));
+  RETURN_IF_ERROR(config::ReadOptional(node, path, "staleness", &sync->staleness));
+  uint32_t trainer_timeout = static_cast<uint32_t>(sync->trainer_timeout.count());
+  uint32_t clock_timeout = static_cast<uint32_t>(sync->clock_timeout.count());
+  RETURN_IF_ERROR(config::ReadOptional(node, path, "trainer_timeout_ms", &trainer_timeout));
+  RETURN_IF_ERROR(config::ReadOptional(node, path, "clock_timeout_ms", &clock_timeout));
+  auto parsed_mode = ParseSyncMode(mode);
+  if (!parsed_mode.ok()) return parsed_mode.status().WithContext(path + ".mode");
+  auto parsed_combine = ParseCombine(combine);
+  if (!parsed_combine.ok()) return parsed_combine.status().WithContext(path + ".bsp_combine");
+  auto parsed_failure = ParseTrainerFailurePolicy(failure);
+  if (!parsed_failure.ok()) {
+    return parsed_failure.status().WithContext(path + ".on_trainer_failure");
+  }
+  if (trainer_timeout < 100 || clock_timeout < 100) {
+    return InvalidArgument(path + ": trainer_timeout_ms and clock_timeout_ms must be >= 100");
+  }
+  sync->mode = *parsed_mode;
+  sync->combine = *parsed_combine;
+  sync->on_trainer_failure = *parsed_failure;
+  sync->trainer_timeout = std::chrono::milliseconds(trainer_timeout);
+  sync->clock_timeout = std::chrono::milliseconds(clock_timeout);
+  return Status::Ok();
+}
+
+}  // namespace
 
 Result<TrainOptions> TrainOptionsFromYaml(const YAML::Node& node, std::string_view path) {
   TrainOptions options;
@@ -11,7 +44,9 @@ Result<TrainOptions> TrainOptionsFromYaml(const YAML::Node& node, std::string_vi
   RETURN_IF_ERROR(config::RejectUnknownKeys(
       node, path,
       {"steps", "epochs", "batch_size", "backend", "log_every", "user_tables", "item_tables",
-       "pipeline", "wire_fp16", "sampling_correction", "eval_k", "eval_batch_users"}));
+       "pipeline", "wire_fp16", "sampling_correction", "eval_k", "eval_batch_users", "mode",
+       "staleness", "bsp_combine", "on_trainer_failure", "trainer_timeout_ms",
+       "clock_timeout_ms", "dense"}));
   RETURN_IF_ERROR(config::ReadOptional(node, path, "steps", &options.steps));
   RETURN_IF_ERROR(config::ReadOptional(node, path, "epochs", &options.epochs));
   RETURN_IF_ERROR(config::ReadOptional(node, path, "batch_size", &options.batch_size));
@@ -26,6 +61,16 @@ Result<TrainOptions> TrainOptionsFromYaml(const YAML::Node& node, std::string_vi
   RETURN_IF_ERROR(config::ReadOptional(node, path, "eval_k", &options.eval_k));
   RETURN_IF_ERROR(config::ReadOptional(node, path, "eval_batch_users", &options.eval_batch_users));
   const std::string where(path);
+  RETURN_IF_ERROR(ReadSyncOptions(node, where, &options.sync));
+  RETURN_IF_ERROR(config::ReadOptional(node, path, "dense", &options.dense));
+  if (options.dense != "auto" && options.dense != "local" && options.dense != "servers") {
+    return InvalidArgument(where + ".dense: '" + options.dense +
+                           "' is not one of auto, local, servers");
+  }
+  if (options.pipeline && options.sync.synchronised()) {
+    return InvalidArgument(where + ".pipeline: needs mode asp (bsp and ssp read every row after "
+                                   "the step it depends on)");
+  }
   if (options.batch_size < 2) return InvalidArgument(where + ".batch_size: must be >= 2");
   if (options.steps == 0 && options.epochs == 0) {
     return InvalidArgument(where + ": one of steps or epochs must be > 0");

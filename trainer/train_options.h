@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "common/status.h"
+#include "common/sync_options.h"
 
 namespace ember::trainer {
 
@@ -24,6 +25,18 @@ struct TrainOptions {
   bool sampling_correction = true;  // logQ correction when the data knows item frequencies
   uint32_t eval_k = 10;          // HR@k / NDCG@k on interaction data
   uint32_t eval_batch_users = 256;
+
+  // Many trainers (see common/sync_options.h). sync.trainers comes from cluster.trainers.
+  SyncOptions sync;
+  // Where the dense tower weights live: "local" (each trainer its own, trained by its backend),
+  // "servers" (one shared copy in the table `dense`, following sync.mode), or "auto": servers
+  // when more than one trainer runs.
+  std::string dense = "auto";
+  uint32_t rank = 0;  // this trainer's share of the data, in [0, sync.trainers)
+
+  bool dense_on_servers() const {
+    return dense == "servers" || (dense == "auto" && sync.trainers > 1);
+  }
 };
 
 Result<TrainOptions> TrainOptionsFromYaml(const YAML::Node& node, std::string_view path);

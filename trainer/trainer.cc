@@ -37,7 +37,7 @@ Status CheckTables(const ps::Client& client, const std::vector<std::string>& tab
 struct WindowAccumulator {
   uint32_t first_step = 0;
   uint32_t steps = 0;
-  double loss = 0, pull = 0, compute = 0, push = 0, unique = 0, device = 0;
+  double loss = 0, pull = 0, compute = 0, push = 0, wait = 0, unique = 0, device = 0;
   uint64_t samples = 0;
   Clock::time_point start = Clock::now();
 
@@ -50,6 +50,7 @@ struct WindowAccumulator {
     w.pull_ms = pull / n;
     w.compute_ms = compute / n;
     w.push_ms = push / n;
+    w.wait_ms = wait / n;
     w.unique_keys = unique / n;
     const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
     w.device_busy = seconds > 0 ? device / (seconds * 1000.0) : 0;
@@ -63,7 +64,9 @@ struct WindowAccumulator {
 Trainer::Trainer(ps::Client* client, Backend* backend, DataSource* data, const ModelConfig& model,
                  TrainOptions options)
     : client_(client), backend_(backend), data_(data), model_(model),
-      options_(std::move(options)) {}
+      options_(std::move(options)), clock_(client->start_clock()) {
+  if (options_.dense_on_servers()) dense_ = std::make_unique<DenseTable>(model_);
+}
 
 Result<std::unique_ptr<Trainer>> Trainer::Create(ps::Client* client, Backend* backend,
                                                  DataSource* data, const ModelConfig& model,
@@ -79,6 +82,17 @@ Result<std::unique_ptr<Trainer>> Trainer::Create(ps::Client* client, Backend* ba
                               model.embedding_dim, "user"));
   RETURN_IF_ERROR(CheckTables(*client, options.item_tables, model.item_slots,
                               model.embedding_dim, "item"));
+  if (options.dense_on_servers()) {
+    auto dense = client->FindTable(kDenseTableName);
+    if (!dense.ok() || (*dense)->dim != kDenseChunk) {
+      return FailedPrecondition(std::string("the dense weights live on the servers, but the "
+                                            "cluster has no table '") +
+                                kDenseTableName + "' of dim " + std::to_string(kDenseChunk));
+    }
+  }
+  if (options.pipeline && options.sync.synchronised()) {
+    return InvalidArgument("train.pipeline needs train.mode asp");
+  }
   return std::unique_ptr<Trainer>(new Trainer(client, backend, data, model, std::move(options)));
 }
 
@@ -96,8 +110,16 @@ Result<TrainSummary> Trainer::Run(uint32_t steps,
     Batch batch;
     TowerBatch user, item;
     std::vector<ps::Ticket> pulls, pushes;
+    std::vector<float> dense_rows, dense_grads;  // when dense_
   };
   StepBuffers buffers[3];
+  if (dense_) {
+    for (StepBuffers& b : buffers) {
+      b.dense_rows.resize(dense_->buffer_floats());
+      b.dense_grads.resize(dense_->buffer_floats());
+    }
+  }
+  const bool deferred = options_.sync.mode == SyncMode::kBsp;
   auto prepare = [&](StepBuffers& b) -> Status {
     RETURN_IF_ERROR(data_->Next(batch_size, &b.batch));
     b.user.Prepare(b.batch.user_keys, dim);
@@ -105,6 +127,8 @@ Result<TrainSummary> Trainer::Run(uint32_t steps,
     return Status::Ok();
   };
   auto start_pull = [&](StepBuffers& b) {
+    if (observer_.before_pull) observer_.before_pull(clock_);
+    if (dense_) dense_->StartPull(*client_, b.dense_rows, &b.pulls);
     b.user.StartPull(*client_, options_.user_tables, &b.pulls);
     b.item.StartPull(*client_, options_.item_tables, &b.pulls);
   };
@@ -145,6 +169,7 @@ Result<TrainSummary> Trainer::Run(uint32_t steps,
     }
 
     phase = Clock::now();
+    if (dense_) RETURN_IF_ERROR(dense_->Load(current.dense_rows, *backend_).WithContext(where));
     TowerInput item_input = current.item.Input();
     if (options_.sampling_correction) item_input.logit_offset = current.batch.item_log_frequency;
     ASSIGN_OR_RETURN(StepStats stats,
@@ -152,9 +177,14 @@ Result<TrainSummary> Trainer::Run(uint32_t steps,
     const double compute_ms = MillisSince(phase);
 
     ++clock_;
-    current.user.StartPush(*client_, options_.user_tables, clock_, &current.pushes);
-    current.item.StartPush(*client_, options_.item_tables, clock_, &current.pushes);
-    double push_ms = 0;
+    current.user.StartPush(*client_, options_.user_tables, clock_, deferred, &current.pushes);
+    current.item.StartPush(*client_, options_.item_tables, clock_, deferred, &current.pushes);
+    if (dense_) {
+      RETURN_IF_ERROR(dense_->StartPush(*client_, *backend_, current.dense_grads, clock_,
+                                        deferred, &current.pushes)
+                          .WithContext(where));
+    }
+    double push_ms = 0, wait_ms = 0;
     if (options_.pipeline) {
       phase = Clock::now();
       RETURN_IF_ERROR(WaitAll(previous.pushes).WithContext("step " + std::to_string(step - 1) +
@@ -165,6 +195,12 @@ Result<TrainSummary> Trainer::Run(uint32_t steps,
       phase = Clock::now();
       RETURN_IF_ERROR(WaitAll(current.pushes).WithContext(where + " push"));
       push_ms = MillisSince(phase);
+      if (observer_.step_done) observer_.step_done(clock_);
+      if (options_.sync.synchronised()) {
+        phase = Clock::now();
+        RETURN_IF_ERROR(SynchroniseClock().WithContext(where));
+        wait_ms = MillisSince(phase);
+      }
       if (step < steps) start_pull(next);  // sees every update of this step
     }
 
@@ -173,6 +209,7 @@ Result<TrainSummary> Trainer::Run(uint32_t steps,
     window.pull += pull_ms;
     window.compute += compute_ms;
     window.push += push_ms;
+    window.wait += wait_ms;
     window.device += stats.device_ms;
     window.unique += static_cast<double>(current.user.unique_keys() + current.item.unique_keys());
     window.samples += batch_size;
@@ -187,6 +224,7 @@ Result<TrainSummary> Trainer::Run(uint32_t steps,
     }
   }
   RETURN_IF_ERROR(drain_pushes().WithContext("final push"));
+  if (options_.sync.synchronised()) RETURN_IF_ERROR(client_->Leave(clock_).WithContext("leaving"));
   summary.steps = steps;
   summary.seconds = std::chrono::duration<double>(Clock::now() - run_start).count();
   summary.samples_per_second = summary.seconds > 0 ? summary.samples / summary.seconds : 0;
@@ -195,6 +233,15 @@ Result<TrainSummary> Trainer::Run(uint32_t steps,
     summary.last_window = summary.windows.back();
   }
   return summary;
+}
+
+Status Trainer::SynchroniseClock() {
+  ASSIGN_OR_RETURN(wire::ClockGrant grant,
+                   client_->ReportClock(clock_, options_.sync.clock_timeout));
+  if (options_.sync.mode != SyncMode::kBsp) return Status::Ok();
+  return client_->ApplyClock(
+      wire::ApplyClockRequest{clock_, std::move(grant.trainers), options_.sync.combine},
+      options_.sync.clock_timeout);
 }
 
 }  // namespace ember::trainer

@@ -8,6 +8,13 @@
 // pull waits for them to be acknowledged, so every step sees the rows its predecessor updated.
 // With `train.pipeline` the rows of step t+1 are pulled while step t computes and step t-1's
 // pushes are acknowledged meanwhile: more overlap, at the price of rows up to two steps stale.
+//
+// With many trainers (options.sync): in bsp the pushes are deferred, and after they are
+// acknowledged the trainer reports its clock to the scheduler, waits for the grant, and asks the
+// servers to apply the clock before it pulls the next step's rows; in ssp it reports and waits
+// for the grant only (pushes apply on arrival); in asp it never waits. With
+// options.dense_on_servers() the dense weights come from and go to the servers (DenseTable) in
+// the same steps. A trainer that runs out of steps leaves the run.
 #pragma once
 
 #include <functional>
@@ -18,6 +25,7 @@
 #include "ps/client.h"
 #include "trainer/backend.h"
 #include "trainer/data_source.h"
+#include "trainer/dense_table.h"
 #include "trainer/model_config.h"
 #include "trainer/train_options.h"
 
@@ -32,6 +40,7 @@ struct WindowStats {
   double pull_ms = 0;     // waiting for pulled rows, per step
   double compute_ms = 0;  // backend step, per step
   double push_ms = 0;     // waiting for push acknowledgements, per step
+  double wait_ms = 0;     // waiting for the other trainers (clock grant, bsp apply), per step
   double unique_keys = 0; // rows pulled per step, all slots
   double device_busy = 0; // share of wall time the backend's device was busy (GPU busy share)
 };
@@ -47,6 +56,12 @@ struct TrainSummary {
   std::string backend;
 };
 
+// Hooks for tests, called on the trainer's thread.
+struct ClockObserver {
+  std::function<void(uint64_t clock)> step_done;    // step `clock` pushed and acknowledged
+  std::function<void(uint64_t clock)> before_pull;  // about to pull the rows of step clock+1
+};
+
 class Trainer {
  public:
   // Checks that the tables exist, have the model's row width, and match the data's slot counts.
@@ -58,9 +73,13 @@ class Trainer {
   Result<TrainSummary> Run(uint32_t steps,
                            const std::function<void(const WindowStats&)>& on_window = {});
 
+  void set_clock_observer(ClockObserver observer) { observer_ = std::move(observer); }
+
  private:
   Trainer(ps::Client* client, Backend* backend, DataSource* data, const ModelConfig& model,
           TrainOptions options);
+  // After step clock_'s pushes were acknowledged: the clock report and, in bsp, its apply.
+  Status SynchroniseClock();
 
   ps::Client* client_;
   Backend* backend_;
@@ -68,6 +87,8 @@ class Trainer {
   ModelConfig model_;
   TrainOptions options_;
   uint64_t clock_ = 0;
+  std::unique_ptr<DenseTable> dense_;  // when the dense weights live on the servers
+  ClockObserver observer_;
 };
 
 }  // namespace ember::trainer

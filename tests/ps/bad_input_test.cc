@@ -149,3 +149,40 @@ TEST_F(BadInputTest, RequestsAServerDoesNotHandleAreNamed) {
 
 }  // namespace
 }  // namespace ember
+
+namespace ember {
+namespace {
+
+TEST_F(BadInputTest, ApplyClockWithoutTrainersIsRejectedAndServerKeepsServing) {
+  const uint64_t id = next_id_++;
+  auto reply = Exchange(wire::EncodeApplyClock({id, 1}, wire::ApplyClockRequest{3, {}, {}}));
+  EXPECT_EQ(reply.request_id, id);
+  EXPECT_EQ(reply.status.code(), StatusCode::kInvalidArgument) << reply.status.ToString();
+  ExpectStillServing();
+}
+
+TEST_F(BadInputTest, DeferredPushForAnAppliedClockIsRejected) {
+  std::vector<uint64_t> keys = {OwnedKey(Self())};
+  std::vector<float> grads(4, 1.0f);
+  auto applied = Exchange(wire::EncodeApplyClock({next_id_++, 1}, {5, {0}, Combine::kMean}));
+  EXPECT_TRUE(applied.status.ok()) << applied.status.ToString();
+  auto late = Exchange(wire::EncodePushSubset({next_id_++, 1}, "rows", keys, grads, 4, {}, 5,
+                                              wire::RowFormat::kF32, 0, true));
+  EXPECT_EQ(late.status.code(), StatusCode::kFailedPrecondition) << late.status.ToString();
+  ExpectStillServing();
+}
+
+TEST_F(BadInputTest, ClockRequestsToAServerOrAnAspSchedulerGetClearErrors) {
+  auto to_server = Exchange(wire::EncodeTrainerClock({next_id_++, 0}, {0, 1, false}));
+  EXPECT_EQ(to_server.status.code(), StatusCode::kInvalidArgument);
+  ExpectStillServing();
+
+  RpcChannel scheduler(context_, cluster_->scheduler_endpoint());
+  const uint64_t id = scheduler.NextRequestId();
+  auto reply = scheduler.Call(id, wire::EncodeTrainerClock({id, 0}, {7, 1, false}), Millis(5000));
+  ASSERT_TRUE(reply.ok()) << reply.status().ToString();
+  EXPECT_EQ(reply->status.code(), StatusCode::kFailedPrecondition) << reply->status.ToString();
+}
+
+}  // namespace
+}  // namespace ember

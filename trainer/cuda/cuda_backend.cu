@@ -208,22 +208,11 @@ class CudaBackend final : public Backend {
   }
 
   DenseWeights GetWeights() override {
-    DenseWeights weights;
-    if (!DownloadParameters().ok()) return weights;  // empty: the device has failed
-    for (Tower tower : {Tower::kUser, Tower::kItem}) {
-      for (const LayerSlice& slice : layers_[Index(tower)]) {
-        LinearWeights layer;
-        layer.in = slice.in;
-        layer.out = slice.out;
-        const float* weight = parameter_staging_.data() + slice.weight;
-        const float* bias = parameter_staging_.data() + slice.bias;
-        layer.weight.assign(weight, weight + size_t{slice.in} * slice.out);
-        layer.bias.assign(bias, bias + slice.out);
-        weights.tower(tower).push_back(std::move(layer));
-      }
-    }
-    return weights;
+    auto weights = DownloadLayers(parameters_);
+    return weights.ok() ? std::move(*weights) : DenseWeights{};  // empty: the device has failed
   }
+
+  Result<DenseWeights> DenseGradients() override { return DownloadLayers(gradients_); }
 
   Status SetWeights(const DenseWeights& weights) override {
     RETURN_IF_ERROR(CheckDenseWeightsShape(config_, weights));
@@ -545,13 +534,27 @@ class CudaBackend final : public Backend {
     return cuda::LaunchStatus("AdamKernel");
   }
 
-  Status DownloadParameters() {
+  // `source` (parameters_ or gradients_, laid out by layers_) as host layers.
+  Result<DenseWeights> DownloadLayers(DeviceArray<float>& source) {
     CUDA_RETURN_IF_ERROR(cudaSetDevice(device_));
-    CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(parameter_staging_.data(), parameters_.data(),
+    CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(parameter_staging_.data(), source.data(),
                                          parameter_count_ * sizeof(float), cudaMemcpyDeviceToHost,
                                          stream_));
     CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream_));
-    return Status::Ok();
+    DenseWeights layers;
+    for (Tower tower : {Tower::kUser, Tower::kItem}) {
+      for (const LayerSlice& slice : layers_[Index(tower)]) {
+        LinearWeights layer;
+        layer.in = slice.in;
+        layer.out = slice.out;
+        const float* weight = parameter_staging_.data() + slice.weight;
+        const float* bias = parameter_staging_.data() + slice.bias;
+        layer.weight.assign(weight, weight + size_t{slice.in} * slice.out);
+        layer.bias.assign(bias, bias + slice.out);
+        layers.tower(tower).push_back(std::move(layer));
+      }
+    }
+    return layers;
   }
 
   const ModelConfig config_;

@@ -1,0 +1,106 @@
+// PushAccumulator implementation.
+#include "ps/push_accumulator.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <unordered_map>
+
+namespace ember::ps {
+namespace {
+
+// Sums gradient rows per key, keeping the keys in first-seen order.
+class RowSum {
+ public:
+  void Add(std::span<const uint64_t> keys, std::span<const float> gradients, size_t dim) {
+    for (size_t i = 0; i < keys.size(); ++i) {
+      auto [it, inserted] = index_.emplace(keys[i], keys_.size());
+      if (inserted) {
+        keys_.push_back(keys[i]);
+        sums_.resize(sums_.size() + dim, 0.0f);
+      }
+      float* row = sums_.data() + it->second * dim;
+      const float* grad = gradients.data() + i * dim;
+      for (size_t d = 0; d < dim; ++d) row[d] += grad[d];
+    }
+  }
+  void Scale(float factor) {
+    for (float& value : sums_) value *= factor;
+  }
+  std::span<const uint64_t> keys() const { return keys_; }
+  std::span<const float> sums() const { return sums_; }
+
+ private:
+  std::unordered_map<uint64_t, size_t> index_;
+  std::vector<uint64_t> keys_;
+  std::vector<float> sums_;
+};
+
+}  // namespace
+
+Status PushAccumulator::Add(uint64_t clock, uint32_t trainer, const std::string& table,
+                            std::span<const uint64_t> keys, std::span<const float> gradients) {
+  std::lock_guard lock(mutex_);
+  if (clock <= applied_clock_) {
+    return FailedPrecondition("deferred push of trainer " + std::to_string(trainer) +
+                              " for clock " + std::to_string(clock) +
+                              " arrived after that clock was applied (applied through " +
+                              std::to_string(applied_clock_) + ")");
+  }
+  held_[Slot{clock, table, trainer}].push_back(
+      Piece{{keys.begin(), keys.end()}, {gradients.begin(), gradients.end()}});
+  return Status::Ok();
+}
+
+Status PushAccumulator::Apply(uint64_t clock, std::span<const uint32_t> trainers,
+                              Combine combine, const ApplyFn& apply) {
+  if (trainers.empty()) {
+    return InvalidArgument("apply of clock " + std::to_string(clock) + " lists no trainers");
+  }
+  std::lock_guard lock(mutex_);
+  if (clock <= applied_clock_) return Status::Ok();  // another trainer asked first
+  std::vector<uint32_t> listed(trainers.begin(), trainers.end());
+  std::sort(listed.begin(), listed.end());
+  const float factor = combine == Combine::kMean ? 1.0f / static_cast<float>(listed.size()) : 1.0f;
+
+  // held_ is ordered by (clock, table, trainer): one pass per table of this clock.
+  Status first_error;
+  auto it = held_.begin();
+  while (it != held_.end() && std::get<0>(it->first) < clock) {
+    spdlog::warn("dropping deferred pushes of clock {} (clock {} is applied first)",
+                 std::get<0>(it->first), clock);
+    it = held_.erase(it);
+  }
+  while (it != held_.end() && std::get<0>(it->first) == clock) {
+    const std::string table = std::get<1>(it->first);
+    RowSum sum;
+    for (; it != held_.end() && std::get<0>(it->first) == clock && std::get<1>(it->first) == table;
+         it = held_.erase(it)) {
+      if (!std::binary_search(listed.begin(), listed.end(), std::get<2>(it->first))) continue;
+      for (const Piece& piece : it->second) {
+        const size_t dim = piece.keys.empty() ? 0 : piece.gradients.size() / piece.keys.size();
+        sum.Add(piece.keys, piece.gradients, dim);
+      }
+    }
+    if (sum.keys().empty()) continue;
+    sum.Scale(factor);
+    Status applied = apply(table, sum.keys(), sum.sums());
+    if (!applied.ok() && first_error.ok()) first_error = applied;
+  }
+  applied_clock_ = clock;
+  return first_error;
+}
+
+uint64_t PushAccumulator::applied_clock() const {
+  std::lock_guard lock(mutex_);
+  return applied_clock_;
+}
+
+size_t PushAccumulator::pending_pushes() const {
+  std::lock_guard lock(mutex_);
+  size_t pieces = 0;
+  for (const auto& [slot, held] : held_) pieces += held.size();
+  return pieces;
+}
+
+}  // namespace ember::ps

@@ -1,0 +1,61 @@
+// PushAccumulator: a server's held-back bsp pushes, combined and applied once per clock.
+//
+// In a bsp run a trainer's push is deferred: the server copies it here, keyed by (clock, table,
+// trainer), and acknowledges it. Once every trainer of the step has pushed, the trainers ask the
+// server to apply the clock (ApplyClock): the pushes of the listed trainers are summed per key,
+// divided by their number for `mean`, and applied with one optimizer step per key through the
+// table's ordinary push. Pushes of that clock from trainers not listed (one that died mid-step)
+// are dropped. Applying a clock twice is a no-op, and the second caller returns only after the
+// first has finished, so an acknowledged apply always means "applied".
+//
+// Thread-safety: all methods may be called from any thread; Apply runs under the lock.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <span>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "common/status.h"
+#include "common/sync_options.h"
+
+namespace ember::ps {
+
+class PushAccumulator {
+ public:
+  // Applies one combined push (unique keys, keys.size() * dim gradient values) to a table.
+  using ApplyFn = std::function<Status(const std::string& table, std::span<const uint64_t> keys,
+                                       std::span<const float> gradients)>;
+
+  // Holds a copy of a deferred push. FailedPrecondition if `clock` was already applied.
+  Status Add(uint64_t clock, uint32_t trainer, const std::string& table,
+             std::span<const uint64_t> keys, std::span<const float> gradients);
+
+  // Combines and applies the pushes of `clock` from `trainers` (table by table, in name order),
+  // and drops that clock's other pushes and those of older clocks still held. InvalidArgument
+  // for an empty trainer list; the first error of `apply` otherwise.
+  Status Apply(uint64_t clock, std::span<const uint32_t> trainers, Combine combine,
+               const ApplyFn& apply);
+
+  // Highest clock applied so far (0: none).
+  uint64_t applied_clock() const;
+  // Pushes held, for stats and tests.
+  size_t pending_pushes() const;
+
+ private:
+  struct Piece {
+    std::vector<uint64_t> keys;
+    std::vector<float> gradients;
+  };
+  using Slot = std::tuple<uint64_t, std::string, uint32_t>;  // clock, table, trainer
+
+  mutable std::mutex mutex_;
+  uint64_t applied_clock_ = 0;               // guarded by mutex_
+  std::map<Slot, std::vector<Piece>> held_;  // guarded by mutex_
+};
+
+}  // namespace ember::ps

@@ -1,0 +1,77 @@
+// TrainerClocks: the scheduler's view of the trainers of a synchronised (bsp/ssp) run: who is a
+// member, each one's clock, who is alive, and whether a trainer may start its next step.
+//
+// A trainer joins when it registers (once the expected number has joined, a late one starts at the
+// clock of the slowest live trainer), reports
+// its clock after each step's pushes were acknowledged, and leaves when its data is done. One that
+// sends nothing (no heartbeat, no clock, no registration) for `trainer_timeout` is dead: with the
+// `continue` policy it is dropped, with `stop` the run fails with an error naming it.
+//
+// Pure bookkeeping with the time passed in, so tests drive it directly. Not thread-safe: the
+// scheduler calls it from its one thread.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+#include "common/sync_options.h"
+#include "common/wire.h"
+
+namespace ember::scheduler {
+
+class TrainerClocks {
+ public:
+  using TimePoint = std::chrono::steady_clock::time_point;
+
+  explicit TrainerClocks(SyncOptions options) : options_(options) {}
+
+  // Makes `trainer` a member (again: a resent registration keeps its clock) and returns the clock
+  // it starts from.
+  uint64_t Join(uint32_t trainer, const std::string& name, TimePoint now);
+  // Any sign of life. NotFound for a trainer that never joined; FailedPrecondition for one that
+  // left or was declared dead.
+  Status Heartbeat(uint32_t trainer, TimePoint now);
+  // `trainer` completed step `clock` (its pushes are acknowledged). InvalidArgument if the clock
+  // goes backwards; errors as for Heartbeat.
+  Status Report(uint32_t trainer, uint64_t clock, TimePoint now);
+  // `trainer` finished its data after `clock` steps; nobody waits for it any more.
+  Status Leave(uint32_t trainer, uint64_t clock, TimePoint now);
+  // Declares dead every live member silent for longer than trainer_timeout; returns their ids.
+  std::vector<uint32_t> ExpireSilent(TimePoint now);
+
+  // For a trainer that completed `clock`: the grant when it may start its next step, nullopt
+  // while it must wait, or Aborted once the run failed (stop policy).
+  Result<std::optional<wire::ClockGrant>> TryGrant(uint64_t clock) const;
+
+  Status failure() const { return failure_; }
+  bool is_member(uint32_t trainer) const;
+  // A member's clock (steps completed, or the clock it joined at).
+  uint64_t clock_of(uint32_t trainer) const { return members_[trainer]->clock; }
+  // Slowest live member's clock (0 with none).
+  uint64_t min_live_clock() const;
+
+ private:
+  enum class State { kLive, kLeft, kDead };
+  struct Member {
+    std::string name;
+    State state = State::kLive;
+    uint64_t first_clock = 1;  // first step it takes part in
+    uint64_t clock = 0;        // steps completed
+    TimePoint last_seen;
+  };
+
+  Result<Member*> Find(uint32_t trainer, TimePoint now);
+  std::string Describe(uint32_t trainer) const;
+
+  const SyncOptions options_;
+  std::vector<std::optional<Member>> members_;  // by trainer id
+  uint32_t joined_ = 0;
+  uint64_t highest_clock_ = 0;  // of any member ever: where a trainer joining an empty run starts
+  Status failure_;
+};
+
+}  // namespace ember::scheduler

@@ -1,0 +1,58 @@
+// PushAccumulator: deferred pushes combined per clock, non-listed trainers dropped, idempotence.
+#include "ps/push_accumulator.h"
+
+#include <gtest/gtest.h>
+
+#include <map>
+
+namespace ember::ps {
+namespace {
+
+// Collects what an apply hands to the tables: key -> gradient row (dim 2).
+struct Applied {
+  std::map<uint64_t, std::vector<float>> rows;
+  int calls = 0;
+  PushAccumulator::ApplyFn Fn() {
+    return [this](const std::string&, std::span<const uint64_t> keys,
+                  std::span<const float> gradients) {
+      ++calls;
+      for (size_t i = 0; i < keys.size(); ++i) {
+        rows[keys[i]] = {gradients[2 * i], gradients[2 * i + 1]};
+      }
+      return Status::Ok();
+    };
+  }
+};
+
+TEST(PushAccumulatorTest, MeanDividesTheSumPerKeyByTheNumberOfTrainers) {
+  PushAccumulator accumulator;
+  std::vector<uint64_t> a_keys = {1, 2}, b_keys = {2};
+  std::vector<float> a = {1, 1, 2, 2}, b = {4, 6};
+  ASSERT_TRUE(accumulator.Add(1, 0, "t", a_keys, a).ok());
+  ASSERT_TRUE(accumulator.Add(1, 1, "t", b_keys, b).ok());
+  Applied applied;
+  std::vector<uint32_t> trainers = {0, 1};
+  ASSERT_TRUE(accumulator.Apply(1, trainers, Combine::kMean, applied.Fn()).ok());
+  EXPECT_EQ(applied.rows[1], (std::vector<float>{0.5f, 0.5f}));
+  EXPECT_EQ(applied.rows[2], (std::vector<float>{3.0f, 4.0f}));
+  EXPECT_EQ(accumulator.pending_pushes(), 0u);
+}
+
+TEST(PushAccumulatorTest, PushesOfUnlistedTrainersAreDroppedAndApplyIsIdempotent) {
+  PushAccumulator accumulator;
+  std::vector<uint64_t> keys = {7};
+  std::vector<float> a = {1, 1}, dead = {100, 100};
+  ASSERT_TRUE(accumulator.Add(3, 0, "t", keys, a).ok());
+  ASSERT_TRUE(accumulator.Add(3, 2, "t", keys, dead).ok());
+  Applied applied;
+  std::vector<uint32_t> trainers = {0};
+  ASSERT_TRUE(accumulator.Apply(3, trainers, Combine::kSum, applied.Fn()).ok());
+  ASSERT_TRUE(accumulator.Apply(3, trainers, Combine::kSum, applied.Fn()).ok());
+  EXPECT_EQ(applied.calls, 1);
+  EXPECT_EQ(applied.rows[7], (std::vector<float>{1.0f, 1.0f}));
+  EXPECT_EQ(accumulator.Add(3, 0, "t", keys, a).code(), StatusCode::kFailedPrecondition);
+  EXPECT_EQ(accumulator.applied_clock(), 3u);
+}
+
+}  // namespace
+}  // namespace ember::ps
