@@ -201,6 +201,74 @@ TEST(ClusterProcessTest, ClusterStopsEveryProcessOnSigterm) {
   }
 }
 
+// Waits until `log` holds `text`, the process is gone, or `timeout` passed; true when found.
+bool WaitForLogLine(ChildProcess& process, const std::string& log, const std::string& text,
+                    milliseconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (std::chrono::steady_clock::now() < deadline && process.running()) {
+    if (testing::ReadFile(log).find(text) != std::string::npos) return true;
+    std::this_thread::sleep_for(milliseconds(50));
+  }
+  return testing::ReadFile(log).find(text) != std::string::npos;
+}
+
+// A trainer killed with SIGKILL in the middle of a bsp run of two: the scheduler notices its
+// silence, and per train.on_trainer_failure the other trainer either stops with an error naming
+// the dead one or finishes its steps alone. Either way nothing hangs.
+class TrainerKilledTest : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(TrainerKilledTest, TheRunStopsOrGoesOnAndNeverHangs) {
+  const std::string policy = GetParam();
+  testing::TempDir dir;
+  std::string text = kSmallConfig;
+  text.replace(text.find("  servers: 2\n"), 12, "  servers: 2\n  trainers: 2\n");
+  text.replace(text.find("  steps: 300\n"), 13,
+               "  steps: 300\n  mode: bsp\n  on_trainer_failure: " + policy +
+                   "\n  trainer_timeout_ms: 1000\n  clock_timeout_ms: 60000\n");
+  const std::string config = WriteConfig(dir, text);
+  const std::string endpoint_file = dir.path() + "/scheduler";
+  const std::string log = dir.path() + "/cluster.log";
+  const std::string victim_log = dir.path() + "/victim.log";
+  const std::string survivor_log = dir.path() + "/survivor.log";
+  ChildProcess scheduler(
+      {EMBER_BINARY, "scheduler", "--config", config, "--endpoint-file", endpoint_file}, log);
+  std::string endpoint = WaitForFile(endpoint_file, seconds(20));
+  ASSERT_FALSE(endpoint.empty()) << testing::ReadFile(log);
+  endpoint.erase(endpoint.find_last_not_of("\n") + 1);
+  ChildProcess server0({EMBER_BINARY, "server", "--scheduler", endpoint, "--threads", "1"}, log);
+  ChildProcess server1({EMBER_BINARY, "server", "--scheduler", endpoint, "--threads", "1"}, log);
+  const std::string summary = dir.path() + "/survivor.json";
+  ChildProcess survivor({EMBER_BINARY, "train", "--config", config, "--scheduler", endpoint,
+                         "--rank", "0", "--name", "survivor", "--summary-json", summary},
+                        survivor_log);
+  ChildProcess victim({EMBER_BINARY, "train", "--config", config, "--scheduler", endpoint,
+                       "--rank", "1", "--name", "victim"},
+                      victim_log);
+  // Kill the victim once it has trained a few windows (a progress line per 30 steps).
+  ASSERT_TRUE(WaitForLogLine(victim, victim_log, "step ", seconds(120)))
+      << testing::ReadFile(victim_log) << testing::ReadFile(log);
+  ASSERT_TRUE(victim.running()) << testing::ReadFile(victim_log);
+  victim.Signal(SIGKILL);
+  EXPECT_GE(victim.WaitExit(seconds(10)), 0);
+
+  const int code = survivor.WaitExit(seconds(120));
+  ASSERT_GE(code, 0) << "the surviving trainer hung\n" << testing::ReadFile(survivor_log);
+  const std::string scheduler_log = testing::ReadFile(log);
+  EXPECT_NE(scheduler_log.find("('victim') is gone"), std::string::npos)
+      << scheduler_log;
+  if (policy == "continue") {
+    EXPECT_EQ(code, 0) << testing::ReadFile(survivor_log);
+    EXPECT_EQ(JsonNumber(testing::ReadFile(summary), "steps"), 300);
+  } else {
+    EXPECT_NE(code, 0);
+    const std::string said = testing::ReadFile(survivor_log);
+    EXPECT_NE(said.find("'victim'"), std::string::npos) << said;
+    EXPECT_NE(said.find("on_trainer_failure: stop"), std::string::npos) << said;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Policies, TrainerKilledTest, ::testing::Values("stop", "continue"));
+
 TEST(ClusterProcessTest, MovieLens100kBeatsMostPopular) {
   const std::string data_root = std::string(EMBER_SOURCE_DIR) + "/../shared/data";
   if (!std::filesystem::exists(data_root + "/ml-100k/u.data")) {
