@@ -4,6 +4,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <regex>
 #include <thread>
 
@@ -72,6 +73,40 @@ std::string WaitForFile(const std::string& path, milliseconds timeout) {
   return "";
 }
 
+// A scheduler and two servers of `config` as processes, logging to `log`; endpoint() is empty
+// when the scheduler did not come up. They are stopped by PID when this goes out of scope.
+class ServerProcesses {
+ public:
+  ServerProcesses(const testing::TempDir& dir, const std::string& config, const std::string& log) {
+    const std::string endpoint_file = dir.path() + "/scheduler";
+    processes_.push_back(std::make_unique<ChildProcess>(
+        std::vector<std::string>{EMBER_BINARY, "scheduler", "--config", config,
+                                 "--endpoint-file", endpoint_file},
+        log));
+    endpoint_ = WaitForFile(endpoint_file, seconds(20));
+    if (endpoint_.empty()) return;
+    endpoint_.erase(endpoint_.find_last_not_of("\n") + 1);
+    for (int i = 0; i < 2; ++i) {
+      processes_.push_back(std::make_unique<ChildProcess>(
+          std::vector<std::string>{EMBER_BINARY, "server", "--scheduler", endpoint_, "--threads",
+                                   "1"},
+          log));
+    }
+  }
+  const std::string& endpoint() const { return endpoint_; }
+  // Whether the scheduler and both servers are still up.
+  bool running() {
+    for (auto& process : processes_) {
+      if (!process->running()) return false;
+    }
+    return processes_.size() == 3;
+  }
+
+ private:
+  std::vector<std::unique_ptr<ChildProcess>> processes_;
+  std::string endpoint_;
+};
+
 TEST(ClusterProcessTest, HelpAndUsageErrors) {
   testing::TempDir dir;
   const std::string log = dir.path() + "/out.log";
@@ -100,15 +135,10 @@ TEST(ClusterProcessTest, ConfigErrorsNameTheField) {
 TEST(ClusterProcessTest, SeparateProcessesTrainAndTheLossFalls) {
   testing::TempDir dir;
   const std::string config = WriteConfig(dir, kSmallConfig);
-  const std::string endpoint_file = dir.path() + "/scheduler";
   const std::string log = dir.path() + "/cluster.log";
-  ChildProcess scheduler(
-      {EMBER_BINARY, "scheduler", "--config", config, "--endpoint-file", endpoint_file}, log);
-  std::string endpoint = WaitForFile(endpoint_file, seconds(20));
+  ServerProcesses servers(dir, config, log);
+  const std::string& endpoint = servers.endpoint();
   ASSERT_FALSE(endpoint.empty()) << testing::ReadFile(log);
-  endpoint.erase(endpoint.find_last_not_of("\n") + 1);
-  ChildProcess server0({EMBER_BINARY, "server", "--scheduler", endpoint, "--threads", "1"}, log);
-  ChildProcess server1({EMBER_BINARY, "server", "--scheduler", endpoint, "--threads", "1"}, log);
   const std::string summary = dir.path() + "/summary.json";
   ChildProcess trainer({EMBER_BINARY, "train", "--config", config, "--scheduler", endpoint,
                         "--summary-json", summary},
@@ -129,7 +159,7 @@ TEST(ClusterProcessTest, SeparateProcessesTrainAndTheLossFalls) {
     rest = match.suffix();
   }
   EXPECT_EQ(shards_with_rows, 2) << json;
-  EXPECT_TRUE(server0.running() && server1.running() && scheduler.running());
+  EXPECT_TRUE(servers.running());
 }
 
 TEST(ClusterProcessTest, PipelinedTrainingAlsoLearns) {
@@ -226,17 +256,12 @@ TEST_P(TrainerKilledTest, TheRunStopsOrGoesOnAndNeverHangs) {
                "  steps: 300\n  mode: bsp\n  on_trainer_failure: " + policy +
                    "\n  trainer_timeout_ms: 1000\n  clock_timeout_ms: 60000\n");
   const std::string config = WriteConfig(dir, text);
-  const std::string endpoint_file = dir.path() + "/scheduler";
   const std::string log = dir.path() + "/cluster.log";
   const std::string victim_log = dir.path() + "/victim.log";
   const std::string survivor_log = dir.path() + "/survivor.log";
-  ChildProcess scheduler(
-      {EMBER_BINARY, "scheduler", "--config", config, "--endpoint-file", endpoint_file}, log);
-  std::string endpoint = WaitForFile(endpoint_file, seconds(20));
+  ServerProcesses servers(dir, config, log);
+  const std::string& endpoint = servers.endpoint();
   ASSERT_FALSE(endpoint.empty()) << testing::ReadFile(log);
-  endpoint.erase(endpoint.find_last_not_of("\n") + 1);
-  ChildProcess server0({EMBER_BINARY, "server", "--scheduler", endpoint, "--threads", "1"}, log);
-  ChildProcess server1({EMBER_BINARY, "server", "--scheduler", endpoint, "--threads", "1"}, log);
   const std::string summary = dir.path() + "/survivor.json";
   ChildProcess survivor({EMBER_BINARY, "train", "--config", config, "--scheduler", endpoint,
                          "--rank", "0", "--name", "survivor", "--summary-json", summary},
