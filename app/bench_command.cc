@@ -30,6 +30,7 @@
 #include "app/local_cluster.h"
 #include "app/process_setup.h"
 #include "common/transport.h"
+#include "embedding/embedding_table.h"
 #include "embedding/optimizer.h"
 #include "embedding/table_config.h"
 #include "ps/client.h"
@@ -147,6 +148,34 @@ class EmberPushDriver : public RequestDriver {
   std::string table_;
   std::vector<float> gradients_;
   uint64_t clock_ = 0;
+};
+
+// The same requests straight against a table in this process.
+class TablePullDriver : public RequestDriver {
+ public:
+  TablePullDriver(embedding::EmbeddingTable* table, uint32_t keys)
+      : table_(table), rows_(size_t{keys} * table->dim()) {}
+  Status Request(std::span<const uint64_t> keys) override {
+    return table_->Pull(keys, std::span<float>(rows_).first(keys.size() * table_->dim()));
+  }
+
+ private:
+  embedding::EmbeddingTable* table_;
+  std::vector<float> rows_;
+};
+
+class TablePushDriver : public RequestDriver {
+ public:
+  TablePushDriver(embedding::EmbeddingTable* table, uint32_t keys)
+      : table_(table), gradients_(size_t{keys} * table->dim(), 1e-3f) {}
+  Status Request(std::span<const uint64_t> keys) override {
+    return table_->Push(keys,
+                        std::span<const float>(gradients_).first(keys.size() * table_->dim()));
+  }
+
+ private:
+  embedding::EmbeddingTable* table_;
+  std::vector<float> gradients_;
 };
 
 // Where the share of `part` of `parts` of `total` items starts: shares differ by at most one.
@@ -452,6 +481,38 @@ Result<PopulateFigures> Populate(const BenchConfig& config,
   return figures;
 }
 
+// Runs the first client's requests straight against an EmbeddingTable holding the same rows as
+// the cluster (the populated keys, in as many partitions), on one thread: the lookup limit.
+Status RunLookupPhases(const BenchConfig& config, const std::vector<KeyBatch>& batches,
+                       BenchReport* report) {
+  ASSIGN_OR_RETURN(TableSpec spec, BenchTable(config));
+  embedding::EmbeddingTable table(spec, scheduler::SchedulerOptions().num_partitions);
+  const trainer::ZipfSampler sampler(config.vocabulary, config.exponent, true, config.seed);
+  KeyBatch keys;
+  std::vector<float> rows;
+  for (uint64_t rank = 0; rank < config.populate; rank += keys.size()) {
+    keys.clear();
+    for (uint64_t i = rank; i < std::min(config.populate, rank + config.keys_per_request); ++i) {
+      keys.push_back(sampler.KeyOfRank(i));
+    }
+    rows.resize(keys.size() * config.dim);
+    RETURN_IF_ERROR(table.Pull(keys, rows).WithContext("populating the lookup table"));
+  }
+  BenchConfig one_client = config;
+  one_client.clients = 1;
+  const std::vector<std::vector<KeyBatch>> first_client_batches = {batches};
+  std::vector<std::unique_ptr<RequestDriver>> pull, push;
+  pull.push_back(std::make_unique<TablePullDriver>(&table, config.keys_per_request));
+  push.push_back(std::make_unique<TablePushDriver>(&table, config.keys_per_request));
+  for (auto [drivers, figures] :
+       {std::pair{&pull, &report->pull}, std::pair{&push, &report->push}}) {
+    PhaseOutcome phase = RunPhase(one_client, *drivers, first_client_batches);
+    RETURN_IF_ERROR(phase.status.WithContext("lookups alone"));
+    figures->lookup_keys_per_second = phase.seconds > 0 ? phase.keys / phase.seconds : 0;
+  }
+  return Status::Ok();
+}
+
 Status RunBench(BenchConfig& config, BenchReport* report) {
   std::unique_ptr<LocalCluster> cluster;
   std::string scheduler_endpoint = config.scheduler;
@@ -548,6 +609,7 @@ Status RunBench(BenchConfig& config, BenchReport* report) {
   FillRaw(raw_pull, config.dim, &report->pull);
   ASSIGN_OR_RETURN(PhaseOutcome raw_push, RunEchoPhase(config, EchoDriver::Mode::kPush, batches));
   FillRaw(raw_push, config.dim, &report->push);
+  if (config.scheduler.empty()) RETURN_IF_ERROR(RunLookupPhases(config, batches.front(), report));
   return Status::Ok();
 }
 

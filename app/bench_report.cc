@@ -61,7 +61,8 @@ std::string OperationJson(const OperationFigures& op) {
     << JsonNumber(op.server_cpu_seconds_per_million_keys)
     << ", \"raw_keys_per_second\": " << JsonNumber(op.raw_keys_per_second)
     << ", \"raw_gb_per_second\": " << JsonNumber(op.raw_gb_per_second)
-    << ", \"ratio_to_raw\": " << JsonNumber(op.ratio_to_raw) << "}";
+    << ", \"ratio_to_raw\": " << JsonNumber(op.ratio_to_raw)
+    << ", \"lookup_keys_per_second\": " << JsonNumber(op.lookup_keys_per_second) << "}";
   return j.str();
 }
 
@@ -98,7 +99,12 @@ std::string FormatBenchTable(const BenchReport& report) {
        {std::pair{"pull", &report.pull}, std::pair{"push", &report.push}}) {
     t << "  " << name << " " << Format("%.2f", op->ratio_to_raw) << "x of raw ZeroMQ ("
       << op->requests << " requests, " << op->keys << " keys in " << Format("%.2f", op->seconds)
-      << " s)\n";
+      << " s)";
+    if (op->lookup_keys_per_second) {
+      t << "; the lookups alone (one thread, no network): "
+        << Format("%.0f", *op->lookup_keys_per_second) << " keys/s";
+    }
+    t << "\n";
   }
   const MemoryFigures& m = report.memory;
   t << "\n  memory  " << m.rows << " rows stored, " << Format("%.1f", m.bytes_per_row)

@@ -46,6 +46,9 @@ struct OperationFigures {
   double raw_keys_per_second = 0;  // the echo peer under the same traffic
   double raw_gb_per_second = 0;
   double ratio_to_raw = 0;  // keys_per_second / raw_keys_per_second
+  // The same requests against a table of the same rows in this process, one thread, no network:
+  // what the lookups and updates alone allow. Only for an in-process cluster.
+  std::optional<double> lookup_keys_per_second;
 };
 
 struct MemoryFigures {

@@ -64,7 +64,7 @@ TEST(BenchTest, ShortRunWritesEveryFigure) {
     ASSERT_FALSE(figures.empty()) << operation << " missing in " << json;
     for (const char* field : {"keys_per_second", "gb_per_second", "p50", "p99", "p999",
                               "server_cpu_seconds_per_million_keys", "raw_keys_per_second",
-                              "ratio_to_raw"}) {
+                              "ratio_to_raw", "lookup_keys_per_second"}) {
       EXPECT_GT(JsonNumber(figures, field), 0) << operation << "." << field << " in " << figures;
     }
     EXPECT_EQ(JsonNumber(figures, "keys"), 20 * 1024) << figures;
