@@ -7,6 +7,7 @@
 
 #include "common/check.h"
 #include "common/hash.h"
+#include "embedding/embedding_table_internal.h"
 #include "embedding/initializer.h"
 #include "embedding/table_config.h"
 
@@ -27,15 +28,6 @@ constexpr uint32_t kMaxLockStripes = 64;
 // How many keys ahead of use index entries and rows are prefetched.
 constexpr uint32_t kPrefetchDistance = 8;
 
-// A request's key positions grouped by lock stripe (a stable counting sort, so duplicate keys keep
-// their order), with each key's partition and, once looked up, its row. Reused per thread.
-struct RequestGroups {
-  std::vector<uint32_t> partition;  // by position in the request
-  std::vector<uint32_t> order;      // positions, stripe after stripe
-  std::vector<uint32_t> bounds;     // stripe s holds order[bounds[s], bounds[s + 1])
-  std::vector<float*> rows;         // rows[j] is the row of position order[j]
-};
-
 void PrefetchRow(const float* row, size_t floats) {
   const char* bytes = reinterpret_cast<const char*>(row);
   for (size_t offset = 0; offset < floats * sizeof(float); offset += 64) {
@@ -46,16 +38,22 @@ void PrefetchRow(const float* row, size_t floats) {
 }  // namespace
 
 EmbeddingTable::EmbeddingTable(const TableSpec& spec, uint32_t num_partitions)
+    : EmbeddingTable(spec, num_partitions, nullptr) {}
+
+EmbeddingTable::EmbeddingTable(const TableSpec& spec, uint32_t num_partitions,
+                               const TierOptions* tier)
     : spec_(spec),
       table_id_(HashName(spec.name)),
       optimizer_(MakeOptimizer(spec)),
       floats_per_row_(spec.dim + optimizer_.state_floats()),
+      stored_floats_(floats_per_row_ + (tier != nullptr ? 1 : 0)),
       num_partitions_(num_partitions),
       num_stripes_(std::clamp(num_partitions, 1u, kMaxLockStripes)),
       stripes_(std::make_unique<Stripe[]>(num_stripes_)) {
   EMBER_CHECK(num_partitions >= 1, "table", spec.name, "needs at least one partition");
   stores_.reserve(num_partitions);
-  for (uint32_t p = 0; p < num_partitions; ++p) stores_.emplace_back(floats_per_row_);
+  for (uint32_t p = 0; p < num_partitions; ++p) stores_.emplace_back(stored_floats_);
+  if (tier != nullptr) InitTier(*tier);
 }
 
 uint32_t EmbeddingTable::PartitionOf(uint64_t key) const {
@@ -73,23 +71,11 @@ float* EmbeddingTable::FindOrCreateRow(uint32_t partition, uint64_t key) {
 }
 
 template <typename Use>
-void EmbeddingTable::ForEachRequestRow(std::span<const uint64_t> keys, size_t prefetch_floats,
-                                       Use&& use) {
-  thread_local RequestGroups groups;
-  const uint32_t n = static_cast<uint32_t>(keys.size());
-  groups.partition.resize(n);
-  groups.order.resize(n);
-  groups.rows.resize(n);
-  groups.bounds.assign(num_stripes_ + 1, 0);
-  for (uint32_t i = 0; i < n; ++i) {
-    groups.partition[i] = PartitionOf(keys[i]);
-    ++groups.bounds[groups.partition[i] % num_stripes_ + 1];
-  }
-  for (uint32_t s = 0; s < num_stripes_; ++s) groups.bounds[s + 1] += groups.bounds[s];
-  thread_local std::vector<uint32_t> next_slot;  // per stripe, where its next position goes
-  next_slot.assign(groups.bounds.begin(), groups.bounds.end() - 1);
-  for (uint32_t i = 0; i < n; ++i)
-    groups.order[next_slot[groups.partition[i] % num_stripes_]++] = i;
+Status EmbeddingTable::ForEachRequestRow(std::span<const uint64_t> keys, size_t prefetch_floats,
+                                         bool push, Use&& use) {
+  internal::RequestGroups& groups = internal::GroupByStripe(
+      keys, num_stripes_, [this](uint64_t key) { return PartitionOf(key); });
+  if (tier_ != nullptr) return ForEachTieredRequestRow(keys, groups, push, use);
   for (uint32_t s = 0; s < num_stripes_; ++s) {
     const uint32_t begin = groups.bounds[s];
     const uint32_t end = groups.bounds[s + 1];
@@ -109,6 +95,7 @@ void EmbeddingTable::ForEachRequestRow(std::span<const uint64_t> keys, size_t pr
       use(groups.order[j], groups.rows[j]);
     }
   }
+  return Status::Ok();
 }
 
 Status EmbeddingTable::Pull(std::span<const uint64_t> keys, std::span<float> out) {
@@ -119,10 +106,9 @@ Status EmbeddingTable::Pull(std::span<const uint64_t> keys, std::span<float> out
                            std::to_string(keys.size() * dim) + " floats, got " +
                            std::to_string(out.size()));
   }
-  ForEachRequestRow(keys, dim, [&](uint32_t position, const float* row) {
+  return ForEachRequestRow(keys, dim, /*push=*/false, [&](uint32_t position, const float* row) {
     std::copy_n(row, dim, out.data() + size_t{position} * dim);
   });
-  return Status::Ok();
 }
 
 Status EmbeddingTable::Push(std::span<const uint64_t> keys, std::span<const float> grads) {
@@ -134,11 +120,10 @@ Status EmbeddingTable::Push(std::span<const uint64_t> keys, std::span<const floa
                            std::to_string(grads.size()));
   }
   const uint32_t state_floats = optimizer_.state_floats();
-  ForEachRequestRow(keys, floats_per_row_, [&](uint32_t position, float* row) {
+  return ForEachRequestRow(keys, floats_per_row_, /*push=*/true, [&](uint32_t position, float* row) {
     optimizer_.Apply(std::span<float>(row, dim), std::span<float>(row + dim, state_floats),
                      grads.subspan(size_t{position} * dim, dim));
   });
-  return Status::Ok();
 }
 
 uint64_t EmbeddingTable::bytes() const {
@@ -150,19 +135,22 @@ uint64_t EmbeddingTable::bytes() const {
   return total + num_partitions_ * sizeof(RowStore) + num_stripes_ * sizeof(Stripe);
 }
 
-void EmbeddingTable::ForEachRowInPartition(uint32_t partition, const RowVisitor& visit) const {
+Status EmbeddingTable::ForEachRowInPartition(uint32_t partition, const RowVisitor& visit) const {
   EMBER_CHECK(partition < num_partitions_, "partition", partition, "of table", spec_.name,
               "out of range");
+  if (tier_ != nullptr) return ForEachTieredRowInPartition(partition, visit);
   const uint32_t dim = spec_.dim;
   const uint32_t state_floats = optimizer_.state_floats();
   std::lock_guard<std::mutex> lock(StripeLock(partition));
   std::as_const(stores_[partition]).ForEach([&](uint64_t key, const float* row) {
     visit(key, std::span<const float>(row, dim), std::span<const float>(row + dim, state_floats));
   });
+  return Status::Ok();
 }
 
-void EmbeddingTable::ForEachRow(const RowVisitor& visit) const {
-  for (uint32_t p = 0; p < num_partitions(); ++p) ForEachRowInPartition(p, visit);
+Status EmbeddingTable::ForEachRow(const RowVisitor& visit) const {
+  for (uint32_t p = 0; p < num_partitions(); ++p) RETURN_IF_ERROR(ForEachRowInPartition(p, visit));
+  return Status::Ok();
 }
 
 Status EmbeddingTable::Restore(uint64_t key, std::span<const float> row,
@@ -174,6 +162,7 @@ Status EmbeddingTable::Restore(uint64_t key, std::span<const float> row,
         std::to_string(spec_.dim) + " and " + std::to_string(optimizer_.state_floats()));
   }
   const uint32_t partition = PartitionOf(key);
+  if (tier_ != nullptr) return RestoreTiered(partition, key, row, state);
   std::lock_guard<std::mutex> lock(StripeLock(partition));
   auto [stored, inserted] = stores_[partition].FindOrInsert(key);
   if (inserted) rows_.fetch_add(1, std::memory_order_relaxed);
@@ -182,14 +171,15 @@ Status EmbeddingTable::Restore(uint64_t key, std::span<const float> row,
   return Status::Ok();
 }
 
-size_t EmbeddingTable::Erase(uint32_t partition) {
+Result<uint64_t> EmbeddingTable::Erase(uint32_t partition) {
   EMBER_CHECK(partition < num_partitions_, "partition", partition, "of table", spec_.name,
               "out of range");
+  if (tier_ != nullptr) return EraseTiered(partition);
   std::lock_guard<std::mutex> lock(StripeLock(partition));
   const size_t erased = stores_[partition].size();
   stores_[partition].Clear();
   rows_.fetch_sub(erased, std::memory_order_relaxed);
-  return erased;
+  return uint64_t{erased};
 }
 
 }  // namespace ember::embedding
