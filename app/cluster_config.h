@@ -21,6 +21,8 @@ struct ClusterShape {
   std::string server_bind = "tcp://127.0.0.1:*";  // where each server binds its data socket
   uint32_t server_threads = 2;
   uint32_t partitions = 1024;
+  uint64_t server_memory_budget = 0;     // bytes of rows a server keeps in memory; 0: no limit
+  std::string server_durability = "ack";  // ack | sync | flush, see `ember server --help`
 };
 
 struct ClusterConfig {

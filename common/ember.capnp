@@ -80,7 +80,12 @@ struct RoutingTable {
 struct TableStats {
   name @0 :Text;
   rows @1 :UInt64;         # rows stored on this server
-  bytes @2 :UInt64;        # bytes held for them (rows, optimizer state, index)
+  bytes @2 :UInt64;        # bytes held for them in memory (rows, optimizer state, index)
+  residentRows @3 :UInt64; # rows in memory; equals rows unless the server has a memory budget
+  diskBytes @4 :UInt64;    # bytes of the table's files in the server's data directory
+  hits @5 :UInt64;         # requested keys found in memory (tiered tables only)
+  misses @6 :UInt64;       # requested keys not in memory, read from disk or created
+  evictions @7 :UInt64;    # rows dropped from memory to stay within the budget
 }
 
 struct ServerStats {

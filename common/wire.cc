@@ -359,7 +359,9 @@ Result<ResponseBody> ReadResponseBody(schema::Response::Reader response, FrameSt
       ServerStats stats;
       stats.server_id = in.getServerId();
       for (auto t : in.getTables()) {
-        stats.tables.push_back(TableStats{ToString(t.getName()), t.getRows(), t.getBytes()});
+        stats.tables.push_back(TableStats{ToString(t.getName()), t.getRows(), t.getBytes(),
+                                          t.getResidentRows(), t.getDiskBytes(), t.getHits(),
+                                          t.getMisses(), t.getEvictions()});
       }
       stats.pull_requests = in.getPullRequests();
       stats.push_requests = in.getPushRequests();
@@ -600,6 +602,11 @@ zmq::message_t EncodeStatsResponse(uint64_t request_id, uint64_t epoch, const Se
     tables[i].setName(stats.tables[i].name);
     tables[i].setRows(stats.tables[i].rows);
     tables[i].setBytes(stats.tables[i].bytes);
+    tables[i].setResidentRows(stats.tables[i].resident_rows);
+    tables[i].setDiskBytes(stats.tables[i].disk_bytes);
+    tables[i].setHits(stats.tables[i].hits);
+    tables[i].setMisses(stats.tables[i].misses);
+    tables[i].setEvictions(stats.tables[i].evictions);
   }
   out.setPullRequests(stats.pull_requests);
   out.setPushRequests(stats.push_requests);

@@ -113,6 +113,11 @@ struct TableStats {
   std::string name;
   uint64_t rows = 0;
   uint64_t bytes = 0;
+  uint64_t resident_rows = 0;
+  uint64_t disk_bytes = 0;
+  uint64_t hits = 0;
+  uint64_t misses = 0;
+  uint64_t evictions = 0;
 };
 
 struct ServerStats {
