@@ -118,6 +118,9 @@ struct TableStats {
   uint64_t hits = 0;
   uint64_t misses = 0;
   uint64_t evictions = 0;
+  uint64_t not_admitted = 0;
+  uint64_t updates_dropped = 0;
+  uint64_t expired = 0;
 };
 
 struct ServerStats {

@@ -2,6 +2,8 @@
 #include "embedding/embedding_table.h"
 
 #include <algorithm>
+#include <cstring>
+#include <ctime>
 #include <string>
 #include <utility>
 
@@ -45,7 +47,7 @@ EmbeddingTable::EmbeddingTable(const TableSpec& spec, uint32_t num_partitions,
     : spec_(spec),
       table_id_(HashName(spec.name)),
       optimizer_(MakeOptimizer(spec)),
-      floats_per_row_(spec.dim + optimizer_.state_floats()),
+      floats_per_row_(PersistedFloatsPerRow(spec)),
       stored_floats_(floats_per_row_ + (tier != nullptr ? 1 : 0)),
       num_partitions_(num_partitions),
       num_stripes_(std::clamp(num_partitions, 1u, kMaxLockStripes)),
@@ -54,17 +56,39 @@ EmbeddingTable::EmbeddingTable(const TableSpec& spec, uint32_t num_partitions,
   stores_.reserve(num_partitions);
   for (uint32_t p = 0; p < num_partitions; ++p) stores_.emplace_back(stored_floats_);
   if (tier != nullptr) InitTier(*tier);
+  if (spec.admit_after > 1) admission_ = std::make_unique<AdmissionFilter>(spec.admit_after);
 }
 
 uint32_t EmbeddingTable::PartitionOf(uint64_t key) const {
   return ember::PartitionOf(table_id_, key, num_partitions());
 }
 
+uint32_t EmbeddingTable::PersistedFloatsPerRow(const TableSpec& spec) {
+  auto optimizer = RowOptimizer::Create(spec.optimizer, spec.dim);
+  EMBER_CHECK(optimizer.ok(), optimizer.status().ToString());
+  return spec.dim + optimizer->state_floats() + (spec.ttl_seconds > 0 ? 1 : 0);
+}
+
+uint32_t EmbeddingTable::NowSeconds() const {
+  return now_ ? now_() : static_cast<uint32_t>(std::time(nullptr));
+}
+
+void EmbeddingTable::StampUpdate(float* row) const {
+  if (spec_.ttl_seconds == 0) return;
+  const uint32_t now = NowSeconds();
+  std::memcpy(row + floats_per_row_ - 1, &now, sizeof(now));
+}
+
 float* EmbeddingTable::FindOrCreateRow(uint32_t partition, uint64_t key) {
+  if (admission_ != nullptr) {
+    if (float* row = stores_[partition].Find(key)) return row;
+    if (!Admit(key)) return nullptr;
+  }
   auto [row, inserted] = stores_[partition].FindOrInsert(key);
   if (inserted) {
     InitializeRow(spec_, key, std::span<float>(row, spec_.dim));
     optimizer_.InitState(std::span<float>(row + spec_.dim, optimizer_.state_floats()));
+    StampUpdate(row);
     rows_.fetch_add(1, std::memory_order_relaxed);
   }
   return row;
@@ -75,6 +99,7 @@ Status EmbeddingTable::ForEachRequestRow(std::span<const uint64_t> keys, size_t 
                                          bool push, Use&& use) {
   internal::RequestGroups& groups = internal::GroupByStripe(
       keys, num_stripes_, [this](uint64_t key) { return PartitionOf(key); });
+  if (admission_ != nullptr) groups.ReserveScratch(keys.size(), stored_floats_);
   if (tier_ != nullptr) return ForEachTieredRequestRow(keys, groups, push, use);
   for (uint32_t s = 0; s < num_stripes_; ++s) {
     const uint32_t begin = groups.bounds[s];
@@ -87,7 +112,9 @@ Status EmbeddingTable::ForEachRequestRow(std::span<const uint64_t> keys, size_t 
         stores_[groups.partition[ahead]].Prefetch(keys[ahead]);
       }
       const uint32_t at = groups.order[j];
-      groups.rows[j] = FindOrCreateRow(groups.partition[at], keys[at]);
+      float* row = FindOrCreateRow(groups.partition[at], keys[at]);
+      groups.rows[j] =
+          row != nullptr ? row : InitialRowNotStored(keys[at], push, groups.NextScratchRow());
     }
     for (uint32_t j = begin; j < end; ++j) {
       if (j + kPrefetchDistance < end)
@@ -96,6 +123,14 @@ Status EmbeddingTable::ForEachRequestRow(std::span<const uint64_t> keys, size_t 
     }
   }
   return Status::Ok();
+}
+
+float* EmbeddingTable::InitialRowNotStored(uint64_t key, bool push, float* row) {
+  InitializeRow(spec_, key, std::span<float>(row, spec_.dim));
+  optimizer_.InitState(std::span<float>(row + spec_.dim, optimizer_.state_floats()));
+  not_admitted_.fetch_add(1, std::memory_order_relaxed);
+  if (push) updates_dropped_.fetch_add(1, std::memory_order_relaxed);
+  return row;
 }
 
 Status EmbeddingTable::Pull(std::span<const uint64_t> keys, std::span<float> out) {
@@ -123,6 +158,7 @@ Status EmbeddingTable::Push(std::span<const uint64_t> keys, std::span<const floa
   return ForEachRequestRow(keys, floats_per_row_, /*push=*/true, [&](uint32_t position, float* row) {
     optimizer_.Apply(std::span<float>(row, dim), std::span<float>(row + dim, state_floats),
                      grads.subspan(size_t{position} * dim, dim));
+    StampUpdate(row);
   });
 }
 
@@ -168,6 +204,7 @@ Status EmbeddingTable::Restore(uint64_t key, std::span<const float> row,
   if (inserted) rows_.fetch_add(1, std::memory_order_relaxed);
   std::copy(row.begin(), row.end(), stored);
   std::copy(state.begin(), state.end(), stored + spec_.dim);
+  StampUpdate(stored);
   return Status::Ok();
 }
 

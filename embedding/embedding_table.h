@@ -19,6 +19,12 @@
 // push's rows are written to disk (RocksDB's write-ahead log) before Push returns, and the stripe
 // locks of the request are held until then, so the log orders the writes of a key as memory does.
 //
+// With spec.admit_after > 1, a key without a row gets one only once it occurred in admit_after
+// requests (admission_filter.h); until then a pull reads its initial row and a push is dropped.
+//
+// With spec.ttl_seconds > 0, each row also stores the time it was last updated (one float word
+// after its state, on disk too), and ExpireRows() deletes the rows not updated for that long.
+//
 // Thread-safety: every method may be called from many threads at once. Duplicate keys in one push
 // are applied in the order they appear. Callbacks of the ForEach* methods run under a stripe lock
 // and must not call back into the table.
@@ -35,6 +41,7 @@
 
 #include "common/status.h"
 #include "common/table_spec.h"
+#include "embedding/admission_filter.h"
 #include "embedding/clock_ring.h"
 #include "embedding/memory_budget.h"
 #include "embedding/optimizer.h"
@@ -105,6 +112,20 @@ class EmbeddingTable {
   // Bytes of this table's files on disk (0 without a tier).
   uint64_t disk_bytes() const;
   TierStats tier_stats() const;
+  // Requested keys served their initial row without being stored, and pushed keys whose update
+  // was dropped for it (both 0 unless spec.admit_after > 1).
+  uint64_t keys_not_admitted() const { return not_admitted_.load(std::memory_order_relaxed); }
+  uint64_t updates_dropped() const { return updates_dropped_.load(std::memory_order_relaxed); }
+  // Rows deleted by ExpireRows.
+  uint64_t rows_expired() const { return rows_expired_.load(std::memory_order_relaxed); }
+  // Floats a row takes on disk: dim, optimizer state, and the update time when spec has a TTL.
+  static uint32_t PersistedFloatsPerRow(const TableSpec& spec);
+  // Deletes every row (in memory and on disk) not updated for spec().ttl_seconds; returns how
+  // many. No-op without a TTL. Takes each stripe's lock in turn.
+  Result<uint64_t> ExpireRows();
+  // Replaces the wall clock (seconds since the epoch) that stamps updates, for tests. Call before
+  // any other method.
+  void SetClockForTesting(std::function<uint32_t()> now_seconds) { now_ = std::move(now_seconds); }
   // Whether rows beyond memory go to disk (Create with a TierOptions::disk).
   bool tiered() const { return tier_ != nullptr; }
 
@@ -135,8 +156,17 @@ class EmbeddingTable {
   EmbeddingTable(const TableSpec& spec, uint32_t num_partitions, const TierOptions* tier);
   void InitTier(const TierOptions& tier);
   std::mutex& StripeLock(uint32_t partition) const { return stripes_[partition % num_stripes_].mu; }
-  // The row of `key` in `partition` (whose stripe lock the caller holds), created when missing.
+  // The row of `key` in `partition` (whose stripe lock the caller holds), created when missing;
+  // nullptr when the key is not admitted yet.
   float* FindOrCreateRow(uint32_t partition, uint64_t key);
+  // Whether a key without a row gets one now (counts the occurrence).
+  bool Admit(uint64_t key) { return admission_ == nullptr || admission_->CountAndAdmit(key); }
+  // Stamps `row` as updated now (no-op without a TTL).
+  void StampUpdate(float* row) const;
+  uint32_t NowSeconds() const;
+  // Writes the initial value of a key that is not admitted into `row` (scratch space of the
+  // request, dropped after it) and counts it; returns `row`.
+  float* InitialRowNotStored(uint64_t key, bool push, float* row);
   // Calls use(position, row) for every key of the request, creating missing rows, stripe by
   // stripe under the stripe's lock; rows are prefetched `prefetch_floats` floats deep. `push`
   // marks the rows changed.
@@ -158,7 +188,7 @@ class EmbeddingTable {
   const TableSpec spec_;
   const uint64_t table_id_;  // HashName(spec_.name)
   const RowOptimizer optimizer_;
-  const uint32_t floats_per_row_;  // dim + state floats
+  const uint32_t floats_per_row_;  // PersistedFloatsPerRow: dim + state (+ update time with a TTL)
   const uint32_t stored_floats_;   // per row in memory: floats_per_row_, + 1 flags word if tiered
   const uint32_t num_partitions_;
   const uint32_t num_stripes_;
@@ -166,6 +196,11 @@ class EmbeddingTable {
   std::vector<RowStore> stores_;  // one per partition, guarded by its stripe's lock
   std::atomic<uint64_t> rows_{0};
   std::unique_ptr<Tier> tier_;  // null: every row in memory
+  std::unique_ptr<AdmissionFilter> admission_;  // null: every key is stored
+  std::atomic<uint64_t> not_admitted_{0};
+  std::atomic<uint64_t> updates_dropped_{0};
+  std::atomic<uint64_t> rows_expired_{0};
+  std::function<uint32_t()> now_;  // seconds since the epoch
 };
 
 }  // namespace ember::embedding

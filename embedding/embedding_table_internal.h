@@ -32,6 +32,25 @@ struct RequestGroups {
   std::vector<uint32_t> order;      // positions, stripe after stripe
   std::vector<uint32_t> bounds;     // stripe s holds order[bounds[s], bounds[s + 1])
   std::vector<float*> rows;         // rows[j] is the row of position order[j]
+  // Rows of keys not admitted (see AdmissionFilter), one per position at most, dropped after the
+  // request; reserved up front so that the pointers handed out stay valid.
+  std::vector<float> scratch;
+  size_t scratch_used = 0;
+  size_t scratch_row_floats = 0;
+
+  void ReserveScratch(size_t rows, size_t floats_per_row) {
+    scratch.resize(rows * floats_per_row);
+    scratch_used = 0;
+    scratch_row_floats = floats_per_row;
+  }
+  bool IsScratch(const float* row) const {
+    return row >= scratch.data() && row < scratch.data() + scratch_used;
+  }
+  float* NextScratchRow() {
+    float* row = scratch.data() + scratch_used;
+    scratch_used += scratch_row_floats;
+    return row;
+  }
 };
 
 // Fills this thread's RequestGroups for `keys`, given each key's partition.
@@ -44,6 +63,7 @@ RequestGroups& GroupByStripe(std::span<const uint64_t> keys, uint32_t num_stripe
   groups.order.resize(n);
   groups.rows.resize(n);
   groups.bounds.assign(num_stripes + 1, 0);
+  groups.scratch_used = 0;
   for (uint32_t i = 0; i < n; ++i) {
     groups.partition[i] = partition_of(keys[i]);
     ++groups.bounds[groups.partition[i] % num_stripes + 1];

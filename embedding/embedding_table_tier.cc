@@ -117,6 +117,12 @@ Status EmbeddingTable::ForEachTieredRequestRow(std::span<const uint64_t> keys,
           }));
       for (size_t m = 0; m < missed.size(); ++m) {
         const uint32_t partition = missed_partitions[m];
+        if (!found[m] && admission_ != nullptr &&
+            stores_[partition].Find(missed_keys[m]) == nullptr && !Admit(missed_keys[m])) {
+          groups.rows[missed[m]] =
+              InitialRowNotStored(missed_keys[m], push, groups.NextScratchRow());
+          continue;
+        }
         auto [row, is_new] = stores_[partition].FindOrInsert(missed_keys[m]);
         groups.rows[missed[m]] = row;
         if (!is_new) continue;  // a duplicate key of this request, inserted just before
@@ -129,6 +135,7 @@ Status EmbeddingTable::ForEachTieredRequestRow(std::span<const uint64_t> keys,
         } else {
           InitializeRow(spec_, missed_keys[m], std::span<float>(row, spec_.dim));
           optimizer_.InitState(std::span<float>(row + spec_.dim, optimizer_.state_floats()));
+          StampUpdate(row);
           flags |= kDirty;
           rows_.fetch_add(1, std::memory_order_relaxed);
         }
@@ -141,7 +148,7 @@ Status EmbeddingTable::ForEachTieredRequestRow(std::span<const uint64_t> keys,
     for (uint32_t j = begin; j < end; ++j) {
       float* row = groups.rows[j];
       use(groups.order[j], row);
-      if (!push) continue;
+      if (!push || groups.IsScratch(row)) continue;
       StoreFlags(row + floats_per_row_, LoadFlags(row + floats_per_row_) | kDirty);
       if (log) {
         const uint32_t at = groups.order[j];
@@ -162,6 +169,7 @@ Status EmbeddingTable::ForEachTieredRequestRow(std::span<const uint64_t> keys,
   for (size_t h = 0; h < held_stripes.size(); ++h) {
     const uint32_t s = held_stripes[h];
     for (uint32_t j = groups.bounds[s]; j < groups.bounds[s + 1]; ++j) {
+      if (groups.IsScratch(groups.rows[j])) continue;
       float* flags = groups.rows[j] + floats_per_row_;
       StoreFlags(flags, (LoadFlags(flags) & ~uint32_t{kDirty}) | kOnDisk);
     }
@@ -250,7 +258,9 @@ Status EmbeddingTable::ForEachTieredRowInPartition(uint32_t partition,
   // Then the rows only on disk (a resident row is newer than its disk version).
   return tier_->options.disk->ForEachInPartition(
       partition, [&](uint64_t key, std::span<const float> stored) {
-        if (store.Find(key) == nullptr) visit(key, stored.first(dim), stored.subspan(dim));
+        if (store.Find(key) == nullptr) {
+          visit(key, stored.first(dim), stored.subspan(dim, state_floats));
+        }
       });
 }
 
@@ -282,6 +292,7 @@ Status EmbeddingTable::RestoreTiered(uint32_t partition, uint64_t key, std::span
   }
   std::copy(row.begin(), row.end(), stored);
   std::copy(state.begin(), state.end(), stored + spec_.dim);
+  StampUpdate(stored);
   StoreFlags(stored + floats_per_row_, flags);
   if (tier.options.budget == nullptr || !tier.options.budget->exceeded()) return Status::Ok();
   const uint32_t partitions[] = {partition};

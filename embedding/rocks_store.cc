@@ -81,6 +81,12 @@ void RowWrites::Put(uint32_t partition, uint64_t key, std::span<const float> row
   ++rows_;
 }
 
+void RowWrites::Delete(uint32_t partition, uint64_t key) {
+  const EncodedKey encoded = EncodeKey(partition, key);
+  (void)batch_->Delete(family_, AsSlice(encoded));
+  ++rows_;
+}
+
 void RowWrites::Clear() {
   batch_->Clear();
   rows_ = 0;

@@ -46,6 +46,9 @@ class RowWrites {
 
   // Adds one row (weights followed by state) of `partition`.
   void Put(uint32_t partition, uint64_t key, std::span<const float> row_and_state);
+  // Adds the deletion of one row.
+  void Delete(uint32_t partition, uint64_t key);
+  // Rows put or deleted.
   size_t size() const { return rows_; }
   void Clear();
   // Fsync the write-ahead log before Write returns.

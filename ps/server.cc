@@ -8,7 +8,8 @@
 #include <fstream>
 #include <map>
 
-#include "embedding/optimizer.h"
+#include "embedding/embedding_table.h"
+#include "embedding/table_config.h"
 
 namespace ember::ps {
 namespace {
@@ -75,6 +76,7 @@ Status Server::Start() {
       WorkerLoop(w, socket);
     });
   }
+  if (service_->has_expiry()) expiry_thread_ = std::thread([this] { ExpiryLoop(); });
   started_ = true;
   spdlog::info("server {}: serving on {} with {} worker threads, owning {} partitions",
                service_->server_id(), endpoint_, options_.worker_threads,
@@ -151,9 +153,8 @@ Result<ShardStorage> Server::OpenStorage(const std::vector<TableSpec>& tables) {
   if (options_.data_dir.empty()) return storage;
   std::map<std::string, uint32_t> floats_per_row;
   for (const TableSpec& spec : tables) {
-    auto optimizer = embedding::RowOptimizer::Create(spec.optimizer, spec.dim);
-    if (!optimizer.ok()) return optimizer.status().WithContext("table '" + spec.name + "'");
-    floats_per_row[spec.name] = spec.dim + optimizer->state_floats();
+    RETURN_IF_ERROR(embedding::ValidateTableSpec(spec));
+    floats_per_row[spec.name] = embedding::EmbeddingTable::PersistedFloatsPerRow(spec);
   }
   embedding::RocksStoreOptions store_options;
   store_options.path = (std::filesystem::path(options_.data_dir) / kRowsDir).string();
@@ -211,10 +212,27 @@ void Server::WorkerLoop(uint32_t worker, zmq::socket_t& socket) {
   }
 }
 
+void Server::ExpiryLoop() {
+  auto next = std::chrono::steady_clock::now() + options_.expiry_sweep;
+  while (!workers_stop_.load(std::memory_order_relaxed)) {
+    std::this_thread::sleep_for(kPollInterval);
+    if (std::chrono::steady_clock::now() < next) continue;
+    auto expired = service_->ExpireRows();
+    if (!expired.ok()) {
+      spdlog::error("server {}: expiring rows: {}", service_->server_id(),
+                    expired.status().ToString());
+    } else if (*expired > 0) {
+      spdlog::info("server {}: {} rows expired", service_->server_id(), *expired);
+    }
+    next = std::chrono::steady_clock::now() + options_.expiry_sweep;
+  }
+}
+
 void Server::Shutdown() {
   workers_stop_.store(true, std::memory_order_relaxed);
   for (std::thread& worker : workers_) worker.join();
   workers_.clear();
+  if (expiry_thread_.joinable()) expiry_thread_.join();
   if (frontend_.handle() != nullptr) frontend_.close();
   if (backend_.handle() != nullptr) backend_.close();
   if (service_ != nullptr && store_ != nullptr) {

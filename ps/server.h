@@ -49,6 +49,7 @@ struct ServerOptions {
   std::string data_dir;                     // empty: rows in memory only, nothing survives
   uint64_t memory_budget_bytes = 0;         // rows in memory at most (needs data_dir); 0: no limit
   Durability durability = Durability::kAck;
+  Millis expiry_sweep{10'000};              // how often rows past a table's TTL are deleted
 };
 
 class Server {
@@ -81,6 +82,8 @@ class Server {
   Result<ShardStorage> OpenStorage(const std::vector<TableSpec>& tables);
   // Serves requests arriving on `socket` (connected to the dispatcher) until Shutdown().
   void WorkerLoop(uint32_t worker, zmq::socket_t& socket);
+  // Deletes expired rows every options_.expiry_sweep until Shutdown().
+  void ExpiryLoop();
   void Shutdown();
 
   const ServerOptions options_;
@@ -94,6 +97,7 @@ class Server {
   std::unique_ptr<embedding::RocksStore> store_;
   std::unique_ptr<ShardService> service_;
   std::vector<std::thread> workers_;
+  std::thread expiry_thread_;  // only when a table has a TTL
   std::atomic<bool> stop_requested_{false};
   std::atomic<bool> workers_stop_{false};
   bool started_ = false;

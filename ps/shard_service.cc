@@ -143,7 +143,8 @@ wire::ServerStats ShardService::Stats() const {
     stats.tables.push_back(wire::TableStats{
         name, table->rows(), table->bytes(),
         table->tiered() ? tier.resident_rows : table->rows(),
-        table->disk_bytes(), tier.hits, tier.misses, tier.evictions});
+        table->disk_bytes(), tier.hits, tier.misses, tier.evictions, table->keys_not_admitted(),
+        table->updates_dropped(), table->rows_expired()});
   }
   stats.pull_requests = pull_requests_.load(std::memory_order_relaxed);
   stats.push_requests = push_requests_.load(std::memory_order_relaxed);
@@ -152,6 +153,22 @@ wire::ServerStats ShardService::Stats() const {
   stats.errors = errors_.load(std::memory_order_relaxed);
   stats.partitions_owned = routing_.PartitionsOwnedBy(server_id_);
   return stats;
+}
+
+Result<uint64_t> ShardService::ExpireRows() {
+  uint64_t expired = 0;
+  for (const auto& [name, table] : tables_) {
+    ASSIGN_OR_RETURN(uint64_t count, table->ExpireRows());
+    expired += count;
+  }
+  return expired;
+}
+
+bool ShardService::has_expiry() const {
+  for (const auto& [name, table] : tables_) {
+    if (table->spec().ttl_seconds > 0) return true;
+  }
+  return false;
 }
 
 Status ShardService::Flush() {

@@ -52,6 +52,10 @@ class ShardService {
   wire::ServerStats Stats() const;
   // Writes every changed row held in memory to the data directory (no-op without one).
   Status Flush();
+  // Deletes the rows of tables with a TTL that were not updated for it; returns how many.
+  Result<uint64_t> ExpireRows();
+  // Whether any table has a TTL.
+  bool has_expiry() const;
 
  private:
   ShardService(uint32_t server_id, RoutingTable routing);

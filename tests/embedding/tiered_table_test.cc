@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "embedding/embedding_table.h"
+#include "embedding/initializer.h"
 #include "embedding/rocks_store.h"
 #include "tests/test_util.h"
 
@@ -32,7 +33,7 @@ struct Tiered {
   Tiered(const TableSpec& spec, const std::string& path, uint64_t budget_bytes,
          bool log_pushes = false)
       : budget(budget_bytes) {
-    const uint32_t floats = spec.dim + RowOptimizer::Create(spec.optimizer, spec.dim)->state_floats();
+    const uint32_t floats = EmbeddingTable::PersistedFloatsPerRow(spec);
     auto opened = RocksStore::Open({path}, {{spec.name, floats}});
     EXPECT_TRUE(opened.ok()) << opened.status().ToString();
     store = std::move(*opened);
@@ -175,6 +176,94 @@ TEST(TieredTableTest, RowsOfTheWrongWidthOnDiskAreReported) {
                                                   [](size_t, std::span<const float>) {});
   EXPECT_EQ(read.code(), StatusCode::kDataLoss) << read.ToString();
 }
+
+// Admission works the same with and without the tier: param true = tiered.
+class AdmissionTest : public ::testing::TestWithParam<bool> {};
+
+TEST_P(AdmissionTest, AKeyIsStoredOnlyFromItsAdmitAfterOccurrence) {
+  testing::TempDir dir;
+  TableSpec spec = Spec(OptimizerKind::kAdagrad);
+  EmbeddingTable reference(spec, kPartitions);  // stores every key
+  spec.admit_after = 3;
+  std::unique_ptr<Tiered> tiered;
+  std::unique_ptr<EmbeddingTable> memory;
+  if (GetParam()) {
+    tiered = std::make_unique<Tiered>(spec, dir.path(), 1000 * 40, /*log_pushes=*/true);
+  } else {
+    memory = std::make_unique<EmbeddingTable>(spec, kPartitions);
+  }
+  EmbeddingTable& table = GetParam() ? *tiered->table : *memory;
+  const std::vector<uint64_t> keys = {7, 8};
+  std::vector<float> initial(2 * spec.dim), got(2 * spec.dim);
+  ASSERT_TRUE(reference.Pull(keys, initial).ok());
+  const std::vector<float> grads(2 * spec.dim, 0.5f);
+
+  ASSERT_TRUE(table.Pull(keys, got).ok());  // occurrence 1: initial row, not stored
+  EXPECT_EQ(got, initial);
+  ASSERT_TRUE(table.Push(keys, grads).ok());  // occurrence 2: update dropped
+  EXPECT_EQ(table.rows(), 0u);
+  EXPECT_EQ(table.updates_dropped(), 2u);
+  ASSERT_TRUE(table.Pull(keys, got).ok());  // occurrence 3: admitted, still the initial row
+  EXPECT_EQ(got, initial);
+  EXPECT_EQ(table.rows(), 2u);
+  EXPECT_EQ(table.keys_not_admitted(), 4u);
+  ASSERT_TRUE(table.Push(keys, grads).ok());  // stored from now on
+  ASSERT_TRUE(reference.Push(keys, grads).ok());
+  ASSERT_TRUE(table.Pull(keys, got).ok());
+  ASSERT_TRUE(reference.Pull(keys, initial).ok());
+  EXPECT_EQ(got, initial);
+  EXPECT_EQ(table.updates_dropped(), 2u);
+  EXPECT_EQ(Dump(table), Dump(reference));
+}
+
+INSTANTIATE_TEST_SUITE_P(InMemoryAndTiered, AdmissionTest, ::testing::Bool());
+
+// Expiry works the same with and without the tier: param true = tiered.
+class ExpiryTest : public ::testing::TestWithParam<bool> {};
+
+TEST_P(ExpiryTest, RowsNotUpdatedForTheTtlAreDeletedInMemoryAndOnDisk) {
+  testing::TempDir dir;
+  TableSpec spec = Spec(OptimizerKind::kSgd);
+  spec.ttl_seconds = 100;
+  uint32_t now = 1'000'000;
+  // A budget of 50 rows: most of the 400 below live on disk only.
+  const uint64_t budget = 50 * (spec.dim + 2) * sizeof(float);
+  std::unique_ptr<Tiered> tiered;
+  std::unique_ptr<EmbeddingTable> memory;
+  if (GetParam()) {
+    tiered = std::make_unique<Tiered>(spec, dir.path(), budget);
+  } else {
+    memory = std::make_unique<EmbeddingTable>(spec, kPartitions);
+  }
+  EmbeddingTable& table = GetParam() ? *tiered->table : *memory;
+  table.SetClockForTesting([&] { return now; });
+  std::vector<uint64_t> old_keys, new_keys;
+  for (uint64_t k = 0; k < 200; ++k) old_keys.push_back(k);
+  for (uint64_t k = 200; k < 400; ++k) new_keys.push_back(k);
+  const std::vector<float> grads(200 * spec.dim, 1.0f);
+  ASSERT_TRUE(table.Push(old_keys, grads).ok());
+  now += 60;
+  ASSERT_TRUE(table.Push(new_keys, grads).ok());
+  std::vector<float> rows(200 * spec.dim);
+  ASSERT_TRUE(table.Pull(old_keys, rows).ok());  // a pull is not an update
+  EXPECT_EQ(*table.ExpireRows(), 0u);
+  now += 50;  // old keys: 110 s since their update; new keys: 50 s
+  auto expired = table.ExpireRows();
+  ASSERT_TRUE(expired.ok()) << expired.status().ToString();
+  EXPECT_EQ(*expired, 200u);
+  EXPECT_EQ(table.rows_expired(), 200u);
+  EXPECT_EQ(table.rows(), 200u);
+  std::map<uint64_t, std::vector<float>> rows_left = Dump(table);
+  ASSERT_EQ(rows_left.size(), 200u);
+  EXPECT_EQ(rows_left.begin()->first, 200u);
+  // An expired key starts again from its initial row.
+  std::vector<float> again(spec.dim), initial(spec.dim);
+  ASSERT_TRUE(table.Pull(std::vector<uint64_t>{5}, again).ok());
+  InitializeRow(spec, 5, initial);
+  EXPECT_EQ(again, initial);
+}
+
+INSTANTIATE_TEST_SUITE_P(InMemoryAndTiered, ExpiryTest, ::testing::Bool());
 
 }  // namespace
 }  // namespace ember::embedding
