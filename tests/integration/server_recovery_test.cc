@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 
+#include <filesystem>
 #include <fstream>
 #include <memory>
 #include <random>
@@ -127,6 +128,42 @@ TEST_P(RecoveryTest, ServerKilledBetweenAcknowledgedPushesComesBackWithAllOfThem
 
 // "0": every row in memory, only the log on disk; "20000": about 550 rows in memory.
 INSTANTIATE_TEST_SUITE_P(Budgets, RecoveryTest, ::testing::Values("0", "20000"));
+
+// Starts a scheduler and one server on `data_dir`; returns the server's exit code.
+int ServeOnce(const std::string& scratch, const std::string& data_dir, const std::string& log) {
+  const std::string config = scratch + "/job.yaml";
+  std::ofstream(config) << kConfig;
+  const std::string endpoint_file = scratch + "/scheduler-" + std::to_string(std::rand());
+  ChildProcess scheduler(
+      {EMBER_BINARY, "scheduler", "--config", config, "--endpoint-file", endpoint_file}, log);
+  const std::string endpoint = WaitForLine(endpoint_file, seconds(20));
+  if (endpoint.empty()) return -2;
+  ChildProcess server({EMBER_BINARY, "server", "--scheduler", endpoint, "--data-dir", data_dir},
+                      log);
+  return server.WaitExit(seconds(30));
+}
+
+// A data directory that cannot be used stops the server at start with an error naming it; it
+// never serves an empty or partial table in its place.
+TEST(RecoveryTest, UnusableDataDirectoryIsAClearStartError) {
+  testing::TempDir dir;
+  const std::string log = dir.path() + "/cluster.log";
+  // Another server's directory.
+  const std::string foreign = dir.path() + "/foreign";
+  std::filesystem::create_directories(foreign);
+  std::ofstream(foreign + "/server-identity") << "5 tcp://127.0.0.1:*\n";
+  EXPECT_EQ(ServeOnce(dir.path(), foreign, log), 1);
+  EXPECT_NE(testing::ReadFile(log).find("belongs to server 5"), std::string::npos)
+      << testing::ReadFile(log);
+  // A corrupt row store.
+  const std::string corrupt = dir.path() + "/corrupt";
+  std::filesystem::create_directories(corrupt + "/rows");
+  std::ofstream(corrupt + "/rows/CURRENT") << "MANIFEST-999999\n";
+  EXPECT_EQ(ServeOnce(dir.path(), corrupt, log), 1);
+  EXPECT_NE(testing::ReadFile(log).find("opening data directory '" + corrupt + "/rows'"),
+            std::string::npos)
+      << testing::ReadFile(log);
+}
 
 }  // namespace
 }  // namespace ember
