@@ -149,7 +149,7 @@ class EmbeddingTable {
     mutable std::mutex mu;
   };
 
-  // The disk side of a tiered table; tier.cc.
+  // The disk side of a tiered table (embedding_table_internal.h).
   struct Tier;
   using RowUse = std::function<void(uint32_t position, float* row)>;
 
