@@ -7,6 +7,7 @@
 #include "common/yaml_util.h"
 #include "embedding/table_config.h"
 #include "trainer/dense_table.h"
+#include "ps/server.h"
 
 namespace ember::app {
 namespace {
@@ -14,7 +15,9 @@ namespace {
 Status ReadShape(const YAML::Node& node, ClusterShape* shape) {
   if (!node.IsDefined() || node.IsNull()) return Status::Ok();
   RETURN_IF_ERROR(config::RejectUnknownKeys(
-      node, "cluster", {"scheduler", "servers", "server_bind", "server_threads", "partitions", "trainers"}));
+      node, "cluster",
+      {"scheduler", "servers", "server_bind", "server_threads", "partitions", "trainers",
+       "server_memory_budget", "server_durability"}));
   RETURN_IF_ERROR(config::ReadOptional(node, "cluster", "trainers", &shape->trainers));
   if (shape->trainers == 0) return InvalidArgument("cluster.trainers: must be >= 1");
   RETURN_IF_ERROR(config::ReadOptional(node, "cluster", "scheduler", &shape->scheduler));
@@ -22,6 +25,13 @@ Status ReadShape(const YAML::Node& node, ClusterShape* shape) {
   RETURN_IF_ERROR(config::ReadOptional(node, "cluster", "server_bind", &shape->server_bind));
   RETURN_IF_ERROR(config::ReadOptional(node, "cluster", "server_threads", &shape->server_threads));
   RETURN_IF_ERROR(config::ReadOptional(node, "cluster", "partitions", &shape->partitions));
+  RETURN_IF_ERROR(config::ReadOptional(node, "cluster", "server_memory_budget",
+                                       &shape->server_memory_budget));
+  RETURN_IF_ERROR(
+      config::ReadOptional(node, "cluster", "server_durability", &shape->server_durability));
+  if (auto durability = ps::ParseDurability(shape->server_durability); !durability.ok()) {
+    return durability.status().WithContext("cluster.server_durability");
+  }
   if (shape->servers == 0) return InvalidArgument("cluster.servers: must be >= 1");
   if (shape->server_threads == 0) return InvalidArgument("cluster.server_threads: must be >= 1");
   if (shape->partitions < shape->servers) {

@@ -24,6 +24,8 @@ struct ClusterShape {
   uint32_t server_threads = 2;
   uint32_t partitions = 1024;
   uint32_t trainers = 1;  // trainer processes `ember cluster` starts; each reads its own share
+  uint64_t server_memory_budget = 0;     // bytes of rows a server keeps in memory; 0: no limit
+  std::string server_durability = "ack";  // ack | sync | flush, see `ember server --help`
 };
 
 struct ClusterConfig {

@@ -10,5 +10,6 @@ int TrainCommand(int argc, char** argv);
 int ClusterCommand(int argc, char** argv);
 int BenchCommand(int argc, char** argv);
 int DenseBenchCommand(int argc, char** argv);
+int TierBenchCommand(int argc, char** argv);
 
 }  // namespace ember::app

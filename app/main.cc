@@ -17,6 +17,7 @@ constexpr const char* kUsage =
     "  train      run one trainer against a running cluster\n"
     "  bench      drive synthetic pull/push traffic at a cluster and compare with raw ZeroMQ\n"
     "  bench-dense  time the dense two-tower step alone on the configured backend\n"
+    "  bench-tier   compare a table over RocksDB with a memory budget against one in memory\n"
     "\n"
     "'ember <command> --help' describes a command's options.\n";
 
@@ -35,6 +36,7 @@ int main(int argc, char** argv) {
   if (std::strcmp(command, "train") == 0) return ember::app::TrainCommand(argc, argv);
   if (std::strcmp(command, "bench") == 0) return ember::app::BenchCommand(argc, argv);
   if (std::strcmp(command, "bench-dense") == 0) return ember::app::DenseBenchCommand(argc, argv);
+  if (std::strcmp(command, "bench-tier") == 0) return ember::app::TierBenchCommand(argc, argv);
   std::fprintf(stderr, "ember: unknown command '%s'\n\n%s", command, kUsage);
   return 2;
 }

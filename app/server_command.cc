@@ -14,6 +14,14 @@ int ServerCommand(int argc, char** argv) {
       {"config", "FILE", "cluster config (YAML) for the defaults below"},
       {"bind", "ENDPOINT", "data socket address (default: cluster.server_bind)"},
       {"threads", "N", "worker threads (default: cluster.server_threads)"},
+      {"data-dir", "DIR",
+       "keep rows in a RocksDB instance here and come back with them after a restart"},
+      {"memory-budget", "BYTES",
+       "bytes of rows kept in memory, the rest on disk; needs --data-dir (default: "
+       "cluster.server_memory_budget, 0 = no limit)"},
+      {"durability", "MODE",
+       "with --data-dir: ack (a push is in the log before its ack), sync (and fsynced) or flush "
+       "(rows reach disk on eviction and clean shutdown) (default: cluster.server_durability)"},
   };
   int exit_code = 0;
   auto flags = ParseCommandFlags(argc, argv, "ember server --scheduler ENDPOINT [options]",
@@ -42,6 +50,22 @@ int ServerCommand(int argc, char** argv) {
     return 2;
   }
   options.worker_threads = threads->value_or(shape.server_threads);
+  options.data_dir = flags->Get("data-dir");
+  auto budget = flags->GetUint("memory-budget");
+  auto durability = ps::ParseDurability(flags->Get("durability", shape.server_durability));
+  for (const Status& status : {budget.status(), durability.status()}) {
+    if (!status.ok()) {
+      std::fprintf(stderr, "ember server: %s\n", status.ToString().c_str());
+      return 2;
+    }
+  }
+  options.memory_budget_bytes = budget->value_or(shape.server_memory_budget);
+  options.durability = *durability;
+  if (options.memory_budget_bytes != 0 && options.data_dir.empty()) {
+    std::fprintf(stderr, "ember server: --memory-budget needs --data-dir (where the rows beyond "
+                         "the budget go)\n");
+    return 2;
+  }
 
   ps::Server server(std::move(options));
   StopOnSignals(server.stop_flag());

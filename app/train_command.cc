@@ -61,13 +61,26 @@ std::string SummaryJson(const trainer::TrainSummary& s,
     << "\",\n  \"loss_start\": " << s.first_window.loss
     << ",\n  \"loss_end\": " << s.last_window.loss << ",\n  \"servers\": [";
   for (size_t i = 0; i < servers.size(); ++i) {
-    uint64_t rows = 0, bytes = 0;
+    wire::TableStats sum;  // over the server's tables
     for (const auto& t : servers[i].tables) {
-      rows += t.rows;
-      bytes += t.bytes;
+      sum.rows += t.rows;
+      sum.bytes += t.bytes;
+      sum.resident_rows += t.resident_rows;
+      sum.disk_bytes += t.disk_bytes;
+      sum.hits += t.hits;
+      sum.misses += t.misses;
+      sum.evictions += t.evictions;
+      sum.not_admitted += t.not_admitted;
+      sum.updates_dropped += t.updates_dropped;
+      sum.expired += t.expired;
     }
-    j << (i ? ", " : "") << "{\"id\": " << servers[i].server_id << ", \"rows\": " << rows
-      << ", \"bytes\": " << bytes << ", \"keys_pulled\": " << servers[i].keys_pulled
+    j << (i ? ", " : "") << "{\"id\": " << servers[i].server_id << ", \"rows\": " << sum.rows
+      << ", \"bytes\": " << sum.bytes << ", \"resident_rows\": " << sum.resident_rows
+      << ", \"disk_bytes\": " << sum.disk_bytes << ", \"hits\": " << sum.hits
+      << ", \"misses\": " << sum.misses << ", \"evictions\": " << sum.evictions
+      << ", \"not_admitted\": " << sum.not_admitted
+      << ", \"updates_dropped\": " << sum.updates_dropped << ", \"expired\": " << sum.expired
+      << ", \"keys_pulled\": " << servers[i].keys_pulled
       << ", \"keys_pushed\": " << servers[i].keys_pushed << ", \"errors\": " << servers[i].errors
       << "}";
   }

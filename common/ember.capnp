@@ -63,6 +63,8 @@ struct TableSpec {
   seed @2 :UInt64;              # initialiser seed: row(key) = init(seed, key)
   optimizer @3 :OptimizerSpec;
   initializer @4 :InitializerSpec;
+  admitAfter @5 :UInt32;        # requests a key must occur in before it gets a stored row; 0, 1: all
+  ttlSeconds @6 :UInt32;        # rows not updated for this long are deleted; 0: never
 }
 
 struct ServerInfo {
@@ -80,7 +82,15 @@ struct RoutingTable {
 struct TableStats {
   name @0 :Text;
   rows @1 :UInt64;         # rows stored on this server
-  bytes @2 :UInt64;        # bytes held for them (rows, optimizer state, index)
+  bytes @2 :UInt64;        # bytes held for them in memory (rows, optimizer state, index)
+  residentRows @3 :UInt64; # rows in memory; equals rows unless the server has a memory budget
+  diskBytes @4 :UInt64;    # bytes of the table's files in the server's data directory
+  hits @5 :UInt64;         # requested keys found in memory (tiered tables only)
+  misses @6 :UInt64;       # requested keys not in memory, read from disk or created
+  evictions @7 :UInt64;    # rows dropped from memory to stay within the budget
+  notAdmitted @8 :UInt64;  # requested keys served their initial row, not stored (admitAfter)
+  updatesDropped @9 :UInt64; # pushed keys whose update was dropped because not yet admitted
+  expired @10 :UInt64;     # rows deleted because not updated for ttlSeconds
 }
 
 struct ServerStats {

@@ -40,6 +40,12 @@ struct TableSpec {
   uint64_t seed = 0;     // initialiser seed: a row's first value is init(seed, key)
   OptimizerSpec optimizer;
   InitializerSpec initializer;
+  // Feature admission: a key gets a stored row only once it occurred in this many requests; until
+  // then it reads its initial row and its updates are dropped. 0 or 1: every key is stored.
+  uint32_t admit_after = 0;
+  // Expiry: a row not updated (created, pushed or restored) for this many seconds is deleted by
+  // the server's periodic sweep. 0: rows never expire.
+  uint32_t ttl_seconds = 0;
 };
 
 }  // namespace ember

@@ -207,6 +207,8 @@ void WriteTableSpec(schema::TableSpec::Builder out, const TableSpec& spec) {
   out.setName(spec.name);
   out.setDim(spec.dim);
   out.setSeed(spec.seed);
+  out.setAdmitAfter(spec.admit_after);
+  out.setTtlSeconds(spec.ttl_seconds);
   auto opt = out.initOptimizer();
   opt.setKind(static_cast<schema::OptimizerSpec::Kind>(spec.optimizer.kind));
   opt.setLearningRate(spec.optimizer.learning_rate);
@@ -230,6 +232,8 @@ Result<TableSpec> ReadTableSpec(schema::TableSpec::Reader in) {
   spec.name = ToString(in.getName());
   spec.dim = in.getDim();
   spec.seed = in.getSeed();
+  spec.admit_after = in.getAdmitAfter();
+  spec.ttl_seconds = in.getTtlSeconds();
   auto opt = in.getOptimizer();
   const auto opt_kind = static_cast<uint16_t>(opt.getKind());
   if (opt_kind > static_cast<uint16_t>(OptimizerKind::kFtrl)) {
@@ -380,7 +384,10 @@ Result<ResponseBody> ReadResponseBody(schema::Response::Reader response, FrameSt
       ServerStats stats;
       stats.server_id = in.getServerId();
       for (auto t : in.getTables()) {
-        stats.tables.push_back(TableStats{ToString(t.getName()), t.getRows(), t.getBytes()});
+        stats.tables.push_back(TableStats{ToString(t.getName()), t.getRows(), t.getBytes(),
+                                          t.getResidentRows(), t.getDiskBytes(), t.getHits(),
+                                          t.getMisses(), t.getEvictions(), t.getNotAdmitted(),
+                                          t.getUpdatesDropped(), t.getExpired()});
       }
       stats.pull_requests = in.getPullRequests();
       stats.push_requests = in.getPushRequests();
@@ -637,6 +644,14 @@ zmq::message_t EncodeStatsResponse(uint64_t request_id, uint64_t epoch, const Se
     tables[i].setName(stats.tables[i].name);
     tables[i].setRows(stats.tables[i].rows);
     tables[i].setBytes(stats.tables[i].bytes);
+    tables[i].setResidentRows(stats.tables[i].resident_rows);
+    tables[i].setDiskBytes(stats.tables[i].disk_bytes);
+    tables[i].setHits(stats.tables[i].hits);
+    tables[i].setMisses(stats.tables[i].misses);
+    tables[i].setEvictions(stats.tables[i].evictions);
+    tables[i].setNotAdmitted(stats.tables[i].not_admitted);
+    tables[i].setUpdatesDropped(stats.tables[i].updates_dropped);
+    tables[i].setExpired(stats.tables[i].expired);
   }
   out.setPullRequests(stats.pull_requests);
   out.setPushRequests(stats.push_requests);

@@ -134,6 +134,14 @@ struct TableStats {
   std::string name;
   uint64_t rows = 0;
   uint64_t bytes = 0;
+  uint64_t resident_rows = 0;
+  uint64_t disk_bytes = 0;
+  uint64_t hits = 0;
+  uint64_t misses = 0;
+  uint64_t evictions = 0;
+  uint64_t not_admitted = 0;
+  uint64_t updates_dropped = 0;
+  uint64_t expired = 0;
 };
 
 struct ServerStats {

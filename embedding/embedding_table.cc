@@ -2,11 +2,14 @@
 #include "embedding/embedding_table.h"
 
 #include <algorithm>
+#include <cstring>
+#include <ctime>
 #include <string>
 #include <utility>
 
 #include "common/check.h"
 #include "common/hash.h"
+#include "embedding/embedding_table_internal.h"
 #include "embedding/initializer.h"
 #include "embedding/table_config.h"
 
@@ -27,15 +30,6 @@ constexpr uint32_t kMaxLockStripes = 64;
 // How many keys ahead of use index entries and rows are prefetched.
 constexpr uint32_t kPrefetchDistance = 8;
 
-// A request's key positions grouped by lock stripe (a stable counting sort, so duplicate keys keep
-// their order), with each key's partition and, once looked up, its row. Reused per thread.
-struct RequestGroups {
-  std::vector<uint32_t> partition;  // by position in the request
-  std::vector<uint32_t> order;      // positions, stripe after stripe
-  std::vector<uint32_t> bounds;     // stripe s holds order[bounds[s], bounds[s + 1])
-  std::vector<float*> rows;         // rows[j] is the row of position order[j]
-};
-
 void PrefetchRow(const float* row, size_t floats) {
   const char* bytes = reinterpret_cast<const char*>(row);
   for (size_t offset = 0; offset < floats * sizeof(float); offset += 64) {
@@ -46,50 +40,67 @@ void PrefetchRow(const float* row, size_t floats) {
 }  // namespace
 
 EmbeddingTable::EmbeddingTable(const TableSpec& spec, uint32_t num_partitions)
+    : EmbeddingTable(spec, num_partitions, nullptr) {}
+
+EmbeddingTable::EmbeddingTable(const TableSpec& spec, uint32_t num_partitions,
+                               const TierOptions* tier)
     : spec_(spec),
       table_id_(HashName(spec.name)),
       optimizer_(MakeOptimizer(spec)),
-      floats_per_row_(spec.dim + optimizer_.state_floats()),
+      floats_per_row_(PersistedFloatsPerRow(spec)),
+      stored_floats_(floats_per_row_ + (tier != nullptr ? 1 : 0)),
       num_partitions_(num_partitions),
       num_stripes_(std::clamp(num_partitions, 1u, kMaxLockStripes)),
       stripes_(std::make_unique<Stripe[]>(num_stripes_)) {
   EMBER_CHECK(num_partitions >= 1, "table", spec.name, "needs at least one partition");
   stores_.reserve(num_partitions);
-  for (uint32_t p = 0; p < num_partitions; ++p) stores_.emplace_back(floats_per_row_);
+  for (uint32_t p = 0; p < num_partitions; ++p) stores_.emplace_back(stored_floats_);
+  if (tier != nullptr) InitTier(*tier);
+  if (spec.admit_after > 1) admission_ = std::make_unique<AdmissionFilter>(spec.admit_after);
 }
 
 uint32_t EmbeddingTable::PartitionOf(uint64_t key) const {
   return ember::PartitionOf(table_id_, key, num_partitions());
 }
 
+uint32_t EmbeddingTable::PersistedFloatsPerRow(const TableSpec& spec) {
+  auto optimizer = RowOptimizer::Create(spec.optimizer, spec.dim);
+  EMBER_CHECK(optimizer.ok(), optimizer.status().ToString());
+  return spec.dim + optimizer->state_floats() + (spec.ttl_seconds > 0 ? 1 : 0);
+}
+
+uint32_t EmbeddingTable::NowSeconds() const {
+  return now_ ? now_() : static_cast<uint32_t>(std::time(nullptr));
+}
+
+void EmbeddingTable::StampUpdate(float* row) const {
+  if (spec_.ttl_seconds == 0) return;
+  const uint32_t now = NowSeconds();
+  std::memcpy(row + floats_per_row_ - 1, &now, sizeof(now));
+}
+
 float* EmbeddingTable::FindOrCreateRow(uint32_t partition, uint64_t key) {
+  if (admission_ != nullptr) {
+    if (float* row = stores_[partition].Find(key)) return row;
+    if (!Admit(key)) return nullptr;
+  }
   auto [row, inserted] = stores_[partition].FindOrInsert(key);
   if (inserted) {
     InitializeRow(spec_, key, std::span<float>(row, spec_.dim));
     optimizer_.InitState(std::span<float>(row + spec_.dim, optimizer_.state_floats()));
+    StampUpdate(row);
     rows_.fetch_add(1, std::memory_order_relaxed);
   }
   return row;
 }
 
 template <typename Use>
-void EmbeddingTable::ForEachRequestRow(std::span<const uint64_t> keys, size_t prefetch_floats,
-                                       Use&& use) {
-  thread_local RequestGroups groups;
-  const uint32_t n = static_cast<uint32_t>(keys.size());
-  groups.partition.resize(n);
-  groups.order.resize(n);
-  groups.rows.resize(n);
-  groups.bounds.assign(num_stripes_ + 1, 0);
-  for (uint32_t i = 0; i < n; ++i) {
-    groups.partition[i] = PartitionOf(keys[i]);
-    ++groups.bounds[groups.partition[i] % num_stripes_ + 1];
-  }
-  for (uint32_t s = 0; s < num_stripes_; ++s) groups.bounds[s + 1] += groups.bounds[s];
-  thread_local std::vector<uint32_t> next_slot;  // per stripe, where its next position goes
-  next_slot.assign(groups.bounds.begin(), groups.bounds.end() - 1);
-  for (uint32_t i = 0; i < n; ++i)
-    groups.order[next_slot[groups.partition[i] % num_stripes_]++] = i;
+Status EmbeddingTable::ForEachRequestRow(std::span<const uint64_t> keys, size_t prefetch_floats,
+                                         bool push, Use&& use) {
+  internal::RequestGroups& groups = internal::GroupByStripe(
+      keys, num_stripes_, [this](uint64_t key) { return PartitionOf(key); });
+  if (admission_ != nullptr) groups.ReserveScratch(keys.size(), stored_floats_);
+  if (tier_ != nullptr) return ForEachTieredRequestRow(keys, groups, push, use);
   for (uint32_t s = 0; s < num_stripes_; ++s) {
     const uint32_t begin = groups.bounds[s];
     const uint32_t end = groups.bounds[s + 1];
@@ -101,7 +112,9 @@ void EmbeddingTable::ForEachRequestRow(std::span<const uint64_t> keys, size_t pr
         stores_[groups.partition[ahead]].Prefetch(keys[ahead]);
       }
       const uint32_t at = groups.order[j];
-      groups.rows[j] = FindOrCreateRow(groups.partition[at], keys[at]);
+      float* row = FindOrCreateRow(groups.partition[at], keys[at]);
+      groups.rows[j] =
+          row != nullptr ? row : InitialRowNotStored(keys[at], push, groups.NextScratchRow());
     }
     for (uint32_t j = begin; j < end; ++j) {
       if (j + kPrefetchDistance < end)
@@ -109,6 +122,15 @@ void EmbeddingTable::ForEachRequestRow(std::span<const uint64_t> keys, size_t pr
       use(groups.order[j], groups.rows[j]);
     }
   }
+  return Status::Ok();
+}
+
+float* EmbeddingTable::InitialRowNotStored(uint64_t key, bool push, float* row) {
+  InitializeRow(spec_, key, std::span<float>(row, spec_.dim));
+  optimizer_.InitState(std::span<float>(row + spec_.dim, optimizer_.state_floats()));
+  not_admitted_.fetch_add(1, std::memory_order_relaxed);
+  if (push) updates_dropped_.fetch_add(1, std::memory_order_relaxed);
+  return row;
 }
 
 Status EmbeddingTable::Pull(std::span<const uint64_t> keys, std::span<float> out) {
@@ -119,10 +141,9 @@ Status EmbeddingTable::Pull(std::span<const uint64_t> keys, std::span<float> out
                            std::to_string(keys.size() * dim) + " floats, got " +
                            std::to_string(out.size()));
   }
-  ForEachRequestRow(keys, dim, [&](uint32_t position, const float* row) {
+  return ForEachRequestRow(keys, dim, /*push=*/false, [&](uint32_t position, const float* row) {
     std::copy_n(row, dim, out.data() + size_t{position} * dim);
   });
-  return Status::Ok();
 }
 
 Status EmbeddingTable::Push(std::span<const uint64_t> keys, std::span<const float> grads) {
@@ -134,11 +155,11 @@ Status EmbeddingTable::Push(std::span<const uint64_t> keys, std::span<const floa
                            std::to_string(grads.size()));
   }
   const uint32_t state_floats = optimizer_.state_floats();
-  ForEachRequestRow(keys, floats_per_row_, [&](uint32_t position, float* row) {
+  return ForEachRequestRow(keys, floats_per_row_, /*push=*/true, [&](uint32_t position, float* row) {
     optimizer_.Apply(std::span<float>(row, dim), std::span<float>(row + dim, state_floats),
                      grads.subspan(size_t{position} * dim, dim));
+    StampUpdate(row);
   });
-  return Status::Ok();
 }
 
 uint64_t EmbeddingTable::bytes() const {
@@ -150,19 +171,22 @@ uint64_t EmbeddingTable::bytes() const {
   return total + num_partitions_ * sizeof(RowStore) + num_stripes_ * sizeof(Stripe);
 }
 
-void EmbeddingTable::ForEachRowInPartition(uint32_t partition, const RowVisitor& visit) const {
+Status EmbeddingTable::ForEachRowInPartition(uint32_t partition, const RowVisitor& visit) const {
   EMBER_CHECK(partition < num_partitions_, "partition", partition, "of table", spec_.name,
               "out of range");
+  if (tier_ != nullptr) return ForEachTieredRowInPartition(partition, visit);
   const uint32_t dim = spec_.dim;
   const uint32_t state_floats = optimizer_.state_floats();
   std::lock_guard<std::mutex> lock(StripeLock(partition));
   std::as_const(stores_[partition]).ForEach([&](uint64_t key, const float* row) {
     visit(key, std::span<const float>(row, dim), std::span<const float>(row + dim, state_floats));
   });
+  return Status::Ok();
 }
 
-void EmbeddingTable::ForEachRow(const RowVisitor& visit) const {
-  for (uint32_t p = 0; p < num_partitions(); ++p) ForEachRowInPartition(p, visit);
+Status EmbeddingTable::ForEachRow(const RowVisitor& visit) const {
+  for (uint32_t p = 0; p < num_partitions(); ++p) RETURN_IF_ERROR(ForEachRowInPartition(p, visit));
+  return Status::Ok();
 }
 
 Status EmbeddingTable::Restore(uint64_t key, std::span<const float> row,
@@ -174,22 +198,25 @@ Status EmbeddingTable::Restore(uint64_t key, std::span<const float> row,
         std::to_string(spec_.dim) + " and " + std::to_string(optimizer_.state_floats()));
   }
   const uint32_t partition = PartitionOf(key);
+  if (tier_ != nullptr) return RestoreTiered(partition, key, row, state);
   std::lock_guard<std::mutex> lock(StripeLock(partition));
   auto [stored, inserted] = stores_[partition].FindOrInsert(key);
   if (inserted) rows_.fetch_add(1, std::memory_order_relaxed);
   std::copy(row.begin(), row.end(), stored);
   std::copy(state.begin(), state.end(), stored + spec_.dim);
+  StampUpdate(stored);
   return Status::Ok();
 }
 
-size_t EmbeddingTable::Erase(uint32_t partition) {
+Result<uint64_t> EmbeddingTable::Erase(uint32_t partition) {
   EMBER_CHECK(partition < num_partitions_, "partition", partition, "of table", spec_.name,
               "out of range");
+  if (tier_ != nullptr) return EraseTiered(partition);
   std::lock_guard<std::mutex> lock(StripeLock(partition));
   const size_t erased = stores_[partition].size();
   stores_[partition].Clear();
   rows_.fetch_sub(erased, std::memory_order_relaxed);
-  return erased;
+  return uint64_t{erased};
 }
 
 }  // namespace ember::embedding

@@ -10,6 +10,21 @@
 // initializer, so its value does not depend on which server or partition layout creates it. Each
 // row is stored as dim weights followed by the optimizer's state.
 //
+// Optionally (Create with a TierOptions::disk) the table is tiered: only rows that fit the memory
+// budget stay in memory, chosen by CLOCK (clock_ring.h); the others live in a RocksDB column
+// family (rocks_store.h). A request first looks its keys up in memory, then reads all misses of a
+// stripe with one MultiGet, and creates the rows found nowhere. Rows changed since they were last
+// on disk (and rows never stored) are written back when evicted, so every method, rows() and the
+// ForEach* visitors see exactly what an all-in-memory table would hold. With log_pushes, every
+// push's rows are written to disk (RocksDB's write-ahead log) before Push returns, and the stripe
+// locks of the request are held until then, so the log orders the writes of a key as memory does.
+//
+// With spec.admit_after > 1, a key without a row gets one only once it occurred in admit_after
+// requests (admission_filter.h); until then a pull reads its initial row and a push is dropped.
+//
+// With spec.ttl_seconds > 0, each row also stores the time it was last updated (one float word
+// after its state, on disk too), and ExpireRows() deletes the rows not updated for that long.
+//
 // Thread-safety: every method may be called from many threads at once. Duplicate keys in one push
 // are applied in the order they appear. Callbacks of the ForEach* methods run under a stripe lock
 // and must not call back into the table.
@@ -26,10 +41,37 @@
 
 #include "common/status.h"
 #include "common/table_spec.h"
+#include "embedding/admission_filter.h"
+#include "embedding/clock_ring.h"
+#include "embedding/memory_budget.h"
 #include "embedding/optimizer.h"
+#include "embedding/rocks_store.h"
 #include "embedding/row_store.h"
 
 namespace ember::embedding {
+namespace internal {
+struct RequestGroups;
+}  // namespace internal
+
+// Where the rows that do not fit in memory go. The default keeps every row in memory.
+struct TierOptions {
+  RocksTable* disk = nullptr;      // borrowed, outlives the table; null: all rows in memory
+  MemoryBudget* budget = nullptr;  // borrowed, shared by the server's tables; null: no eviction
+  // Every Push writes its rows to disk before returning, so an acknowledged push survives the
+  // process being killed. Without it, changed rows reach disk when evicted or flushed.
+  bool log_pushes = false;
+  bool sync_log = false;  // also fsync the log on each push (survives a machine crash; slow)
+};
+
+// Counters of a tiered table (all zero for an in-memory one).
+struct TierStats {
+  uint64_t resident_rows = 0;  // rows in memory
+  uint64_t hits = 0;           // request keys found in memory
+  uint64_t misses = 0;         // request keys not in memory
+  uint64_t loaded = 0;         // misses found on disk
+  uint64_t evictions = 0;      // rows dropped from memory
+  uint64_t writebacks = 0;     // evicted or flushed rows written to disk
+};
 
 class EmbeddingTable {
  public:
@@ -39,6 +81,12 @@ class EmbeddingTable {
   // `spec` must pass ValidateTableSpec and num_partitions must be at least 1 (checked: a
   // violation aborts; validate specs from configs and peers first).
   EmbeddingTable(const TableSpec& spec, uint32_t num_partitions);
+  // A table over `tier` (see TierOptions), with the rows already on tier.disk counted. Same
+  // preconditions as the constructor; errors of the disk are returned.
+  static Result<std::unique_ptr<EmbeddingTable>> Create(const TableSpec& spec,
+                                                        uint32_t num_partitions,
+                                                        const TierOptions& tier);
+  ~EmbeddingTable();
   EmbeddingTable(const EmbeddingTable&) = delete;
   EmbeddingTable& operator=(const EmbeddingTable&) = delete;
 
@@ -57,20 +105,43 @@ class EmbeddingTable {
   // missing rows first. InvalidArgument when grads has the wrong size; nothing is applied then.
   Status Push(std::span<const uint64_t> keys, std::span<const float> grads);
 
-  // Rows held, over all partitions.
+  // Rows held, over all partitions (in memory and on disk).
   uint64_t rows() const { return rows_.load(std::memory_order_relaxed); }
   // Approximate memory held: rows with their state, plus the index, in bytes.
   uint64_t bytes() const;
+  // Bytes of this table's files on disk (0 without a tier).
+  uint64_t disk_bytes() const;
+  TierStats tier_stats() const;
+  // Requested keys served their initial row without being stored, and pushed keys whose update
+  // was dropped for it (both 0 unless spec.admit_after > 1).
+  uint64_t keys_not_admitted() const { return not_admitted_.load(std::memory_order_relaxed); }
+  uint64_t updates_dropped() const { return updates_dropped_.load(std::memory_order_relaxed); }
+  // Rows deleted by ExpireRows.
+  uint64_t rows_expired() const { return rows_expired_.load(std::memory_order_relaxed); }
+  // Floats a row takes on disk: dim, optimizer state, and the update time when spec has a TTL.
+  static uint32_t PersistedFloatsPerRow(const TableSpec& spec);
+  // Deletes every row (in memory and on disk) not updated for spec().ttl_seconds; returns how
+  // many. No-op without a TTL. Takes each stripe's lock in turn.
+  Result<uint64_t> ExpireRows();
+  // Replaces the wall clock (seconds since the epoch) that stamps updates, for tests. Call before
+  // any other method.
+  void SetClockForTesting(std::function<uint32_t()> now_seconds) { now_ = std::move(now_seconds); }
+  // Whether rows beyond memory go to disk (Create with a TierOptions::disk).
+  bool tiered() const { return tier_ != nullptr; }
 
-  // Visits every row (partition by partition, each under its stripe's lock).
-  void ForEachRow(const RowVisitor& visit) const;
+  // Visits every row (partition by partition, each under its stripe's lock). Errors come from
+  // the disk tier only.
+  Status ForEachRow(const RowVisitor& visit) const;
   // Visits the rows of one partition (partition < num_partitions(), checked).
-  void ForEachRowInPartition(uint32_t partition, const RowVisitor& visit) const;
+  Status ForEachRowInPartition(uint32_t partition, const RowVisitor& visit) const;
   // Inserts or overwrites one row with its state, for checkpoint loading and migration.
   // InvalidArgument when row.size() != dim() or state.size() != state_floats().
   Status Restore(uint64_t key, std::span<const float> row, std::span<const float> state);
   // Drops every row of one partition (partition < num_partitions(), checked); returns how many.
-  size_t Erase(uint32_t partition);
+  Result<uint64_t> Erase(uint32_t partition);
+  // Writes every changed row held in memory to disk (no-op without a tier), e.g. before a clean
+  // shutdown.
+  Status FlushDirtyRows();
 
  private:
   // Cache-line aligned so that neighbouring stripes' locks do not share a line.
@@ -78,23 +149,58 @@ class EmbeddingTable {
     mutable std::mutex mu;
   };
 
+  // The disk side of a tiered table (embedding_table_internal.h).
+  struct Tier;
+  using RowUse = std::function<void(uint32_t position, float* row)>;
+
+  EmbeddingTable(const TableSpec& spec, uint32_t num_partitions, const TierOptions* tier);
+  void InitTier(const TierOptions& tier);
   std::mutex& StripeLock(uint32_t partition) const { return stripes_[partition % num_stripes_].mu; }
-  // The row of `key` in `partition` (whose stripe lock the caller holds), created when missing.
+  // The row of `key` in `partition` (whose stripe lock the caller holds), created when missing;
+  // nullptr when the key is not admitted yet.
   float* FindOrCreateRow(uint32_t partition, uint64_t key);
+  // Whether a key without a row gets one now (counts the occurrence).
+  bool Admit(uint64_t key) { return admission_ == nullptr || admission_->CountAndAdmit(key); }
+  // Stamps `row` as updated now (no-op without a TTL).
+  void StampUpdate(float* row) const;
+  uint32_t NowSeconds() const;
+  // Writes the initial value of a key that is not admitted into `row` (scratch space of the
+  // request, dropped after it) and counts it; returns `row`.
+  float* InitialRowNotStored(uint64_t key, bool push, float* row);
   // Calls use(position, row) for every key of the request, creating missing rows, stripe by
-  // stripe under the stripe's lock; rows are prefetched `prefetch_floats` floats deep.
+  // stripe under the stripe's lock; rows are prefetched `prefetch_floats` floats deep. `push`
+  // marks the rows changed.
   template <typename Use>
-  void ForEachRequestRow(std::span<const uint64_t> keys, size_t prefetch_floats, Use&& use);
+  Status ForEachRequestRow(std::span<const uint64_t> keys, size_t prefetch_floats, bool push,
+                           Use&& use);
+  // The same for a tiered table (embedding_table_tier.cc), after the keys were grouped.
+  Status ForEachTieredRequestRow(std::span<const uint64_t> keys,
+                                 internal::RequestGroups& groups, bool push, const RowUse& use);
+  // Tiered counterparts of the public methods of the same name.
+  Status ForEachTieredRowInPartition(uint32_t partition, const RowVisitor& visit) const;
+  Status RestoreTiered(uint32_t partition, uint64_t key, std::span<const float> row,
+                       std::span<const float> state);
+  Result<uint64_t> EraseTiered(uint32_t partition);
+  // Evicts rows of `partitions` (whose stripe lock the caller holds) while the budget is
+  // exceeded, at most `max_rows`, writing changed ones back first.
+  Status EvictWhileOverBudget(std::span<const uint32_t> partitions, size_t max_rows);
 
   const TableSpec spec_;
   const uint64_t table_id_;  // HashName(spec_.name)
   const RowOptimizer optimizer_;
-  const uint32_t floats_per_row_;  // dim + state floats
+  const uint32_t floats_per_row_;  // PersistedFloatsPerRow: dim + state (+ update time with a TTL)
+  const uint32_t stored_floats_;   // per row in memory: floats_per_row_, + 1 flags word if tiered
   const uint32_t num_partitions_;
   const uint32_t num_stripes_;
   std::unique_ptr<Stripe[]> stripes_;
   std::vector<RowStore> stores_;  // one per partition, guarded by its stripe's lock
   std::atomic<uint64_t> rows_{0};
+  std::unique_ptr<Tier> tier_;  // null: every row in memory
+  std::unique_ptr<AdmissionFilter> admission_;  // null: every key is stored
+  std::atomic<uint64_t> not_admitted_{0};
+  std::atomic<uint64_t> updates_dropped_{0};
+  std::atomic<uint64_t> rows_expired_{0};
+  std::function<uint32_t()> now_;  // seconds since the epoch
 };
 
 }  // namespace ember::embedding

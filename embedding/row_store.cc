@@ -33,6 +33,7 @@ RowStore::RowStore(RowStore&& other) noexcept
       chunk_floats_total_(std::exchange(other.chunk_floats_total_, 0)),
       rows_left_in_chunk_(std::exchange(other.rows_left_in_chunk_, 0)),
       next_row_(std::exchange(other.next_row_, nullptr)),
+      free_rows_(std::exchange(other.free_rows_, {})),
       max_rows_per_chunk_(other.max_rows_per_chunk_) {}
 
 RowStore& RowStore::operator=(RowStore&& other) noexcept {
@@ -44,6 +45,7 @@ RowStore& RowStore::operator=(RowStore&& other) noexcept {
     chunk_floats_total_ = std::exchange(other.chunk_floats_total_, 0);
     rows_left_in_chunk_ = std::exchange(other.rows_left_in_chunk_, 0);
     next_row_ = std::exchange(other.next_row_, nullptr);
+    free_rows_ = std::exchange(other.free_rows_, {});
     max_rows_per_chunk_ = other.max_rows_per_chunk_;
   }
   return *this;
@@ -79,6 +81,27 @@ std::pair<float*, bool> RowStore::FindOrInsert(uint64_t key) {
   return {entry.row, true};
 }
 
+bool RowStore::Erase(uint64_t key) {
+  if (size_ == 0) return false;
+  const size_t mask = index_.size() - 1;
+  size_t hole = Probe(key);
+  if (index_[hole].row == nullptr) return false;
+  free_rows_.push_back(index_[hole].row);
+  index_[hole] = Entry{};
+  --size_;
+  // Backward shift: move later entries of the probe run into the hole when their home slot does
+  // not lie (cyclically) between the hole and their position, so every lookup still finds them.
+  for (size_t i = (hole + 1) & mask; index_[i].row != nullptr; i = (i + 1) & mask) {
+    const size_t home = Mix64(index_[i].key) & mask;
+    const bool home_after_hole = ((i - home) & mask) < ((i - hole) & mask);
+    if (home_after_hole) continue;
+    index_[hole] = index_[i];
+    index_[i] = Entry{};
+    hole = i;
+  }
+  return true;
+}
+
 void RowStore::GrowIndex() {
   const size_t capacity = index_.empty() ? kInitialIndexCapacity : index_.size() * 2;
   std::vector<Entry> old = std::exchange(index_, std::vector<Entry>(capacity));
@@ -88,6 +111,11 @@ void RowStore::GrowIndex() {
 }
 
 float* RowStore::AllocateRow() {
+  if (!free_rows_.empty()) {
+    float* row = free_rows_.back();
+    free_rows_.pop_back();
+    return row;
+  }
   if (rows_left_in_chunk_ == 0) {
     // Geometric growth: each chunk is about as large as all rows so far, within bounds.
     const size_t rows = std::clamp(size_, kMinRowsPerChunk, max_rows_per_chunk_);
@@ -105,7 +133,7 @@ float* RowStore::AllocateRow() {
 
 size_t RowStore::bytes() const {
   return chunk_floats_total_ * sizeof(float) + index_.capacity() * sizeof(Entry) +
-         chunks_.capacity() * sizeof(chunks_[0]);
+         chunks_.capacity() * sizeof(chunks_[0]) + free_rows_.capacity() * sizeof(float*);
 }
 
 void RowStore::Clear() {
@@ -115,6 +143,7 @@ void RowStore::Clear() {
   chunk_floats_total_ = 0;
   rows_left_in_chunk_ = 0;
   next_row_ = nullptr;
+  free_rows_ = std::vector<float*>();
 }
 
 }  // namespace ember::embedding

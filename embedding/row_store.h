@@ -6,7 +6,8 @@
 // grows. Chunks grow geometrically up to kMaxChunkBytes, so a small partition costs little and a
 // large one wastes at most one partly used chunk.
 // Every uint64 value is a valid key, 0 and UINT64_MAX included: an empty index entry is marked by
-// a null row pointer, never by a reserved key.
+// a null row pointer, never by a reserved key. Erase() removes one row (backward-shift deletion, no
+// tombstones) and keeps its floats for the next insert.
 //
 // Not thread-safe: the owner (EmbeddingTable) serialises access with one mutex per partition.
 #pragma once
@@ -43,6 +44,10 @@ class RowStore {
   // uninitialised: the caller must fill them.
   std::pair<float*, bool> FindOrInsert(uint64_t key);
 
+  // Removes the row of `key`; false when absent. Other rows' pointers stay valid; the erased
+  // row's floats are reused by a later insert.
+  bool Erase(uint64_t key);
+
   // Starts loading the index entry where `key` is looked up first, ahead of a Find/FindOrInsert.
   void Prefetch(uint64_t key) const {
     if (!index_.empty()) __builtin_prefetch(&index_[Mix64(key) & (index_.size() - 1)]);
@@ -50,7 +55,7 @@ class RowStore {
 
   // Number of rows.
   size_t size() const { return size_; }
-  // Memory held: row chunks plus the index, in bytes.
+  // Memory held: row chunks, free rows and the index, in bytes.
   size_t bytes() const;
 
   // Calls fn(key, row) for every row, in index order (not insertion order).
@@ -91,6 +96,7 @@ class RowStore {
   size_t chunk_floats_total_ = 0;  // floats allocated over all chunks
   size_t rows_left_in_chunk_ = 0;  // free rows at the end of chunks_.back()
   float* next_row_ = nullptr;      // first free row of chunks_.back()
+  std::vector<float*> free_rows_;  // rows of erased keys, reused first
   size_t max_rows_per_chunk_;
 };
 

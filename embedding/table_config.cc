@@ -8,6 +8,7 @@
 
 #include "common/hash.h"
 #include "common/yaml_util.h"
+#include "embedding/admission_filter.h"
 
 namespace ember::embedding {
 namespace {
@@ -207,6 +208,10 @@ Status ValidateTableSpec(const TableSpec& spec) {
                       context);
   RETURN_IF_ERROR_CTX(ValidateOptimizerSpec(spec.optimizer), context);
   RETURN_IF_ERROR_CTX(ValidateInitializerSpec(spec.initializer), context);
+  RETURN_IF_ERROR_CTX(Require(spec.admit_after <= AdmissionFilter::kMaxAdmitAfter, "admit_after",
+                              "at most " + std::to_string(AdmissionFilter::kMaxAdmitAfter),
+                              spec.admit_after),
+                      context);
   return Status::Ok();
 }
 
@@ -214,7 +219,8 @@ Result<TableSpec> TableSpecFromYaml(const YAML::Node& node, std::string_view pat
   const std::string prefix(path);
   if (!node.IsMap()) return InvalidArgument(prefix + ": expected a mapping with a name and a dim");
   RETURN_IF_ERROR(config::RejectUnknownKeys(node, path,
-                                            {"name", "dim", "seed", "initializer", "optimizer"}));
+                                            {"name", "dim", "seed", "initializer", "optimizer",
+                                             "admit_after", "ttl_seconds"}));
   TableSpec spec;
   RETURN_IF_ERROR(config::ReadRequired(node, path, "name", &spec.name));
   int64_t dim = 0;  // read wide so that a negative or huge value gets a range error
@@ -226,6 +232,8 @@ Result<TableSpec> TableSpecFromYaml(const YAML::Node& node, std::string_view pat
   spec.dim = static_cast<uint32_t>(dim);
   spec.seed = HashName(spec.name);
   RETURN_IF_ERROR(config::ReadOptional(node, path, "seed", &spec.seed));
+  RETURN_IF_ERROR(config::ReadOptional(node, path, "admit_after", &spec.admit_after));
+  RETURN_IF_ERROR(config::ReadOptional(node, path, "ttl_seconds", &spec.ttl_seconds));
   RETURN_IF_ERROR(ReadInitializer(node["initializer"], prefix + ".initializer", &spec.initializer));
   RETURN_IF_ERROR(ReadOptimizer(node["optimizer"], prefix + ".optimizer", &spec.optimizer));
   RETURN_IF_ERROR_CTX(ValidateTableSpec(spec), path);

@@ -4,6 +4,12 @@
 #include <spdlog/spdlog.h>
 
 #include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <map>
+
+#include "embedding/embedding_table.h"
+#include "embedding/table_config.h"
 
 namespace ember::ps {
 namespace {
@@ -18,7 +24,18 @@ void ForwardMessage(zmq::socket_t& from, zmq::socket_t& to) {
   if (!sent.ok()) spdlog::warn("server: dropping a message: {}", sent.ToString());
 }
 
+// Files in the data directory.
+constexpr const char* kIdentityFile = "server-identity";  // "<id> <endpoint>\n"
+constexpr const char* kRowsDir = "rows";                  // the RocksDB instance
+
 }  // namespace
+
+Result<Durability> ParseDurability(const std::string& name) {
+  if (name == "ack") return Durability::kAck;
+  if (name == "sync") return Durability::kSync;
+  if (name == "flush") return Durability::kFlush;
+  return InvalidArgument("durability '" + name + "': expected ack, sync or flush");
+}
 
 Server::Server(ServerOptions options) : options_(std::move(options)), context_(1) {}
 
@@ -26,8 +43,20 @@ Server::~Server() { Shutdown(); }
 
 Status Server::Start() {
   if (options_.worker_threads == 0) return InvalidArgument("server: worker_threads must be >= 1");
+  if (options_.memory_budget_bytes != 0 && options_.data_dir.empty()) {
+    return InvalidArgument("server: a memory budget needs a data directory for the rows beyond it");
+  }
   ASSIGN_OR_RETURN(frontend_, MakeSocket(context_, zmq::socket_type::router));
-  ASSIGN_OR_RETURN(endpoint_, BindSocket(frontend_, options_.bind));
+  const std::string recorded = RecordedEndpoint();
+  const std::string bind = recorded.empty() ? options_.bind : recorded;
+  auto bound = BindSocket(frontend_, bind);
+  if (!bound.ok()) {
+    return bound.status().WithContext(recorded.empty()
+                                          ? "binding the data socket"
+                                          : "binding the endpoint recorded in '" +
+                                                options_.data_dir + "'");
+  }
+  endpoint_ = *bound;
   ASSIGN_OR_RETURN(backend_, MakeSocket(context_, zmq::socket_type::dealer));
   backend_endpoint_ = "inproc://ember-server-workers";
   ASSIGN_OR_RETURN(std::string bound_backend, BindSocket(backend_, backend_endpoint_));
@@ -47,6 +76,7 @@ Status Server::Start() {
       WorkerLoop(w, socket);
     });
   }
+  if (service_->has_expiry()) expiry_thread_ = std::thread([this] { ExpiryLoop(); });
   started_ = true;
   spdlog::info("server {}: serving on {} with {} worker threads, owning {} partitions",
                service_->server_id(), endpoint_, options_.worker_threads,
@@ -69,13 +99,72 @@ Status Server::Register() {
     if (!reply->status.ok()) return reply->status.WithContext("registering with the scheduler");
     auto* registration = std::get_if<wire::Registration>(&reply->body);
     if (registration == nullptr) return Internal("scheduler answered registration without payload");
+    RETURN_IF_ERROR(RecordIdentity(registration->id));
+    ASSIGN_OR_RETURN(ShardStorage storage, OpenStorage(registration->tables));
     ASSIGN_OR_RETURN(service_, ShardService::Create(registration->id, registration->tables,
-                                                    registration->routing));
+                                                    registration->routing, storage));
     return Status::Ok();
   }
   return DeadlineExceeded("no registration from scheduler " + options_.scheduler_endpoint +
                           " within " + std::to_string(options_.register_timeout.count()) +
                           " ms (last: " + last.ToString() + ")");
+}
+
+std::string Server::RecordedEndpoint() const {
+  if (options_.data_dir.empty()) return "";
+  std::ifstream in(std::filesystem::path(options_.data_dir) / kIdentityFile);
+  uint32_t id = 0;
+  std::string endpoint;
+  if (!(in >> id >> endpoint)) return "";
+  return endpoint;
+}
+
+Status Server::RecordIdentity(uint32_t server_id) {
+  if (options_.data_dir.empty()) return Status::Ok();
+  const std::filesystem::path dir(options_.data_dir);
+  const std::filesystem::path file = dir / kIdentityFile;
+  std::ifstream in(file);
+  uint32_t recorded_id = 0;
+  std::string recorded_endpoint;
+  if (in >> recorded_id >> recorded_endpoint) {
+    if (recorded_id != server_id) {
+      return FailedPrecondition("data directory '" + options_.data_dir + "' belongs to server " +
+                                std::to_string(recorded_id) + ", but the scheduler assigned id " +
+                                std::to_string(server_id));
+    }
+    return Status::Ok();
+  }
+  std::error_code error;
+  std::filesystem::create_directories(dir, error);
+  const std::filesystem::path temporary = dir / (std::string(kIdentityFile) + ".tmp");
+  {
+    std::ofstream out(temporary, std::ios::trunc);
+    out << server_id << " " << endpoint_ << "\n";
+    out.flush();
+    if (!out) return Unavailable("cannot write '" + temporary.string() + "'");
+  }
+  std::filesystem::rename(temporary, file, error);
+  if (error) return Unavailable("cannot write '" + file.string() + "': " + error.message());
+  return Status::Ok();
+}
+
+Result<ShardStorage> Server::OpenStorage(const std::vector<TableSpec>& tables) {
+  ShardStorage storage;
+  if (options_.data_dir.empty()) return storage;
+  std::map<std::string, uint32_t> floats_per_row;
+  for (const TableSpec& spec : tables) {
+    RETURN_IF_ERROR(embedding::ValidateTableSpec(spec));
+    floats_per_row[spec.name] = embedding::EmbeddingTable::PersistedFloatsPerRow(spec);
+  }
+  embedding::RocksStoreOptions store_options;
+  store_options.path = (std::filesystem::path(options_.data_dir) / kRowsDir).string();
+  ASSIGN_OR_RETURN(store_, embedding::RocksStore::Open(store_options, floats_per_row));
+  budget_ = std::make_unique<embedding::MemoryBudget>(options_.memory_budget_bytes);
+  storage.store = store_.get();
+  storage.budget = budget_.get();
+  storage.log_pushes = options_.durability != Durability::kFlush;
+  storage.sync_log = options_.durability == Durability::kSync;
+  return storage;
 }
 
 void Server::Run() {
@@ -123,12 +212,34 @@ void Server::WorkerLoop(uint32_t worker, zmq::socket_t& socket) {
   }
 }
 
+void Server::ExpiryLoop() {
+  auto next = std::chrono::steady_clock::now() + options_.expiry_sweep;
+  while (!workers_stop_.load(std::memory_order_relaxed)) {
+    std::this_thread::sleep_for(kPollInterval);
+    if (std::chrono::steady_clock::now() < next) continue;
+    auto expired = service_->ExpireRows();
+    if (!expired.ok()) {
+      spdlog::error("server {}: expiring rows: {}", service_->server_id(),
+                    expired.status().ToString());
+    } else if (*expired > 0) {
+      spdlog::info("server {}: {} rows expired", service_->server_id(), *expired);
+    }
+    next = std::chrono::steady_clock::now() + options_.expiry_sweep;
+  }
+}
+
 void Server::Shutdown() {
   workers_stop_.store(true, std::memory_order_relaxed);
   for (std::thread& worker : workers_) worker.join();
   workers_.clear();
+  if (expiry_thread_.joinable()) expiry_thread_.join();
   if (frontend_.handle() != nullptr) frontend_.close();
   if (backend_.handle() != nullptr) backend_.close();
+  if (service_ != nullptr && store_ != nullptr) {
+    Status flushed = service_->Flush();
+    if (flushed.ok()) flushed = store_->Flush();
+    if (!flushed.ok()) spdlog::error("server: flushing rows at shutdown: {}", flushed.ToString());
+  }
 }
 
 }  // namespace ember::ps

@@ -6,6 +6,12 @@
 // DEALER that load-balances whole requests over the workers, each of which decodes, executes and
 // answers its request independently.
 //
+// With a data directory, the server keeps its rows in a RocksDB instance there (rows beyond the
+// memory budget, and every acknowledged push when durability is ack or sync) and records its id
+// and endpoint. Started again on the same directory, it binds the recorded endpoint (so clients'
+// connections come back by themselves), checks that the scheduler gives it its old id back, and
+// serves the rows it had.
+//
 // Lifecycle: Start() (blocking until registered), then Run() until Stop() is called from any
 // thread or signal handler context via RequestStop().
 #pragma once
@@ -20,15 +26,30 @@
 
 #include "common/status.h"
 #include "common/transport.h"
+#include "embedding/memory_budget.h"
+#include "embedding/rocks_store.h"
 #include "ps/shard_service.h"
 
 namespace ember::ps {
+
+// When an acknowledged push is on disk (only with a data directory).
+enum class Durability {
+  kAck,    // in the write-ahead log before the ack: survives the server being killed (default)
+  kSync,   // also fsynced before the ack: survives a machine crash; one fsync per push
+  kFlush,  // rows reach disk when evicted and at a clean shutdown: a crash loses the rest
+};
+// "ack", "sync" or "flush"; InvalidArgument naming the value otherwise.
+Result<Durability> ParseDurability(const std::string& name);
 
 struct ServerOptions {
   std::string scheduler_endpoint;           // e.g. tcp://127.0.0.1:7000
   std::string bind = "tcp://127.0.0.1:*";   // data socket; '*' picks a free port
   uint32_t worker_threads = 2;
   Millis register_timeout{60'000};          // give up if the cluster does not form in time
+  std::string data_dir;                     // empty: rows in memory only, nothing survives
+  uint64_t memory_budget_bytes = 0;         // rows in memory at most (needs data_dir); 0: no limit
+  Durability durability = Durability::kAck;
+  Millis expiry_sweep{10'000};              // how often rows past a table's TTL are deleted
 };
 
 class Server {
@@ -53,8 +74,16 @@ class Server {
 
  private:
   Status Register();
+  // Reads the endpoint recorded in the data directory, if any.
+  std::string RecordedEndpoint() const;
+  // Records id and endpoint in the data directory, or checks them against the recorded ones.
+  Status RecordIdentity(uint32_t server_id);
+  // Opens the data directory's row store for `tables` (no-op without a data directory).
+  Result<ShardStorage> OpenStorage(const std::vector<TableSpec>& tables);
   // Serves requests arriving on `socket` (connected to the dispatcher) until Shutdown().
   void WorkerLoop(uint32_t worker, zmq::socket_t& socket);
+  // Deletes expired rows every options_.expiry_sweep until Shutdown().
+  void ExpiryLoop();
   void Shutdown();
 
   const ServerOptions options_;
@@ -63,8 +92,12 @@ class Server {
   zmq::socket_t backend_;   // DEALER, inproc fan-out to workers
   std::string endpoint_;
   std::string backend_endpoint_;
+  // Declared before service_, which borrows them.
+  std::unique_ptr<embedding::MemoryBudget> budget_;
+  std::unique_ptr<embedding::RocksStore> store_;
   std::unique_ptr<ShardService> service_;
   std::vector<std::thread> workers_;
+  std::thread expiry_thread_;  // only when a table has a TTL
   std::atomic<bool> stop_requested_{false};
   std::atomic<bool> workers_stop_{false};
   bool started_ = false;

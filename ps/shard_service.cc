@@ -9,7 +9,8 @@ namespace ember::ps {
 
 Result<std::unique_ptr<ShardService>> ShardService::Create(uint32_t server_id,
                                                            const std::vector<TableSpec>& tables,
-                                                           const RoutingTable& routing) {
+                                                           const RoutingTable& routing,
+                                                           const ShardStorage& storage) {
   if (!routing.ready()) return FailedPrecondition("routing table is not ready");
   if (server_id >= routing.servers.size()) {
     return InvalidArgument("server id " + std::to_string(server_id) + " is not in the routing table");
@@ -20,8 +21,20 @@ Result<std::unique_ptr<ShardService>> ShardService::Create(uint32_t server_id,
     if (service->tables_.count(spec.name)) {
       return InvalidArgument("table '" + spec.name + "' is declared twice");
     }
-    service->tables_.emplace(
-        spec.name, std::make_unique<embedding::EmbeddingTable>(spec, routing.num_partitions));
+    embedding::TierOptions tier;
+    if (storage.store != nullptr) {
+      tier.disk = storage.store->Table(spec.name);
+      if (tier.disk == nullptr) {
+        return FailedPrecondition("table '" + spec.name + "' has no column family in '" +
+                                  storage.store->path() + "'");
+      }
+      tier.budget = storage.budget;
+      tier.log_pushes = storage.log_pushes;
+      tier.sync_log = storage.sync_log;
+    }
+    ASSIGN_OR_RETURN(auto table,
+                     embedding::EmbeddingTable::Create(spec, routing.num_partitions, tier));
+    service->tables_.emplace(spec.name, std::move(table));
   }
   return service;
 }
@@ -132,7 +145,12 @@ wire::ServerStats ShardService::Stats() const {
   wire::ServerStats stats;
   stats.server_id = server_id_;
   for (const auto& [name, table] : tables_) {
-    stats.tables.push_back(wire::TableStats{name, table->rows(), table->bytes()});
+    const embedding::TierStats tier = table->tier_stats();
+    stats.tables.push_back(wire::TableStats{
+        name, table->rows(), table->bytes(),
+        table->tiered() ? tier.resident_rows : table->rows(),
+        table->disk_bytes(), tier.hits, tier.misses, tier.evictions, table->keys_not_admitted(),
+        table->updates_dropped(), table->rows_expired()});
   }
   stats.pull_requests = pull_requests_.load(std::memory_order_relaxed);
   stats.push_requests = push_requests_.load(std::memory_order_relaxed);
@@ -141,6 +159,27 @@ wire::ServerStats ShardService::Stats() const {
   stats.errors = errors_.load(std::memory_order_relaxed);
   stats.partitions_owned = routing_.PartitionsOwnedBy(server_id_);
   return stats;
+}
+
+Result<uint64_t> ShardService::ExpireRows() {
+  uint64_t expired = 0;
+  for (const auto& [name, table] : tables_) {
+    ASSIGN_OR_RETURN(uint64_t count, table->ExpireRows());
+    expired += count;
+  }
+  return expired;
+}
+
+bool ShardService::has_expiry() const {
+  for (const auto& [name, table] : tables_) {
+    if (table->spec().ttl_seconds > 0) return true;
+  }
+  return false;
+}
+
+Status ShardService::Flush() {
+  for (const auto& [name, table] : tables_) RETURN_IF_ERROR(table->FlushDirtyRows());
+  return Status::Ok();
 }
 
 }  // namespace ember::ps

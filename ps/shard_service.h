@@ -27,12 +27,23 @@
 
 namespace ember::ps {
 
+// Where a server keeps rows beyond its memory, and when pushes reach disk. The default keeps
+// every row in memory only.
+struct ShardStorage {
+  embedding::RocksStore* store = nullptr;    // borrowed, outlives the service; null: memory only
+  embedding::MemoryBudget* budget = nullptr;  // borrowed, outlives the service; null: no limit
+  bool log_pushes = false;  // a push is on disk (write-ahead log) before it is acknowledged
+  bool sync_log = false;    // ... and fsynced
+};
+
 class ShardService {
  public:
-  // Validates every spec; InvalidArgument names the bad table.
+  // Validates every spec; InvalidArgument names the bad table. With storage.store, every table
+  // gets a column family there (errors opening it are returned).
   static Result<std::unique_ptr<ShardService>> Create(uint32_t server_id,
                                                       const std::vector<TableSpec>& tables,
-                                                      const RoutingTable& routing);
+                                                      const RoutingTable& routing,
+                                                      const ShardStorage& storage = {});
 
   // Decodes one request frame and returns the response frame. Never fails: errors are encoded
   // into the response (request id 0 when the frame could not be decoded).
@@ -41,6 +52,12 @@ class ShardService {
   uint32_t server_id() const { return server_id_; }
   uint64_t epoch() const { return routing_.epoch; }
   wire::ServerStats Stats() const;
+  // Writes every changed row held in memory to the data directory (no-op without one).
+  Status Flush();
+  // Deletes the rows of tables with a TTL that were not updated for it; returns how many.
+  Result<uint64_t> ExpireRows();
+  // Whether any table has a TTL.
+  bool has_expiry() const;
 
  private:
   ShardService(uint32_t server_id, RoutingTable routing);

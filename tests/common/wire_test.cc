@@ -108,6 +108,8 @@ TEST(WireTest, RoutingAndRegistrationRoundTrip) {
   spec.name = "users";
   spec.dim = 16;
   spec.seed = 99;
+  spec.admit_after = 3;
+  spec.ttl_seconds = 86400;
   spec.optimizer.kind = OptimizerKind::kFtrl;
   spec.optimizer.l1 = 0.5f;
   registration.tables.push_back(spec);
@@ -120,6 +122,8 @@ TEST(WireTest, RoutingAndRegistrationRoundTrip) {
   EXPECT_EQ(got.tables[0].name, "users");
   EXPECT_EQ(got.tables[0].dim, 16u);
   EXPECT_EQ(got.tables[0].seed, 99u);
+  EXPECT_EQ(got.tables[0].admit_after, 3u);
+  EXPECT_EQ(got.tables[0].ttl_seconds, 86400u);
   EXPECT_EQ(got.tables[0].optimizer.kind, OptimizerKind::kFtrl);
   EXPECT_EQ(got.tables[0].optimizer.l1, 0.5f);
   EXPECT_EQ(got.routing.epoch, 4u);

@@ -189,12 +189,15 @@ TEST(EmbeddingTableTest, ForEachRowAndRestoreCopyATable) {
 
   EmbeddingTable copy(AdagradSpec(), 3);  // a different partition count
   size_t visited = 0;
-  source.ForEachRow([&](uint64_t key, std::span<const float> row, std::span<const float> state) {
-    ++visited;
-    EXPECT_EQ(row.size(), 3u);
-    EXPECT_EQ(state.size(), 3u);
-    EXPECT_TRUE(copy.Restore(key, row, state).ok());
-  });
+  ASSERT_TRUE(source
+                  .ForEachRow([&](uint64_t key, std::span<const float> row,
+                                  std::span<const float> state) {
+                    ++visited;
+                    EXPECT_EQ(row.size(), 3u);
+                    EXPECT_EQ(state.size(), 3u);
+                    EXPECT_TRUE(copy.Restore(key, row, state).ok());
+                  })
+                  .ok());
   EXPECT_EQ(visited, 100u);
   EXPECT_EQ(copy.rows(), 100u);
   EXPECT_EQ(Pull(copy, keys), Pull(source, keys));
@@ -234,22 +237,26 @@ TEST(EmbeddingTableTest, EraseDropsOnePartition) {
 
   const uint32_t victim = 2;
   std::set<uint64_t> visited;
-  table.ForEachRowInPartition(victim, [&](uint64_t key, std::span<const float> row,
-                                          std::span<const float> state) {
-    visited.insert(key);
-    EXPECT_EQ(row.size(), 2u);
-    EXPECT_TRUE(state.empty());
-  });
+  ASSERT_TRUE(table
+                  .ForEachRowInPartition(victim, [&](uint64_t key, std::span<const float> row,
+                                                     std::span<const float> state) {
+                    visited.insert(key);
+                    EXPECT_EQ(row.size(), 2u);
+                    EXPECT_TRUE(state.empty());
+                  })
+                  .ok());
   EXPECT_EQ(visited, keys_by_partition[victim]);
 
-  EXPECT_EQ(table.Erase(victim), keys_by_partition[victim].size());
+  EXPECT_EQ(*table.Erase(victim), keys_by_partition[victim].size());
   EXPECT_EQ(table.rows(), 200u - keys_by_partition[victim].size());
-  EXPECT_EQ(table.Erase(victim), 0u);
+  EXPECT_EQ(*table.Erase(victim), 0u);
   size_t remaining = 0;
-  table.ForEachRow([&](uint64_t key, std::span<const float>, std::span<const float>) {
-    EXPECT_NE(table.PartitionOf(key), victim);
-    ++remaining;
-  });
+  ASSERT_TRUE(table
+                  .ForEachRow([&](uint64_t key, std::span<const float>, std::span<const float>) {
+                    EXPECT_NE(table.PartitionOf(key), victim);
+                    ++remaining;
+                  })
+                  .ok());
   EXPECT_EQ(remaining, table.rows());
 
   // An erased row comes back fresh from the initializer; the others kept their update.

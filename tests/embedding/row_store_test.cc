@@ -112,6 +112,36 @@ TEST(RowStoreTest, ClearDropsEverythingAndStaysUsable) {
   EXPECT_EQ(store.size(), 1u);
 }
 
+TEST(RowStoreTest, EraseKeepsEveryOtherRowFindableAndReusesTheFloats) {
+  RowStore store(kFloats);
+  std::map<uint64_t, float*> live;
+  for (uint64_t key = 0; key < 5000; ++key) {
+    float* row = store.FindOrInsert(key * 7919).first;
+    FillRow(row, key * 7919);
+    live[key * 7919] = row;
+  }
+  // Erase every third key (long probe runs included), then check all the others.
+  for (uint64_t key = 0; key < 5000; key += 3) {
+    EXPECT_TRUE(store.Erase(key * 7919));
+    live.erase(key * 7919);
+  }
+  EXPECT_FALSE(store.Erase(3));  // absent
+  EXPECT_EQ(store.size(), live.size());
+  for (const auto& [key, row] : live) {
+    ASSERT_EQ(store.Find(key), row) << key;
+    EXPECT_TRUE(RowHolds(row, key));
+  }
+  for (uint64_t key = 0; key < 5000; key += 3) EXPECT_EQ(store.Find(key * 7919), nullptr);
+  const size_t bytes = store.bytes();
+  for (uint64_t key = 0; key < 5000; key += 3) {
+    auto [row, inserted] = store.FindOrInsert(key * 7919 + 1);
+    EXPECT_TRUE(inserted);
+    FillRow(row, key * 7919 + 1);
+  }
+  EXPECT_EQ(store.bytes(), bytes);  // erased rows were reused, no new chunk
+  for (const auto& [key, row] : live) EXPECT_EQ(store.Find(key), row) << key;
+}
+
 TEST(RowStoreTest, MovedFromStoreIsEmptyAndUsable) {
   RowStore store(kFloats);
   float* row = store.FindOrInsert(9).first;

@@ -98,6 +98,22 @@ TEST(TableConfigTest, KindShorthandsAndPartialSections) {
   EXPECT_EQ(spec->seed, 0u);
 }
 
+TEST(TableConfigTest, AdmissionAndExpiryAreOffByDefaultAndChecked) {
+  auto plain = TableSpecFromYaml(YAML::Load("{name: a, dim: 2}"), "t");
+  ASSERT_TRUE(plain.ok());
+  EXPECT_EQ(plain->admit_after, 0u);
+  EXPECT_EQ(plain->ttl_seconds, 0u);
+  auto spec = TableSpecFromYaml(YAML::Load("{name: a, dim: 2, admit_after: 5, ttl_seconds: 3600}"),
+                                "t");
+  ASSERT_TRUE(spec.ok()) << spec.status().ToString();
+  EXPECT_EQ(spec->admit_after, 5u);
+  EXPECT_EQ(spec->ttl_seconds, 3600u);
+  auto too_many = TableSpecFromYaml(YAML::Load("{name: a, dim: 2, admit_after: 300}"), "t");
+  ASSERT_FALSE(too_many.ok());
+  EXPECT_NE(too_many.status().message().find("admit_after"), std::string::npos)
+      << too_many.status().ToString();
+}
+
 TEST(TableConfigTest, UnknownKeysAreNamedByPath) {
   EXPECT_TRUE(Contains(ParseError(R"(
 - name: user_id

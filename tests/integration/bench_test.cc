@@ -142,5 +142,23 @@ TEST(BenchReportTest, TableFiguresAreInTheJson) {
   EXPECT_EQ(JsonNumber(memory, "rss_bytes_per_row"), 512.25);
 }
 
+TEST(BenchTest, TierBenchPrintsEveryFigure) {
+  testing::TempDir dir;
+  const std::string log = dir.path() + "/out.log";
+  ChildProcess bench({EMBER_BINARY, "bench-tier", "--data-dir", dir.path() + "/tier", "--rows",
+                      "20000", "--keys-per-request", "256", "--seconds", "1"},
+                     log);
+  ASSERT_EQ(bench.WaitExit(seconds(120)), 0) << testing::ReadFile(log);
+  const std::string out = testing::ReadFile(log);
+  for (const char* figure : {"pull, in memory", "push, in memory", "pull, tiered",
+                             "push, tiered, ack", "hit rate", "bytes per row",
+                             "recovery after SIGKILL"}) {
+    EXPECT_NE(out.find(figure), std::string::npos) << figure << "\n" << out;
+  }
+  ChildProcess again({EMBER_BINARY, "bench-tier", "--data-dir", dir.path() + "/tier"}, log);
+  EXPECT_EQ(again.WaitExit(seconds(20)), 2);
+  EXPECT_NE(testing::ReadFile(log).find("is not empty"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace ember

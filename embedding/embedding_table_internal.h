@@ -1,0 +1,94 @@
+// Private to EmbeddingTable's .cc files: its tier state, how a request's keys are grouped by lock
+// stripe, and the flags word a tiered table keeps after each row in memory.
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+#include <span>
+#include <vector>
+
+#include "embedding/embedding_table.h"
+
+namespace ember::embedding {
+
+// The tier state of a tiered table.
+struct EmbeddingTable::Tier {
+  TierOptions options;
+  std::vector<ClockRing> clocks;  // per partition, guarded by its stripe's lock
+  std::atomic<uint64_t> resident{0};
+  std::atomic<uint64_t> hits{0};
+  std::atomic<uint64_t> misses{0};
+  std::atomic<uint64_t> loaded{0};
+  std::atomic<uint64_t> evictions{0};
+  std::atomic<uint64_t> writebacks{0};
+};
+
+namespace internal {
+
+// A request's key positions grouped by lock stripe (a stable counting sort, so duplicate keys keep
+// their order), with each key's partition and, once looked up, its row. Reused per thread.
+struct RequestGroups {
+  std::vector<uint32_t> partition;  // by position in the request
+  std::vector<uint32_t> order;      // positions, stripe after stripe
+  std::vector<uint32_t> bounds;     // stripe s holds order[bounds[s], bounds[s + 1])
+  std::vector<float*> rows;         // rows[j] is the row of position order[j]
+  // Rows of keys not admitted (see AdmissionFilter), one per position at most, dropped after the
+  // request; reserved up front so that the pointers handed out stay valid.
+  std::vector<float> scratch;
+  size_t scratch_used = 0;
+  size_t scratch_row_floats = 0;
+
+  void ReserveScratch(size_t rows, size_t floats_per_row) {
+    scratch.resize(rows * floats_per_row);
+    scratch_used = 0;
+    scratch_row_floats = floats_per_row;
+  }
+  bool IsScratch(const float* row) const {
+    return row >= scratch.data() && row < scratch.data() + scratch_used;
+  }
+  float* NextScratchRow() {
+    float* row = scratch.data() + scratch_used;
+    scratch_used += scratch_row_floats;
+    return row;
+  }
+};
+
+// Fills this thread's RequestGroups for `keys`, given each key's partition.
+template <typename PartitionOf>
+RequestGroups& GroupByStripe(std::span<const uint64_t> keys, uint32_t num_stripes,
+                             PartitionOf&& partition_of) {
+  thread_local RequestGroups groups;
+  const uint32_t n = static_cast<uint32_t>(keys.size());
+  groups.partition.resize(n);
+  groups.order.resize(n);
+  groups.rows.resize(n);
+  groups.bounds.assign(num_stripes + 1, 0);
+  groups.scratch_used = 0;
+  for (uint32_t i = 0; i < n; ++i) {
+    groups.partition[i] = partition_of(keys[i]);
+    ++groups.bounds[groups.partition[i] % num_stripes + 1];
+  }
+  for (uint32_t s = 0; s < num_stripes; ++s) groups.bounds[s + 1] += groups.bounds[s];
+  thread_local std::vector<uint32_t> next_slot;  // per stripe, where its next position goes
+  next_slot.assign(groups.bounds.begin(), groups.bounds.end() - 1);
+  for (uint32_t i = 0; i < n; ++i) groups.order[next_slot[groups.partition[i] % num_stripes]++] = i;
+  return groups;
+}
+
+// Tier flags, in the float after a tiered row's weights and state.
+enum RowFlag : uint32_t {
+  kReferenced = 1,  // used since the CLOCK hand last passed
+  kDirty = 2,       // differs from disk (or was never written)
+  kOnDisk = 4,      // a version of the row is on disk
+  kChosen = 8,      // picked as an eviction victim, not yet dropped
+};
+
+inline uint32_t LoadFlags(const float* word) {
+  uint32_t flags;
+  std::memcpy(&flags, word, sizeof(flags));
+  return flags;
+}
+inline void StoreFlags(float* word, uint32_t flags) { std::memcpy(word, &flags, sizeof(flags)); }
+
+}  // namespace internal
+}  // namespace ember::embedding

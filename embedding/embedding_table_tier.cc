@@ -1,0 +1,358 @@
+// EmbeddingTable, tiered: rows beyond the memory budget live in RocksDB (see embedding_table.h).
+#include <algorithm>
+#include <string>
+#include <utility>
+
+#include "common/check.h"
+#include "embedding/embedding_table.h"
+#include "embedding/embedding_table_internal.h"
+#include "embedding/initializer.h"
+
+namespace ember::embedding {
+
+using internal::kChosen;
+using internal::kDirty;
+using internal::kOnDisk;
+using internal::kReferenced;
+using internal::LoadFlags;
+using internal::StoreFlags;
+
+namespace {
+
+// Victims chosen per inserted row at most, so a table far over its budget (after the budget was
+// lowered, or when another table grew) converges without one request evicting everything.
+constexpr size_t kEvictionsPerInsert = 2;
+
+}  // namespace
+
+EmbeddingTable::~EmbeddingTable() = default;
+
+Result<std::unique_ptr<EmbeddingTable>> EmbeddingTable::Create(const TableSpec& spec,
+                                                               uint32_t num_partitions,
+                                                               const TierOptions& tier) {
+  if (tier.disk == nullptr) return std::make_unique<EmbeddingTable>(spec, num_partitions);
+  std::unique_ptr<EmbeddingTable> table(new EmbeddingTable(spec, num_partitions, &tier));
+  if (tier.disk->floats_per_row() != table->floats_per_row_) {
+    return InvalidArgument("table '" + spec.name + "': disk rows of " +
+                           std::to_string(tier.disk->floats_per_row()) + " floats, want " +
+                           std::to_string(table->floats_per_row_));
+  }
+  ASSIGN_OR_RETURN(uint64_t stored, tier.disk->CountRows());
+  table->rows_.store(stored, std::memory_order_relaxed);
+  return table;
+}
+
+void EmbeddingTable::InitTier(const TierOptions& tier) {
+  tier_ = std::make_unique<Tier>();
+  tier_->options = tier;
+  tier_->clocks.resize(num_partitions_);
+}
+
+Status EmbeddingTable::ForEachTieredRequestRow(std::span<const uint64_t> keys,
+                                               internal::RequestGroups& groups, bool push,
+                                               const RowUse& use) {
+  Tier& tier = *tier_;
+  const bool log = push && tier.options.log_pushes;
+  const uint64_t row_bytes = uint64_t{stored_floats_} * sizeof(float);
+  thread_local std::vector<uint32_t> missed;  // indexes into groups.order
+  thread_local std::vector<uint32_t> missed_partitions;
+  thread_local std::vector<uint64_t> missed_keys;
+  thread_local std::vector<float> loaded;
+  thread_local std::vector<uint8_t> found;
+  thread_local std::vector<uint32_t> touched;  // partitions of the stripe, for eviction
+  // With log_pushes the locks of all stripes touched are held until the log write returns.
+  std::vector<std::unique_lock<std::mutex>> held;
+  std::vector<uint32_t> held_stripes;
+  RowWrites writes(*tier.options.disk);
+  writes.sync = tier.options.sync_log;
+
+  auto evict_stripe = [&](uint32_t s, size_t inserted) -> Status {
+    if (tier.options.budget == nullptr || !tier.options.budget->exceeded()) return Status::Ok();
+    touched.clear();
+    for (uint32_t j = groups.bounds[s]; j < groups.bounds[s + 1]; ++j) {
+      touched.push_back(groups.partition[groups.order[j]]);
+    }
+    std::sort(touched.begin(), touched.end());
+    touched.erase(std::unique(touched.begin(), touched.end()), touched.end());
+    return EvictWhileOverBudget(touched, std::max<size_t>(1, inserted) * kEvictionsPerInsert);
+  };
+
+  std::vector<size_t> inserted_per_stripe;
+  for (uint32_t s = 0; s < num_stripes_; ++s) {
+    const uint32_t begin = groups.bounds[s];
+    const uint32_t end = groups.bounds[s + 1];
+    if (begin == end) continue;
+    std::unique_lock<std::mutex> lock(stripes_[s].mu);
+    // Memory first.
+    missed.clear();
+    for (uint32_t j = begin; j < end; ++j) {
+      const uint32_t at = groups.order[j];
+      float* row = stores_[groups.partition[at]].Find(keys[at]);
+      groups.rows[j] = row;
+      if (row == nullptr) {
+        missed.push_back(j);
+        continue;
+      }
+      float* flags = row + floats_per_row_;
+      StoreFlags(flags, LoadFlags(flags) | kReferenced);
+    }
+    tier.hits.fetch_add(end - begin - missed.size(), std::memory_order_relaxed);
+    tier.misses.fetch_add(missed.size(), std::memory_order_relaxed);
+    // Then every miss of the stripe from disk at once.
+    size_t inserted = 0;
+    if (!missed.empty()) {
+      missed_partitions.resize(missed.size());
+      missed_keys.resize(missed.size());
+      for (size_t m = 0; m < missed.size(); ++m) {
+        const uint32_t at = groups.order[missed[m]];
+        missed_partitions[m] = groups.partition[at];
+        missed_keys[m] = keys[at];
+      }
+      loaded.resize(missed.size() * floats_per_row_);
+      found.assign(missed.size(), 0);
+      RETURN_IF_ERROR(tier.options.disk->MultiGet(
+          missed_partitions, missed_keys, [&](size_t m, std::span<const float> stored) {
+            std::copy(stored.begin(), stored.end(), loaded.data() + m * floats_per_row_);
+            found[m] = 1;
+          }));
+      for (size_t m = 0; m < missed.size(); ++m) {
+        const uint32_t partition = missed_partitions[m];
+        if (!found[m] && admission_ != nullptr &&
+            stores_[partition].Find(missed_keys[m]) == nullptr && !Admit(missed_keys[m])) {
+          groups.rows[missed[m]] =
+              InitialRowNotStored(missed_keys[m], push, groups.NextScratchRow());
+          continue;
+        }
+        auto [row, is_new] = stores_[partition].FindOrInsert(missed_keys[m]);
+        groups.rows[missed[m]] = row;
+        if (!is_new) continue;  // a duplicate key of this request, inserted just before
+        ++inserted;
+        uint32_t flags = kReferenced;
+        if (found[m]) {
+          std::copy_n(loaded.data() + m * floats_per_row_, floats_per_row_, row);
+          flags |= kOnDisk;
+          tier.loaded.fetch_add(1, std::memory_order_relaxed);
+        } else {
+          InitializeRow(spec_, missed_keys[m], std::span<float>(row, spec_.dim));
+          optimizer_.InitState(std::span<float>(row + spec_.dim, optimizer_.state_floats()));
+          StampUpdate(row);
+          flags |= kDirty;
+          rows_.fetch_add(1, std::memory_order_relaxed);
+        }
+        StoreFlags(row + floats_per_row_, flags);
+        tier.clocks[partition].Add(missed_keys[m]);
+        tier.resident.fetch_add(1, std::memory_order_relaxed);
+        if (tier.options.budget != nullptr) tier.options.budget->Charge(row_bytes);
+      }
+    }
+    for (uint32_t j = begin; j < end; ++j) {
+      float* row = groups.rows[j];
+      use(groups.order[j], row);
+      if (!push || groups.IsScratch(row)) continue;
+      StoreFlags(row + floats_per_row_, LoadFlags(row + floats_per_row_) | kDirty);
+      if (log) {
+        const uint32_t at = groups.order[j];
+        writes.Put(groups.partition[at], keys[at], std::span<const float>(row, floats_per_row_));
+      }
+    }
+    if (log) {
+      held.push_back(std::move(lock));
+      held_stripes.push_back(s);
+      inserted_per_stripe.push_back(inserted);
+    } else {
+      RETURN_IF_ERROR(evict_stripe(s, inserted));
+    }
+  }
+  if (!log) return Status::Ok();
+  // Every stripe of the request is still locked: the rows written are the rows in memory.
+  RETURN_IF_ERROR(tier.options.disk->Write(writes).WithContext("logging a push"));
+  for (size_t h = 0; h < held_stripes.size(); ++h) {
+    const uint32_t s = held_stripes[h];
+    for (uint32_t j = groups.bounds[s]; j < groups.bounds[s + 1]; ++j) {
+      if (groups.IsScratch(groups.rows[j])) continue;
+      float* flags = groups.rows[j] + floats_per_row_;
+      StoreFlags(flags, (LoadFlags(flags) & ~uint32_t{kDirty}) | kOnDisk);
+    }
+    RETURN_IF_ERROR(evict_stripe(s, inserted_per_stripe[h]));
+  }
+  return Status::Ok();
+}
+
+Status EmbeddingTable::EvictWhileOverBudget(std::span<const uint32_t> partitions,
+                                            size_t max_rows) {
+  Tier& tier = *tier_;
+  MemoryBudget& budget = *tier.options.budget;
+  const uint64_t row_bytes = uint64_t{stored_floats_} * sizeof(float);
+  struct Victim {
+    uint32_t partition;
+    size_t slot;
+  };
+  std::vector<Victim> victims;
+  RowWrites writes(*tier.options.disk);
+  // Choose victims partition by partition; a row is dropped only after its write-back succeeded.
+  uint64_t chosen_bytes = 0;
+  for (size_t i = 0; victims.size() < max_rows && i < partitions.size() * max_rows; ++i) {
+    if (budget.used() <= budget.limit() + chosen_bytes) break;
+    const uint32_t partition = partitions[i % partitions.size()];
+    ClockRing& ring = tier.clocks[partition];
+    // One victim from this partition: at most two sweeps (the first clears reference bits).
+    for (size_t step = 0; step < 2 * ring.size(); ++step) {
+      float* row = stores_[partition].Find(ring.KeyAtHand());
+      EMBER_CHECK(row != nullptr, "resident key", ring.KeyAtHand(), "has no row");
+      float* flags_word = row + floats_per_row_;
+      const uint32_t flags = LoadFlags(flags_word);
+      if (flags & kChosen) {
+        ring.Advance();
+        continue;
+      }
+      if (flags & kReferenced) {
+        StoreFlags(flags_word, flags & ~uint32_t{kReferenced});
+        ring.Advance();
+        continue;
+      }
+      StoreFlags(flags_word, flags | kChosen);
+      if (flags & kDirty) {
+        writes.Put(partition, ring.KeyAtHand(), std::span<const float>(row, floats_per_row_));
+      }
+      victims.push_back(Victim{partition, ring.hand()});
+      chosen_bytes += row_bytes;
+      ring.Advance();
+      break;
+    }
+  }
+  const size_t written = writes.size();
+  if (Status status = tier.options.disk->Write(writes); !status.ok()) {
+    // Keep every victim in memory, still changed, for a later eviction to retry.
+    for (const Victim& victim : victims) {
+      float* flags = stores_[victim.partition].Find(
+                         tier.clocks[victim.partition].KeyAt(victim.slot)) + floats_per_row_;
+      StoreFlags(flags, LoadFlags(flags) & ~uint32_t{kChosen});
+    }
+    return status.WithContext("writing back evicted rows");
+  }
+  // Drop in descending slot order per partition, which ClockRing::Remove allows.
+  std::sort(victims.begin(), victims.end(), [](const Victim& a, const Victim& b) {
+    return a.partition != b.partition ? a.partition < b.partition : a.slot > b.slot;
+  });
+  for (const Victim& victim : victims) {
+    ClockRing& ring = tier.clocks[victim.partition];
+    stores_[victim.partition].Erase(ring.KeyAt(victim.slot));
+    ring.Remove(victim.slot);
+  }
+  budget.Release(chosen_bytes);
+  tier.resident.fetch_sub(victims.size(), std::memory_order_relaxed);
+  tier.evictions.fetch_add(victims.size(), std::memory_order_relaxed);
+  tier.writebacks.fetch_add(written, std::memory_order_relaxed);
+  return Status::Ok();
+}
+
+Status EmbeddingTable::ForEachTieredRowInPartition(uint32_t partition,
+                                                   const RowVisitor& visit) const {
+  const uint32_t dim = spec_.dim;
+  const uint32_t state_floats = optimizer_.state_floats();
+  std::lock_guard<std::mutex> lock(StripeLock(partition));
+  const RowStore& store = stores_[partition];
+  store.ForEach([&](uint64_t key, const float* row) {
+    visit(key, std::span<const float>(row, dim), std::span<const float>(row + dim, state_floats));
+  });
+  // Then the rows only on disk (a resident row is newer than its disk version).
+  return tier_->options.disk->ForEachInPartition(
+      partition, [&](uint64_t key, std::span<const float> stored) {
+        if (store.Find(key) == nullptr) {
+          visit(key, stored.first(dim), stored.subspan(dim, state_floats));
+        }
+      });
+}
+
+Status EmbeddingTable::RestoreTiered(uint32_t partition, uint64_t key, std::span<const float> row,
+                                     std::span<const float> state) {
+  Tier& tier = *tier_;
+  std::lock_guard<std::mutex> lock(StripeLock(partition));
+  auto [stored, is_new] = stores_[partition].FindOrInsert(key);
+  uint32_t flags = kReferenced | kDirty;
+  if (is_new) {
+    bool on_disk = false;
+    const uint64_t keys[] = {key};
+    const uint32_t partitions[] = {partition};
+    Status read = tier.options.disk->MultiGet(partitions, keys,
+                                              [&](size_t, std::span<const float>) { on_disk = true; });
+    if (!read.ok()) {
+      stores_[partition].Erase(key);
+      return read.WithContext("restore into table '" + spec_.name + "'");
+    }
+    if (on_disk) flags |= kOnDisk;
+    else rows_.fetch_add(1, std::memory_order_relaxed);
+    tier.clocks[partition].Add(key);
+    tier.resident.fetch_add(1, std::memory_order_relaxed);
+    if (tier.options.budget != nullptr) {
+      tier.options.budget->Charge(uint64_t{stored_floats_} * sizeof(float));
+    }
+  } else {
+    flags |= LoadFlags(stored + floats_per_row_) & kOnDisk;
+  }
+  std::copy(row.begin(), row.end(), stored);
+  std::copy(state.begin(), state.end(), stored + spec_.dim);
+  StampUpdate(stored);
+  StoreFlags(stored + floats_per_row_, flags);
+  if (tier.options.budget == nullptr || !tier.options.budget->exceeded()) return Status::Ok();
+  const uint32_t partitions[] = {partition};
+  return EvictWhileOverBudget(partitions, kEvictionsPerInsert);
+}
+
+Result<uint64_t> EmbeddingTable::EraseTiered(uint32_t partition) {
+  Tier& tier = *tier_;
+  std::lock_guard<std::mutex> lock(StripeLock(partition));
+  ASSIGN_OR_RETURN(uint64_t erased, tier.options.disk->ErasePartition(partition));
+  RowStore& store = stores_[partition];
+  std::as_const(store).ForEach([&](uint64_t, const float* row) {
+    if (!(LoadFlags(row + floats_per_row_) & kOnDisk)) ++erased;
+  });
+  if (tier.options.budget != nullptr) {
+    tier.options.budget->Release(uint64_t{store.size()} * stored_floats_ * sizeof(float));
+  }
+  tier.resident.fetch_sub(store.size(), std::memory_order_relaxed);
+  store.Clear();
+  tier.clocks[partition].Clear();
+  rows_.fetch_sub(erased, std::memory_order_relaxed);
+  return erased;
+}
+
+Status EmbeddingTable::FlushDirtyRows() {
+  if (tier_ == nullptr) return Status::Ok();
+  RowWrites writes(*tier_->options.disk);
+  for (uint32_t p = 0; p < num_partitions_; ++p) {
+    std::lock_guard<std::mutex> lock(StripeLock(p));
+    std::vector<float*> flushed;
+    stores_[p].ForEach([&](uint64_t key, float* row) {
+      if (!(LoadFlags(row + floats_per_row_) & kDirty)) return;
+      writes.Put(p, key, std::span<const float>(row, floats_per_row_));
+      flushed.push_back(row);
+    });
+    const size_t written = writes.size();
+    RETURN_IF_ERROR(tier_->options.disk->Write(writes).WithContext("flushing table '" + spec_.name + "'"));
+    for (float* row : flushed) {
+      float* flags = row + floats_per_row_;
+      StoreFlags(flags, (LoadFlags(flags) & ~uint32_t{kDirty}) | kOnDisk);
+    }
+    tier_->writebacks.fetch_add(written, std::memory_order_relaxed);
+  }
+  return Status::Ok();
+}
+
+TierStats EmbeddingTable::tier_stats() const {
+  TierStats stats;
+  if (tier_ == nullptr) return stats;
+  stats.resident_rows = tier_->resident.load(std::memory_order_relaxed);
+  stats.hits = tier_->hits.load(std::memory_order_relaxed);
+  stats.misses = tier_->misses.load(std::memory_order_relaxed);
+  stats.loaded = tier_->loaded.load(std::memory_order_relaxed);
+  stats.evictions = tier_->evictions.load(std::memory_order_relaxed);
+  stats.writebacks = tier_->writebacks.load(std::memory_order_relaxed);
+  return stats;
+}
+
+uint64_t EmbeddingTable::disk_bytes() const {
+  return tier_ == nullptr ? 0 : tier_->options.disk->DiskBytes();
+}
+
+}  // namespace ember::embedding

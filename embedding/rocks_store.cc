@@ -1,0 +1,252 @@
+// RocksStore implementation: key encoding, column families, and RocksDB status translation.
+#include "embedding/rocks_store.h"
+
+#include <rocksdb/cache.h>
+#include <rocksdb/db.h>
+#include <rocksdb/table.h>
+#include <rocksdb/write_batch.h>
+
+#include <array>
+#include <cstring>
+#include <filesystem>
+
+namespace ember::embedding {
+namespace {
+
+constexpr size_t kKeyBytes = 12;
+using EncodedKey = std::array<char, kKeyBytes>;
+
+void StoreBigEndian(uint64_t value, int bytes, char* out) {
+  for (int i = bytes - 1; i >= 0; --i) {
+    out[i] = static_cast<char>(value & 0xff);
+    value >>= 8;
+  }
+}
+
+uint64_t LoadBigEndian(const char* in, int bytes) {
+  uint64_t value = 0;
+  for (int i = 0; i < bytes; ++i) value = (value << 8) | static_cast<unsigned char>(in[i]);
+  return value;
+}
+
+EncodedKey EncodeKey(uint32_t partition, uint64_t key) {
+  EncodedKey encoded;
+  StoreBigEndian(partition, 4, encoded.data());
+  StoreBigEndian(key, 8, encoded.data() + 4);
+  return encoded;
+}
+
+std::array<char, 4> EncodePartition(uint32_t partition) {
+  std::array<char, 4> encoded;
+  StoreBigEndian(partition, 4, encoded.data());
+  return encoded;
+}
+
+rocksdb::Slice AsSlice(const EncodedKey& key) { return rocksdb::Slice(key.data(), key.size()); }
+
+Status FromRocks(const rocksdb::Status& status, const std::string& what) {
+  if (status.ok()) return Status::Ok();
+  if (status.IsCorruption()) return DataLoss(what + ": " + status.ToString());
+  return Unavailable(what + ": " + status.ToString());
+}
+
+Status CheckValueSize(size_t bytes, uint32_t floats_per_row, uint64_t key) {
+  if (bytes == size_t{floats_per_row} * sizeof(float)) return Status::Ok();
+  return DataLoss("stored row of key " + std::to_string(key) + " has " + std::to_string(bytes) +
+                  " bytes, want " + std::to_string(floats_per_row * sizeof(float)));
+}
+
+// A view of a stored value as floats. RocksDB values are not float-aligned in general, so the
+// floats are copied into `scratch`.
+std::span<const float> ValueFloats(const rocksdb::Slice& value, std::vector<float>& scratch) {
+  scratch.resize(value.size() / sizeof(float));
+  std::memcpy(scratch.data(), value.data(), scratch.size() * sizeof(float));
+  return scratch;
+}
+
+}  // namespace
+
+RowWrites::RowWrites(const RocksTable& table)
+    : batch_(std::make_unique<rocksdb::WriteBatch>()), family_(table.family_) {}
+RowWrites::~RowWrites() = default;
+RowWrites::RowWrites(RowWrites&&) noexcept = default;
+RowWrites& RowWrites::operator=(RowWrites&&) noexcept = default;
+
+void RowWrites::Put(uint32_t partition, uint64_t key, std::span<const float> row_and_state) {
+  const EncodedKey encoded = EncodeKey(partition, key);
+  const rocksdb::Slice value(reinterpret_cast<const char*>(row_and_state.data()),
+                             row_and_state.size_bytes());
+  // WriteBatch::Put only fails for keys or values over 4 GiB.
+  (void)batch_->Put(family_, AsSlice(encoded), value);
+  ++rows_;
+}
+
+void RowWrites::Delete(uint32_t partition, uint64_t key) {
+  const EncodedKey encoded = EncodeKey(partition, key);
+  (void)batch_->Delete(family_, AsSlice(encoded));
+  ++rows_;
+}
+
+void RowWrites::Clear() {
+  batch_->Clear();
+  rows_ = 0;
+}
+
+RocksTable::RocksTable(rocksdb::DB* db, rocksdb::ColumnFamilyHandle* family,
+                       uint32_t floats_per_row)
+    : db_(db), family_(family), floats_per_row_(floats_per_row) {}
+
+Status RocksTable::MultiGet(std::span<const uint32_t> partitions, std::span<const uint64_t> keys,
+                            const std::function<void(size_t, std::span<const float>)>& found) const {
+  const size_t n = keys.size();
+  if (n == 0) return Status::Ok();
+  thread_local std::vector<EncodedKey> encoded;
+  thread_local std::vector<rocksdb::Slice> slices;
+  thread_local std::vector<rocksdb::Status> statuses;
+  thread_local std::vector<float> scratch;
+  encoded.resize(n);
+  slices.resize(n);
+  statuses.resize(n);
+  // Not reused across calls: a pinned value holds blocks of the database until it is destroyed.
+  std::vector<rocksdb::PinnableSlice> values(n);
+  for (size_t i = 0; i < n; ++i) {
+    encoded[i] = EncodeKey(partitions[i], keys[i]);
+    slices[i] = AsSlice(encoded[i]);
+  }
+  db_->MultiGet(rocksdb::ReadOptions(), family_, n, slices.data(), values.data(), statuses.data(),
+                /*sorted_input=*/false);
+  for (size_t i = 0; i < n; ++i) {
+    if (statuses[i].IsNotFound()) continue;
+    RETURN_IF_ERROR(FromRocks(statuses[i], "reading a cold row"));
+    RETURN_IF_ERROR(CheckValueSize(values[i].size(), floats_per_row_, keys[i]));
+    found(i, ValueFloats(values[i], scratch));
+  }
+  return Status::Ok();
+}
+
+Status RocksTable::Write(RowWrites& writes) {
+  if (writes.size() == 0) return Status::Ok();
+  rocksdb::WriteOptions options;
+  options.sync = writes.sync;
+  Status written = FromRocks(db_->Write(options, writes.batch_.get()), "writing rows");
+  writes.Clear();
+  return written;
+}
+
+Status RocksTable::ForEachInPartition(uint32_t partition, const RowVisitor& visit) const {
+  const auto prefix = EncodePartition(partition);
+  const auto next = EncodePartition(partition + 1);
+  rocksdb::ReadOptions options;
+  const rocksdb::Slice upper(next.data(), next.size());
+  if (partition != UINT32_MAX) options.iterate_upper_bound = &upper;
+  options.fill_cache = false;
+  std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(options, family_));
+  std::vector<float> scratch;
+  for (it->Seek(rocksdb::Slice(prefix.data(), prefix.size())); it->Valid(); it->Next()) {
+    const rocksdb::Slice key = it->key();
+    if (key.size() != kKeyBytes) return DataLoss("stored row key of " + std::to_string(key.size()) + " bytes");
+    const uint64_t feature = LoadBigEndian(key.data() + 4, 8);
+    RETURN_IF_ERROR(CheckValueSize(it->value().size(), floats_per_row_, feature));
+    visit(feature, ValueFloats(it->value(), scratch));
+  }
+  return FromRocks(it->status(), "scanning partition " + std::to_string(partition));
+}
+
+Result<uint64_t> RocksTable::ErasePartition(uint32_t partition) {
+  uint64_t count = 0;
+  RETURN_IF_ERROR(ForEachInPartition(partition, [&](uint64_t, std::span<const float>) { ++count; }));
+  if (count == 0) return count;
+  const auto begin = EncodeKey(partition, 0);
+  const auto end = EncodePartition(partition + 1);
+  // Every 12-byte key of the partition sorts below the 4-byte prefix of the next one.
+  RETURN_IF_ERROR(FromRocks(db_->DeleteRange(rocksdb::WriteOptions(), family_, AsSlice(begin),
+                                             rocksdb::Slice(end.data(), end.size())),
+                            "erasing partition " + std::to_string(partition)));
+  return count;
+}
+
+Result<uint64_t> RocksTable::CountRows() const {
+  rocksdb::ReadOptions options;
+  options.fill_cache = false;
+  std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(options, family_));
+  uint64_t count = 0;
+  for (it->SeekToFirst(); it->Valid(); it->Next()) ++count;
+  RETURN_IF_ERROR(FromRocks(it->status(), "counting stored rows"));
+  return count;
+}
+
+uint64_t RocksTable::DiskBytes() const {
+  uint64_t bytes = 0;
+  db_->GetIntProperty(family_, "rocksdb.total-sst-files-size", &bytes);
+  return bytes;
+}
+
+Result<std::unique_ptr<RocksStore>> RocksStore::Open(const RocksStoreOptions& options,
+                                                     const std::map<std::string, uint32_t>& tables) {
+  std::error_code error;
+  std::filesystem::create_directories(options.path, error);
+  if (error) {
+    return Unavailable("cannot create data directory '" + options.path + "': " + error.message());
+  }
+  rocksdb::Options db_options;
+  db_options.create_if_missing = true;
+  db_options.create_missing_column_families = true;
+  db_options.IncreaseParallelism(2);
+  rocksdb::ColumnFamilyOptions family_options;
+  family_options.OptimizeForPointLookup(options.block_cache_bytes >> 20);
+  rocksdb::BlockBasedTableOptions table_options;
+  table_options.block_cache = rocksdb::NewLRUCache(options.block_cache_bytes);
+  family_options.table_factory.reset(rocksdb::NewBlockBasedTableFactory(table_options));
+  // Rows are random floats: compression would cost CPU for nothing.
+  family_options.compression = rocksdb::kNoCompression;
+
+  std::vector<std::string> existing;
+  if (!rocksdb::DB::ListColumnFamilies(db_options, options.path, &existing).ok()) existing.clear();
+  std::vector<rocksdb::ColumnFamilyDescriptor> descriptors;
+  descriptors.emplace_back(rocksdb::kDefaultColumnFamilyName, family_options);
+  for (const std::string& name : existing) {
+    if (name != rocksdb::kDefaultColumnFamilyName && !tables.count(name)) {
+      descriptors.emplace_back(name, family_options);
+    }
+  }
+  for (const auto& [name, floats] : tables) {
+    if (name == rocksdb::kDefaultColumnFamilyName) {
+      return InvalidArgument("table name '" + name + "' is reserved by the data directory");
+    }
+    descriptors.emplace_back(name, family_options);
+  }
+  std::unique_ptr<RocksStore> store(new RocksStore());
+  store->path_ = options.path;
+  rocksdb::DB* db = nullptr;
+  RETURN_IF_ERROR(FromRocks(rocksdb::DB::Open(db_options, options.path, descriptors,
+                                              &store->handles_, &db),
+                            "opening data directory '" + options.path + "'"));
+  store->db_.reset(db);
+  for (size_t i = 0; i < descriptors.size(); ++i) {
+    auto it = tables.find(descriptors[i].name);
+    if (it == tables.end()) continue;
+    store->tables_.emplace(it->first,
+                           std::make_unique<RocksTable>(db, store->handles_[i], it->second));
+  }
+  return store;
+}
+
+RocksStore::~RocksStore() {
+  tables_.clear();
+  for (rocksdb::ColumnFamilyHandle* handle : handles_) {
+    if (db_) (void)db_->DestroyColumnFamilyHandle(handle);
+  }
+  if (db_) (void)db_->Close();
+}
+
+RocksTable* RocksStore::Table(std::string_view name) {
+  auto it = tables_.find(name);
+  return it == tables_.end() ? nullptr : it->second.get();
+}
+
+Status RocksStore::Flush() {
+  rocksdb::FlushOptions options;
+  return FromRocks(db_->Flush(options, handles_), "flushing '" + path_ + "'");
+}
+
+}  // namespace ember::embedding

@@ -1,0 +1,129 @@
+// RocksStore: the on-disk tier of one server's tables, a RocksDB instance in the server's data
+// directory with one column family per table.
+//
+// A row is stored under a 12-byte key, the big-endian partition (4 bytes) then the big-endian
+// feature key (8 bytes), so a partition's rows are contiguous (one range to scan, copy or delete).
+// The value is the row's floats followed by its optimizer state, raw in host byte order
+// (dim + state_floats floats); a value of any other length is reported as DataLoss.
+//
+// Writes go through RocksDB's write-ahead log. RowWrites::sync asks for an fsync of the log before
+// the write returns (survives a machine crash); without it the log is in the OS page cache when the
+// write returns, which survives the process being killed but not a power loss.
+//
+// Thread-safety: every method may be called from many threads at once (RocksDB serialises
+// writers itself). A RocksTable borrowed from Table() lives as long as its RocksStore.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/status.h"
+
+namespace rocksdb {
+class ColumnFamilyHandle;
+class DB;
+class WriteBatch;
+}  // namespace rocksdb
+
+namespace ember::embedding {
+
+class RocksTable;
+
+// Rows of one table to write in one atomic batch.
+class RowWrites {
+ public:
+  // `table` must outlive the batch.
+  explicit RowWrites(const RocksTable& table);
+  ~RowWrites();
+  RowWrites(RowWrites&&) noexcept;
+  RowWrites& operator=(RowWrites&&) noexcept;
+
+  // Adds one row (weights followed by state) of `partition`.
+  void Put(uint32_t partition, uint64_t key, std::span<const float> row_and_state);
+  // Adds the deletion of one row.
+  void Delete(uint32_t partition, uint64_t key);
+  // Rows put or deleted.
+  size_t size() const { return rows_; }
+  void Clear();
+  // Fsync the write-ahead log before Write returns.
+  bool sync = false;
+
+ private:
+  friend class RocksTable;
+  std::unique_ptr<rocksdb::WriteBatch> batch_;
+  rocksdb::ColumnFamilyHandle* family_;
+  size_t rows_ = 0;
+};
+
+// One table's rows on disk (a column family).
+class RocksTable {
+ public:
+  using RowVisitor = std::function<void(uint64_t key, std::span<const float> row_and_state)>;
+
+  RocksTable(rocksdb::DB* db, rocksdb::ColumnFamilyHandle* family, uint32_t floats_per_row);
+
+  uint32_t floats_per_row() const { return floats_per_row_; }
+
+  // Looks every (partitions[i], keys[i]) up in one MultiGet; found(i, row_and_state) is called for
+  // each key present. DataLoss for a stored value of the wrong length, other RocksDB errors as
+  // Unavailable.
+  Status MultiGet(std::span<const uint32_t> partitions, std::span<const uint64_t> keys,
+                  const std::function<void(size_t i, std::span<const float>)>& found) const;
+  // Writes the batch atomically and clears it.
+  Status Write(RowWrites& writes);
+  // Visits the stored rows of one partition in key order.
+  Status ForEachInPartition(uint32_t partition, const RowVisitor& visit) const;
+  // Deletes every stored row of one partition; returns how many there were.
+  Result<uint64_t> ErasePartition(uint32_t partition);
+  // Counts the stored rows (a full key scan: meant for start-up).
+  Result<uint64_t> CountRows() const;
+  // Bytes of this table's SST files on disk (RocksDB's estimate, memtables excluded).
+  uint64_t DiskBytes() const;
+
+ private:
+  friend class RowWrites;
+  rocksdb::DB* const db_;
+  rocksdb::ColumnFamilyHandle* const family_;
+  const uint32_t floats_per_row_;
+};
+
+struct RocksStoreOptions {
+  std::string path;  // the data directory; created when missing
+  // Block cache for reads of cold rows, in bytes. Small by default: hot rows are cached above,
+  // in the table's own memory, and the OS page cache also holds recently read blocks.
+  uint64_t block_cache_bytes = uint64_t{32} << 20;
+};
+
+class RocksStore {
+ public:
+  // Opens (creating when missing) the database and one column family per entry of `tables`
+  // (name -> floats per row). Column families of other tables found on disk are kept untouched.
+  // Unavailable or DataLoss naming the path when RocksDB cannot open it.
+  static Result<std::unique_ptr<RocksStore>> Open(const RocksStoreOptions& options,
+                                                  const std::map<std::string, uint32_t>& tables);
+  ~RocksStore();
+  RocksStore(const RocksStore&) = delete;
+  RocksStore& operator=(const RocksStore&) = delete;
+
+  // The table opened under `name`, or nullptr.
+  RocksTable* Table(std::string_view name);
+  const std::string& path() const { return path_; }
+  // Flushes memtables to SST files (so the log need not be replayed at the next start).
+  Status Flush();
+
+ private:
+  RocksStore() = default;
+
+  std::string path_;
+  std::unique_ptr<rocksdb::DB> db_;
+  std::vector<rocksdb::ColumnFamilyHandle*> handles_;  // owned: destroyed before db_
+  std::map<std::string, std::unique_ptr<RocksTable>, std::less<>> tables_;
+};
+
+}  // namespace ember::embedding

@@ -1,0 +1,269 @@
+// Tests for a tiered EmbeddingTable (memory budget over RocksDB): it must hold exactly what an
+// all-in-memory table holds after the same requests, across evictions and reopening.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <map>
+#include <random>
+#include <vector>
+
+#include "embedding/embedding_table.h"
+#include "embedding/initializer.h"
+#include "embedding/rocks_store.h"
+#include "tests/test_util.h"
+
+namespace ember::embedding {
+namespace {
+
+constexpr uint32_t kPartitions = 16;
+constexpr uint64_t kVocabulary = 20000;
+
+TableSpec Spec(OptimizerKind kind) {
+  TableSpec spec;
+  spec.name = "item";
+  spec.dim = 8;
+  spec.seed = 5;
+  spec.optimizer.kind = kind;
+  spec.optimizer.learning_rate = 0.05f;
+  return spec;
+}
+
+// A table over a RocksStore in `path`, with a budget.
+struct Tiered {
+  Tiered(const TableSpec& spec, const std::string& path, uint64_t budget_bytes,
+         bool log_pushes = false)
+      : budget(budget_bytes) {
+    const uint32_t floats = EmbeddingTable::PersistedFloatsPerRow(spec);
+    auto opened = RocksStore::Open({path}, {{spec.name, floats}});
+    EXPECT_TRUE(opened.ok()) << opened.status().ToString();
+    store = std::move(*opened);
+    TierOptions tier{store->Table(spec.name), &budget, log_pushes};
+    auto created = EmbeddingTable::Create(spec, kPartitions, tier);
+    EXPECT_TRUE(created.ok()) << created.status().ToString();
+    table = std::move(*created);
+  }
+  MemoryBudget budget;
+  std::unique_ptr<RocksStore> store;
+  std::unique_ptr<EmbeddingTable> table;
+};
+
+// Every row with its state, by key.
+std::map<uint64_t, std::vector<float>> Dump(const EmbeddingTable& table) {
+  std::map<uint64_t, std::vector<float>> rows;
+  Status visited = table.ForEachRow(
+      [&](uint64_t key, std::span<const float> row, std::span<const float> state) {
+        std::vector<float> all(row.begin(), row.end());
+        all.insert(all.end(), state.begin(), state.end());
+        EXPECT_TRUE(rows.emplace(key, std::move(all)).second) << "key " << key << " visited twice";
+      });
+  EXPECT_TRUE(visited.ok()) << visited.ToString();
+  return rows;
+}
+
+// Zipf-like skewed batches with duplicates: rank = V * u^3.
+std::vector<uint64_t> SkewedBatch(std::mt19937_64& rng, size_t size) {
+  std::uniform_real_distribution<double> uniform(0.0, 1.0);
+  std::vector<uint64_t> keys(size);
+  for (uint64_t& key : keys) {
+    key = static_cast<uint64_t>(std::pow(uniform(rng), 3.0) * kVocabulary) * 2654435761u;
+  }
+  return keys;
+}
+
+// Runs the same pulls and pushes on `tiered` and `memory`, checking every pulled row.
+void RunSameTraffic(EmbeddingTable& tiered, EmbeddingTable& memory, int requests) {
+  std::mt19937_64 rng(11);
+  const uint32_t dim = memory.dim();
+  for (int r = 0; r < requests; ++r) {
+    const std::vector<uint64_t> keys = SkewedBatch(rng, 512);
+    std::vector<float> got(keys.size() * dim), want(keys.size() * dim);
+    ASSERT_TRUE(tiered.Pull(keys, got).ok());
+    ASSERT_TRUE(memory.Pull(keys, want).ok());
+    ASSERT_EQ(got, want) << "request " << r;
+    std::vector<float> grads(keys.size() * dim);
+    for (size_t i = 0; i < grads.size(); ++i) grads[i] = std::sin(0.37f * (i + r));
+    ASSERT_TRUE(tiered.Push(keys, grads).ok());
+    ASSERT_TRUE(memory.Push(keys, grads).ok());
+  }
+}
+
+class TieredTableEquivalenceTest : public ::testing::TestWithParam<OptimizerKind> {};
+
+TEST_P(TieredTableEquivalenceTest, HoldsWhatAnInMemoryTableHoldsAtTenTimesTheBudget) {
+  testing::TempDir dir;
+  const TableSpec spec = Spec(GetParam());
+  EmbeddingTable memory(spec, kPartitions);
+  const uint32_t row_bytes = (memory.dim() + memory.state_floats() + 1) * sizeof(float);
+  // The traffic touches about 15000 distinct keys; a tenth of them fit.
+  const uint64_t budget = 1500 * row_bytes;
+  Tiered tiered(spec, dir.path(), budget);
+  RunSameTraffic(*tiered.table, memory, 200);
+
+  const TierStats stats = tiered.table->tier_stats();
+  EXPECT_GT(memory.rows(), 10 * (budget / row_bytes));
+  EXPECT_GT(stats.evictions, 0u);
+  EXPECT_GT(stats.loaded, 0u);
+  EXPECT_GT(stats.hits, stats.misses);  // skewed traffic: the hot rows stay
+  EXPECT_LE(tiered.budget.used(), budget + 2 * 512 * row_bytes);
+  EXPECT_EQ(tiered.table->rows(), memory.rows());
+  EXPECT_EQ(Dump(*tiered.table), Dump(memory));
+
+  // Flushed and reopened, the disk alone holds the same rows.
+  ASSERT_TRUE(tiered.table->FlushDirtyRows().ok());
+  tiered.table.reset();
+  tiered.store.reset();
+  Tiered reopened(spec, dir.path(), budget);
+  EXPECT_EQ(reopened.table->rows(), memory.rows());
+  EXPECT_EQ(reopened.table->tier_stats().resident_rows, 0u);
+  EXPECT_EQ(Dump(*reopened.table), Dump(memory));
+}
+
+INSTANTIATE_TEST_SUITE_P(Optimizers, TieredTableEquivalenceTest,
+                         ::testing::Values(OptimizerKind::kSgd, OptimizerKind::kAdagrad,
+                                           OptimizerKind::kAdam, OptimizerKind::kFtrl));
+
+TEST(TieredTableTest, LoggedPushesAreOnDiskWhenPushReturns) {
+  testing::TempDir dir;
+  const TableSpec spec = Spec(OptimizerKind::kAdagrad);
+  EmbeddingTable memory(spec, kPartitions);
+  {
+    // No budget: every row stays in memory, so only the log puts pushes on disk.
+    Tiered tiered(spec, dir.path(), 0, /*log_pushes=*/true);
+    RunSameTraffic(*tiered.table, memory, 20);
+    EXPECT_EQ(tiered.table->tier_stats().evictions, 0u);
+  }  // no flush
+  Tiered reopened(spec, dir.path(), 0);
+  // Rows only pulled were never logged; every pushed row was, and pushes touch every pulled key.
+  EXPECT_EQ(Dump(*reopened.table), Dump(memory));
+}
+
+TEST(TieredTableTest, EraseAndRestoreCountRowsInMemoryAndOnDisk) {
+  testing::TempDir dir;
+  const TableSpec spec = Spec(OptimizerKind::kSgd);
+  EmbeddingTable memory(spec, kPartitions);
+  Tiered tiered(spec, dir.path(), 200 * (spec.dim + 1) * sizeof(float));
+  RunSameTraffic(*tiered.table, memory, 20);
+  for (uint32_t p = 0; p < kPartitions; p += 3) {
+    auto erased = tiered.table->Erase(p);
+    ASSERT_TRUE(erased.ok()) << erased.status().ToString();
+    EXPECT_EQ(*erased, *memory.Erase(p)) << "partition " << p;
+  }
+  EXPECT_EQ(tiered.table->rows(), memory.rows());
+  const std::vector<float> row(spec.dim, 0.25f);
+  for (uint64_t key = 0; key < 1000; key += 7) {
+    ASSERT_TRUE(tiered.table->Restore(key, row, {}).ok());
+    ASSERT_TRUE(memory.Restore(key, row, {}).ok());
+  }
+  EXPECT_EQ(tiered.table->rows(), memory.rows());
+  EXPECT_EQ(Dump(*tiered.table), Dump(memory));
+}
+
+TEST(TieredTableTest, RowsOfTheWrongWidthOnDiskAreReported) {
+  testing::TempDir dir;
+  {
+    auto store = RocksStore::Open({dir.path()}, {{"item", 3}});
+    ASSERT_TRUE(store.ok());
+    RowWrites writes(*(*store)->Table("item"));
+    const std::vector<float> row(3, 1.0f);
+    writes.Put(0, 42, row);
+    ASSERT_TRUE((*store)->Table("item")->Write(writes).ok());
+  }
+  auto store = RocksStore::Open({dir.path()}, {{"item", 8}});
+  ASSERT_TRUE(store.ok());
+  const uint64_t keys[] = {42};
+  const uint32_t partitions[] = {0};
+  Status read = (*store)->Table("item")->MultiGet(partitions, keys,
+                                                  [](size_t, std::span<const float>) {});
+  EXPECT_EQ(read.code(), StatusCode::kDataLoss) << read.ToString();
+}
+
+// Admission works the same with and without the tier: param true = tiered.
+class AdmissionTest : public ::testing::TestWithParam<bool> {};
+
+TEST_P(AdmissionTest, AKeyIsStoredOnlyFromItsAdmitAfterOccurrence) {
+  testing::TempDir dir;
+  TableSpec spec = Spec(OptimizerKind::kAdagrad);
+  EmbeddingTable reference(spec, kPartitions);  // stores every key
+  spec.admit_after = 3;
+  std::unique_ptr<Tiered> tiered;
+  std::unique_ptr<EmbeddingTable> memory;
+  if (GetParam()) {
+    tiered = std::make_unique<Tiered>(spec, dir.path(), 1000 * 40, /*log_pushes=*/true);
+  } else {
+    memory = std::make_unique<EmbeddingTable>(spec, kPartitions);
+  }
+  EmbeddingTable& table = GetParam() ? *tiered->table : *memory;
+  const std::vector<uint64_t> keys = {7, 8};
+  std::vector<float> initial(2 * spec.dim), got(2 * spec.dim);
+  ASSERT_TRUE(reference.Pull(keys, initial).ok());
+  const std::vector<float> grads(2 * spec.dim, 0.5f);
+
+  ASSERT_TRUE(table.Pull(keys, got).ok());  // occurrence 1: initial row, not stored
+  EXPECT_EQ(got, initial);
+  ASSERT_TRUE(table.Push(keys, grads).ok());  // occurrence 2: update dropped
+  EXPECT_EQ(table.rows(), 0u);
+  EXPECT_EQ(table.updates_dropped(), 2u);
+  ASSERT_TRUE(table.Pull(keys, got).ok());  // occurrence 3: admitted, still the initial row
+  EXPECT_EQ(got, initial);
+  EXPECT_EQ(table.rows(), 2u);
+  EXPECT_EQ(table.keys_not_admitted(), 4u);
+  ASSERT_TRUE(table.Push(keys, grads).ok());  // stored from now on
+  ASSERT_TRUE(reference.Push(keys, grads).ok());
+  ASSERT_TRUE(table.Pull(keys, got).ok());
+  ASSERT_TRUE(reference.Pull(keys, initial).ok());
+  EXPECT_EQ(got, initial);
+  EXPECT_EQ(table.updates_dropped(), 2u);
+  EXPECT_EQ(Dump(table), Dump(reference));
+}
+
+INSTANTIATE_TEST_SUITE_P(InMemoryAndTiered, AdmissionTest, ::testing::Bool());
+
+// Expiry works the same with and without the tier: param true = tiered.
+class ExpiryTest : public ::testing::TestWithParam<bool> {};
+
+TEST_P(ExpiryTest, RowsNotUpdatedForTheTtlAreDeletedInMemoryAndOnDisk) {
+  testing::TempDir dir;
+  TableSpec spec = Spec(OptimizerKind::kSgd);
+  spec.ttl_seconds = 100;
+  uint32_t now = 1'000'000;
+  // A budget of 50 rows: most of the 400 below live on disk only.
+  const uint64_t budget = 50 * (spec.dim + 2) * sizeof(float);
+  std::unique_ptr<Tiered> tiered;
+  std::unique_ptr<EmbeddingTable> memory;
+  if (GetParam()) {
+    tiered = std::make_unique<Tiered>(spec, dir.path(), budget);
+  } else {
+    memory = std::make_unique<EmbeddingTable>(spec, kPartitions);
+  }
+  EmbeddingTable& table = GetParam() ? *tiered->table : *memory;
+  table.SetClockForTesting([&] { return now; });
+  std::vector<uint64_t> old_keys, new_keys;
+  for (uint64_t k = 0; k < 200; ++k) old_keys.push_back(k);
+  for (uint64_t k = 200; k < 400; ++k) new_keys.push_back(k);
+  const std::vector<float> grads(200 * spec.dim, 1.0f);
+  ASSERT_TRUE(table.Push(old_keys, grads).ok());
+  now += 60;
+  ASSERT_TRUE(table.Push(new_keys, grads).ok());
+  std::vector<float> rows(200 * spec.dim);
+  ASSERT_TRUE(table.Pull(old_keys, rows).ok());  // a pull is not an update
+  EXPECT_EQ(*table.ExpireRows(), 0u);
+  now += 50;  // old keys: 110 s since their update; new keys: 50 s
+  auto expired = table.ExpireRows();
+  ASSERT_TRUE(expired.ok()) << expired.status().ToString();
+  EXPECT_EQ(*expired, 200u);
+  EXPECT_EQ(table.rows_expired(), 200u);
+  EXPECT_EQ(table.rows(), 200u);
+  std::map<uint64_t, std::vector<float>> rows_left = Dump(table);
+  ASSERT_EQ(rows_left.size(), 200u);
+  EXPECT_EQ(rows_left.begin()->first, 200u);
+  // An expired key starts again from its initial row.
+  std::vector<float> again(spec.dim), initial(spec.dim);
+  ASSERT_TRUE(table.Pull(std::vector<uint64_t>{5}, again).ok());
+  InitializeRow(spec, 5, initial);
+  EXPECT_EQ(again, initial);
+}
+
+INSTANTIATE_TEST_SUITE_P(InMemoryAndTiered, ExpiryTest, ::testing::Bool());
+
+}  // namespace
+}  // namespace ember::embedding
