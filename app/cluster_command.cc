@@ -66,6 +66,10 @@ int ClusterCommand(int argc, char** argv) {
       {"wire-fp16", "", "rows and gradients travel as fp16 (train.wire_fp16)"},
       {"pipeline", "", "pull the next step's rows while this step computes (train.pipeline)"},
       {"data-root", "DIR", "folder that relative data paths resolve against (default: the config's)"},
+      {"data-dir", "DIR",
+       "servers keep their rows in RocksDB under DIR/server-I (needed for "
+       "cluster.server_memory_budget; a fresh directory per run)"},
+      {"memory-budget", "BYTES", "override cluster.server_memory_budget (needs --data-dir)"},
       {"summary-json", "FILE", "the trainers also write their final figures here as JSON "
                                "(trainer r > 0 to FILE.r)"},
   };
@@ -125,8 +129,16 @@ int ClusterCommand(int argc, char** argv) {
     scheduler_endpoint = ReadFirstLine(endpoint_file);
   }
   for (uint32_t i = 0; i < config->cluster.servers; ++i) {
-    servers.push_back(std::make_unique<ChildProcess>(std::vector<std::string>{
-        self, "server", "--config", config_path, "--scheduler", scheduler_endpoint}));
+    std::vector<std::string> server_args = {self, "server", "--config", config_path,
+                                            "--scheduler", scheduler_endpoint};
+    if (flags->Has("data-dir")) {
+      server_args.insert(server_args.end(), {"--data-dir", flags->Get("data-dir") + "/server-" +
+                                                               std::to_string(i)});
+    }
+    if (flags->Has("memory-budget")) {
+      server_args.insert(server_args.end(), {"--memory-budget", flags->Get("memory-budget")});
+    }
+    servers.push_back(std::make_unique<ChildProcess>(server_args));
   }
   std::vector<std::string> trainer_args = {self, "train", "--config", config_path, "--scheduler",
                                            scheduler_endpoint};

@@ -202,6 +202,22 @@ std::vector<pid_t> ChildrenOf(pid_t parent) {
   return children;
 }
 
+// `ember cluster --data-dir` gives each server its own RocksDB directory, so a memory budget far
+// below the rows the run creates works through the cluster command too.
+TEST(ClusterProcessTest, ClusterServersKeepRowsUnderADataDirectory) {
+  testing::TempDir dir;
+  const std::string config = WriteConfig(dir, kSmallConfig);
+  const std::string log = dir.path() + "/cluster.log";
+  const std::string data = dir.path() + "/data";
+  ChildProcess cluster({EMBER_BINARY, "cluster", "--config", config, "--steps", "60",
+                        "--data-dir", data, "--memory-budget", "100000"},
+                       log);
+  ASSERT_EQ(cluster.WaitExit(seconds(300)), 0) << testing::ReadFile(log);
+  for (const char* server : {"/server-0", "/server-1"}) {
+    EXPECT_TRUE(std::filesystem::exists(data + server + "/rows/CURRENT")) << server;
+  }
+}
+
 TEST(ClusterProcessTest, ClusterStopsEveryProcessOnSigterm) {
   testing::TempDir dir;
   const std::string config = WriteConfig(dir, kSmallConfig);
