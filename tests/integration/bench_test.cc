@@ -110,7 +110,8 @@ TEST(BenchReportTest, TableFiguresAreInTheJson) {
   report.pull = {.requests = 10, .keys = 1000, .seconds = 0.5, .keys_per_second = 2000,
                  .gb_per_second = 0.25, .latency_p50_ms = 1.5, .latency_p99_ms = 2.5,
                  .latency_p999_ms = 3.5, .server_cpu_seconds_per_million_keys = 0.75,
-                 .raw_keys_per_second = 4000, .raw_gb_per_second = 0.5, .ratio_to_raw = 0.5};
+                 .raw_keys_per_second = 4000, .raw_gb_per_second = 0.5, .ratio_to_raw = 0.5,
+                 .lookup_keys_per_second = 9000};
   report.push = report.pull;
   report.push.server_cpu_seconds_per_million_keys.reset();
   report.memory = {.rows = 42, .bytes_per_row = 300.5, .raw_bytes_per_row = 256,
@@ -118,7 +119,7 @@ TEST(BenchReportTest, TableFiguresAreInTheJson) {
   const std::string table = app::FormatBenchTable(report);
   const std::string json = app::BenchReportJson(report);
   for (const char* printed : {"2000", "0.250", "1.50", "2.50", "3.50", "0.750", "4000", "0.500",
-                              "0.50x", "42 rows", "300.5", "512.2", "n/a"}) {
+                              "0.50x", "9000", "42 rows", "300.5", "512.2", "n/a"}) {
     EXPECT_NE(table.find(printed), std::string::npos) << printed << " in\n" << table;
   }
   const std::string pull = JsonObject(json, "pull");
@@ -131,6 +132,7 @@ TEST(BenchReportTest, TableFiguresAreInTheJson) {
   EXPECT_EQ(JsonNumber(pull, "raw_keys_per_second"), 4000);
   EXPECT_EQ(JsonNumber(pull, "raw_gb_per_second"), 0.5);
   EXPECT_EQ(JsonNumber(pull, "ratio_to_raw"), 0.5);
+  EXPECT_EQ(JsonNumber(pull, "lookup_keys_per_second"), 9000);
   // A figure the table shows as n/a is null in the JSON.
   EXPECT_NE(JsonObject(json, "push").find("\"server_cpu_seconds_per_million_keys\": null"),
             std::string::npos)
