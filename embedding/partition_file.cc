@@ -42,46 +42,50 @@ Status WritePartitionFile(const EmbeddingTable& table, uint32_t partition,
   return WriteChecksummedFile(path, kMagic, kVersion, payload.bytes());
 }
 
-Result<PartitionRows> ReadPartitionFile(const EmbeddingTable& table, uint32_t partition,
-                                        const std::string& path) {
+Result<PartitionRows> ReadPartitionFile(const std::string& path) {
   ASSIGN_OR_RETURN(std::string bytes, ReadChecksummedFile(path, kMagic, kVersion));
   PayloadReader in(bytes);
-  std::string name;
-  uint64_t shape = 0, count = 0;
-  uint32_t partitions = 0, file_partition = 0, dim = 0, state = 0;
-  in.GetString(name);
-  in.Get(shape);
-  in.Get(partitions);
-  in.Get(file_partition);
-  in.Get(dim);
-  in.Get(state);
-  in.Get(count);
-  auto mismatch = [&path](const std::string& what) {
-    return DataLoss("checkpoint file '" + path + "' does not fit: " + what);
-  };
-  if (!in.ok()) return mismatch("truncated header");
-  if (name != table.spec().name || shape != ShapeHash(table) || dim != table.dim() ||
-      state != table.state_floats()) {
-    return mismatch("it holds table '" + name + "' with dim " + std::to_string(dim) + " and " +
-                    std::to_string(state) + " state floats, expected table '" +
-                    table.spec().name + "' with dim " + std::to_string(table.dim()) + " and " +
-                    std::to_string(table.state_floats()) + " and the same optimizer");
-  }
-  if (partitions != table.num_partitions() || file_partition != partition) {
-    return mismatch("it holds partition " + std::to_string(file_partition) + " of " +
-                    std::to_string(partitions) + ", expected partition " +
-                    std::to_string(partition) + " of " + std::to_string(table.num_partitions()));
-  }
-  const uint64_t floats_per_row = uint64_t{dim} + state;
-  if (count * (sizeof(uint64_t) + floats_per_row * sizeof(float)) != in.remaining()) {
-    return mismatch(std::to_string(count) + " rows do not match the " +
-                    std::to_string(in.remaining()) + " bytes that follow the header");
-  }
   PartitionRows rows;
+  uint64_t count = 0;
+  in.GetString(rows.table);
+  in.Get(rows.shape_hash);
+  in.Get(rows.num_partitions);
+  in.Get(rows.partition);
+  in.Get(rows.dim);
+  in.Get(rows.state_floats);
+  in.Get(count);
+  if (!in.ok()) return DataLoss("checkpoint file '" + path + "' is corrupt: truncated header");
+  const uint64_t floats_per_row = uint64_t{rows.dim} + rows.state_floats;
+  if (count * (sizeof(uint64_t) + floats_per_row * sizeof(float)) != in.remaining()) {
+    return DataLoss("checkpoint file '" + path + "' is corrupt: " + std::to_string(count) +
+                    " rows do not match the " + std::to_string(in.remaining()) +
+                    " bytes that follow the header");
+  }
   rows.keys.resize(count);
   rows.values.resize(count * floats_per_row);
   in.GetArray(std::span(rows.keys));
   in.GetArray(std::span(rows.values));
+  return rows;
+}
+
+Result<PartitionRows> ReadPartitionFile(const EmbeddingTable& table, uint32_t partition,
+                                        const std::string& path) {
+  ASSIGN_OR_RETURN(PartitionRows rows, ReadPartitionFile(path));
+  auto mismatch = [&path](const std::string& what) {
+    return DataLoss("checkpoint file '" + path + "' does not fit: " + what);
+  };
+  if (rows.table != table.spec().name || rows.shape_hash != ShapeHash(table) ||
+      rows.dim != table.dim() || rows.state_floats != table.state_floats()) {
+    return mismatch("it holds table '" + rows.table + "' with dim " + std::to_string(rows.dim) +
+                    " and " + std::to_string(rows.state_floats) + " state floats, expected table '" +
+                    table.spec().name + "' with dim " + std::to_string(table.dim()) + " and " +
+                    std::to_string(table.state_floats()) + " and the same optimizer");
+  }
+  if (rows.num_partitions != table.num_partitions() || rows.partition != partition) {
+    return mismatch("it holds partition " + std::to_string(rows.partition) + " of " +
+                    std::to_string(rows.num_partitions) + ", expected partition " +
+                    std::to_string(partition) + " of " + std::to_string(table.num_partitions()));
+  }
   for (uint64_t key : rows.keys) {
     if (table.PartitionOf(key) != partition) {
       return mismatch("key " + std::to_string(key) + " is not in partition " +

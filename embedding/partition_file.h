@@ -20,16 +20,23 @@
 
 namespace ember::embedding {
 
-// The rows of one partition file, checked against the table they are meant for.
+// The contents of one partition file.
 struct PartitionRows {
+  std::string table;
+  uint64_t shape_hash = 0;
+  uint32_t num_partitions = 0;
+  uint32_t partition = 0;
+  uint32_t dim = 0;
+  uint32_t state_floats = 0;
   std::vector<uint64_t> keys;
   std::vector<float> values;  // keys.size() rows of dim weights then state_floats state
 };
 
 // Writes the rows of `partition` of `table` to `path` (atomically).
 Status WritePartitionFile(const EmbeddingTable& table, uint32_t partition, const std::string& path);
-// Reads and verifies `path`: checksum, counts, and that it holds `partition` of a table shaped
-// like `table`. DataLoss or NotFound naming the file otherwise.
+// Reads `path` and checks its checksum and counts; DataLoss or NotFound naming the file.
+Result<PartitionRows> ReadPartitionFile(const std::string& path);
+// ReadPartitionFile, and checks that it holds `partition` of a table shaped like `table`.
 Result<PartitionRows> ReadPartitionFile(const EmbeddingTable& table, uint32_t partition,
                                         const std::string& path);
 // Replaces the rows of `partition` with `rows` (Erase, then Restore each).

@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <numeric>
@@ -11,6 +12,7 @@
 #include "app/local_cluster.h"
 #include "common/hash.h"
 #include "common/wire.h"
+#include "ps/checkpoint_export.h"
 #include "tests/test_util.h"
 
 namespace ember {
@@ -96,6 +98,43 @@ TEST(CheckpointTest, RestoreIntoOneAndThreeServersGivesSameRowsAndSameNextStep) 
     if (next_step.empty()) next_step = after;
     EXPECT_EQ(after, next_step) << servers << " servers";
   }
+}
+
+// The values of a .npy file written by WriteNpy (header length at bytes 8-9), as T.
+template <typename T>
+std::vector<T> NpyValues(const std::string& path, std::string* header) {
+  const std::string bytes = testing::ReadFile(path);
+  EXPECT_GT(bytes.size(), 10u) << path;
+  if (bytes.size() <= 10) return {};
+  const size_t header_bytes = static_cast<uint8_t>(bytes[8]) | static_cast<uint8_t>(bytes[9]) << 8;
+  *header = bytes.substr(10, header_bytes);
+  std::vector<T> values((bytes.size() - 10 - header_bytes) / sizeof(T));
+  std::memcpy(values.data(), bytes.data() + 10 + header_bytes, values.size() * sizeof(T));
+  return values;
+}
+
+TEST(CheckpointTest, ExportWritesSortedKeysAndTheirRowsAsNpy) {
+  testing::TempDir dir, out;
+  const std::vector<float> saved = TrainAndCheckpoint(dir.path());
+  ASSERT_TRUE(ps::ExportCheckpointTables(dir.path(), out.path()).ok());
+  std::string keys_header, rows_header;
+  const auto keys = NpyValues<uint64_t>(out.path() + "/items.keys.npy", &keys_header);
+  const auto rows = NpyValues<float>(out.path() + "/items.rows.npy", &rows_header);
+  EXPECT_NE(keys_header.find("'descr': '<u8'"), std::string::npos) << keys_header;
+  EXPECT_NE(keys_header.find("'shape': (300,)"), std::string::npos) << keys_header;
+  EXPECT_NE(rows_header.find("'descr': '<f4'"), std::string::npos) << rows_header;
+  EXPECT_NE(rows_header.find("'shape': (300,4)"), std::string::npos) << rows_header;
+  EXPECT_EQ(keys, Keys());  // Keys() is ascending
+  EXPECT_EQ(rows, saved);
+}
+
+TEST(CheckpointTest, ExportOfADamagedCheckpointWritesNothing) {
+  testing::TempDir dir, out;
+  TrainAndCheckpoint(dir.path());
+  std::filesystem::remove(ps::PartitionFilePath(dir.path(), "items", 5));
+  Status exported = ps::ExportCheckpointTables(dir.path(), out.path() + "/export");
+  EXPECT_EQ(exported.code(), StatusCode::kNotFound) << exported.ToString();
+  EXPECT_FALSE(std::filesystem::exists(out.path() + "/export"));
 }
 
 // A cluster with some trained rows, for the damaged-checkpoint tests.
