@@ -5,8 +5,9 @@
 //   DIR/tables/<table>/part-<p>.bin   partition p of a table (embedding/partition_file.h), written
 //                                     by whichever server owned p; one file per partition, rows or
 //                                     not, so a complete checkpoint has num_partitions per table
-//   DIR/trainer-<rank>.bin            a trainer's dense weights, optimizer state and data position
-//                                     (trainer/trainer_state.h)
+//   DIR/trainer-<rank>.bin            reserved for a trainer's dense weights, optimizer state and
+//                                     data position (not written yet); any file a caller adds
+//                                     before WriteManifest is listed and checked like the others
 //   DIR/MANIFEST                      written last, atomically: without it (or with a damaged one)
 //                                     the directory is not a checkpoint
 // The manifest is text: a "ember-checkpoint 1" line, then "step N", "servers N", "partitions P",
