@@ -70,17 +70,4 @@ std::optional<ClusterConfig> LoadConfigFlag(const Flags& flags, const char* comm
   return std::move(*config);
 }
 
-Status WriteFileAtomically(const std::string& path, const std::string& contents) {
-  const std::string temporary = path + ".tmp";
-  {
-    std::ofstream out(temporary, std::ios::trunc);
-    out << contents;
-    if (!out.good()) return Unavailable("cannot write '" + temporary + "'");
-  }
-  std::error_code error;
-  std::filesystem::rename(temporary, path, error);
-  if (error) return Unavailable("cannot rename '" + temporary + "': " + error.message());
-  return Status::Ok();
-}
-
 }  // namespace ember::app

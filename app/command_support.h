@@ -8,6 +8,7 @@
 
 #include "app/cluster_config.h"
 #include "app/flags.h"
+#include "common/file_io.h"  // WriteFileAtomically, used by the commands
 
 namespace ember::app {
 
@@ -26,8 +27,5 @@ inline constexpr const char* kSyncFlags[] = {"trainers", "mode", "staleness"};
 // Loads --config (required; relative data paths against --data-root when given) and applies the
 // SyncFlagSpecs overrides present; prints the error and returns nullopt on failure.
 std::optional<ClusterConfig> LoadConfigFlag(const Flags& flags, const char* command);
-
-// Writes `contents` to `path` through a temporary file and rename, so readers never see half.
-Status WriteFileAtomically(const std::string& path, const std::string& contents);
 
 }  // namespace ember::app

@@ -11,5 +11,6 @@ int ClusterCommand(int argc, char** argv);
 int BenchCommand(int argc, char** argv);
 int DenseBenchCommand(int argc, char** argv);
 int TierBenchCommand(int argc, char** argv);
+int ExportCommand(int argc, char** argv);
 
 }  // namespace ember::app

@@ -168,6 +168,19 @@ struct Barrier {
   count @1 :UInt32;           # how many participants release it
 }
 
+# To servers: write, verify or load the checkpoint files of every partition the server owns, of
+# every table (layout in ps/checkpoint.h). Answered once done; restore verifies every file of the
+# server before it changes any row, and a restoring client first has every server verify.
+struct Checkpoint {
+  dir @0 :Text;               # checkpoint directory as the server sees it (absolute path)
+  action @1 :Action;
+  enum Action {
+    write @0;
+    restore @1;
+    verify @2;                # check the files as restore would, change nothing
+  }
+}
+
 struct Request {
   version @0 :UInt32;         # protocolVersion of the sender
   requestId @1 :UInt64;       # echoed in the response; unique per sender connection
@@ -184,6 +197,7 @@ struct Request {
     applyClock @11 :ApplyClock;    # to servers
     trainerClock @12 :TrainerClock;  # to the scheduler
     heartbeat @13 :UInt32;         # to the scheduler: trainer id, "still alive"
+    checkpoint @14 :Checkpoint;    # to servers
   }
 }
 

@@ -365,6 +365,18 @@ Result<RequestBody> ReadRequestBody(schema::Request::Reader request, FrameStorag
     }
     case schema::Request::HEARTBEAT:
       return RequestBody(HeartbeatRequest{request.getHeartbeat()});
+    case schema::Request::CHECKPOINT: {
+      auto checkpoint = request.getCheckpoint();
+      CheckpointRequest out;
+      out.dir = ToString(checkpoint.getDir());
+      switch (checkpoint.getAction()) {
+        case schema::Checkpoint::Action::WRITE: out.action = CheckpointAction::kWrite; break;
+        case schema::Checkpoint::Action::RESTORE: out.action = CheckpointAction::kRestore; break;
+        case schema::Checkpoint::Action::VERIFY: out.action = CheckpointAction::kVerify; break;
+        default: return InvalidArgument("checkpoint names an unknown action");
+      }
+      return RequestBody(std::move(out));
+    }
   }
   return InvalidArgument("unknown request kind " +
                          std::to_string(static_cast<unsigned>(request.which())));
@@ -442,6 +454,7 @@ std::string_view RequestKindName(const RequestBody& body) {
     std::string_view operator()(const ApplyClockRequest&) { return "apply-clock"; }
     std::string_view operator()(const TrainerClockRequest&) { return "trainer-clock"; }
     std::string_view operator()(const HeartbeatRequest&) { return "heartbeat"; }
+    std::string_view operator()(const CheckpointRequest&) { return "checkpoint"; }
   };
   return std::visit(Namer{}, body);
 }
@@ -713,6 +726,18 @@ zmq::message_t EncodeTrainerClock(const RequestHeader& header, const TrainerCloc
 zmq::message_t EncodeHeartbeat(const RequestHeader& header, uint32_t trainer) {
   ::capnp::MallocMessageBuilder builder(64);
   InitRequest(builder, header).setHeartbeat(trainer);
+  return Finish(builder);
+}
+
+zmq::message_t EncodeCheckpoint(const RequestHeader& header, const CheckpointRequest& checkpoint) {
+  ::capnp::MallocMessageBuilder builder(64 + checkpoint.dir.size() / 8);
+  auto out = InitRequest(builder, header).initCheckpoint();
+  out.setDir(checkpoint.dir);
+  switch (checkpoint.action) {
+    case CheckpointAction::kWrite: out.setAction(schema::Checkpoint::Action::WRITE); break;
+    case CheckpointAction::kRestore: out.setAction(schema::Checkpoint::Action::RESTORE); break;
+    case CheckpointAction::kVerify: out.setAction(schema::Checkpoint::Action::VERIFY); break;
+  }
   return Finish(builder);
 }
 

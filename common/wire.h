@@ -73,6 +73,11 @@ struct RegisterServerRequest {
 struct RegisterTrainerRequest {
   std::string name;
 };
+enum class CheckpointAction : uint8_t { kWrite = 0, kRestore = 1, kVerify = 2 };
+struct CheckpointRequest {
+  std::string dir;  // checkpoint directory as the server sees it
+  CheckpointAction action = CheckpointAction::kWrite;
+};
 struct BarrierRequest {
   std::string name;
   uint32_t count = 0;
@@ -81,7 +86,7 @@ struct BarrierRequest {
 using RequestBody = std::variant<PingRequest, PullRequest, PushRequest, StatsRequest,
                                  RegisterServerRequest, RegisterTrainerRequest,
                                  GetRoutingRequest, BarrierRequest, ApplyClockRequest,
-                                 TrainerClockRequest, HeartbeatRequest>;
+                                 TrainerClockRequest, HeartbeatRequest, CheckpointRequest>;
 
 struct RequestHeader {
   uint64_t request_id = 0;
@@ -127,6 +132,7 @@ zmq::message_t EncodeBarrier(const RequestHeader& header, std::string_view name,
 zmq::message_t EncodeApplyClock(const RequestHeader& header, const ApplyClockRequest& apply);
 zmq::message_t EncodeTrainerClock(const RequestHeader& header, const TrainerClockRequest& clock);
 zmq::message_t EncodeHeartbeat(const RequestHeader& header, uint32_t trainer);
+zmq::message_t EncodeCheckpoint(const RequestHeader& header, const CheckpointRequest& checkpoint);
 
 // ---- Responses ----
 

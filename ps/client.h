@@ -16,6 +16,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -77,6 +78,10 @@ class Client {
   // Asks every server to apply the deferred pushes of `apply.clock`; returns once all did.
   Status ApplyClock(const wire::ApplyClockRequest& apply, Millis timeout);
 
+  // Asks every server to write or load its checkpoint files (ps/checkpoint.h has the layout and
+  // the checks around it); returns once all did, or the first error.
+  Status Checkpoint(const wire::CheckpointRequest& checkpoint, Millis timeout);
+
   // Counters and table sizes of every server, in server-id order.
   Result<std::vector<wire::ServerStats>> Stats(Millis timeout = Millis(10'000));
   // Waits until `count` participants reached the barrier `name` at the scheduler.
@@ -93,6 +98,10 @@ class Client {
   explicit Client(ClientOptions options);
   Status Register();
   Ticket Submit(std::shared_ptr<Operation> op);
+  // Sends encode({id, epoch}) to every server at once and waits for every answer; errors get
+  // `what` and the server's endpoint as context. Takes control_mutex_.
+  Status CallEveryServer(const std::function<zmq::message_t(const wire::RequestHeader&)>& encode,
+                         const std::string& what, Millis timeout);
 
   // ---- I/O thread ----
   void IoLoop();
@@ -121,7 +130,8 @@ class Client {
 
   std::mutex control_mutex_;  // serialises Barrier, clock and apply calls
   std::unique_ptr<RpcChannel> control_channel_;
-  std::vector<std::unique_ptr<RpcChannel>> apply_channels_;  // by server id, under control_mutex_
+  // For CallEveryServer: by server id, under control_mutex_.
+  std::vector<std::unique_ptr<RpcChannel>> apply_channels_;
 
   // Owned by the I/O thread.
   std::unique_ptr<RpcChannel> routing_channel_;

@@ -1,4 +1,5 @@
-// Client: the calls of synchronised (bsp/ssp) runs: clocks, leaving, applying a clock, heartbeats.
+// Client: the calls of synchronised (bsp/ssp) runs (clocks, leaving, applying a clock, heartbeats)
+// and the other calls that go to every server at once (checkpoints).
 #include <future>
 
 #include "ps/client.h"
@@ -30,6 +31,23 @@ Status Client::Leave(uint64_t clock, Millis timeout) {
 }
 
 Status Client::ApplyClock(const wire::ApplyClockRequest& apply, Millis timeout) {
+  return CallEveryServer(
+      [&apply](const wire::RequestHeader& header) { return wire::EncodeApplyClock(header, apply); },
+      "applying clock " + std::to_string(apply.clock), timeout);
+}
+
+Status Client::Checkpoint(const wire::CheckpointRequest& checkpoint, Millis timeout) {
+  return CallEveryServer(
+      [&checkpoint](const wire::RequestHeader& header) {
+        return wire::EncodeCheckpoint(header, checkpoint);
+      },
+      "checkpoint '" + checkpoint.dir + "'",
+      timeout);
+}
+
+Status Client::CallEveryServer(
+    const std::function<zmq::message_t(const wire::RequestHeader&)>& encode,
+    const std::string& what, Millis timeout) {
   std::lock_guard lock(control_mutex_);
   const RoutingTable current = routing();
   apply_channels_.resize(current.servers.size());
@@ -39,12 +57,11 @@ Status Client::ApplyClock(const wire::ApplyClockRequest& apply, Millis timeout) 
     if (!channel || channel->endpoint() != server.endpoint) {
       channel = std::make_unique<RpcChannel>(context_, server.endpoint);
     }
-    calls.push_back(std::async(std::launch::async, [&channel, &apply, &current, timeout] {
+    calls.push_back(std::async(std::launch::async, [&channel, &encode, &what, &current, timeout] {
       const uint64_t id = channel->NextRequestId();
-      auto reply = channel->Call(id, wire::EncodeApplyClock({id, current.epoch}, apply), timeout);
+      auto reply = channel->Call(id, encode({id, current.epoch}), timeout);
       Status status = reply.ok() ? reply->status : reply.status();
-      return status.WithContext("applying clock " + std::to_string(apply.clock) + " on " +
-                                channel->endpoint());
+      return status.WithContext(what + " on " + channel->endpoint());
     }));
   }
   Status first;

@@ -69,6 +69,9 @@ zmq::message_t ShardService::HandleDecoded(const wire::DecodedRequest& request) 
   if (auto* apply = std::get_if<wire::ApplyClockRequest>(&request.body)) {
     return HandleApplyClock(header, *apply);
   }
+  if (auto* checkpoint = std::get_if<wire::CheckpointRequest>(&request.body)) {
+    return HandleCheckpoint(header, *checkpoint);
+  }
   if (std::holds_alternative<wire::PingRequest>(request.body)) {
     return wire::EncodeStatusResponse(header.request_id, routing_.epoch, Status::Ok());
   }

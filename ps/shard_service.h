@@ -1,7 +1,7 @@
 // ShardService: what one parameter server does with a request, independent of sockets.
 //
-// It holds the server's tables and its view of the routing table, answers pull, push, stats and
-// ping requests (and, in bsp runs, holds deferred pushes until their clock is applied: see
+// It holds the server's tables and its view of the routing table, answers pull, push, stats,
+// ping and checkpoint requests (writing or loading the files of its partitions: ps/checkpoint.h) (and, in bsp runs, holds deferred pushes until their clock is applied: see
 // PushAccumulator), and turns every failure into an error response: an unknown table, a row-width
 // mismatch, a key in a partition this server does not own (FailedPrecondition carrying the
 // server's epoch, so the client refreshes its routing and retries), or an undecodable frame.
@@ -68,6 +68,14 @@ class ShardService {
   // In shard_service_clock.cc.
   zmq::message_t HandleApplyClock(const wire::RequestHeader& header,
                                   const wire::ApplyClockRequest& apply);
+  // In shard_service_checkpoint.cc.
+  zmq::message_t HandleCheckpoint(const wire::RequestHeader& header,
+                                  const wire::CheckpointRequest& checkpoint);
+  Status WriteCheckpoint(const std::string& dir);
+  // Reads and checks every owned partition's file; changes nothing.
+  Status VerifyCheckpoint(const std::string& dir);
+  // VerifyCheckpoint, then loads every owned partition's file.
+  Status RestoreCheckpoint(const std::string& dir);
   zmq::message_t Error(uint64_t request_id, const Status& status);
 
   Result<embedding::EmbeddingTable*> FindTable(const std::string& name);

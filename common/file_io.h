@@ -1,0 +1,21 @@
+// Whole-file reads and atomic whole-file writes, for checkpoint files.
+//
+// WriteFileAtomically writes to `path`.tmp, flushes it to disk and renames it over `path`, so a
+// reader sees either the old file or the complete new one, never a torn write. Errors name the
+// path and the system's reason. Reentrant (distinct paths from distinct threads).
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "common/status.h"
+
+namespace ember {
+
+Status WriteFileAtomically(const std::string& path, std::string_view bytes);
+// NotFound when the file is missing; Unavailable (with the reason) for other read errors.
+Result<std::string> ReadWholeFile(const std::string& path);
+// Creates `dir` and its parents as needed.
+Status MakeDirectories(const std::string& dir);
+
+}  // namespace ember

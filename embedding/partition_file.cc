@@ -1,0 +1,109 @@
+// Partition files: layout and checks.
+#include "embedding/partition_file.h"
+
+#include "common/checksummed_file.h"
+#include "common/hash.h"
+
+namespace ember::embedding {
+namespace {
+
+constexpr std::string_view kMagic = "EMBRPART";
+constexpr uint32_t kVersion = 1;
+
+uint64_t ShapeHash(const EmbeddingTable& table) {
+  uint64_t hash = HashName(table.spec().name);
+  hash = HashCombine(hash, table.dim());
+  hash = HashCombine(hash, static_cast<uint64_t>(table.spec().optimizer.kind));
+  return HashCombine(hash, table.state_floats());
+}
+
+}  // namespace
+
+Status WritePartitionFile(const EmbeddingTable& table, uint32_t partition,
+                          const std::string& path) {
+  std::vector<uint64_t> keys;
+  std::vector<float> values;
+  RETURN_IF_ERROR(table.ForEachRowInPartition(
+      partition, [&](uint64_t key, std::span<const float> row, std::span<const float> state) {
+        keys.push_back(key);
+        values.insert(values.end(), row.begin(), row.end());
+        values.insert(values.end(), state.begin(), state.end());
+      }));
+  PayloadWriter payload;
+  payload.PutString(table.spec().name);
+  payload.Put(ShapeHash(table));
+  payload.Put(table.num_partitions());
+  payload.Put(partition);
+  payload.Put(table.dim());
+  payload.Put(table.state_floats());
+  payload.Put<uint64_t>(keys.size());
+  payload.PutArray(std::span<const uint64_t>(keys));
+  payload.PutArray(std::span<const float>(values));
+  return WriteChecksummedFile(path, kMagic, kVersion, payload.bytes());
+}
+
+Result<PartitionRows> ReadPartitionFile(const std::string& path) {
+  ASSIGN_OR_RETURN(std::string bytes, ReadChecksummedFile(path, kMagic, kVersion));
+  PayloadReader in(bytes);
+  PartitionRows rows;
+  uint64_t count = 0;
+  in.GetString(rows.table);
+  in.Get(rows.shape_hash);
+  in.Get(rows.num_partitions);
+  in.Get(rows.partition);
+  in.Get(rows.dim);
+  in.Get(rows.state_floats);
+  in.Get(count);
+  if (!in.ok()) return DataLoss("checkpoint file '" + path + "' is corrupt: truncated header");
+  const uint64_t floats_per_row = uint64_t{rows.dim} + rows.state_floats;
+  if (count * (sizeof(uint64_t) + floats_per_row * sizeof(float)) != in.remaining()) {
+    return DataLoss("checkpoint file '" + path + "' is corrupt: " + std::to_string(count) +
+                    " rows do not match the " + std::to_string(in.remaining()) +
+                    " bytes that follow the header");
+  }
+  rows.keys.resize(count);
+  rows.values.resize(count * floats_per_row);
+  in.GetArray(std::span(rows.keys));
+  in.GetArray(std::span(rows.values));
+  return rows;
+}
+
+Result<PartitionRows> ReadPartitionFile(const EmbeddingTable& table, uint32_t partition,
+                                        const std::string& path) {
+  ASSIGN_OR_RETURN(PartitionRows rows, ReadPartitionFile(path));
+  auto mismatch = [&path](const std::string& what) {
+    return DataLoss("checkpoint file '" + path + "' does not fit: " + what);
+  };
+  if (rows.table != table.spec().name || rows.shape_hash != ShapeHash(table) ||
+      rows.dim != table.dim() || rows.state_floats != table.state_floats()) {
+    return mismatch("it holds table '" + rows.table + "' with dim " + std::to_string(rows.dim) +
+                    " and " + std::to_string(rows.state_floats) + " state floats, expected table '" +
+                    table.spec().name + "' with dim " + std::to_string(table.dim()) + " and " +
+                    std::to_string(table.state_floats()) + " and the same optimizer");
+  }
+  if (rows.num_partitions != table.num_partitions() || rows.partition != partition) {
+    return mismatch("it holds partition " + std::to_string(rows.partition) + " of " +
+                    std::to_string(rows.num_partitions) + ", expected partition " +
+                    std::to_string(partition) + " of " + std::to_string(table.num_partitions()));
+  }
+  for (uint64_t key : rows.keys) {
+    if (table.PartitionOf(key) != partition) {
+      return mismatch("key " + std::to_string(key) + " is not in partition " +
+                      std::to_string(partition));
+    }
+  }
+  return rows;
+}
+
+Status LoadPartitionRows(EmbeddingTable& table, uint32_t partition, const PartitionRows& rows) {
+  RETURN_IF_ERROR(table.Erase(partition).status());
+  const uint32_t dim = table.dim();
+  const size_t floats_per_row = dim + table.state_floats();
+  for (size_t i = 0; i < rows.keys.size(); ++i) {
+    std::span<const float> values(rows.values.data() + i * floats_per_row, floats_per_row);
+    RETURN_IF_ERROR(table.Restore(rows.keys[i], values.first(dim), values.subspan(dim)));
+  }
+  return Status::Ok();
+}
+
+}  // namespace ember::embedding

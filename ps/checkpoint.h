@@ -1,0 +1,73 @@
+// Checkpoints of a cluster: the directory layout, the manifest, and the calls that make every
+// server write or load its share.
+//
+// Layout of a checkpoint directory DIR:
+//   DIR/tables/<table>/part-<p>.bin   partition p of a table (embedding/partition_file.h), written
+//                                     by whichever server owned p; one file per partition, rows or
+//                                     not, so a complete checkpoint has num_partitions per table
+//   DIR/trainer-<rank>.bin            reserved for a trainer's dense weights, optimizer state and
+//                                     data position (not written yet); any file a caller adds
+//                                     before WriteManifest is listed and checked like the others
+//   DIR/MANIFEST                      written last, atomically: without it (or with a damaged one)
+//                                     the directory is not a checkpoint
+// The manifest is text: a "ember-checkpoint 1" line, then "step N", "servers N", "partitions P",
+// one "table NAME DIM" line per table, one "file PATH BYTES CRC32" line per file (path relative
+// to DIR, CRC32 as 8 hex digits), and last "crc CRC32" over every byte before that line.
+//
+// Restoring checks the manifest, then every file's size and checksum against it, and only then
+// asks the servers to load; each server checks its files again (header, counts, checksum) before
+// it changes any row. So a corrupt, truncated or missing file is reported, naming it, before any
+// row changes.
+//
+// Thread-safety: the functions may run on any thread; they use the client's thread-safe calls.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+#include "common/transport.h"
+#include "ps/client.h"
+
+namespace ember::ps {
+
+inline constexpr char kManifestName[] = "MANIFEST";
+
+std::string PartitionFilePath(const std::string& dir, const std::string& table,
+                              uint32_t partition);
+
+struct ManifestTable {
+  std::string name;
+  uint32_t dim = 0;
+};
+struct ManifestFile {
+  std::string path;  // relative to the checkpoint directory
+  uint64_t bytes = 0;
+  uint32_t crc32 = 0;
+};
+struct Manifest {
+  uint64_t step = 0;        // training steps completed when the checkpoint was cut
+  uint32_t servers = 0;     // servers of the cluster that wrote it (any count can restore it)
+  uint32_t partitions = 0;  // must equal the restoring cluster's
+  std::vector<ManifestTable> tables;
+  std::vector<ManifestFile> files;  // filled in by WriteManifest
+};
+
+// Lists every file under `dir` (but the manifest and temporary files) with its size and checksum
+// into `manifest.files` and writes DIR/MANIFEST atomically.
+Status WriteManifest(const std::string& dir, Manifest manifest);
+// Reads DIR/MANIFEST and checks that every file it lists is there with its size and checksum and
+// that every table has all its partition files. DataLoss or NotFound naming the file otherwise.
+Result<Manifest> ReadAndVerifyCheckpoint(const std::string& dir);
+
+// Asks every server to write its partitions into `dir` (created if missing), then records the
+// servers' part in `manifest` (step and trainer files are the caller's). The caller writes the
+// manifest after its own files.
+Result<Manifest> CheckpointServers(Client& client, const std::string& dir, uint64_t step,
+                                   Millis timeout);
+// Verifies the checkpoint in `dir` (ReadAndVerifyCheckpoint), checks that it fits the cluster
+// (same partition count and tables), then asks every server to load its partitions.
+Result<Manifest> RestoreServers(Client& client, const std::string& dir, Millis timeout);
+
+}  // namespace ember::ps

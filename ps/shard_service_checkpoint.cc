@@ -1,0 +1,88 @@
+// ShardService: writing and loading the checkpoint files of the partitions this server owns.
+#include <spdlog/spdlog.h>
+
+#include <filesystem>
+
+#include "common/file_io.h"
+#include "embedding/partition_file.h"
+#include "ps/checkpoint.h"
+#include "ps/shard_service.h"
+
+namespace ember::ps {
+
+zmq::message_t ShardService::HandleCheckpoint(const wire::RequestHeader& header,
+                                              const wire::CheckpointRequest& checkpoint) {
+  if (checkpoint.dir.empty() || checkpoint.dir.front() != '/' ||
+      checkpoint.dir.find('\0') != std::string::npos) {
+    return Error(header.request_id, InvalidArgument("checkpoint directory '" + checkpoint.dir +
+                                                    "' is not an absolute path"));
+  }
+  Status done;
+  const char* what = "";
+  switch (checkpoint.action) {
+    case wire::CheckpointAction::kWrite:
+      done = WriteCheckpoint(checkpoint.dir);
+      what = "writing";
+      break;
+    case wire::CheckpointAction::kVerify:
+      done = VerifyCheckpoint(checkpoint.dir);
+      what = "verifying";
+      break;
+    case wire::CheckpointAction::kRestore:
+      done = RestoreCheckpoint(checkpoint.dir);
+      what = "restoring";
+      break;
+  }
+  if (!done.ok()) {
+    spdlog::warn("server {}: {} checkpoint '{}' failed: {}", server_id_, what, checkpoint.dir,
+                 done.ToString());
+    return Error(header.request_id, done);
+  }
+  spdlog::info("server {}: done {} checkpoint '{}'", server_id_, what, checkpoint.dir);
+  return wire::EncodeStatusResponse(header.request_id, routing_.epoch, Status::Ok());
+}
+
+Status ShardService::WriteCheckpoint(const std::string& dir) {
+  for (const auto& [name, table] : tables_) {
+    RETURN_IF_ERROR(MakeDirectories(
+        std::filesystem::path(PartitionFilePath(dir, name, 0)).parent_path().string()));
+    for (uint32_t p = 0; p < routing_.num_partitions; ++p) {
+      if (!owned_[p]) continue;
+      RETURN_IF_ERROR(embedding::WritePartitionFile(*table, p, PartitionFilePath(dir, name, p)));
+    }
+  }
+  return Status::Ok();
+}
+
+Status ShardService::VerifyCheckpoint(const std::string& dir) {
+  for (const auto& [name, table] : tables_) {
+    for (uint32_t p = 0; p < routing_.num_partitions; ++p) {
+      if (!owned_[p]) continue;
+      RETURN_IF_ERROR(
+          embedding::ReadPartitionFile(*table, p, PartitionFilePath(dir, name, p)).status());
+    }
+  }
+  return Status::Ok();
+}
+
+Status ShardService::RestoreCheckpoint(const std::string& dir) {
+  // Every file is verified before any row changes, so a bad file leaves the rows as they were.
+  // Files are read again to load them, keeping one partition in memory at a time.
+  RETURN_IF_ERROR(VerifyCheckpoint(dir));
+  for (const auto& [name, table] : tables_) {
+    for (uint32_t p = 0; p < routing_.num_partitions; ++p) {
+      if (!owned_[p]) continue;
+      ASSIGN_OR_RETURN(auto rows,
+                       embedding::ReadPartitionFile(*table, p, PartitionFilePath(dir, name, p)));
+      Status loaded = embedding::LoadPartitionRows(*table, p, rows);
+      if (!loaded.ok()) {
+        return loaded.WithContext("restore stopped partway through partition " +
+                                  std::to_string(p) + " of table '" + name +
+                                  "'; restore again before serving");
+      }
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace ember::ps
