@@ -124,14 +124,15 @@ class RequestDriver {
 class EmberPullDriver : public RequestDriver {
  public:
   EmberPullDriver(ps::Client* client, std::string table, uint32_t keys, uint32_t dim)
-      : client_(client), table_(std::move(table)), rows_(size_t{keys} * dim) {}
+      : client_(client), table_(std::move(table)), dim_(dim), rows_(size_t{keys} * dim) {}
   Status Request(std::span<const uint64_t> keys) override {
-    return client_->Pull(table_, keys, rows_).Wait();
+    return client_->Pull(table_, keys, std::span<float>(rows_).first(keys.size() * dim_)).Wait();
   }
 
  private:
   ps::Client* client_;
   std::string table_;
+  uint32_t dim_;
   std::vector<float> rows_;
 };
 
@@ -448,27 +449,25 @@ Result<TableSpec> BenchTable(const BenchConfig& config) {
   return table;
 }
 
-// Creates the rows of the config.populate most popular keys by pulling them, the clients in
+// Creates the rows of the config.populate most popular keys by pulling them, the drivers in
 // parallel, each a contiguous range of ranks in requests of config.keys_per_request keys.
 Result<PopulateFigures> Populate(const BenchConfig& config,
-                                 std::vector<std::unique_ptr<ps::Client>>& clients) {
+                                 std::vector<std::unique_ptr<RequestDriver>>& pull_drivers) {
   const trainer::ZipfSampler sampler(config.vocabulary, config.exponent, true, config.seed);
   const auto start = Clock::now();
-  std::vector<Status> statuses(clients.size());
+  std::vector<Status> statuses(pull_drivers.size());
   std::vector<std::thread> threads;
-  for (size_t c = 0; c < clients.size(); ++c) {
-    threads.emplace_back([&, c] {
-      const uint64_t first = ShareStart(config.populate, c, clients.size());
-      const uint64_t end = ShareStart(config.populate, c + 1, clients.size());
+  for (size_t d = 0; d < pull_drivers.size(); ++d) {
+    threads.emplace_back([&, d] {
+      const uint64_t end = ShareStart(config.populate, d + 1, pull_drivers.size());
       KeyBatch keys;
-      std::vector<float> rows;
-      for (uint64_t rank = first; rank < end && statuses[c].ok();) {
-        const uint64_t count = std::min<uint64_t>(config.keys_per_request, end - rank);
+      for (uint64_t rank = ShareStart(config.populate, d, pull_drivers.size());
+           rank < end && statuses[d].ok(); rank += keys.size()) {
         keys.clear();
-        for (uint64_t i = 0; i < count; ++i) keys.push_back(sampler.KeyOfRank(rank + i));
-        rows.resize(keys.size() * config.dim);
-        statuses[c] = clients[c]->Pull(config.table, keys, rows).Wait();
-        rank += count;
+        for (uint64_t i = rank; i < std::min<uint64_t>(end, rank + config.keys_per_request); ++i) {
+          keys.push_back(sampler.KeyOfRank(i));
+        }
+        statuses[d] = pull_drivers[d]->Request(keys);
       }
     });
   }
@@ -487,23 +486,13 @@ Status RunLookupPhases(const BenchConfig& config, const std::vector<KeyBatch>& b
                        BenchReport* report) {
   ASSIGN_OR_RETURN(TableSpec spec, BenchTable(config));
   embedding::EmbeddingTable table(spec, scheduler::SchedulerOptions().num_partitions);
-  const trainer::ZipfSampler sampler(config.vocabulary, config.exponent, true, config.seed);
-  KeyBatch keys;
-  std::vector<float> rows;
-  for (uint64_t rank = 0; rank < config.populate; rank += keys.size()) {
-    keys.clear();
-    for (uint64_t i = rank; i < std::min(config.populate, rank + config.keys_per_request); ++i) {
-      keys.push_back(sampler.KeyOfRank(i));
-    }
-    rows.resize(keys.size() * config.dim);
-    RETURN_IF_ERROR(table.Pull(keys, rows).WithContext("populating the lookup table"));
-  }
-  BenchConfig one_client = config;
-  one_client.clients = 1;
-  const std::vector<std::vector<KeyBatch>> first_client_batches = {batches};
   std::vector<std::unique_ptr<RequestDriver>> pull, push;
   pull.push_back(std::make_unique<TablePullDriver>(&table, config.keys_per_request));
   push.push_back(std::make_unique<TablePushDriver>(&table, config.keys_per_request));
+  RETURN_IF_ERROR(Populate(config, pull).status().WithContext("the lookup table"));
+  BenchConfig one_client = config;
+  one_client.clients = 1;
+  const std::vector<std::vector<KeyBatch>> first_client_batches = {batches};
   for (auto [drivers, figures] :
        {std::pair{&pull, &report->pull}, std::pair{&push, &report->push}}) {
     PhaseOutcome phase = RunPhase(one_client, *drivers, first_client_batches);
@@ -563,7 +552,7 @@ Status RunBench(BenchConfig& config, BenchReport* report) {
                                                              config.keys_per_request, config.dim));
   }
   const uint64_t resident_before = ResidentBytes();
-  ASSIGN_OR_RETURN(report->populate, Populate(config, clients));
+  ASSIGN_OR_RETURN(report->populate, Populate(config, pull_drivers));
   for (auto [drivers, figures] :
        {std::pair{&pull_drivers, &report->pull}, std::pair{&push_drivers, &report->push}}) {
     const double cpu_before = cluster ? CpuSecondsOf(cluster->server_thread_ids()) : 0;
