@@ -8,6 +8,16 @@
 
 namespace ember::trainer {
 
+Result<DenseState> Backend::GetState() {
+  return FailedPrecondition("the " + std::string(name()) +
+                            " backend cannot save its optimizer state for a checkpoint");
+}
+
+Status Backend::SetState(const DenseState&) {
+  return FailedPrecondition("the " + std::string(name()) +
+                            " backend cannot resume from a checkpoint's optimizer state");
+}
+
 bool CudaBackendAvailable() {
 #if EMBER_HAVE_CUDA
   return CudaDevicePresent();

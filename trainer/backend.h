@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "common/status.h"
+#include "trainer/dense_state.h"
 #include "trainer/dense_weights.h"
 #include "trainer/model_config.h"
 
@@ -62,6 +63,12 @@ class Backend {
   // Replaces the dense weights (shapes must match the model) and restarts Adam: moments are
   // zeroed and the bias correction starts again from step 1.
   virtual Status SetWeights(const DenseWeights& weights) = 0;
+
+  // The weights with Adam's moments and step count, for checkpoints; SetState resumes from one
+  // so the next TrainStep equals the one the saved backend would have taken. A backend that
+  // cannot do this answers FailedPrecondition naming itself.
+  virtual Result<DenseState> GetState();
+  virtual Status SetState(const DenseState& state);
 };
 
 // True when ember was built with CUDA and a CUDA device is present.

@@ -109,6 +109,19 @@ class CpuBackend final : public Backend {
     return Status::Ok();
   }
 
+  Result<DenseState> GetState() override {
+    return DenseState{weights_, first_moment_, second_moment_, step_};
+  }
+
+  Status SetState(const DenseState& state) override {
+    RETURN_IF_ERROR(CheckDenseStateShape(config_, state));
+    weights_ = state.weights;
+    first_moment_ = state.first_moment;
+    second_moment_ = state.second_moment;
+    step_ = state.adam_steps;
+    return Status::Ok();
+  }
+
  private:
   const std::vector<uint32_t>& widths(Tower tower) const {
     return widths_[static_cast<int>(tower)];

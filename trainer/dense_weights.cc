@@ -1,6 +1,8 @@
 // DenseWeights initialisation and shape checks.
 #include "trainer/dense_weights.h"
 
+#include "trainer/dense_state.h"
+
 #include <cmath>
 #include <string>
 
@@ -97,6 +99,13 @@ Status CheckDenseWeightsShape(const ModelConfig& config, const DenseWeights& wei
     }
   }
   return Status::Ok();
+}
+
+Status CheckDenseStateShape(const ModelConfig& config, const DenseState& state) {
+  RETURN_IF_ERROR(CheckDenseWeightsShape(config, state.weights).WithContext("dense weights"));
+  RETURN_IF_ERROR(
+      CheckDenseWeightsShape(config, state.first_moment).WithContext("Adam first moment"));
+  return CheckDenseWeightsShape(config, state.second_moment).WithContext("Adam second moment");
 }
 
 }  // namespace ember::trainer

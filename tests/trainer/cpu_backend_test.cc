@@ -331,6 +331,13 @@ TEST(CpuBackendTest, SetWeightsRoundTrips) {
   EXPECT_EQ(backend->name(), "cpu");
 }
 
+TEST(CpuBackendTest, ResumesExactlyFromItsState) {
+  const ModelConfig config = TinyConfig();
+  auto trained = MakeCpuBackend(config, InitDenseWeights(config));
+  auto fresh = MakeCpuBackend(config, InitDenseWeights(config));
+  testing::ExpectStateResumesExactly(config, *trained, *fresh);
+}
+
 TEST(BackendFactoryTest, MakesCpuAndRejectsUnknownKinds) {
   auto cpu = MakeBackend("cpu", TinyConfig());
   ASSERT_TRUE(cpu.ok()) << cpu.status().ToString();

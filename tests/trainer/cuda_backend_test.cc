@@ -206,6 +206,15 @@ TEST_F(CudaBackendChecksTest, RejectsMisshapenInputAndKeepsWorking) {
   EXPECT_EQ(cuda->SetWeights(wrong).code(), StatusCode::kInvalidArgument);
 }
 
+TEST_F(CudaBackendChecksTest, ResumesExactlyFromItsState) {
+  const ModelConfig config = SmallConfig();
+  auto trained = MakeCudaFrom(config, InitDenseWeights(config));
+  auto fresh = MakeCudaFrom(config, InitDenseWeights(config));
+  ASSERT_NE(trained, nullptr);
+  ASSERT_NE(fresh, nullptr);
+  testing::ExpectStateResumesExactly(config, *trained, *fresh);
+}
+
 TEST_F(CudaBackendChecksTest, LossDecreasesOnAFixedBatch) {
   const ModelConfig config = SmallConfig();
   auto cuda = MakeCudaFrom(config, InitDenseWeights(config));

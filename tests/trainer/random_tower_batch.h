@@ -1,8 +1,12 @@
 // Test fixture for backend tests: a random sparse batch for both towers (rows, inverse indices
-// with duplicate keys, gradient buffers) and the TowerInput views a Backend consumes.
+// with duplicate keys, gradient buffers) and the TowerInput views a Backend consumes, and the
+// check that a backend resumed from GetState continues exactly.
 #pragma once
 
+#include <gtest/gtest.h>
+
 #include <algorithm>
+#include <cstring>
 #include <cstdint>
 #include <random>
 #include <vector>
@@ -57,5 +61,40 @@ struct RandomBatch {
         user(config.user_slots, config.embedding_dim, batch_size, scale, rng),
         item(config.item_slots, config.embedding_dim, batch_size, scale, rng) {}
 };
+
+// `trained` takes three steps; a `fresh` backend of the same model given trained's state must
+// take the next two steps exactly as trained does (same losses, weights and Adam state, bit for
+// bit). A backend that restarted Adam (SetWeights) would differ at once.
+inline void ExpectStateResumesExactly(const ModelConfig& config, Backend& trained, Backend& fresh) {
+  RandomBatch batch(config, 12, 21);
+  for (int step = 0; step < 3; ++step) {
+    ASSERT_TRUE(trained.TrainStep(12, batch.user.Input(), batch.item.Input()).ok());
+  }
+  auto state = trained.GetState();
+  ASSERT_TRUE(state.ok()) << state.status().ToString();
+  EXPECT_EQ(state->adam_steps, 3u);
+  ASSERT_TRUE(fresh.SetState(*state).ok());
+  for (int step = 0; step < 2; ++step) {
+    auto expected = trained.TrainStep(12, batch.user.Input(), batch.item.Input());
+    auto resumed = fresh.TrainStep(12, batch.user.Input(), batch.item.Input());
+    ASSERT_TRUE(expected.ok() && resumed.ok());
+    EXPECT_EQ(expected->loss, resumed->loss) << step;
+  }
+  auto a = trained.GetState(), b = fresh.GetState();
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_EQ(a->adam_steps, b->adam_steps);
+  for (Tower tower : {Tower::kUser, Tower::kItem}) {
+    for (size_t l = 0; l < a->weights.tower(tower).size(); ++l) {
+      EXPECT_EQ(a->weights.tower(tower)[l].weight, b->weights.tower(tower)[l].weight);
+      EXPECT_EQ(a->first_moment.tower(tower)[l].weight, b->first_moment.tower(tower)[l].weight);
+      EXPECT_EQ(a->second_moment.tower(tower)[l].bias, b->second_moment.tower(tower)[l].bias);
+    }
+  }
+  DenseState misshapen = *state;
+  misshapen.second_moment.item[0].bias.pop_back();
+  Status refused = fresh.SetState(misshapen);
+  EXPECT_EQ(refused.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(refused.ToString().find("second moment"), std::string::npos) << refused.ToString();
+}
 
 }  // namespace ember::trainer::testing

@@ -216,25 +216,30 @@ class CudaBackend final : public Backend {
 
   Status SetWeights(const DenseWeights& weights) override {
     RETURN_IF_ERROR(CheckDenseWeightsShape(config_, weights));
-    CUDA_RETURN_IF_ERROR(cudaSetDevice(device_));
-    CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream_));  // the staging buffer is free
-    for (Tower tower : {Tower::kUser, Tower::kItem}) {
-      const std::vector<LinearWeights>& layers = weights.tower(tower);
-      for (size_t l = 0; l < layers.size(); ++l) {
-        const LayerSlice& slice = layers_[Index(tower)][l];
-        std::memcpy(parameter_staging_.data() + slice.weight, layers[l].weight.data(),
-                    layers[l].weight.size() * sizeof(float));
-        std::memcpy(parameter_staging_.data() + slice.bias, layers[l].bias.data(),
-                    layers[l].bias.size() * sizeof(float));
-      }
-    }
+    RETURN_IF_ERROR(UploadLayers(weights, parameters_));
     const size_t bytes = parameter_count_ * sizeof(float);
-    CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(parameters_.data(), parameter_staging_.data(), bytes,
-                                         cudaMemcpyHostToDevice, stream_));
     CUDA_RETURN_IF_ERROR(cudaMemsetAsync(first_moment_.data(), 0, bytes, stream_));
     CUDA_RETURN_IF_ERROR(cudaMemsetAsync(second_moment_.data(), 0, bytes, stream_));
     CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream_));
     step_ = 0;
+    return Status::Ok();
+  }
+
+  Result<DenseState> GetState() override {
+    DenseState state;
+    ASSIGN_OR_RETURN(state.weights, DownloadLayers(parameters_));
+    ASSIGN_OR_RETURN(state.first_moment, DownloadLayers(first_moment_));
+    ASSIGN_OR_RETURN(state.second_moment, DownloadLayers(second_moment_));
+    state.adam_steps = step_;
+    return state;
+  }
+
+  Status SetState(const DenseState& state) override {
+    RETURN_IF_ERROR(CheckDenseStateShape(config_, state));
+    RETURN_IF_ERROR(UploadLayers(state.weights, parameters_));
+    RETURN_IF_ERROR(UploadLayers(state.first_moment, first_moment_));
+    RETURN_IF_ERROR(UploadLayers(state.second_moment, second_moment_));
+    step_ = state.adam_steps;
     return Status::Ok();
   }
 
@@ -535,6 +540,27 @@ class CudaBackend final : public Backend {
   }
 
   // `source` (parameters_ or gradients_, laid out by layers_) as host layers.
+  // Copies `layers` (shapes already checked) into `target` through the staging buffer and waits.
+  Status UploadLayers(const DenseWeights& layers, DeviceArray<float>& target) {
+    CUDA_RETURN_IF_ERROR(cudaSetDevice(device_));
+    CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream_));  // the staging buffer is free
+    for (Tower tower : {Tower::kUser, Tower::kItem}) {
+      const std::vector<LinearWeights>& tower_layers = layers.tower(tower);
+      for (size_t l = 0; l < tower_layers.size(); ++l) {
+        const LayerSlice& slice = layers_[Index(tower)][l];
+        std::memcpy(parameter_staging_.data() + slice.weight, tower_layers[l].weight.data(),
+                    tower_layers[l].weight.size() * sizeof(float));
+        std::memcpy(parameter_staging_.data() + slice.bias, tower_layers[l].bias.data(),
+                    tower_layers[l].bias.size() * sizeof(float));
+      }
+    }
+    CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(target.data(), parameter_staging_.data(),
+                                         parameter_count_ * sizeof(float),
+                                         cudaMemcpyHostToDevice, stream_));
+    CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream_));
+    return Status::Ok();
+  }
+
   Result<DenseWeights> DownloadLayers(DeviceArray<float>& source) {
     CUDA_RETURN_IF_ERROR(cudaSetDevice(device_));
     CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(parameter_staging_.data(), source.data(),
