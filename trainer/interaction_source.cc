@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <numeric>
+#include <sstream>
 
 #include "common/hash.h"
 #include "trainer/zipf.h"
@@ -59,6 +60,48 @@ Status InteractionSource::Next(uint32_t batch_size, Batch* out) {
     out->item_log_frequency[b] =
         static_cast<float>(std::log(static_cast<double>(counts[pair.item])) - log_total);
   }
+  return Status::Ok();
+}
+
+Result<std::string> InteractionSource::SavePosition() const {
+  return "interactions epoch " + std::to_string(epoch_) + " position " +
+         std::to_string(position_) + " share " + std::to_string(share_) + "/" +
+         std::to_string(shares_) + " samples " + std::to_string(order_.size());
+}
+
+Status InteractionSource::RestorePosition(std::string_view position) {
+  std::istringstream in{std::string(position)};
+  std::string kind, epoch_word, position_word, share_word, samples_word;
+  uint64_t epoch = 0;
+  size_t offset = 0, samples = 0;
+  uint32_t share = 0, shares = 0;
+  char slash = 0;
+  in >> kind >> epoch_word >> epoch >> position_word >> offset >> share_word >> share >> slash >>
+      shares >> samples_word >> samples;
+  if (in.fail() || kind != "interactions" || epoch_word != "epoch" ||
+      position_word != "position" || share_word != "share" || slash != '/' ||
+      samples_word != "samples") {
+    return InvalidArgument("not an interaction data position: '" +
+                           std::string(position.substr(0, 60)) + "'");
+  }
+  if (share != share_ || shares != shares_) {
+    return InvalidArgument("the saved data position is share " + std::to_string(share) + "/" +
+                           std::to_string(shares) + " but this trainer reads share " +
+                           std::to_string(share_) + "/" + std::to_string(shares_));
+  }
+  const uint64_t saved_epoch = epoch_;
+  const size_t saved_position = position_;
+  epoch_ = epoch;
+  Reshuffle();
+  if (samples != order_.size() || offset >= order_.size()) {
+    epoch_ = saved_epoch;
+    Reshuffle();
+    position_ = saved_position;
+    return InvalidArgument("the saved data position (" + std::to_string(offset) + " of " +
+                           std::to_string(samples) + " samples) does not fit this dataset's " +
+                           std::to_string(order_.size()) + " samples per epoch");
+  }
+  position_ = offset;
   return Status::Ok();
 }
 

@@ -30,6 +30,9 @@ class InteractionSource : public DataSource {
   uint32_t user_slots() const override { return dataset_->user_slots(); }
   uint32_t item_slots() const override { return dataset_->item_slots(); }
   std::string Describe() const override { return dataset_->Describe(); }
+  // "epoch E position P share S/N": the order of epoch E is recomputed from the seed.
+  Result<std::string> SavePosition() const override;
+  Status RestorePosition(std::string_view position) override;
 
   const std::shared_ptr<const InteractionDataset>& dataset() const { return dataset_; }
   uint64_t epochs_completed() const { return epoch_; }

@@ -98,4 +98,45 @@ std::string SyntheticSource::Describe() const {
   return out.str();
 }
 
+// The streams in a fixed order: samples, then every user slot, then every item slot, each as the
+// standard library writes an mt19937_64 (its 312 words and an index).
+Result<std::string> SyntheticSource::SavePosition() const {
+  std::ostringstream out;
+  out << "synthetic " << (1 + user_.size() + item_.size()) << ' ' << sample_rng_;
+  for (const auto* slots : {&user_, &item_}) {
+    for (const Slot& slot : *slots) out << ' ' << slot.rng;
+  }
+  return out.str();
+}
+
+Status SyntheticSource::RestorePosition(std::string_view position) {
+  std::istringstream in{std::string(position)};
+  std::string kind;
+  size_t streams = 0;
+  in >> kind >> streams;
+  const size_t expected = 1 + user_.size() + item_.size();
+  if (!in || kind != "synthetic") {
+    return InvalidArgument("not a synthetic data position: '" +
+                           std::string(position.substr(0, 40)) + "'");
+  }
+  if (streams != expected) {
+    return InvalidArgument("the saved synthetic position has " + std::to_string(streams) +
+                           " random streams but this source has " + std::to_string(expected) +
+                           " (slot counts differ)");
+  }
+  std::mt19937_64 sample_rng;
+  std::vector<std::mt19937_64> slot_rngs(expected - 1);
+  in >> sample_rng;
+  for (std::mt19937_64& rng : slot_rngs) in >> rng;
+  if (in.fail()) return InvalidArgument("the saved synthetic position is damaged or truncated");
+  in >> std::ws;
+  if (!in.eof()) return InvalidArgument("the saved synthetic position has trailing text");
+  sample_rng_ = sample_rng;
+  size_t next = 0;
+  for (auto* slots : {&user_, &item_}) {
+    for (Slot& slot : *slots) slot.rng = slot_rngs[next++];
+  }
+  return Status::Ok();
+}
+
 }  // namespace ember::trainer

@@ -43,6 +43,9 @@ class SyntheticSource : public DataSource {
   uint32_t user_slots() const override { return options_.user_slots; }
   uint32_t item_slots() const override { return options_.item_slots; }
   std::string Describe() const override;
+  // Every random stream's state (the keys drawn next depend on nothing else).
+  Result<std::string> SavePosition() const override;
+  Status RestorePosition(std::string_view position) override;
 
   const SyntheticOptions& options() const { return options_; }
 

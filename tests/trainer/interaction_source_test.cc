@@ -68,5 +68,29 @@ TEST(InteractionSourceTest, OrderIsSeededAndChangesPerEpoch) {
   EXPECT_NE(first_a.item_keys, second_a.item_keys);
 }
 
+TEST(InteractionSourceTest, ASavedPositionResumesWithTheSameBatches) {
+  testing::TempDir dir;
+  auto data = LoadSmall(dir);
+  InteractionSource source(data, 4, 1, 2), resumed(data, 4, 1, 2);
+  Batch batch, expected;
+  ASSERT_TRUE(source.Next(9, &batch).ok());  // crosses into the second epoch (15 per share)
+  ASSERT_TRUE(source.Next(9, &batch).ok());
+  auto position = source.SavePosition();
+  ASSERT_TRUE(position.ok()) << position.status().ToString();
+  ASSERT_TRUE(resumed.RestorePosition(*position).ok());
+  for (int step = 0; step < 4; ++step) {
+    ASSERT_TRUE(source.Next(7, &expected).ok());
+    ASSERT_TRUE(resumed.Next(7, &batch).ok());
+    EXPECT_EQ(batch.user_keys, expected.user_keys) << step;
+    EXPECT_EQ(batch.item_keys, expected.item_keys) << step;
+  }
+
+  InteractionSource other_share(data, 4, 0, 2);
+  Status refused = other_share.RestorePosition(*position);
+  EXPECT_EQ(refused.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(refused.ToString().find("share 1/2"), std::string::npos) << refused.ToString();
+  EXPECT_EQ(resumed.RestorePosition("interactions epoch x").code(), StatusCode::kInvalidArgument);
+}
+
 }  // namespace
 }  // namespace ember::trainer

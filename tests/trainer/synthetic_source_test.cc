@@ -116,5 +116,33 @@ TEST(SyntheticSourceTest, ValidationNamesTheField) {
   EXPECT_NE(status.message().find("num_clusters"), std::string_view::npos);
 }
 
+TEST(SyntheticSourceTest, ASavedPositionResumesWithTheSameBatches) {
+  SyntheticOptions options;
+  options.vocabulary = 5000;
+  SyntheticSource source(options);
+  Batch batch, expected;
+  for (int step = 0; step < 3; ++step) ASSERT_TRUE(source.Next(50, &batch).ok());
+  auto position = source.SavePosition();
+  ASSERT_TRUE(position.ok()) << position.status().ToString();
+
+  SyntheticSource resumed(options);
+  ASSERT_TRUE(resumed.RestorePosition(*position).ok());
+  for (int step = 0; step < 3; ++step) {
+    ASSERT_TRUE(source.Next(50, &expected).ok());
+    ASSERT_TRUE(resumed.Next(50, &batch).ok());
+    EXPECT_EQ(batch.user_keys, expected.user_keys) << step;
+    EXPECT_EQ(batch.item_keys, expected.item_keys) << step;
+  }
+
+  SyntheticOptions fewer = options;
+  fewer.item_slots = 2;
+  SyntheticSource other(fewer);
+  Status refused = other.RestorePosition(*position);
+  EXPECT_EQ(refused.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(refused.ToString().find("slot counts differ"), std::string::npos) << refused.ToString();
+  EXPECT_EQ(resumed.RestorePosition(position->substr(0, position->size() / 2)).code(),
+            StatusCode::kInvalidArgument);
+}
+
 }  // namespace
 }  // namespace ember::trainer
