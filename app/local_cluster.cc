@@ -32,6 +32,7 @@ Status LocalCluster::Start(std::vector<TableSpec> tables) {
   scheduler_options.num_servers = options_.num_servers;
   scheduler_options.num_partitions = options_.num_partitions;
   scheduler_options.sync = options_.sync;
+  scheduler_options.checkpoints = options_.checkpoints;
   scheduler_options.tables = std::move(tables);
   scheduler_ = std::make_unique<scheduler::Scheduler>(std::move(scheduler_options));
   RETURN_IF_ERROR(scheduler_->Start());

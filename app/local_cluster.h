@@ -24,7 +24,8 @@ struct LocalClusterOptions {
   uint32_t num_partitions = 64;
   uint32_t worker_threads = 2;  // per server
   Millis register_timeout{30'000};
-  SyncOptions sync;  // the scheduler's clocks (asp: none)
+  SyncOptions sync;  // the scheduler's clocks and their gating
+  scheduler::PeriodicCheckpoints checkpoints;  // the scheduler's periodic cuts (every 0: none)
 };
 
 class LocalCluster {

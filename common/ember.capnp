@@ -153,6 +153,42 @@ struct ClockGrant {
   clock @0 :UInt64;
   trainers @1 :Data;          # little-endian uint32 ids of the trainers whose pushes of `clock` count
   minClock @2 :UInt64;        # slowest live trainer's clock when granted
+  # A checkpoint cut announced one step ahead (0: none): after completing clock `cutClock` the
+  # trainer writes its file into `cutDir` and arrives at the cut (checkpointCut) before it pulls
+  # again. Announced ahead so the trainer can note its data position before drawing the batch
+  # after the cut.
+  cutClock @3 :UInt64;
+  cutDir @4 :Text;            # the checkpoint directory (absolute)
+  cutKeep @5 :UInt32;         # periodic cuts: newest step-* directories beside cutDir to keep; 0: all
+}
+
+# To the scheduler, from a trainer at a checkpoint cut.
+struct CheckpointCut {
+  trainer @0 :UInt32;
+  clock @1 :UInt64;           # the cut's clock
+  phase @2 :Phase;
+  enum Phase {
+    arrive @0;                # my file is written and my pushes acknowledged; answered (cutInfo)
+                              # when every trainer arrived (the last one coordinates) or when the
+                              # cut is over (the others)
+    done @1;                  # the coordinator wrote the servers' part and the manifest, or failed
+  }
+  error @3 :Text;             # done: why the coordinator failed; empty on success
+}
+
+# To the scheduler, from `ember checkpoint`: cut a checkpoint into `dir` as soon as every trainer
+# can reach the same step; answered (cutInfo) once the cut is complete, or with the error.
+struct CheckpointNow {
+  dir @0 :Text;               # absolute path where the trainers and servers write
+}
+
+# The scheduler's answer about a checkpoint cut.
+struct CutInfo {
+  clock @0 :UInt64;
+  dir @1 :Text;
+  coordinate @2 :Bool;        # arrive: the receiver checkpoints the servers, writes the manifest
+                              # and reports done
+  keep @3 :UInt32;            # as cutKeep
 }
 
 struct RegisterServer {
@@ -198,6 +234,8 @@ struct Request {
     trainerClock @12 :TrainerClock;  # to the scheduler
     heartbeat @13 :UInt32;         # to the scheduler: trainer id, "still alive"
     checkpoint @14 :Checkpoint;    # to servers
+    checkpointCut @15 :CheckpointCut;  # to the scheduler
+    checkpointNow @16 :CheckpointNow;  # to the scheduler
   }
 }
 
@@ -220,6 +258,7 @@ struct Response {
     registration @7 :Registration;
     routing @8 :RoutingTable;
     clockGrant @10 :ClockGrant;
+    cutInfo @11 :CutInfo;
   }
   rowFormat @9 :RowFormat;    # format of `pull`
 }

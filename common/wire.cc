@@ -377,6 +377,18 @@ Result<RequestBody> ReadRequestBody(schema::Request::Reader request, FrameStorag
       }
       return RequestBody(std::move(out));
     }
+    case schema::Request::CHECKPOINT_CUT: {
+      auto cut = request.getCheckpointCut();
+      CheckpointCutRequest out{cut.getTrainer(), cut.getClock(), false, ToString(cut.getError())};
+      switch (cut.getPhase()) {
+        case schema::CheckpointCut::Phase::ARRIVE: out.done = false; break;
+        case schema::CheckpointCut::Phase::DONE: out.done = true; break;
+        default: return InvalidArgument("checkpoint-cut names an unknown phase");
+      }
+      return RequestBody(std::move(out));
+    }
+    case schema::Request::CHECKPOINT_NOW:
+      return RequestBody(CheckpointNowRequest{ToString(request.getCheckpointNow().getDir())});
   }
   return InvalidArgument("unknown request kind " +
                          std::to_string(static_cast<unsigned>(request.which())));
@@ -432,7 +444,13 @@ Result<ResponseBody> ReadResponseBody(schema::Response::Reader response, FrameSt
       grant.min_clock = in.getMinClock();
       ASSIGN_OR_RETURN(auto trainers, DataAs<uint32_t>(in.getTrainers(), "granted trainers"));
       grant.trainers.assign(trainers.begin(), trainers.end());
+      grant.cut = CutInfo{in.getCutClock(), ToString(in.getCutDir()), in.getCutKeep(), false};
       return ResponseBody(std::move(grant));
+    }
+    case schema::Response::CUT_INFO: {
+      auto in = response.getCutInfo();
+      return ResponseBody(
+          CutInfo{in.getClock(), ToString(in.getDir()), in.getKeep(), in.getCoordinate()});
     }
   }
   return InvalidArgument("unknown response kind " +
@@ -455,6 +473,8 @@ std::string_view RequestKindName(const RequestBody& body) {
     std::string_view operator()(const TrainerClockRequest&) { return "trainer-clock"; }
     std::string_view operator()(const HeartbeatRequest&) { return "heartbeat"; }
     std::string_view operator()(const CheckpointRequest&) { return "checkpoint"; }
+    std::string_view operator()(const CheckpointCutRequest&) { return "checkpoint-cut"; }
+    std::string_view operator()(const CheckpointNowRequest&) { return "checkpoint-now"; }
   };
   return std::visit(Namer{}, body);
 }
@@ -748,6 +768,38 @@ zmq::message_t EncodeClockGrantResponse(uint64_t request_id, uint64_t epoch,
   out.setClock(grant.clock);
   out.setMinClock(grant.min_clock);
   CopyIds(out.initTrainers(grant.trainers.size() * sizeof(uint32_t)), grant.trainers);
+  out.setCutClock(grant.cut.clock);
+  out.setCutDir(grant.cut.dir);
+  out.setCutKeep(grant.cut.keep);
+  return Finish(builder);
+}
+
+// ---- Checkpoint cuts ----
+
+zmq::message_t EncodeCheckpointCut(const RequestHeader& header, const CheckpointCutRequest& cut) {
+  ::capnp::MallocMessageBuilder builder(64 + cut.error.size() / 8);
+  auto out = InitRequest(builder, header).initCheckpointCut();
+  out.setTrainer(cut.trainer);
+  out.setClock(cut.clock);
+  out.setPhase(cut.done ? schema::CheckpointCut::Phase::DONE
+                        : schema::CheckpointCut::Phase::ARRIVE);
+  out.setError(cut.error);
+  return Finish(builder);
+}
+
+zmq::message_t EncodeCheckpointNow(const RequestHeader& header, std::string_view dir) {
+  ::capnp::MallocMessageBuilder builder(64 + dir.size() / 8);
+  InitRequest(builder, header).initCheckpointNow().setDir(std::string(dir));
+  return Finish(builder);
+}
+
+zmq::message_t EncodeCutInfoResponse(uint64_t request_id, uint64_t epoch, const CutInfo& cut) {
+  ::capnp::MallocMessageBuilder builder(64 + cut.dir.size() / 8);
+  auto out = InitResponse(builder, request_id, epoch).initCutInfo();
+  out.setClock(cut.clock);
+  out.setDir(cut.dir);
+  out.setKeep(cut.keep);
+  out.setCoordinate(cut.coordinate);
   return Finish(builder);
 }
 

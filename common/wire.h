@@ -82,11 +82,21 @@ struct BarrierRequest {
   std::string name;
   uint32_t count = 0;
 };
+struct CheckpointCutRequest {
+  uint32_t trainer = 0;
+  uint64_t clock = 0;
+  bool done = false;  // false: arrive
+  std::string error;  // done: why the coordinator failed (empty: it succeeded)
+};
+struct CheckpointNowRequest {
+  std::string dir;
+};
 
 using RequestBody = std::variant<PingRequest, PullRequest, PushRequest, StatsRequest,
                                  RegisterServerRequest, RegisterTrainerRequest,
                                  GetRoutingRequest, BarrierRequest, ApplyClockRequest,
-                                 TrainerClockRequest, HeartbeatRequest, CheckpointRequest>;
+                                 TrainerClockRequest, HeartbeatRequest, CheckpointRequest,
+                                 CheckpointCutRequest, CheckpointNowRequest>;
 
 struct RequestHeader {
   uint64_t request_id = 0;
@@ -133,6 +143,8 @@ zmq::message_t EncodeApplyClock(const RequestHeader& header, const ApplyClockReq
 zmq::message_t EncodeTrainerClock(const RequestHeader& header, const TrainerClockRequest& clock);
 zmq::message_t EncodeHeartbeat(const RequestHeader& header, uint32_t trainer);
 zmq::message_t EncodeCheckpoint(const RequestHeader& header, const CheckpointRequest& checkpoint);
+zmq::message_t EncodeCheckpointCut(const RequestHeader& header, const CheckpointCutRequest& cut);
+zmq::message_t EncodeCheckpointNow(const RequestHeader& header, std::string_view dir);
 
 // ---- Responses ----
 
@@ -168,15 +180,24 @@ struct Registration {
   uint64_t clock = 0;  // trainers: the clock to start from
 };
 
+// A checkpoint cut: the clock after which it is taken and where.
+struct CutInfo {
+  uint64_t clock = 0;      // 0: no cut
+  std::string dir;
+  uint32_t keep = 0;       // periodic cuts: newest step-* directories to keep beside dir; 0: all
+  bool coordinate = false; // answer to an arrival: this trainer completes the cut
+};
+
 struct ClockGrant {
   uint64_t clock = 0;
   std::vector<uint32_t> trainers;  // whose pushes of `clock` count
   uint64_t min_clock = 0;          // slowest live trainer's clock when granted
+  CutInfo cut;                     // a cut announced for a later clock (cut.clock > clock), if any
 };
 
 struct NoPayload {};
 using ResponseBody = std::variant<NoPayload, std::span<const float>, ServerStats, Registration,
-                                  RoutingTable, ClockGrant>;
+                                  RoutingTable, ClockGrant, CutInfo>;
 
 struct DecodedResponse {
   uint64_t request_id = 0;
@@ -200,5 +221,6 @@ zmq::message_t EncodeRegistrationResponse(uint64_t request_id, const Registratio
 zmq::message_t EncodeRoutingResponse(uint64_t request_id, const RoutingTable& routing);
 zmq::message_t EncodeClockGrantResponse(uint64_t request_id, uint64_t epoch,
                                         const ClockGrant& grant);
+zmq::message_t EncodeCutInfoResponse(uint64_t request_id, uint64_t epoch, const CutInfo& cut);
 
 }  // namespace ember::wire

@@ -54,6 +54,8 @@ Result<Manifest> ParseManifest(const std::string& dir, const std::string& text) 
       ok = static_cast<bool>(fields >> manifest.servers);
     } else if (kind == "partitions") {
       ok = static_cast<bool>(fields >> manifest.partitions);
+    } else if (kind == "trainers") {
+      ok = static_cast<bool>(fields >> manifest.trainers);
     } else if (kind == "table") {
       ManifestTable table;
       ok = static_cast<bool>(fields >> table.name >> table.dim);
@@ -92,6 +94,10 @@ std::string PartitionFilePath(const std::string& dir, const std::string& table,
   return dir + "/tables/" + table + "/part-" + std::to_string(partition) + ".bin";
 }
 
+std::string TrainerFilePath(const std::string& dir, uint32_t rank) {
+  return dir + "/trainer-" + std::to_string(rank) + ".bin";
+}
+
 Status WriteManifest(const std::string& dir, Manifest manifest) {
   namespace fs = std::filesystem;
   manifest.files.clear();
@@ -111,6 +117,7 @@ Status WriteManifest(const std::string& dir, Manifest manifest) {
   text += "step " + std::to_string(manifest.step) + "\n";
   text += "servers " + std::to_string(manifest.servers) + "\n";
   text += "partitions " + std::to_string(manifest.partitions) + "\n";
+  text += "trainers " + std::to_string(manifest.trainers) + "\n";
   for (const ManifestTable& table : manifest.tables) {
     text += "table " + table.name + " " + std::to_string(table.dim) + "\n";
   }
@@ -121,24 +128,33 @@ Status WriteManifest(const std::string& dir, Manifest manifest) {
   return WriteFileAtomically(ManifestPath(dir), text);
 }
 
-Result<Manifest> ReadAndVerifyCheckpoint(const std::string& dir) {
+Result<Manifest> ReadManifest(const std::string& dir) {
   auto text = ReadWholeFile(ManifestPath(dir));
   if (!text.ok()) {
     return text.status().WithContext("'" + dir + "' is not a complete checkpoint");
   }
-  ASSIGN_OR_RETURN(Manifest manifest, ParseManifest(dir, *text));
+  return ParseManifest(dir, *text);
+}
+
+Result<Manifest> ReadAndVerifyCheckpoint(const std::string& dir) {
+  ASSIGN_OR_RETURN(Manifest manifest, ReadManifest(dir));
   std::set<std::string> listed;
   for (const ManifestFile& file : manifest.files) {
     RETURN_IF_ERROR(VerifyFile(dir, file));
     listed.insert(file.path);
   }
+  auto require = [&](const std::string& path) {
+    return listed.count(path) ? Status::Ok()
+                              : DataLoss("checkpoint '" + dir + "' lacks '" + path +
+                                         "' in its manifest");
+  };
   for (const ManifestTable& table : manifest.tables) {
     for (uint32_t p = 0; p < manifest.partitions; ++p) {
-      const std::string path = PartitionFilePath("", table.name, p).substr(1);
-      if (!listed.count(path)) {
-        return DataLoss("checkpoint '" + dir + "' lacks '" + path + "' in its manifest");
-      }
+      RETURN_IF_ERROR(require(PartitionFilePath("", table.name, p).substr(1)));
     }
+  }
+  for (uint32_t rank = 0; rank < manifest.trainers; ++rank) {
+    RETURN_IF_ERROR(require(TrainerFilePath("", rank).substr(1)));
   }
   return manifest;
 }
@@ -156,6 +172,42 @@ Result<Manifest> CheckpointServers(Client& client, const std::string& dir, uint6
   manifest.partitions = routing.num_partitions;
   for (const TableSpec& spec : client.tables()) manifest.tables.push_back({spec.name, spec.dim});
   return manifest;
+}
+
+Status PruneCheckpoints(const std::string& parent, uint32_t keep) {
+  namespace fs = std::filesystem;
+  std::vector<fs::path> steps;
+  std::error_code error;
+  for (auto it = fs::directory_iterator(parent, error);
+       !error && it != fs::directory_iterator(); it.increment(error)) {
+    if (it->is_directory() && it->path().filename().string().rfind("step-", 0) == 0) {
+      steps.push_back(it->path());
+    }
+  }
+  if (error) return Unavailable("cannot list '" + parent + "': " + error.message());
+  std::sort(steps.begin(), steps.end());
+  for (size_t i = 0; i + keep < steps.size(); ++i) {
+    fs::remove_all(steps[i], error);
+    if (error) {
+      return Unavailable("cannot remove old checkpoint '" + steps[i].string() +
+                         "': " + error.message());
+    }
+  }
+  return Status::Ok();
+}
+
+Result<wire::CutInfo> RequestCheckpoint(const std::string& scheduler_endpoint,
+                                        const std::string& dir, Millis timeout) {
+  const std::string absolute = std::filesystem::absolute(dir).lexically_normal().string();
+  zmq::context_t context(1);
+  RpcChannel channel(context, scheduler_endpoint);
+  const uint64_t id = channel.NextRequestId();
+  ASSIGN_OR_RETURN(auto reply,
+                   channel.Call(id, wire::EncodeCheckpointNow({id, 0}, absolute), timeout));
+  if (!reply.status.ok()) return reply.status;
+  auto* cut = std::get_if<wire::CutInfo>(&reply.body);
+  if (cut == nullptr) return Internal("the scheduler answered a checkpoint request without the cut");
+  return std::move(*cut);
 }
 
 Result<Manifest> RestoreServers(Client& client, const std::string& dir, Millis timeout) {

@@ -5,12 +5,14 @@
 //   DIR/tables/<table>/part-<p>.bin   partition p of a table (embedding/partition_file.h), written
 //                                     by whichever server owned p; one file per partition, rows or
 //                                     not, so a complete checkpoint has num_partitions per table
-//   DIR/trainer-<rank>.bin            reserved for a trainer's dense weights, optimizer state and
-//                                     data position (not written yet); any file a caller adds
-//                                     before WriteManifest is listed and checked like the others
+//   DIR/trainer-<rank>.bin            trainer `rank`'s step, data position, dense weights and (when
+//                                     the dense weights are its own) their Adam state
+//                                     (trainer/trainer_checkpoint.h); any file a caller adds before
+//                                     WriteManifest is listed and checked like the others
 //   DIR/MANIFEST                      written last, atomically: without it (or with a damaged one)
 //                                     the directory is not a checkpoint
 // The manifest is text: a "ember-checkpoint 1" line, then "step N", "servers N", "partitions P",
+// "trainers T" (trainer files 0..T-1 belong to it; 0 for a checkpoint of the servers alone),
 // one "table NAME DIM" line per table, one "file PATH BYTES CRC32" line per file (path relative
 // to DIR, CRC32 as 8 hex digits), and last "crc CRC32" over every byte before that line.
 //
@@ -36,6 +38,7 @@ inline constexpr char kManifestName[] = "MANIFEST";
 
 std::string PartitionFilePath(const std::string& dir, const std::string& table,
                               uint32_t partition);
+std::string TrainerFilePath(const std::string& dir, uint32_t rank);
 
 struct ManifestTable {
   std::string name;
@@ -50,6 +53,7 @@ struct Manifest {
   uint64_t step = 0;        // training steps completed when the checkpoint was cut
   uint32_t servers = 0;     // servers of the cluster that wrote it (any count can restore it)
   uint32_t partitions = 0;  // must equal the restoring cluster's
+  uint32_t trainers = 0;    // trainer files trainer-0 .. trainer-(T-1) of the run
   std::vector<ManifestTable> tables;
   std::vector<ManifestFile> files;  // filled in by WriteManifest
 };
@@ -57,8 +61,11 @@ struct Manifest {
 // Lists every file under `dir` (but the manifest and temporary files) with its size and checksum
 // into `manifest.files` and writes DIR/MANIFEST atomically.
 Status WriteManifest(const std::string& dir, Manifest manifest);
-// Reads DIR/MANIFEST and checks that every file it lists is there with its size and checksum and
-// that every table has all its partition files. DataLoss or NotFound naming the file otherwise.
+// Reads DIR/MANIFEST and checks its own checksum only (not the files it lists).
+Result<Manifest> ReadManifest(const std::string& dir);
+// Reads DIR/MANIFEST and checks that every file it lists is there with its size and checksum, that
+// every table has all its partition files and every trainer its file. DataLoss or NotFound naming
+// the file otherwise.
 Result<Manifest> ReadAndVerifyCheckpoint(const std::string& dir);
 
 // Asks every server to write its partitions into `dir` (created if missing), then records the
@@ -66,6 +73,13 @@ Result<Manifest> ReadAndVerifyCheckpoint(const std::string& dir);
 // manifest after its own files.
 Result<Manifest> CheckpointServers(Client& client, const std::string& dir, uint64_t step,
                                    Millis timeout);
+// Asks the scheduler at `scheduler_endpoint` for a checkpoint cut into `dir` (made absolute) and
+// waits until the trainers and servers wrote it; returns the cut (its clock is the step).
+Result<wire::CutInfo> RequestCheckpoint(const std::string& scheduler_endpoint,
+                                        const std::string& dir, Millis timeout);
+// Removes all but the newest `keep` checkpoint directories named step-* under `parent` (names sort
+// by step), complete or not.
+Status PruneCheckpoints(const std::string& parent, uint32_t keep);
 // Verifies the checkpoint in `dir` (ReadAndVerifyCheckpoint), checks that it fits the cluster
 // (same partition count and tables), then asks every server to load its partitions.
 Result<Manifest> RestoreServers(Client& client, const std::string& dir, Millis timeout);

@@ -75,6 +75,13 @@ class Client {
   Result<wire::ClockGrant> ReportClock(uint64_t clock, Millis timeout);
   // Tells the scheduler this trainer finished after `clock` steps: nobody waits for it any more.
   Status Leave(uint64_t clock, Millis timeout = Millis(10'000));
+  // A checkpoint cut at `clock` (announced in a grant; protocol in ps/checkpoint.h): tells the
+  // scheduler this trainer wrote its file and has no push in flight, and waits until every
+  // trainer did (answer with coordinate set: this one completes the cut, then calls FinishCut) or
+  // the cut is over (coordinate unset). The error of a failed cut comes back as the status.
+  Result<wire::CutInfo> ArriveAtCut(uint64_t clock, Millis timeout);
+  // The coordinator's report: the servers' part and the manifest are written (`outcome` OK) or not.
+  Status FinishCut(uint64_t clock, const Status& outcome, Millis timeout);
   // Asks every server to apply the deferred pushes of `apply.clock`; returns once all did.
   Status ApplyClock(const wire::ApplyClockRequest& apply, Millis timeout);
 

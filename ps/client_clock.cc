@@ -30,6 +30,33 @@ Status Client::Leave(uint64_t clock, Millis timeout) {
   return reply.status;
 }
 
+Result<wire::CutInfo> Client::ArriveAtCut(uint64_t clock, Millis timeout) {
+  std::lock_guard lock(control_mutex_);
+  const uint64_t id = control_channel_->NextRequestId();
+  auto reply = control_channel_->Call(
+      id, wire::EncodeCheckpointCut({id, 0}, {trainer_id_, clock, false, ""}), timeout);
+  if (!reply.ok()) {
+    return reply.status().WithContext("waiting for the other trainers at the checkpoint cut "
+                                      "after clock " + std::to_string(clock));
+  }
+  if (!reply->status.ok()) return reply->status;
+  auto* cut = std::get_if<wire::CutInfo>(&reply->body);
+  if (cut == nullptr) return Internal("the scheduler answered a cut arrival without the cut");
+  return std::move(*cut);
+}
+
+Status Client::FinishCut(uint64_t clock, const Status& outcome, Millis timeout) {
+  std::lock_guard lock(control_mutex_);
+  const uint64_t id = control_channel_->NextRequestId();
+  const std::string error = outcome.ok() ? "" : outcome.ToString();
+  ASSIGN_OR_RETURN(auto reply, control_channel_->Call(
+                                   id,
+                                   wire::EncodeCheckpointCut({id, 0},
+                                                             {trainer_id_, clock, true, error}),
+                                   timeout));
+  return reply.status;
+}
+
 Status Client::ApplyClock(const wire::ApplyClockRequest& apply, Millis timeout) {
   return CallEveryServer(
       [&apply](const wire::RequestHeader& header) { return wire::EncodeApplyClock(header, apply); },

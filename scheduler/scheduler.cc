@@ -23,7 +23,10 @@ zmq::message_t CopyFrame(const zmq::message_t& frame) {
 }  // namespace
 
 Scheduler::Scheduler(SchedulerOptions options)
-    : options_(std::move(options)), context_(1), clocks_(options_.sync) {}
+    : options_(std::move(options)),
+      context_(1),
+      clocks_(options_.sync),
+      cuts_(options_.checkpoints, options_.sync.clock_timeout) {}
 
 Scheduler::~Scheduler() {
   if (socket_.handle() != nullptr) socket_.close();
@@ -37,6 +40,11 @@ Status Scheduler::Start() {
                            std::to_string(options_.num_servers) + " servers");
   }
   if (options_.tables.empty()) return InvalidArgument("scheduler: no tables declared");
+  if (options_.checkpoints.every > 0 &&
+      (options_.checkpoints.dir.empty() || options_.checkpoints.dir.front() != '/')) {
+    return InvalidArgument("scheduler: periodic checkpoints need an absolute directory, got '" +
+                           options_.checkpoints.dir + "'");
+  }
   ASSIGN_OR_RETURN(socket_, MakeSocket(context_, zmq::socket_type::router));
   ASSIGN_OR_RETURN(endpoint_, BindSocket(socket_, options_.bind));
   routing_.num_partitions = options_.num_partitions;
@@ -49,10 +57,8 @@ void Scheduler::Run() {
   while (!stop_requested_.load(std::memory_order_relaxed)) {
     auto frames = ReceiveFrames(socket_, kPollInterval);
     if (frames.ok()) HandleMessage(std::move(*frames));
-    if (options_.sync.synchronised() &&
-        !clocks_.ExpireSilent(std::chrono::steady_clock::now()).empty()) {
-      ServeClockWaiters();
-    }
+    if (!clocks_.ExpireSilent(std::chrono::steady_clock::now()).empty()) ServeClockWaiters();
+    ServeCut();
   }
 }
 
@@ -93,6 +99,10 @@ void Scheduler::HandleMessage(std::vector<zmq::message_t> frames) {
     HandleTrainerClock(std::move(identity), id, *clock);
   } else if (auto* heartbeat = std::get_if<wire::HeartbeatRequest>(&request->body)) {
     HandleHeartbeat(identity, id, heartbeat->trainer);
+  } else if (auto* cut = std::get_if<wire::CheckpointCutRequest>(&request->body)) {
+    HandleCheckpointCut(std::move(identity), id, *cut);
+  } else if (auto* now = std::get_if<wire::CheckpointNowRequest>(&request->body)) {
+    HandleCheckpointNow(std::move(identity), id, now->dir);
   } else if (std::holds_alternative<wire::PingRequest>(request->body)) {
     Reply(identity, wire::EncodeStatusResponse(id, routing_.epoch, Status::Ok()));
   } else {
@@ -145,10 +155,8 @@ void Scheduler::HandleRegisterTrainer(zmq::message_t identity, uint64_t request_
                                       const std::string& name) {
   auto [it, inserted] = trainer_ids_.emplace(name, static_cast<uint32_t>(trainer_ids_.size()));
   if (inserted) spdlog::info("scheduler: trainer '{}' registered as {}", name, it->second);
-  if (options_.sync.synchronised()) {
-    clocks_.Join(it->second, name, std::chrono::steady_clock::now());
-    ServeClockWaiters();  // the expected number of trainers may be complete now
-  }
+  clocks_.Join(it->second, name, std::chrono::steady_clock::now());
+  ServeClockWaiters();  // the expected number of trainers may be complete now
   if (routing_.ready()) {
     Reply(identity, wire::EncodeRegistrationResponse(request_id, RegistrationFor(it->second)));
     return;
@@ -193,18 +201,15 @@ void Scheduler::HandleBarrier(zmq::message_t identity, uint64_t request_id,
 
 void Scheduler::HandleTrainerClock(zmq::message_t identity, uint64_t request_id,
                                    const wire::TrainerClockRequest& clock) {
-  if (!options_.sync.synchronised()) {
-    Reply(identity, wire::EncodeStatusResponse(
-                        request_id, routing_.epoch,
-                        FailedPrecondition("this run is asp: the scheduler keeps no clocks")));
-    return;
-  }
   const auto now = std::chrono::steady_clock::now();
   Status recorded = clock.leave ? clocks_.Leave(clock.trainer, clock.clock, now)
                                 : clocks_.Report(clock.trainer, clock.clock, now);
   if (!recorded.ok() || clock.leave) {
     Reply(identity, wire::EncodeStatusResponse(request_id, routing_.epoch, recorded));
-    if (recorded.ok()) ServeClockWaiters();  // nobody waits for the leaver any more
+    if (recorded.ok()) {
+      ServeClockWaiters();  // nobody waits for the leaver any more
+      ServeCut();
+    }
     return;
   }
   clock_waiters_.push_back(Waiter{std::move(identity), request_id, clock.trainer, clock.clock});
@@ -213,9 +218,7 @@ void Scheduler::HandleTrainerClock(zmq::message_t identity, uint64_t request_id,
 
 void Scheduler::HandleHeartbeat(const zmq::message_t& identity, uint64_t request_id,
                                 uint32_t trainer) {
-  Status alive = options_.sync.synchronised()
-                     ? clocks_.Heartbeat(trainer, std::chrono::steady_clock::now())
-                     : Status::Ok();
+  Status alive = clocks_.Heartbeat(trainer, std::chrono::steady_clock::now());
   if (alive.ok() && !clocks_.failure().ok()) alive = clocks_.failure();
   Reply(identity, wire::EncodeStatusResponse(request_id, routing_.epoch, alive));
 }
@@ -228,6 +231,7 @@ void Scheduler::ServeClockWaiters() {
       Reply(waiter.identity,
             wire::EncodeStatusResponse(waiter.request_id, routing_.epoch, grant.status()));
     } else if (grant->has_value()) {
+      (*grant)->cut = cuts_.AnnouncedAfter(waiter.clock);
       Reply(waiter.identity,
             wire::EncodeClockGrantResponse(waiter.request_id, routing_.epoch, **grant));
     } else {
@@ -235,6 +239,105 @@ void Scheduler::ServeClockWaiters() {
     }
   }
   clock_waiters_ = std::move(still_waiting);
+}
+
+void Scheduler::HandleCheckpointNow(zmq::message_t identity, uint64_t request_id,
+                                    const std::string& dir) {
+  if (clocks_.live_trainers().empty()) {
+    Reply(identity, wire::EncodeStatusResponse(
+                        request_id, routing_.epoch,
+                        FailedPrecondition("no trainer is training (none has completed a step "
+                                           "yet, or all have finished)")));
+    return;
+  }
+  auto clock = cuts_.Request(dir, clocks_.highest_clock());
+  if (!clock.ok()) {
+    Reply(identity, wire::EncodeStatusResponse(request_id, routing_.epoch, clock.status()));
+    return;
+  }
+  spdlog::info("scheduler: checkpoint into {} requested; the trainers meet after clock {}", dir,
+               *clock);
+  checkpoint_waiters_.push_back(Waiter{std::move(identity), request_id, 0, *clock});
+  ServeCut();
+}
+
+void Scheduler::HandleCheckpointCut(zmq::message_t identity, uint64_t request_id,
+                                    const wire::CheckpointCutRequest& cut) {
+  const auto now = std::chrono::steady_clock::now();
+  if (cut.done) {
+    if (!cuts_.coordinating() || cut.clock != cuts_.active_clock() ||
+        cut.trainer != cut_coordinator_) {
+      Reply(identity, wire::EncodeStatusResponse(
+                          request_id, routing_.epoch,
+                          FailedPrecondition("trainer " + std::to_string(cut.trainer) +
+                                             " does not coordinate a cut at clock " +
+                                             std::to_string(cut.clock))));
+      return;
+    }
+    FinishCut(cut.error.empty() ? Status::Ok() : Aborted("checkpoint cut failed: " + cut.error));
+    Reply(identity, wire::EncodeStatusResponse(request_id, routing_.epoch, Status::Ok()));
+    return;
+  }
+  Status alive = clocks_.Heartbeat(cut.trainer, now);
+  if (alive.ok()) alive = cuts_.Arrive(cut.trainer, cut.clock, now);
+  if (!alive.ok()) {
+    Reply(identity, wire::EncodeStatusResponse(request_id, routing_.epoch, alive));
+    return;
+  }
+  cut_waiters_.push_back(Waiter{std::move(identity), request_id, cut.trainer, cut.clock});
+  ServeCut();
+}
+
+void Scheduler::ServeCut() {
+  const auto now = std::chrono::steady_clock::now();
+  if (cuts_.requested_clock() != 0 && clocks_.live_trainers().empty() &&
+      clocks_.highest_clock() > 0) {
+    // Every trainer that was at work left or died: nobody will reach the requested cut.
+    const Status gone = FailedPrecondition("no trainer is left to reach the checkpoint cut");
+    for (Waiter& waiter : checkpoint_waiters_) {
+      Reply(waiter.identity, wire::EncodeStatusResponse(waiter.request_id, routing_.epoch, gone));
+    }
+    checkpoint_waiters_.clear();
+    cuts_.CancelRequest();
+  }
+  if (!cuts_.active() || cuts_.coordinating()) return;
+  if (Status progress = cuts_.CheckProgress(now); !progress.ok()) {
+    FinishCut(progress);
+    return;
+  }
+  if (cut_waiters_.empty()) return;
+  auto ready = cuts_.ReadyToCoordinate(clocks_.live_trainers());
+  if (!ready) return;
+  // The last arrival coordinates; it is the newest waiter.
+  Waiter& coordinator = cut_waiters_.back();
+  cut_coordinator_ = coordinator.member_id;
+  spdlog::info("scheduler: every trainer is at the checkpoint cut after clock {}; trainer {} "
+               "writes {}", ready->clock, cut_coordinator_, ready->dir);
+  Reply(coordinator.identity,
+        wire::EncodeCutInfoResponse(coordinator.request_id, routing_.epoch, *ready));
+  cut_waiters_.pop_back();
+}
+
+void Scheduler::FinishCut(const Status& outcome) {
+  bool requested = false;
+  wire::CutInfo cut = cuts_.Finish(&requested);
+  if (outcome.ok()) {
+    spdlog::info("scheduler: checkpoint after clock {} complete in {}", cut.clock, cut.dir);
+  } else {
+    spdlog::error("scheduler: checkpoint after clock {} into {} failed: {}", cut.clock, cut.dir,
+                  outcome.ToString());
+  }
+  auto answer = [&](std::vector<Waiter>& waiters) {
+    for (Waiter& waiter : waiters) {
+      Reply(waiter.identity,
+            outcome.ok()
+                ? wire::EncodeCutInfoResponse(waiter.request_id, routing_.epoch, cut)
+                : wire::EncodeStatusResponse(waiter.request_id, routing_.epoch, outcome));
+    }
+    waiters.clear();
+  };
+  answer(cut_waiters_);
+  if (requested) answer(checkpoint_waiters_);
 }
 
 }  // namespace ember::scheduler

@@ -3,9 +3,11 @@
 // Servers register their data endpoints; once the expected number has registered, the scheduler
 // builds the routing table (epoch 1, partitions spread evenly) and answers every waiting server
 // and trainer with its id, the table specs and the routing table. Later it hands out the current
-// routing table on request and releases barriers when enough participants arrived. In a bsp or
-// ssp run it also keeps the trainers' clocks (TrainerClocks): a clock report is answered once
-// the trainer may start its next step, and silent trainers are declared dead.
+// routing table on request and releases barriers when enough participants arrived. It keeps the
+// trainers' clocks (TrainerClocks): in a bsp or ssp run a clock report is answered once the
+// trainer may start its next step (in asp at once), and silent trainers are declared dead. It
+// also runs checkpoint cuts (CheckpointCuts): periodic ones and those `ember checkpoint` asks
+// for are announced in clock grants, and the trainers meet at them.
 //
 // Every request gets an answer (an error naming the problem for anything it cannot do); nothing a
 // peer sends stops the loop.
@@ -24,6 +26,7 @@
 #include "common/table_spec.h"
 #include "common/transport.h"
 #include "common/wire.h"
+#include "scheduler/checkpoint_cuts.h"
 #include "scheduler/trainer_clocks.h"
 
 namespace ember::scheduler {
@@ -33,7 +36,8 @@ struct SchedulerOptions {
   uint32_t num_servers = 1;
   uint32_t num_partitions = 1024;
   std::vector<TableSpec> tables;
-  SyncOptions sync;  // asp: no clocks are kept
+  SyncOptions sync;  // asp: clocks are kept for checkpoint cuts only; nobody waits
+  PeriodicCheckpoints checkpoints;  // every 0: only cuts `ember checkpoint` asks for
 };
 
 class Scheduler {
@@ -69,6 +73,15 @@ class Scheduler {
   void HandleTrainerClock(zmq::message_t identity, uint64_t request_id,
                           const wire::TrainerClockRequest& clock);
   void HandleHeartbeat(const zmq::message_t& identity, uint64_t request_id, uint32_t trainer);
+  void HandleCheckpointCut(zmq::message_t identity, uint64_t request_id,
+                           const wire::CheckpointCutRequest& cut);
+  void HandleCheckpointNow(zmq::message_t identity, uint64_t request_id, const std::string& dir);
+  // Hands the active cut to its coordinator once everyone arrived; fails it when it timed out;
+  // fails a requested cut nobody is left to reach.
+  void ServeCut();
+  // Ends the active cut: answers the trainers waiting at it and, for a requested cut, its
+  // requester, with `outcome`.
+  void FinishCut(const Status& outcome);
   // Answers every clock waiter that may proceed (or must fail) now.
   void ServeClockWaiters();
   void FormCluster();
@@ -90,6 +103,10 @@ class Scheduler {
   std::map<std::string, std::map<std::string, Waiter>> barriers_;
   TrainerClocks clocks_;
   std::vector<Waiter> clock_waiters_;
+  CheckpointCuts cuts_;
+  std::vector<Waiter> cut_waiters_;        // trainers arrived at the active cut
+  std::vector<Waiter> checkpoint_waiters_; // `ember checkpoint` requests, answered at the end
+  uint32_t cut_coordinator_ = 0;
 };
 
 }  // namespace ember::scheduler

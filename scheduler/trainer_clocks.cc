@@ -21,6 +21,15 @@ uint64_t TrainerClocks::min_live_clock() const {
   return lowest == UINT64_MAX ? 0 : lowest;
 }
 
+std::vector<uint32_t> TrainerClocks::live_trainers() const {
+  std::vector<uint32_t> live;
+  for (uint32_t id = 0; id < members_.size(); ++id) {
+    const auto& member = members_[id];
+    if (member && member->state == State::kLive && member->reported) live.push_back(id);
+  }
+  return live;
+}
+
 bool TrainerClocks::is_member(uint32_t trainer) const {
   return trainer < members_.size() && members_[trainer].has_value();
 }
@@ -37,7 +46,7 @@ uint64_t TrainerClocks::Join(uint32_t trainer, const std::string& name, TimePoin
   // Until the expected trainers have all joined nothing was granted: everyone starts at 0.
   const bool started = joined_ >= options_.trainers;
   const uint64_t start = !started ? 0 : any_live ? min_live_clock() : highest_clock_;
-  member = Member{name, State::kLive, start + 1, start, now};
+  member = Member{name, State::kLive, start + 1, start, now, false};
   ++joined_;
   if (start > 0) spdlog::info("scheduler: {} joins at clock {}", Describe(trainer), start);
   return start;
@@ -68,6 +77,7 @@ Status TrainerClocks::Report(uint32_t trainer, uint64_t clock, TimePoint now) {
                            " after clock " + std::to_string(member->clock));
   }
   member->clock = clock;
+  member->reported = true;
   highest_clock_ = std::max(highest_clock_, clock);
   return Status::Ok();
 }
@@ -92,7 +102,9 @@ std::vector<uint32_t> TrainerClocks::ExpireSilent(TimePoint now) {
                   std::chrono::duration<double>(now - member->last_seen).count());
     const std::string what = Describe(id) + " is gone: nothing heard from it for " + seconds +
                              " s (after clock " + std::to_string(member->clock) + ")";
-    if (options_.on_trainer_failure == TrainerFailurePolicy::kStop) {
+    if (!options_.synchronised()) {
+      spdlog::warn("scheduler: {}", what);
+    } else if (options_.on_trainer_failure == TrainerFailurePolicy::kStop) {
       spdlog::error("scheduler: {}; stopping the run (train.on_trainer_failure: stop)", what);
       if (failure_.ok()) {
         failure_ = Aborted(what + "; the run stops (train.on_trainer_failure: stop)");
@@ -106,6 +118,12 @@ std::vector<uint32_t> TrainerClocks::ExpireSilent(TimePoint now) {
 
 Result<std::optional<wire::ClockGrant>> TrainerClocks::TryGrant(uint64_t clock) const {
   if (!failure_.ok()) return failure_;
+  if (!options_.synchronised()) {  // asp: nobody waits; the grant only carries announcements
+    wire::ClockGrant grant;
+    grant.clock = clock;
+    grant.min_clock = min_live_clock();
+    return std::optional<wire::ClockGrant>(std::move(grant));
+  }
   if (joined_ < options_.trainers) return std::optional<wire::ClockGrant>();
   const uint64_t slowest = min_live_clock();
   const uint64_t bound = options_.effective_staleness();

@@ -1,11 +1,12 @@
-// TrainerClocks: the scheduler's view of the trainers of a synchronised (bsp/ssp) run: who is a
-// member, each one's clock, who is alive, and whether a trainer may start its next step.
+// TrainerClocks: the scheduler's view of the trainers of a run: who is a member, each one's clock,
+// who is alive, and whether a trainer may start its next step (at once in asp; gated in bsp/ssp).
 //
 // A trainer joins when it registers (once the expected number has joined, a late one starts at the
 // clock of the slowest live trainer), reports
 // its clock after each step's pushes were acknowledged, and leaves when its data is done. One that
 // sends nothing (no heartbeat, no clock, no registration) for `trainer_timeout` is dead: with the
-// `continue` policy it is dropped, with `stop` the run fails with an error naming it.
+// `continue` policy (and always in asp, where nobody waits for anybody) it is dropped, with `stop`
+// the run fails with an error naming it.
 //
 // Pure bookkeeping with the time passed in, so tests drive it directly. Not thread-safe: the
 // scheduler calls it from its one thread.
@@ -53,6 +54,10 @@ class TrainerClocks {
   uint64_t clock_of(uint32_t trainer) const { return members_[trainer]->clock; }
   // Slowest live member's clock (0 with none).
   uint64_t min_live_clock() const;
+  // Highest clock any member ever reported.
+  uint64_t highest_clock() const { return highest_clock_; }
+  // Live members that have reported a clock (trainers at work, not clients that only registered).
+  std::vector<uint32_t> live_trainers() const;
 
  private:
   enum class State { kLive, kLeft, kDead };
@@ -62,6 +67,7 @@ class TrainerClocks {
     uint64_t first_clock = 1;  // first step it takes part in
     uint64_t clock = 0;        // steps completed
     TimePoint last_seen;
+    bool reported = false;     // has reported a clock
   };
 
   Result<Member*> Find(uint32_t trainer, TimePoint now);

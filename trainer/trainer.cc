@@ -1,11 +1,17 @@
 // Trainer implementation.
 #include "trainer/trainer.h"
 
+#include <spdlog/spdlog.h>
+
 #include <chrono>
+#include <filesystem>
 #include <functional>
 
+#include "common/file_io.h"
+#include "ps/checkpoint.h"
 #include "trainer/batch.h"
 #include "trainer/tower_batch.h"
+#include "trainer/trainer_checkpoint.h"
 
 namespace ember::trainer {
 namespace {
@@ -147,15 +153,25 @@ Result<TrainSummary> Trainer::Run(uint32_t steps,
     ~DrainOnExit() { (void)drain(); }
   } drain_on_exit{drain_pushes};
 
-  RETURN_IF_ERROR(prepare(buffers[0]));
-  start_pull(buffers[0]);
+  // The data position a cut after step `step_clock` records, noted before the next batch is drawn.
+  Result<std::string> cut_position = FailedPrecondition("no data position was noted");
+  auto note_position = [&](uint64_t step_clock) {
+    if (pending_cut_.clock == step_clock) cut_position = data_->SavePosition();
+  };
+
+  const uint32_t first_step = completed_steps_ + 1;
   WindowAccumulator window;
-  window.first_step = 1;
+  window.first_step = first_step;
   const auto run_start = Clock::now();
-  for (uint32_t step = 1; step <= steps; ++step) {
-    StepBuffers& current = buffers[(step - 1) % 3];
-    StepBuffers& next = buffers[step % 3];        // step t-2's buffer: its pushes are done
-    StepBuffers& previous = buffers[(step + 1) % 3];  // step t-1's buffer
+  if (first_step <= steps) {
+    RETURN_IF_ERROR(prepare(buffers[0]));
+    start_pull(buffers[0]);
+  }
+  for (uint32_t step = first_step; step <= steps; ++step) {
+    const uint32_t n = step - first_step;
+    StepBuffers& current = buffers[n % 3];
+    StepBuffers& next = buffers[(n + 1) % 3];      // step t-2's buffer: its pushes are done
+    StepBuffers& previous = buffers[(n + 2) % 3];  // step t-1's buffer
     const std::string where = "step " + std::to_string(step);
 
     auto phase = Clock::now();
@@ -163,6 +179,7 @@ Result<TrainSummary> Trainer::Run(uint32_t steps,
     double pull_ms = MillisSince(phase);
     if (options_.pipeline && step < steps) {
       phase = Clock::now();
+      note_position(clock_ + 1);
       RETURN_IF_ERROR(prepare(next));
       start_pull(next);  // reads rows before this step's (and maybe the last step's) updates
       pull_ms += MillisSince(phase);
@@ -190,19 +207,29 @@ Result<TrainSummary> Trainer::Run(uint32_t steps,
       RETURN_IF_ERROR(WaitAll(previous.pushes).WithContext("step " + std::to_string(step - 1) +
                                                            " push"));
       push_ms = MillisSince(phase);
+      phase = Clock::now();
+      RETURN_IF_ERROR(SynchroniseClock().WithContext(where));  // asp: answered at once
+      if (pending_cut_.clock == clock_) {
+        RETURN_IF_ERROR(WaitAll(current.pushes).WithContext(where + " push"));
+      }
     } else {
-      if (step < steps) RETURN_IF_ERROR(prepare(next));  // while the pushes fly
+      if (step < steps) {  // while the pushes fly
+        note_position(clock_);
+        RETURN_IF_ERROR(prepare(next));
+      }
       phase = Clock::now();
       RETURN_IF_ERROR(WaitAll(current.pushes).WithContext(where + " push"));
       push_ms = MillisSince(phase);
       if (observer_.step_done) observer_.step_done(clock_);
-      if (options_.sync.synchronised()) {
-        phase = Clock::now();
-        RETURN_IF_ERROR(SynchroniseClock().WithContext(where));
-        wait_ms = MillisSince(phase);
-      }
-      if (step < steps) start_pull(next);  // sees every update of this step
+      phase = Clock::now();
+      RETURN_IF_ERROR(SynchroniseClock().WithContext(where));
     }
+    if (pending_cut_.clock == clock_) {
+      if (step == steps) note_position(clock_);  // no batch was drawn after it
+      RETURN_IF_ERROR(TakeCheckpoint(cut_position).WithContext(where + " checkpoint"));
+    }
+    wait_ms = MillisSince(phase);
+    if (!options_.pipeline && step < steps) start_pull(next);  // sees every update of this step
 
     window.steps += 1;
     window.loss += stats.loss;
@@ -224,8 +251,8 @@ Result<TrainSummary> Trainer::Run(uint32_t steps,
     }
   }
   RETURN_IF_ERROR(drain_pushes().WithContext("final push"));
-  if (options_.sync.synchronised()) RETURN_IF_ERROR(client_->Leave(clock_).WithContext("leaving"));
-  summary.steps = steps;
+  RETURN_IF_ERROR(client_->Leave(clock_).WithContext("leaving"));
+  summary.steps = steps >= first_step ? steps - first_step + 1 : 0;
   summary.seconds = std::chrono::duration<double>(Clock::now() - run_start).count();
   summary.samples_per_second = summary.seconds > 0 ? summary.samples / summary.seconds : 0;
   if (!summary.windows.empty()) {
@@ -238,10 +265,118 @@ Result<TrainSummary> Trainer::Run(uint32_t steps,
 Status Trainer::SynchroniseClock() {
   ASSIGN_OR_RETURN(wire::ClockGrant grant,
                    client_->ReportClock(clock_, options_.sync.clock_timeout));
+  if (grant.cut.clock > clock_) pending_cut_ = grant.cut;
   if (options_.sync.mode != SyncMode::kBsp) return Status::Ok();
   return client_->ApplyClock(
       wire::ApplyClockRequest{clock_, std::move(grant.trainers), options_.sync.combine},
       options_.sync.clock_timeout);
+}
+
+Result<DenseState> Trainer::CurrentDenseState() {
+  if (!dense_) return backend_->GetState();
+  std::vector<float> rows(dense_->buffer_floats());
+  std::vector<ps::Ticket> pulls;
+  dense_->StartPull(*client_, rows, &pulls);
+  RETURN_IF_ERROR(WaitAll(pulls).WithContext("pulling the dense weights"));
+  RETURN_IF_ERROR(dense_->Load(rows, *backend_));
+  DenseState state;
+  state.weights = backend_->GetWeights();
+  return state;
+}
+
+Status Trainer::TakeCheckpoint(const Result<std::string>& data_position) {
+  const wire::CutInfo cut = pending_cut_;
+  pending_cut_ = wire::CutInfo{};
+  auto write_own_file = [&]() -> Status {
+    TrainerCheckpoint file;
+    file.step = clock_;
+    file.rank = options_.rank;
+    file.trainers = options_.sync.trainers;
+    ASSIGN_OR_RETURN(file.data_position, data_position);
+    ASSIGN_OR_RETURN(file.dense, CurrentDenseState());
+    file.has_optimizer_state = !dense_;
+    RETURN_IF_ERROR(MakeDirectories(cut.dir));
+    return WriteTrainerCheckpoint(ps::TrainerFilePath(cut.dir, options_.rank), file);
+  };
+  const Status written = write_own_file();
+  if (!written.ok()) {
+    spdlog::error("trainer {}: cannot write its part of the checkpoint after step {}: {}",
+                  options_.rank, clock_, written.ToString());
+  }
+  // Arrive even without a file, so the others learn at once that this cut fails.
+  auto arrived = client_->ArriveAtCut(cut.clock, options_.sync.clock_timeout);
+  if (!arrived.ok()) {
+    spdlog::warn("trainer {}: checkpoint after step {} into {} failed: {}; training goes on",
+                 options_.rank, cut.clock, cut.dir, arrived.status().ToString());
+    return Status::Ok();
+  }
+  if (!arrived->coordinate) return Status::Ok();
+  const Status outcome = written.ok() ? CompleteCut(*arrived) : written;
+  if (outcome.ok()) {
+    spdlog::info("trainer {}: checkpoint after step {} written to {}", options_.rank, cut.clock,
+                 cut.dir);
+  } else {
+    spdlog::error("trainer {}: checkpoint after step {} into {} failed: {}; training goes on",
+                  options_.rank, cut.clock, cut.dir, outcome.ToString());
+  }
+  return client_->FinishCut(cut.clock, outcome, options_.sync.clock_timeout);
+}
+
+Status Trainer::CompleteCut(const wire::CutInfo& cut) {
+  ASSIGN_OR_RETURN(ps::Manifest manifest, ps::CheckpointServers(*client_, cut.dir, cut.clock,
+                                                                options_.sync.clock_timeout));
+  manifest.trainers = options_.sync.trainers;
+  for (uint32_t rank = 0; rank < manifest.trainers; ++rank) {
+    const std::string path = ps::TrainerFilePath(cut.dir, rank);
+    if (!std::filesystem::exists(path)) {
+      return FailedPrecondition("'" + path + "' is missing: trainer " + std::to_string(rank) +
+                                " did not take part in the cut (it left, died or failed to "
+                                "write it)");
+    }
+  }
+  RETURN_IF_ERROR(ps::WriteManifest(cut.dir, manifest));
+  if (cut.keep > 0) {
+    return ps::PruneCheckpoints(std::filesystem::path(cut.dir).parent_path().string(), cut.keep);
+  }
+  return Status::Ok();
+}
+
+Status Trainer::Restore(const std::string& dir) {
+  const std::string absolute = std::filesystem::absolute(dir).lexically_normal().string();
+  ASSIGN_OR_RETURN(ps::Manifest manifest, ps::ReadManifest(absolute));
+  if (manifest.trainers != options_.sync.trainers) {
+    return FailedPrecondition("checkpoint '" + absolute + "' was written by a run of " +
+                              std::to_string(manifest.trainers) + " trainers; this run has " +
+                              std::to_string(options_.sync.trainers) +
+                              " (each trainer resumes its own share of the data)");
+  }
+  if (options_.rank == 0) {
+    RETURN_IF_ERROR(ps::RestoreServers(*client_, absolute, options_.sync.clock_timeout).status());
+  }
+  if (options_.sync.trainers > 1) {
+    RETURN_IF_ERROR(client_
+                        ->Barrier("restore " + absolute, options_.sync.trainers,
+                                  options_.sync.clock_timeout)
+                        .WithContext("waiting for trainer 0 to restore the servers"));
+  }
+  const std::string path = ps::TrainerFilePath(absolute, options_.rank);
+  ASSIGN_OR_RETURN(TrainerCheckpoint file, ReadTrainerCheckpoint(path, model_));
+  if (file.rank != options_.rank || file.step != manifest.step) {
+    return DataLoss("'" + path + "' holds trainer " + std::to_string(file.rank) + " at step " +
+                    std::to_string(file.step) + ", the manifest says trainer " +
+                    std::to_string(options_.rank) + " at step " + std::to_string(manifest.step));
+  }
+  RETURN_IF_ERROR(data_->RestorePosition(file.data_position).WithContext(path));
+  if (!dense_) {
+    if (!file.has_optimizer_state) {
+      return FailedPrecondition("'" + path + "' has no optimizer state for the dense weights "
+                                "(they were on the servers); run with train.dense: servers");
+    }
+    RETURN_IF_ERROR(backend_->SetState(file.dense).WithContext(path));
+  }
+  clock_ = file.step;
+  completed_steps_ = static_cast<uint32_t>(file.step);
+  return Status::Ok();
 }
 
 }  // namespace ember::trainer

@@ -15,6 +15,13 @@
 // for the grant only (pushes apply on arrival); in asp it never waits. With
 // options.dense_on_servers() the dense weights come from and go to the servers (DenseTable) in
 // the same steps. A trainer that runs out of steps leaves the run.
+//
+// Checkpoints: every trainer reports its clock to the scheduler after each step (in asp too,
+// where the answer comes at once). A grant may announce a checkpoint cut at the next clock;
+// the trainer then notes its data position before drawing the batch after the cut, and after
+// the cut's step (pushes acknowledged, in bsp applied) writes DIR/trainer-<rank>.bin and meets
+// the others at the scheduler; the last to arrive has the servers write their partitions and
+// writes the manifest (ps/checkpoint.h). Restore reverses it.
 #pragma once
 
 #include <functional>
@@ -69,17 +76,37 @@ class Trainer {
                                                  DataSource* data, const ModelConfig& model,
                                                  TrainOptions options);
 
-  // Runs `steps` steps; `on_window` sees each log window as it completes.
+  // Runs until `steps` steps are completed (all of them, or those after a restored checkpoint's);
+  // `on_window` sees each log window as it completes.
   Result<TrainSummary> Run(uint32_t steps,
                            const std::function<void(const WindowStats&)>& on_window = {});
+
+  // Resumes from the checkpoint in `dir` before Run: the trainer of rank 0 has the servers load
+  // their partitions (into any number of servers) while the others wait at a barrier; then every
+  // trainer loads its own file: steps completed, data position and dense state. The checkpoint
+  // must come from a run with as many trainers. Errors name the file or the mismatch.
+  Status Restore(const std::string& dir);
+  // Steps completed before Run started (non-zero after Restore).
+  uint32_t completed_steps() const { return completed_steps_; }
 
   void set_clock_observer(ClockObserver observer) { observer_ = std::move(observer); }
 
  private:
   Trainer(ps::Client* client, Backend* backend, DataSource* data, const ModelConfig& model,
           TrainOptions options);
-  // After step clock_'s pushes were acknowledged: the clock report and, in bsp, its apply.
+  // After step clock_'s pushes were acknowledged: the clock report (noting an announced cut)
+  // and, in bsp, its apply.
   Status SynchroniseClock();
+  // At the cut after clock_: writes this trainer's file (with the data position noted before the
+  // next batch was drawn), meets the others and, as coordinator, completes the cut. A failed cut
+  // is logged and training goes on; only a broken connection to the scheduler is an error.
+  Status TakeCheckpoint(const Result<std::string>& data_position);
+  // The coordinator's part: the servers' partitions, every trainer file present, the manifest,
+  // and pruning of older periodic checkpoints.
+  Status CompleteCut(const wire::CutInfo& cut);
+  // The dense weights as the next step would start from them (pulled when they live on the
+  // servers).
+  Result<DenseState> CurrentDenseState();
 
   ps::Client* client_;
   Backend* backend_;
@@ -87,8 +114,10 @@ class Trainer {
   ModelConfig model_;
   TrainOptions options_;
   uint64_t clock_ = 0;
+  uint32_t completed_steps_ = 0;
   std::unique_ptr<DenseTable> dense_;  // when the dense weights live on the servers
   ClockObserver observer_;
+  wire::CutInfo pending_cut_;  // announced cut (clock 0: none)
 };
 
 }  // namespace ember::trainer

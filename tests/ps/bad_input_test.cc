@@ -172,16 +172,32 @@ TEST_F(BadInputTest, DeferredPushForAnAppliedClockIsRejected) {
   ExpectStillServing();
 }
 
-TEST_F(BadInputTest, ClockRequestsToAServerOrAnAspSchedulerGetClearErrors) {
+TEST_F(BadInputTest, ClockAndCutRequestsFromStrangersGetClearErrors) {
   auto to_server = Exchange(wire::EncodeTrainerClock({next_id_++, 0}, {0, 1, false}));
   EXPECT_EQ(to_server.status.code(), StatusCode::kInvalidArgument);
   ExpectStillServing();
 
   RpcChannel scheduler(context_, cluster_->scheduler_endpoint());
-  const uint64_t id = scheduler.NextRequestId();
-  auto reply = scheduler.Call(id, wire::EncodeTrainerClock({id, 0}, {7, 1, false}), Millis(5000));
-  ASSERT_TRUE(reply.ok()) << reply.status().ToString();
-  EXPECT_EQ(reply->status.code(), StatusCode::kFailedPrecondition) << reply->status.ToString();
+  auto call = [&](auto encode) {
+    const uint64_t id = scheduler.NextRequestId();
+    auto reply = scheduler.Call(id, encode(wire::RequestHeader{id, 0}), Millis(5000));
+    EXPECT_TRUE(reply.ok()) << reply.status().ToString();
+    return reply.ok() ? reply->status : reply.status();
+  };
+  // Trainer 7 never registered.
+  Status clock = call([](auto h) { return wire::EncodeTrainerClock(h, {7, 1, false}); });
+  EXPECT_EQ(clock.code(), StatusCode::kNotFound) << clock.ToString();
+  EXPECT_NE(clock.ToString().find("trainer 7"), std::string::npos) << clock.ToString();
+  Status arrive = call([](auto h) { return wire::EncodeCheckpointCut(h, {7, 3, false, ""}); });
+  EXPECT_EQ(arrive.code(), StatusCode::kNotFound) << arrive.ToString();
+  Status done = call([](auto h) { return wire::EncodeCheckpointCut(h, {7, 3, true, ""}); });
+  EXPECT_EQ(done.code(), StatusCode::kFailedPrecondition) << done.ToString();
+  // Nobody is training, so there is nobody to cut a checkpoint.
+  Status now = call([](auto h) { return wire::EncodeCheckpointNow(h, "/tmp/ember-nowhere"); });
+  EXPECT_EQ(now.code(), StatusCode::kFailedPrecondition) << now.ToString();
+  EXPECT_NE(now.ToString().find("no trainer"), std::string::npos) << now.ToString();
+  Status ping = call([](auto h) { return wire::EncodePing(h); });
+  EXPECT_TRUE(ping.ok()) << ping.ToString();
 }
 
 }  // namespace

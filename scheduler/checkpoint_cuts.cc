@@ -1,0 +1,94 @@
+// CheckpointCuts implementation.
+#include "scheduler/checkpoint_cuts.h"
+
+#include <cstdio>
+
+namespace ember::scheduler {
+
+std::string PeriodicCutDir(const std::string& dir, uint64_t clock) {
+  char name[32];
+  std::snprintf(name, sizeof(name), "step-%09llu", static_cast<unsigned long long>(clock));
+  return dir + "/" + name;
+}
+
+Result<uint64_t> CheckpointCuts::Request(const std::string& dir, uint64_t highest_clock) {
+  if (dir.empty() || dir.front() != '/') {
+    return InvalidArgument("checkpoint directory '" + dir + "' is not an absolute path");
+  }
+  if (requested_) {
+    return FailedPrecondition("a checkpoint into '" + requested_->dir + "' at clock " +
+                              std::to_string(requested_->clock) + " is already pending");
+  }
+  if (active_ && active_->requested) {
+    return FailedPrecondition("a checkpoint into '" + active_->cut.dir + "' is under way");
+  }
+  // Every trainer has completed at most highest_clock, so each still reports highest + 1 and
+  // hears the announcement of a cut at highest + 2 in its grant.
+  requested_ = wire::CutInfo{highest_clock + 2, dir, 0, false};
+  return requested_->clock;
+}
+
+wire::CutInfo CheckpointCuts::AnnouncedAfter(uint64_t clock) const {
+  const uint64_t next = clock + 1;
+  if (requested_ && requested_->clock == next) return *requested_;
+  if (periodic_.every > 0 && next % periodic_.every == 0) {
+    return wire::CutInfo{next, PeriodicCutDir(periodic_.dir, next), periodic_.keep, false};
+  }
+  return wire::CutInfo{};
+}
+
+Status CheckpointCuts::Arrive(uint32_t trainer, uint64_t clock, TimePoint now) {
+  if (active_ && active_->cut.clock != clock) {
+    return FailedPrecondition("trainer " + std::to_string(trainer) + " arrived at a cut at clock " +
+                              std::to_string(clock) + " while the cut at clock " +
+                              std::to_string(active_->cut.clock) + " is under way");
+  }
+  if (!active_) {
+    const wire::CutInfo announced = AnnouncedAfter(clock - 1);
+    if (clock == 0 || announced.clock != clock) {
+      return InvalidArgument("trainer " + std::to_string(trainer) +
+                             " arrived at a checkpoint cut at clock " + std::to_string(clock) +
+                             ", but no cut was announced there");
+    }
+    const bool requested = requested_ && requested_->clock == clock;
+    if (requested) requested_.reset();
+    active_ = Active{announced, requested, {}, false, now};
+  }
+  active_->arrived.insert(trainer);
+  return Status::Ok();
+}
+
+std::optional<wire::CutInfo> CheckpointCuts::ReadyToCoordinate(
+    const std::vector<uint32_t>& participants) {
+  if (!active_ || active_->coordinating) return std::nullopt;
+  for (uint32_t trainer : participants) {
+    if (!active_->arrived.count(trainer)) return std::nullopt;
+  }
+  active_->coordinating = true;
+  wire::CutInfo cut = active_->cut;
+  cut.coordinate = true;
+  return cut;
+}
+
+Status CheckpointCuts::CheckProgress(TimePoint now) const {
+  if (!active_ || active_->coordinating) return Status::Ok();
+  if (now - active_->started > timeout_) {
+    return DeadlineExceeded("the checkpoint cut at clock " + std::to_string(active_->cut.clock) +
+                            " waited " + std::to_string(timeout_.count()) +
+                            " ms for trainers that did not arrive");
+  }
+  return Status::Ok();
+}
+
+wire::CutInfo CheckpointCuts::Finish(bool* requested) {
+  if (!active_) {
+    *requested = false;
+    return wire::CutInfo{};
+  }
+  wire::CutInfo cut = active_->cut;
+  *requested = active_->requested;
+  active_.reset();
+  return cut;
+}
+
+}  // namespace ember::scheduler

@@ -1,0 +1,330 @@
+// Whole-cluster checkpoints taken by training runs: a periodic cut restored into 1 and 3 servers
+// continues with the same losses and ends with the same rows and dense weights as the run that
+// was never stopped; the same for two bsp trainers sharing dense weights on the servers; a cut
+// asked for while training runs (`ember checkpoint`) is consistent too; a damaged trainer file or
+// a run of another size is refused with an error naming it.
+//
+// The real CPU backend, client, scheduler and servers run in this process; one trainer in asp
+// (or bsp) is deterministic, so "the same" means bit for bit.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <future>
+#include <set>
+
+#include "app/local_cluster.h"
+#include "common/hash.h"
+#include "ps/checkpoint.h"
+#include "scheduler/checkpoint_cuts.h"
+#include "tests/test_util.h"
+#include "trainer/cpu_backend.h"
+#include "trainer/dense_table.h"
+#include "trainer/synthetic_source.h"
+#include "trainer/trainer.h"
+
+namespace ember {
+namespace {
+
+constexpr uint32_t kDim = 8;
+constexpr uint32_t kBatch = 64;
+constexpr uint32_t kPartitions = 32;
+
+trainer::ModelConfig Model() {
+  trainer::ModelConfig model;
+  model.embedding_dim = kDim;
+  model.user_slots = 1;
+  model.item_slots = 1;
+  model.hidden = {16};
+  model.output_dim = 8;
+  model.temperature = 0.2f;
+  model.learning_rate = 0.01f;
+  return model;
+}
+
+std::vector<TableSpec> Tables(bool dense_on_servers) {
+  std::vector<TableSpec> tables;
+  for (const char* name : {"user", "item"}) {
+    TableSpec spec;
+    spec.name = name;
+    spec.dim = kDim;
+    spec.seed = HashName(name);
+    spec.optimizer.kind = OptimizerKind::kAdagrad;
+    spec.optimizer.learning_rate = 0.05f;
+    spec.initializer.stddev = 0.1f;
+    tables.push_back(spec);
+  }
+  if (dense_on_servers) tables.push_back(trainer::DenseTableSpec(Model()));
+  return tables;
+}
+
+trainer::SyntheticOptions Data(uint32_t rank) {
+  trainer::SyntheticOptions data;
+  data.user_slots = 1;
+  data.item_slots = 1;
+  data.vocabulary = 2000;
+  data.num_clusters = 8;
+  data.seed = 11 + 1000 * rank;
+  return data;
+}
+
+// Every key a trainer of `rank` draws in `steps` steps.
+std::vector<uint64_t> KeysOf(uint32_t rank, uint32_t steps, bool user) {
+  trainer::SyntheticSource source(Data(rank));
+  std::set<uint64_t> keys;
+  trainer::Batch batch;
+  for (uint32_t s = 0; s < steps; ++s) {
+    EXPECT_TRUE(source.Next(kBatch, &batch).ok());
+    const auto& slot = user ? batch.user_keys[0] : batch.item_keys[0];
+    keys.insert(slot.begin(), slot.end());
+  }
+  return {keys.begin(), keys.end()};
+}
+
+struct RunOptions {
+  uint32_t servers = 2;
+  uint32_t trainers = 1;
+  SyncMode mode = SyncMode::kAsp;
+  uint64_t checkpoint_every = 0;
+  std::string checkpoint_dir;
+  std::string restore;  // a checkpoint to resume from
+  uint32_t steps = 8;
+};
+
+struct RunResult {
+  std::vector<std::vector<float>> losses;  // per trainer, per step run (index 0: first step run)
+  std::vector<float> user_rows, item_rows; // of KeysOf(every rank), pulled at the end
+  std::vector<trainer::DenseWeights> dense;  // per trainer, as its last step left them
+  std::vector<Status> statuses;
+};
+
+// One cluster, `trainers` trainer threads; optional checkpoint thread: `during` runs while the
+// trainers train (given the scheduler endpoint).
+RunResult Train(const RunOptions& options,
+                const std::function<void(const std::string&)>& during = {}) {
+  const bool dense_on_servers = options.trainers > 1;
+  app::LocalClusterOptions cluster_options;
+  cluster_options.num_servers = options.servers;
+  cluster_options.num_partitions = kPartitions;
+  cluster_options.sync.mode = options.mode;
+  cluster_options.sync.trainers = options.trainers;
+  cluster_options.checkpoints.every = options.checkpoint_every;
+  cluster_options.checkpoints.dir = options.checkpoint_dir;
+  cluster_options.checkpoints.keep = 0;
+  app::LocalCluster cluster(Tables(dense_on_servers), cluster_options);
+  EXPECT_TRUE(cluster.status().ok()) << cluster.status().ToString();
+
+  RunResult result;
+  result.losses.resize(options.trainers);
+  result.dense.resize(options.trainers);
+  result.statuses.resize(options.trainers);
+  std::vector<std::thread> threads;
+  for (uint32_t rank = 0; rank < options.trainers; ++rank) {
+    threads.emplace_back([&, rank] {
+      ps::ClientOptions client_options;
+      client_options.name = "trainer-" + std::to_string(rank);
+      client_options.heartbeat_interval = Millis(500);
+      auto client = cluster.Connect(client_options);
+      if (!client.ok()) {
+        result.statuses[rank] = client.status();
+        return;
+      }
+      auto backend = trainer::MakeCpuBackend(Model(), trainer::InitDenseWeights(Model()));
+      trainer::SyntheticSource data(Data(rank));
+      trainer::TrainOptions train;
+      train.batch_size = kBatch;
+      train.log_every = 1;
+      train.user_tables = {"user"};
+      train.item_tables = {"item"};
+      train.sync = cluster_options.sync;
+      train.rank = rank;
+      train.dense = dense_on_servers ? "servers" : "local";
+      auto loop = trainer::Trainer::Create(client->get(), backend.get(), &data, Model(), train);
+      if (!loop.ok()) {
+        result.statuses[rank] = loop.status();
+        return;
+      }
+      if (!options.restore.empty()) {
+        Status restored = (*loop)->Restore(options.restore);
+        if (!restored.ok()) {
+          result.statuses[rank] = restored;
+          return;
+        }
+      }
+      auto summary = (*loop)->Run(options.steps);
+      if (!summary.ok()) {
+        result.statuses[rank] = summary.status();
+        return;
+      }
+      for (const auto& window : summary->windows) {
+        result.losses[rank].push_back(static_cast<float>(window.loss));
+      }
+      result.dense[rank] = backend->GetWeights();
+    });
+  }
+  if (during) during(cluster.scheduler_endpoint());
+  for (auto& thread : threads) thread.join();
+
+  auto reader = cluster.Connect("reader");
+  EXPECT_TRUE(reader.ok()) << reader.status().ToString();
+  for (bool user : {true, false}) {
+    std::set<uint64_t> all;
+    for (uint32_t rank = 0; rank < options.trainers; ++rank) {
+      for (uint64_t key : KeysOf(rank, options.steps, user)) all.insert(key);
+    }
+    std::vector<uint64_t> keys(all.begin(), all.end());
+    std::vector<float>& rows = user ? result.user_rows : result.item_rows;
+    rows.resize(keys.size() * kDim);
+    Status pulled = (*reader)->Pull(user ? "user" : "item", keys, rows).Wait();
+    EXPECT_TRUE(pulled.ok()) << pulled.ToString();
+  }
+  return result;
+}
+
+void ExpectOk(const RunResult& run) {
+  for (const Status& status : run.statuses) EXPECT_TRUE(status.ok()) << status.ToString();
+}
+
+bool SameBits(const std::vector<float>& a, const std::vector<float>& b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+}
+
+void ExpectSameDense(const trainer::DenseWeights& a, const trainer::DenseWeights& b) {
+  for (trainer::Tower tower : {trainer::Tower::kUser, trainer::Tower::kItem}) {
+    ASSERT_EQ(a.tower(tower).size(), b.tower(tower).size());
+    for (size_t l = 0; l < a.tower(tower).size(); ++l) {
+      EXPECT_TRUE(SameBits(a.tower(tower)[l].weight, b.tower(tower)[l].weight)) << "layer " << l;
+      EXPECT_TRUE(SameBits(a.tower(tower)[l].bias, b.tower(tower)[l].bias)) << "layer " << l;
+    }
+  }
+}
+
+std::string StepDir(const std::string& parent, uint64_t step) {
+  return scheduler::PeriodicCutDir(parent, step);
+}
+
+TEST(TrainerCheckpointTest, RestoreIntoOneAndThreeServersContinuesExactly) {
+  testing::TempDir dir;
+  RunOptions original;
+  original.checkpoint_every = 5;
+  original.checkpoint_dir = dir.path();
+  const RunResult full = Train(original);
+  ExpectOk(full);
+  ASSERT_EQ(full.losses[0].size(), 8u);
+
+  const std::string cut = StepDir(dir.path(), 5);
+  auto manifest = ps::ReadAndVerifyCheckpoint(cut);
+  ASSERT_TRUE(manifest.ok()) << manifest.status().ToString();
+  EXPECT_EQ(manifest->step, 5u);
+  EXPECT_EQ(manifest->trainers, 1u);
+  EXPECT_EQ(manifest->servers, 2u);
+  EXPECT_FALSE(std::filesystem::exists(StepDir(dir.path(), 10)));
+
+  for (uint32_t servers : {1u, 3u}) {
+    SCOPED_TRACE(std::to_string(servers) + " servers");
+    RunOptions resumed;
+    resumed.servers = servers;
+    resumed.restore = cut;
+    const RunResult rest = Train(resumed);
+    ExpectOk(rest);
+    ASSERT_EQ(rest.losses[0].size(), 3u);  // steps 6, 7, 8
+    for (size_t i = 0; i < 3; ++i) EXPECT_EQ(rest.losses[0][i], full.losses[0][5 + i]) << i;
+    EXPECT_TRUE(SameBits(rest.user_rows, full.user_rows));
+    EXPECT_TRUE(SameBits(rest.item_rows, full.item_rows));
+    ExpectSameDense(rest.dense[0], full.dense[0]);
+  }
+}
+
+TEST(TrainerCheckpointTest, BspTrainersWithDenseWeightsOnTheServersResumeExactly) {
+  testing::TempDir dir;
+  RunOptions original;
+  original.trainers = 2;
+  original.mode = SyncMode::kBsp;
+  original.steps = 6;
+  original.checkpoint_every = 4;
+  original.checkpoint_dir = dir.path();
+  const RunResult full = Train(original);
+  ExpectOk(full);
+
+  RunOptions resumed = original;
+  resumed.servers = 3;
+  resumed.checkpoint_every = 0;
+  resumed.restore = StepDir(dir.path(), 4);
+  const RunResult rest = Train(resumed);
+  ExpectOk(rest);
+  for (uint32_t rank = 0; rank < 2; ++rank) {
+    ASSERT_EQ(rest.losses[rank].size(), 2u);
+    EXPECT_EQ(rest.losses[rank][0], full.losses[rank][4]);
+    EXPECT_EQ(rest.losses[rank][1], full.losses[rank][5]);
+  }
+  EXPECT_TRUE(SameBits(rest.user_rows, full.user_rows));
+  EXPECT_TRUE(SameBits(rest.item_rows, full.item_rows));
+
+  // A run of another size cannot take the trainers' shares over.
+  RunOptions wrong = resumed;
+  wrong.trainers = 1;
+  wrong.mode = SyncMode::kAsp;
+  const RunResult refused = Train(wrong);
+  ASSERT_FALSE(refused.statuses[0].ok());
+  EXPECT_NE(refused.statuses[0].ToString().find("run of 2 trainers"), std::string::npos)
+      << refused.statuses[0].ToString();
+}
+
+TEST(TrainerCheckpointTest, ACheckpointAskedForWhileTrainingIsConsistent) {
+  testing::TempDir dir;
+  const std::string cut = dir.path() + "/now";
+  RunOptions original;
+  original.steps = 60;
+  Result<wire::CutInfo> taken = Internal("not asked");
+  const RunResult full = Train(original, [&](const std::string& scheduler) {
+    // Ask as soon as the trainer has completed a step; bounded retries.
+    for (int attempt = 0; attempt < 200; ++attempt) {
+      taken = ps::RequestCheckpoint(scheduler, cut, Millis(30'000));
+      if (taken.ok() || taken.status().code() != StatusCode::kFailedPrecondition) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+  });
+  ExpectOk(full);
+  ASSERT_TRUE(taken.ok()) << taken.status().ToString();
+  ASSERT_GT(taken->clock, 1u);
+  ASSERT_LT(taken->clock, 60u);
+  auto manifest = ps::ReadAndVerifyCheckpoint(cut);
+  ASSERT_TRUE(manifest.ok()) << manifest.status().ToString();
+  EXPECT_EQ(manifest->step, taken->clock);
+
+  RunOptions resumed = original;
+  resumed.restore = cut;
+  const RunResult rest = Train(resumed);
+  ExpectOk(rest);
+  ASSERT_EQ(rest.losses[0].size(), 60 - taken->clock);
+  EXPECT_EQ(rest.losses[0].back(), full.losses[0].back());
+  EXPECT_TRUE(SameBits(rest.user_rows, full.user_rows));
+  EXPECT_TRUE(SameBits(rest.item_rows, full.item_rows));
+  ExpectSameDense(rest.dense[0], full.dense[0]);
+}
+
+TEST(TrainerCheckpointTest, ADamagedTrainerFileIsRefusedNamingIt) {
+  testing::TempDir dir;
+  RunOptions original;
+  original.steps = 3;
+  original.checkpoint_every = 2;
+  original.checkpoint_dir = dir.path();
+  ExpectOk(Train(original));
+  const std::string cut = StepDir(dir.path(), 2);
+  const std::string file = ps::TrainerFilePath(cut, 0);
+  {
+    std::fstream bytes(file, std::ios::in | std::ios::out | std::ios::binary);
+    bytes.seekp(40);
+    bytes.put('\x5a');
+  }
+  RunOptions resumed;
+  resumed.restore = cut;
+  const RunResult refused = Train(resumed);
+  ASSERT_FALSE(refused.statuses[0].ok());
+  EXPECT_NE(refused.statuses[0].ToString().find("trainer-0.bin"), std::string::npos)
+      << refused.statuses[0].ToString();
+}
+
+}  // namespace
+}  // namespace ember
