@@ -72,6 +72,10 @@ int ClusterCommand(int argc, char** argv) {
       {"memory-budget", "BYTES", "override cluster.server_memory_budget (needs --data-dir)"},
       {"summary-json", "FILE", "the trainers also write their final figures here as JSON "
                                "(trainer r > 0 to FILE.r)"},
+      {"checkpoint-every", "N", "override cluster.checkpoint_every: a checkpoint every N steps"},
+      {"checkpoint-dir", "DIR", "override cluster.checkpoint_dir: where periodic checkpoints go"},
+      {"restore", "DIR", "resume from a checkpoint (or the newest complete one under DIR) into "
+                         "this cluster, whatever its server count"},
   };
   for (FlagSpec& spec : SyncFlagSpecs()) known.push_back(std::move(spec));
   int exit_code = 0;
@@ -106,6 +110,11 @@ int ClusterCommand(int argc, char** argv) {
   std::vector<std::string> scheduler_args = {self, "scheduler", "--config", config_path,
                                              "--endpoint-file", endpoint_file};
   scheduler_args.insert(scheduler_args.end(), sync_args.begin(), sync_args.end());
+  for (const char* passed : {"checkpoint-every", "checkpoint-dir"}) {
+    if (flags->Has(passed)) {
+      scheduler_args.insert(scheduler_args.end(), {std::string("--") + passed, flags->Get(passed)});
+    }
+  }
   auto scheduler = std::make_unique<ChildProcess>(scheduler_args);
   std::vector<std::unique_ptr<ChildProcess>> servers;
   std::vector<std::unique_ptr<ChildProcess>> trainers;
@@ -142,7 +151,7 @@ int ClusterCommand(int argc, char** argv) {
   }
   std::vector<std::string> trainer_args = {self, "train", "--config", config_path, "--scheduler",
                                            scheduler_endpoint};
-  for (const char* passed : {"steps", "epochs", "batch-size", "backend", "data-root"}) {
+  for (const char* passed : {"steps", "epochs", "batch-size", "backend", "data-root", "restore"}) {
     if (flags->Has(passed)) {
       trainer_args.push_back(std::string("--") + passed);
       trainer_args.push_back(flags->Get(passed));

@@ -17,7 +17,8 @@ Status ReadShape(const YAML::Node& node, ClusterShape* shape) {
   RETURN_IF_ERROR(config::RejectUnknownKeys(
       node, "cluster",
       {"scheduler", "servers", "server_bind", "server_threads", "partitions", "trainers",
-       "server_memory_budget", "server_durability"}));
+       "server_memory_budget", "server_durability", "checkpoint_every", "checkpoint_dir",
+       "checkpoint_keep"}));
   RETURN_IF_ERROR(config::ReadOptional(node, "cluster", "trainers", &shape->trainers));
   if (shape->trainers == 0) return InvalidArgument("cluster.trainers: must be >= 1");
   RETURN_IF_ERROR(config::ReadOptional(node, "cluster", "scheduler", &shape->scheduler));
@@ -31,6 +32,14 @@ Status ReadShape(const YAML::Node& node, ClusterShape* shape) {
       config::ReadOptional(node, "cluster", "server_durability", &shape->server_durability));
   if (auto durability = ps::ParseDurability(shape->server_durability); !durability.ok()) {
     return durability.status().WithContext("cluster.server_durability");
+  }
+  RETURN_IF_ERROR(
+      config::ReadOptional(node, "cluster", "checkpoint_every", &shape->checkpoint_every));
+  RETURN_IF_ERROR(config::ReadOptional(node, "cluster", "checkpoint_dir", &shape->checkpoint_dir));
+  RETURN_IF_ERROR(
+      config::ReadOptional(node, "cluster", "checkpoint_keep", &shape->checkpoint_keep));
+  if (shape->checkpoint_every > 0 && shape->checkpoint_dir.empty()) {
+    return InvalidArgument("cluster.checkpoint_every needs cluster.checkpoint_dir");
   }
   if (shape->servers == 0) return InvalidArgument("cluster.servers: must be >= 1");
   if (shape->server_threads == 0) return InvalidArgument("cluster.server_threads: must be >= 1");

@@ -26,6 +26,11 @@ struct ClusterShape {
   uint32_t trainers = 1;  // trainer processes `ember cluster` starts; each reads its own share
   uint64_t server_memory_budget = 0;     // bytes of rows a server keeps in memory; 0: no limit
   std::string server_durability = "ack";  // ack | sync | flush, see `ember server --help`
+  // Periodic checkpoints cut by the scheduler: every N steps into checkpoint_dir/step-<N>
+  // (relative to where the scheduler runs), keeping the newest checkpoint_keep (0: all).
+  uint64_t checkpoint_every = 0;
+  std::string checkpoint_dir;
+  uint32_t checkpoint_keep = 3;
 };
 
 struct ClusterConfig {

@@ -12,5 +12,6 @@ int BenchCommand(int argc, char** argv);
 int DenseBenchCommand(int argc, char** argv);
 int TierBenchCommand(int argc, char** argv);
 int ExportCommand(int argc, char** argv);
+int CheckpointCommand(int argc, char** argv);
 
 }  // namespace ember::app

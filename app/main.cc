@@ -18,7 +18,8 @@ constexpr const char* kUsage =
     "  bench      drive synthetic pull/push traffic at a cluster and compare with raw ZeroMQ\n"
     "  bench-dense  time the dense two-tower step alone on the configured backend\n"
     "  bench-tier   compare a table over RocksDB with a memory budget against one in memory\n"
-    "  export     write a checkpoint's tables as NumPy .npy files for serving\n"
+    "  checkpoint have a running cluster write a consistent checkpoint\n"
+    "  export     write a checkpoint's tables and dense towers as NumPy .npy files for serving\n"
     "\n"
     "'ember <command> --help' describes a command's options.\n";
 
@@ -39,6 +40,7 @@ int main(int argc, char** argv) {
   if (std::strcmp(command, "bench-dense") == 0) return ember::app::DenseBenchCommand(argc, argv);
   if (std::strcmp(command, "bench-tier") == 0) return ember::app::TierBenchCommand(argc, argv);
   if (std::strcmp(command, "export") == 0) return ember::app::ExportCommand(argc, argv);
+  if (std::strcmp(command, "checkpoint") == 0) return ember::app::CheckpointCommand(argc, argv);
   std::fprintf(stderr, "ember: unknown command '%s'\n\n%s", command, kUsage);
   return 2;
 }

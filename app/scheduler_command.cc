@@ -1,5 +1,6 @@
 // `ember scheduler`: runs the scheduler until SIGINT or SIGTERM.
 #include <cstdio>
+#include <filesystem>
 
 #include "app/command_support.h"
 #include "app/commands.h"
@@ -13,6 +14,8 @@ int SchedulerCommand(int argc, char** argv) {
       {"config", "FILE", "cluster config (YAML): cluster shape and tables"},
       {"bind", "ENDPOINT", "address to bind (default: cluster.scheduler from the config)"},
       {"endpoint-file", "FILE", "write the bound endpoint here once listening"},
+      {"checkpoint-every", "N", "override cluster.checkpoint_every: a checkpoint cut every N steps"},
+      {"checkpoint-dir", "DIR", "override cluster.checkpoint_dir: where periodic cuts go"},
   };
   for (FlagSpec& spec : SyncFlagSpecs()) known.push_back(std::move(spec));
   int exit_code = 0;
@@ -31,6 +34,17 @@ int SchedulerCommand(int argc, char** argv) {
   options.num_partitions = config->cluster.partitions;
   options.tables = config->tables;
   options.sync = config->train.sync;
+  auto every = flags->GetUint("checkpoint-every");
+  if (!every.ok()) {
+    std::fprintf(stderr, "ember scheduler: %s\n", every.status().ToString().c_str());
+    return 2;
+  }
+  options.checkpoints.every = every->value_or(config->cluster.checkpoint_every);
+  const std::string dir = flags->Get("checkpoint-dir", config->cluster.checkpoint_dir);
+  if (!dir.empty()) {
+    options.checkpoints.dir = std::filesystem::absolute(dir).lexically_normal().string();
+  }
+  options.checkpoints.keep = config->cluster.checkpoint_keep;
   scheduler::Scheduler scheduler(std::move(options));
   StopOnSignals(scheduler.stop_flag());
   if (Status started = scheduler.Start(); !started.ok()) {

@@ -6,6 +6,7 @@
 #include "app/command_support.h"
 #include "app/commands.h"
 #include "app/process_setup.h"
+#include "ps/checkpoint.h"
 #include "ps/client.h"
 #include "trainer/backend.h"
 #include "trainer/data_config.h"
@@ -150,6 +151,9 @@ int TrainCommand(int argc, char** argv) {
       {"name", "NAME", "trainer name to register under (default: trainer)"},
       {"data-root", "DIR", "folder that relative data paths resolve against (default: the config's)"},
       {"summary-json", "FILE", "also write the final figures as JSON"},
+      {"restore", "DIR", "resume from a checkpoint (or the newest complete one under DIR): rank 0 "
+                         "loads the servers, every trainer its step, data position and dense "
+                         "state; training continues to the same total of steps"},
   };
   for (FlagSpec& spec : SyncFlagSpecs()) known.push_back(std::move(spec));
   int exit_code = 0;
@@ -228,6 +232,13 @@ int TrainCommand(int argc, char** argv) {
   auto loop = trainer::Trainer::Create(client->get(), backend->get(), data.get(), config->model,
                                        train);
   if (!loop.ok()) return Fail(loop.status());
+  if (flags->Has("restore")) {
+    auto checkpoint = ps::FindCheckpoint(flags->Get("restore"));
+    if (!checkpoint.ok()) return Fail(checkpoint.status());
+    if (Status restored = (*loop)->Restore(*checkpoint); !restored.ok()) return Fail(restored);
+    std::printf("ember train: resumed from %s after step %u\n", checkpoint->c_str(),
+                (*loop)->completed_steps());
+  }
 
   const RoutingTable routing = (*client)->routing();
   std::printf("ember train: trainer %u/%u (%s, dense weights %s), %zu servers, %u partitions, "

@@ -174,7 +174,10 @@ Result<Manifest> CheckpointServers(Client& client, const std::string& dir, uint6
   return manifest;
 }
 
-Status PruneCheckpoints(const std::string& parent, uint32_t keep) {
+namespace {
+
+// The step-* directories under `parent`, oldest first (their names sort by step).
+Result<std::vector<std::filesystem::path>> StepDirectories(const std::string& parent) {
   namespace fs = std::filesystem;
   std::vector<fs::path> steps;
   std::error_code error;
@@ -186,6 +189,24 @@ Status PruneCheckpoints(const std::string& parent, uint32_t keep) {
   }
   if (error) return Unavailable("cannot list '" + parent + "': " + error.message());
   std::sort(steps.begin(), steps.end());
+  return steps;
+}
+
+}  // namespace
+
+Result<std::string> FindCheckpoint(const std::string& path) {
+  if (std::filesystem::exists(ManifestPath(path))) return path;
+  ASSIGN_OR_RETURN(auto steps, StepDirectories(path));
+  for (auto it = steps.rbegin(); it != steps.rend(); ++it) {
+    if (std::filesystem::exists(ManifestPath(it->string()))) return it->string();
+  }
+  return NotFound("'" + path + "' is not a checkpoint and holds no complete step-* checkpoint");
+}
+
+Status PruneCheckpoints(const std::string& parent, uint32_t keep) {
+  namespace fs = std::filesystem;
+  ASSIGN_OR_RETURN(std::vector<fs::path> steps, StepDirectories(parent));
+  std::error_code error;
   for (size_t i = 0; i + keep < steps.size(); ++i) {
     fs::remove_all(steps[i], error);
     if (error) {

@@ -77,6 +77,9 @@ Result<Manifest> CheckpointServers(Client& client, const std::string& dir, uint6
 // waits until the trainers and servers wrote it; returns the cut (its clock is the step).
 Result<wire::CutInfo> RequestCheckpoint(const std::string& scheduler_endpoint,
                                         const std::string& dir, Millis timeout);
+// `path` itself when it holds a MANIFEST, else the newest step-* directory under it that does
+// (periodic checkpoints); NotFound naming `path` when there is none.
+Result<std::string> FindCheckpoint(const std::string& path);
 // Removes all but the newest `keep` checkpoint directories named step-* under `parent` (names sort
 // by step), complete or not.
 Status PruneCheckpoints(const std::string& parent, uint32_t keep);

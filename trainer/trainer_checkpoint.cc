@@ -7,6 +7,9 @@
 #include "trainer/trainer_checkpoint.h"
 
 #include "common/checksummed_file.h"
+#include "common/file_io.h"
+#include "common/npy.h"
+#include "ps/checkpoint.h"
 
 namespace ember::trainer {
 namespace {
@@ -67,6 +70,18 @@ Status WriteTrainerCheckpoint(const std::string& path, const TrainerCheckpoint& 
 
 Result<TrainerCheckpoint> ReadTrainerCheckpoint(const std::string& path,
                                                 const ModelConfig& model) {
+  ASSIGN_OR_RETURN(TrainerCheckpoint checkpoint, ReadTrainerCheckpoint(path));
+  const Status shaped = checkpoint.has_optimizer_state
+                            ? CheckDenseStateShape(model, checkpoint.dense)
+                            : CheckDenseWeightsShape(model, checkpoint.dense.weights);
+  if (!shaped.ok()) {
+    return InvalidArgument("trainer checkpoint '" + path + "' does not fit the model: " +
+                           std::string(shaped.message()));
+  }
+  return checkpoint;
+}
+
+Result<TrainerCheckpoint> ReadTrainerCheckpoint(const std::string& path) {
   ASSIGN_OR_RETURN(std::string payload, ReadChecksummedFile(path, kMagic, kVersion));
   PayloadReader in(payload);
   TrainerCheckpoint checkpoint;
@@ -82,14 +97,25 @@ Result<TrainerCheckpoint> ReadTrainerCheckpoint(const std::string& path,
   if (!ok || in.remaining() != 0) {
     return DataLoss("trainer checkpoint '" + path + "' does not hold what its header promises");
   }
-  const Status shaped = checkpoint.has_optimizer_state
-                            ? CheckDenseStateShape(model, checkpoint.dense)
-                            : CheckDenseWeightsShape(model, checkpoint.dense.weights);
-  if (!shaped.ok()) {
-    return InvalidArgument("trainer checkpoint '" + path + "' does not fit the model: " +
-                           std::string(shaped.message()));
-  }
   return checkpoint;
+}
+
+Status ExportDenseWeights(const std::string& checkpoint_dir, const std::string& out_dir) {
+  ASSIGN_OR_RETURN(TrainerCheckpoint checkpoint,
+                   ReadTrainerCheckpoint(ps::TrainerFilePath(checkpoint_dir, 0)));
+  const std::string dense_dir = out_dir + "/dense";
+  RETURN_IF_ERROR(MakeDirectories(dense_dir));
+  for (Tower tower : {Tower::kUser, Tower::kItem}) {
+    const std::vector<LinearWeights>& layers = checkpoint.dense.weights.tower(tower);
+    for (size_t l = 0; l < layers.size(); ++l) {
+      const std::string base = dense_dir + "/" + (tower == Tower::kUser ? "user." : "item.") +
+                               std::to_string(l);
+      RETURN_IF_ERROR(WriteNpy(base + ".weight.npy", layers[l].weight,
+                               {layers[l].out, layers[l].in}));
+      RETURN_IF_ERROR(WriteNpy(base + ".bias.npy", layers[l].bias, {layers[l].out}));
+    }
+  }
+  return Status::Ok();
 }
 
 }  // namespace ember::trainer

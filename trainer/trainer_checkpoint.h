@@ -33,5 +33,13 @@ Status WriteTrainerCheckpoint(const std::string& path, const TrainerCheckpoint& 
 // DataLoss or NotFound naming the file when it is damaged or missing; InvalidArgument when its
 // dense shapes do not fit `model`.
 Result<TrainerCheckpoint> ReadTrainerCheckpoint(const std::string& path, const ModelConfig& model);
+// The same without the model's shapes to check against (for tools).
+Result<TrainerCheckpoint> ReadTrainerCheckpoint(const std::string& path);
+
+// Export for serving: the dense towers of the checkpoint in `checkpoint_dir` (trainer 0's, which
+// every trainer shares when the dense weights live on the servers) as
+// OUT/dense/<user|item>.<layer>.weight.npy (float32 [out, in]) and .bias.npy (float32 [out]).
+// NotFound when the checkpoint has no trainer file.
+Status ExportDenseWeights(const std::string& checkpoint_dir, const std::string& out_dir);
 
 }  // namespace ember::trainer

@@ -176,6 +176,66 @@ TEST(ClusterProcessTest, PipelinedTrainingAlsoLearns) {
   EXPECT_NE(testing::ReadFile(log).find("busy"), std::string::npos);
 }
 
+// `ember checkpoint` against a training run of separate processes, then `ember export` of it.
+TEST(ClusterProcessTest, CheckpointARunningJobAndExportIt) {
+  testing::TempDir dir;
+  const std::string config = WriteConfig(dir, kSmallConfig);
+  const std::string log = dir.path() + "/cluster.log";
+  ServerProcesses servers(dir, config, log);
+  ASSERT_FALSE(servers.endpoint().empty()) << testing::ReadFile(log);
+  ChildProcess trainer({EMBER_BINARY, "train", "--config", config, "--scheduler",
+                        servers.endpoint(), "--steps", "100000"},
+                       log);
+  const std::string cut = dir.path() + "/now";
+  const std::string out = dir.path() + "/checkpoint.out";
+  int code = -1;
+  for (int attempt = 0; attempt < 100 && code != 0; ++attempt) {  // until a step has completed
+    ChildProcess request({EMBER_BINARY, "checkpoint", "--scheduler", servers.endpoint(), "--dir",
+                          cut, "--timeout-s", "60"},
+                         out);
+    code = request.WaitExit(seconds(90));
+    if (code != 0) std::this_thread::sleep_for(milliseconds(100));
+  }
+  ASSERT_EQ(code, 0) << testing::ReadFile(out) << testing::ReadFile(log);
+  EXPECT_NE(testing::ReadFile(out).find("checkpoint after step"), std::string::npos);
+  EXPECT_TRUE(trainer.running()) << testing::ReadFile(log);  // training went on
+  trainer.Stop();
+
+  const std::string exported = dir.path() + "/export";
+  ChildProcess exporter({EMBER_BINARY, "export", "--checkpoint", cut, "--out", exported}, log);
+  ASSERT_EQ(exporter.WaitExit(seconds(60)), 0) << testing::ReadFile(log);
+  for (const char* file : {"/u0.keys.npy", "/i1.rows.npy", "/dense/user.0.weight.npy",
+                           "/dense/item.2.bias.npy"}) {
+    EXPECT_TRUE(std::filesystem::exists(exported + file)) << file;
+  }
+  EXPECT_TRUE(servers.running());
+}
+
+// Periodic checkpoints of `ember cluster`, and a second cluster resuming from the newest one.
+TEST(ClusterProcessTest, PeriodicCheckpointsAndResume) {
+  testing::TempDir dir;
+  const std::string config = WriteConfig(dir, kSmallConfig);
+  const std::string log = dir.path() + "/cluster.log";
+  const std::string checkpoints = dir.path() + "/checkpoints";
+  ChildProcess first({EMBER_BINARY, "cluster", "--config", config, "--steps", "40",
+                      "--checkpoint-every", "15", "--checkpoint-dir", checkpoints},
+                     log);
+  ASSERT_EQ(first.WaitExit(seconds(300)), 0) << testing::ReadFile(log);
+  EXPECT_TRUE(std::filesystem::exists(checkpoints + "/step-000000015/MANIFEST"));
+  EXPECT_TRUE(std::filesystem::exists(checkpoints + "/step-000000030/MANIFEST"));
+
+  const std::string summary = dir.path() + "/resumed.json";
+  const std::string resumed_log = dir.path() + "/resumed.log";
+  ChildProcess second({EMBER_BINARY, "cluster", "--config", config, "--steps", "40", "--restore",
+                       checkpoints, "--summary-json", summary},
+                      resumed_log);
+  ASSERT_EQ(second.WaitExit(seconds(300)), 0) << testing::ReadFile(resumed_log);
+  EXPECT_NE(testing::ReadFile(resumed_log).find("step-000000030 after step 30"),
+            std::string::npos)
+      << testing::ReadFile(resumed_log);
+  EXPECT_EQ(JsonNumber(testing::ReadFile(summary), "steps"), 10);
+}
+
 TEST(ClusterProcessTest, ShippedConfigsLoad) {
   for (const char* name : {"tt-bench.yaml", "tt-bench-gpu.yaml", "movielens-100k.yaml"}) {
     auto config = app::LoadClusterConfig(std::string(EMBER_SOURCE_DIR) + "/configs/" + name);
