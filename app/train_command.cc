@@ -193,7 +193,8 @@ int TrainCommand(int argc, char** argv) {
   client_options.name = flags->Get("name", train.sync.trainers > 1
                                                ? "trainer-" + std::to_string(train.rank)
                                                : std::string("trainer"));
-  if (train.sync.synchronised()) client_options.heartbeat_interval = train.sync.trainer_timeout / 5;
+  // In every mode: a checkpoint cut waits for the live trainers, so liveness matters in asp too.
+  client_options.heartbeat_interval = train.sync.trainer_timeout / 5;
   if (flags->Has("wire-fp16")) train.wire_fp16 = true;
   client_options.row_format = train.wire_fp16 ? wire::RowFormat::kF16 : wire::RowFormat::kF32;
   if (client_options.scheduler_endpoint.find('*') != std::string::npos) {

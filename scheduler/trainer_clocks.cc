@@ -94,6 +94,8 @@ std::vector<uint32_t> TrainerClocks::ExpireSilent(TimePoint now) {
   for (uint32_t id = 0; id < members_.size(); ++id) {
     auto& member = members_[id];
     if (!member || member->state != State::kLive) continue;
+    // In asp a client that never reported a clock (a tool, a benchmark) is nobody's concern.
+    if (!options_.synchronised() && !member->reported) continue;
     if (now - member->last_seen <= options_.trainer_timeout) continue;
     member->state = State::kDead;
     expired.push_back(id);

@@ -116,5 +116,21 @@ TEST(TrainerClocksTest, UnknownTrainersAndBackwardClocksAreErrors) {
   EXPECT_EQ(clocks.Report(0, 2, t0).code(), StatusCode::kInvalidArgument);
 }
 
+TEST(TrainerClocksTest, AspGrantsAtOnceAndASilentTrainerNeverFailsTheRun) {
+  const TimePoint t0{};
+  TrainerClocks clocks(Options(SyncMode::kAsp, 0, 2, TrainerFailurePolicy::kStop));
+  clocks.Join(0, "fast", t0);
+  clocks.Join(1, "tool", t0);  // registers, never reports
+  ASSERT_TRUE(clocks.Report(0, 5, t0).ok());
+  EXPECT_TRUE(Granted(clocks, 5));  // nobody waits in asp
+  EXPECT_EQ(clocks.live_trainers(), std::vector<uint32_t>{0});
+  // Only trainers at work can be declared dead, and that never stops an asp run.
+  const auto later = t0 + milliseconds(5000);
+  EXPECT_EQ(clocks.ExpireSilent(later), std::vector<uint32_t>{0});
+  EXPECT_TRUE(clocks.failure().ok());
+  EXPECT_TRUE(clocks.live_trainers().empty());
+  EXPECT_TRUE(clocks.Heartbeat(1, later).ok());
+}
+
 }  // namespace
 }  // namespace ember::scheduler
