@@ -15,7 +15,7 @@ constexpr size_t kTrailerBytes = sizeof(uint32_t);
 }  // namespace
 
 Status WriteChecksummedFile(const std::string& path, std::string_view magic, uint32_t version,
-                            std::string_view payload) {
+                            std::string_view payload, Flush flush) {
   EMBER_CHECK(magic.size() == kMagicBytes, magic);
   PayloadWriter file;
   file.PutArray(std::span(magic.data(), magic.size()));
@@ -23,7 +23,7 @@ Status WriteChecksummedFile(const std::string& path, std::string_view magic, uin
   file.Put<uint64_t>(payload.size());
   file.PutArray(std::span(payload.data(), payload.size()));
   file.Put(Crc32(file.bytes().data(), file.bytes().size()));
-  return WriteFileAtomically(path, file.bytes());
+  return WriteFileAtomically(path, file.bytes(), flush);
 }
 
 Result<std::string> ReadChecksummedFile(const std::string& path, std::string_view magic,

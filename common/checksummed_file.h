@@ -15,13 +15,14 @@
 #include <string_view>
 #include <type_traits>
 
+#include "common/file_io.h"
 #include "common/status.h"
 
 namespace ember {
 
 // `magic` must be exactly 8 characters (checked).
 Status WriteChecksummedFile(const std::string& path, std::string_view magic, uint32_t version,
-                            std::string_view payload);
+                            std::string_view payload, Flush flush = Flush::kNow);
 Result<std::string> ReadChecksummedFile(const std::string& path, std::string_view magic,
                                         uint32_t version);
 

@@ -19,7 +19,7 @@ Status SystemError(const std::string& what, const std::string& path) {
 
 }  // namespace
 
-Status WriteFileAtomically(const std::string& path, std::string_view bytes) {
+Status WriteFileAtomically(const std::string& path, std::string_view bytes, Flush flush) {
   const std::string temp = path + ".tmp";
   const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) return SystemError("cannot create", temp);
@@ -34,7 +34,7 @@ Status WriteFileAtomically(const std::string& path, std::string_view bytes) {
     }
     written += static_cast<size_t>(n);
   }
-  if (::fsync(fd) != 0) {
+  if (flush == Flush::kNow && ::fsync(fd) != 0) {
     Status error = SystemError("cannot flush", temp);
     ::close(fd);
     return error;
@@ -42,6 +42,15 @@ Status WriteFileAtomically(const std::string& path, std::string_view bytes) {
   if (::close(fd) != 0) return SystemError("cannot close", temp);
   if (::rename(temp.c_str(), path.c_str()) != 0) return SystemError("cannot rename to", path);
   return Status::Ok();
+}
+
+Status SyncFilesystemOf(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return SystemError("cannot open", path);
+  const int synced = ::syncfs(fd);
+  Status status = synced == 0 ? Status::Ok() : SystemError("cannot flush the filesystem of", path);
+  ::close(fd);
+  return status;
 }
 
 Result<std::string> ReadWholeFile(const std::string& path) {

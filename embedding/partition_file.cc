@@ -20,7 +20,7 @@ uint64_t ShapeHash(const EmbeddingTable& table) {
 }  // namespace
 
 Status WritePartitionFile(const EmbeddingTable& table, uint32_t partition,
-                          const std::string& path) {
+                          const std::string& path, Flush flush) {
   std::vector<uint64_t> keys;
   std::vector<float> values;
   RETURN_IF_ERROR(table.ForEachRowInPartition(
@@ -39,7 +39,7 @@ Status WritePartitionFile(const EmbeddingTable& table, uint32_t partition,
   payload.Put<uint64_t>(keys.size());
   payload.PutArray(std::span<const uint64_t>(keys));
   payload.PutArray(std::span<const float>(values));
-  return WriteChecksummedFile(path, kMagic, kVersion, payload.bytes());
+  return WriteChecksummedFile(path, kMagic, kVersion, payload.bytes(), flush);
 }
 
 Result<PartitionRows> ReadPartitionFile(const std::string& path) {

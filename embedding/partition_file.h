@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "common/file_io.h"
 #include "common/status.h"
 #include "embedding/embedding_table.h"
 
@@ -33,7 +34,8 @@ struct PartitionRows {
 };
 
 // Writes the rows of `partition` of `table` to `path` (atomically).
-Status WritePartitionFile(const EmbeddingTable& table, uint32_t partition, const std::string& path);
+Status WritePartitionFile(const EmbeddingTable& table, uint32_t partition, const std::string& path,
+                          Flush flush = Flush::kNow);
 // Reads `path` and checks its checksum and counts; DataLoss or NotFound naming the file.
 Result<PartitionRows> ReadPartitionFile(const std::string& path);
 // ReadPartitionFile, and checks that it holds `partition` of a table shaped like `table`.

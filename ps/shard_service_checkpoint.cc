@@ -48,10 +48,13 @@ Status ShardService::WriteCheckpoint(const std::string& dir) {
         std::filesystem::path(PartitionFilePath(dir, name, 0)).parent_path().string()));
     for (uint32_t p = 0; p < routing_.num_partitions; ++p) {
       if (!owned_[p]) continue;
-      RETURN_IF_ERROR(embedding::WritePartitionFile(*table, p, PartitionFilePath(dir, name, p)));
+      RETURN_IF_ERROR(embedding::WritePartitionFile(*table, p, PartitionFilePath(dir, name, p),
+                                                    Flush::kLater));
     }
   }
-  return Status::Ok();
+  // One flush for every file: each partition flushed on its own took 12x longer (6144 files of
+  // tt-bench). The manifest, written after every server answered, vouches only for flushed files.
+  return SyncFilesystemOf(dir);
 }
 
 Status ShardService::VerifyCheckpoint(const std::string& dir) {
