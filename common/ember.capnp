@@ -193,6 +193,60 @@ struct CutInfo {
 
 struct RegisterServer {
   endpoint @0 :Text;          # where the server's data socket listens
+  join @1 :Bool;              # join a formed cluster (it takes a fair share of partitions)
+}
+
+# A partition moving from one server to another (the target runs the move).
+struct PartitionMove {
+  partition @0 :UInt32;
+  from @1 :UInt32;            # server id
+  to @2 :UInt32;              # server id
+}
+
+# The scheduler's answer to a server's heartbeat: the routing table as it stands, the moves this
+# server should run now, and whether it may exit (it drained).
+struct ServerOrders {
+  routing @0 :RoutingTable;
+  moves @1 :List(PartitionMove);
+  exit @2 :Bool;
+}
+
+# To the scheduler: a move's outcome. The target commits after it holds every row; the source
+# (hand-over waited too long) or the target (failure) aborts. The first decision stands.
+struct MoveDecision {
+  move @0 :PartitionMove;
+  commit @1 :Bool;
+  reason @2 :Text;            # abort: why
+}
+
+struct ServerStatus {
+  id @0 :UInt32;
+  endpoint @1 :Text;
+  state @2 :Text;             # live, draining, drained, dead
+  partitions @3 :UInt32;
+}
+
+# The scheduler's view of the cluster, for `ember status`.
+struct ClusterStatus {
+  routing @0 :RoutingTable;
+  servers @1 :List(ServerStatus);
+  movesInFlight @2 :UInt32;
+  movesPlanned @3 :UInt32;
+  movesDone @4 :UInt64;
+}
+
+# To the source server of a move, from its target.
+struct PartitionTransfer {
+  partition @0 :UInt32;
+  phase @1 :Phase;
+  enum Phase {
+    copy @0;                  # every row of the partition (all tables) while the source serves;
+                              # the source notes which rows change from now on
+    handover @1;              # the source holds the partition (requests get "moving, retry") and
+                              # sends the rows changed since the copy and its held bsp pushes
+    release @2;               # committed: the source drops the partition
+    resume @3;                # aborted: the source serves the partition again
+  }
 }
 
 struct RegisterTrainer {
@@ -236,6 +290,11 @@ struct Request {
     checkpoint @14 :Checkpoint;    # to servers
     checkpointCut @15 :CheckpointCut;  # to the scheduler
     checkpointNow @16 :CheckpointNow;  # to the scheduler
+    serverHeartbeat @17 :UInt32;       # to the scheduler: server id; answered with serverOrders
+    moveDecision @18 :MoveDecision;    # to the scheduler; answered with the routing table
+    drain @19 :UInt32;                 # to the scheduler: move every partition off this server
+    clusterStatus @20 :Void;           # to the scheduler
+    partitionTransfer @21 :PartitionTransfer;  # to a server
   }
 }
 
@@ -259,6 +318,9 @@ struct Response {
     routing @8 :RoutingTable;
     clockGrant @10 :ClockGrant;
     cutInfo @11 :CutInfo;
+    serverOrders @12 :ServerOrders;
+    clusterStatus @13 :ClusterStatus;
+    partitionData @14 :Data;  # partitionTransfer: the rows (layout in ps/partition_transfer.h)
   }
   rowFormat @9 :RowFormat;    # format of `pull`
 }

@@ -300,6 +300,16 @@ Result<RoutingTable> ReadRouting(schema::RoutingTable::Reader in) {
   return routing;
 }
 
+MoveOrder ReadMove(schema::PartitionMove::Reader in) {
+  return MoveOrder{in.getPartition(), in.getFrom(), in.getTo()};
+}
+
+void WriteMove(schema::PartitionMove::Builder out, const MoveOrder& move) {
+  out.setPartition(move.partition);
+  out.setFrom(move.from);
+  out.setTo(move.to);
+}
+
 Result<RequestBody> ReadRequestBody(schema::Request::Reader request, FrameStorage& storage) {
   switch (request.which()) {
     case schema::Request::PING:
@@ -338,8 +348,8 @@ Result<RequestBody> ReadRequestBody(schema::Request::Reader request, FrameStorag
       return RequestBody(std::move(out));
     }
     case schema::Request::REGISTER_SERVER:
-      return RequestBody(
-          RegisterServerRequest{ToString(request.getRegisterServer().getEndpoint())});
+      return RequestBody(RegisterServerRequest{ToString(request.getRegisterServer().getEndpoint()),
+                                               request.getRegisterServer().getJoin()});
     case schema::Request::REGISTER_TRAINER:
       return RequestBody(RegisterTrainerRequest{ToString(request.getRegisterTrainer().getName())});
     case schema::Request::BARRIER: {
@@ -389,6 +399,29 @@ Result<RequestBody> ReadRequestBody(schema::Request::Reader request, FrameStorag
     }
     case schema::Request::CHECKPOINT_NOW:
       return RequestBody(CheckpointNowRequest{ToString(request.getCheckpointNow().getDir())});
+    case schema::Request::SERVER_HEARTBEAT:
+      return RequestBody(ServerHeartbeatRequest{request.getServerHeartbeat()});
+    case schema::Request::MOVE_DECISION: {
+      auto decision = request.getMoveDecision();
+      return RequestBody(MoveDecisionRequest{ReadMove(decision.getMove()), decision.getCommit(),
+                                             ToString(decision.getReason())});
+    }
+    case schema::Request::DRAIN:
+      return RequestBody(DrainRequest{request.getDrain()});
+    case schema::Request::CLUSTER_STATUS:
+      return RequestBody(ClusterStatusRequest{});
+    case schema::Request::PARTITION_TRANSFER: {
+      auto transfer = request.getPartitionTransfer();
+      PartitionTransferRequest out{transfer.getPartition(), TransferPhase::kCopy};
+      switch (transfer.getPhase()) {
+        case schema::PartitionTransfer::Phase::COPY: out.phase = TransferPhase::kCopy; break;
+        case schema::PartitionTransfer::Phase::HANDOVER: out.phase = TransferPhase::kHandover; break;
+        case schema::PartitionTransfer::Phase::RELEASE: out.phase = TransferPhase::kRelease; break;
+        case schema::PartitionTransfer::Phase::RESUME: out.phase = TransferPhase::kResume; break;
+        default: return InvalidArgument("partition-transfer names an unknown phase");
+      }
+      return RequestBody(out);
+    }
   }
   return InvalidArgument("unknown request kind " +
                          std::to_string(static_cast<unsigned>(request.which())));
@@ -452,6 +485,31 @@ Result<ResponseBody> ReadResponseBody(schema::Response::Reader response, FrameSt
       return ResponseBody(
           CutInfo{in.getClock(), ToString(in.getDir()), in.getKeep(), in.getCoordinate()});
     }
+    case schema::Response::SERVER_ORDERS: {
+      auto in = response.getServerOrders();
+      ServerOrders orders;
+      ASSIGN_OR_RETURN(orders.routing, ReadRouting(in.getRouting()));
+      for (auto move : in.getMoves()) orders.moves.push_back(ReadMove(move));
+      orders.exit = in.getExit();
+      return ResponseBody(std::move(orders));
+    }
+    case schema::Response::CLUSTER_STATUS: {
+      auto in = response.getClusterStatus();
+      ClusterStatus status;
+      ASSIGN_OR_RETURN(status.routing, ReadRouting(in.getRouting()));
+      for (auto s : in.getServers()) {
+        status.servers.push_back(ServerStatus{s.getId(), ToString(s.getEndpoint()),
+                                              ToString(s.getState()), s.getPartitions()});
+      }
+      status.moves_in_flight = in.getMovesInFlight();
+      status.moves_planned = in.getMovesPlanned();
+      status.moves_done = in.getMovesDone();
+      return ResponseBody(std::move(status));
+    }
+    case schema::Response::PARTITION_DATA: {
+      ASSIGN_OR_RETURN(auto bytes, DataAs<uint8_t>(response.getPartitionData(), "partition data"));
+      return ResponseBody(PartitionData{bytes});
+    }
   }
   return InvalidArgument("unknown response kind " +
                          std::to_string(static_cast<unsigned>(response.which())));
@@ -475,6 +533,11 @@ std::string_view RequestKindName(const RequestBody& body) {
     std::string_view operator()(const CheckpointRequest&) { return "checkpoint"; }
     std::string_view operator()(const CheckpointCutRequest&) { return "checkpoint-cut"; }
     std::string_view operator()(const CheckpointNowRequest&) { return "checkpoint-now"; }
+    std::string_view operator()(const ServerHeartbeatRequest&) { return "server-heartbeat"; }
+    std::string_view operator()(const MoveDecisionRequest&) { return "move-decision"; }
+    std::string_view operator()(const DrainRequest&) { return "drain"; }
+    std::string_view operator()(const ClusterStatusRequest&) { return "cluster-status"; }
+    std::string_view operator()(const PartitionTransferRequest&) { return "partition-transfer"; }
   };
   return std::visit(Namer{}, body);
 }
@@ -613,11 +676,12 @@ zmq::message_t EncodePush(const RequestHeader& header, std::string_view table,
   return EncodePushSubset(header, table, keys, gradients, 0, {}, clock, RowFormat::kF32);
 }
 
-zmq::message_t EncodeRegisterServer(const RequestHeader& header, std::string_view endpoint) {
+zmq::message_t EncodeRegisterServer(const RequestHeader& header, std::string_view endpoint,
+                                    bool join) {
   ::capnp::MallocMessageBuilder builder(64);
-  InitRequest(builder, header)
-      .initRegisterServer()
-      .setEndpoint(::capnp::Text::Reader(endpoint.data(), endpoint.size()));
+  auto out = InitRequest(builder, header).initRegisterServer();
+  out.setEndpoint(::capnp::Text::Reader(endpoint.data(), endpoint.size()));
+  out.setJoin(join);
   return Finish(builder);
 }
 
@@ -800,6 +864,85 @@ zmq::message_t EncodeCutInfoResponse(uint64_t request_id, uint64_t epoch, const 
   out.setDir(cut.dir);
   out.setKeep(cut.keep);
   out.setCoordinate(cut.coordinate);
+  return Finish(builder);
+}
+
+// ---- Server membership and partition moves ----
+
+zmq::message_t EncodeServerHeartbeat(const RequestHeader& header, uint32_t server) {
+  ::capnp::MallocMessageBuilder builder(64);
+  InitRequest(builder, header).setServerHeartbeat(server);
+  return Finish(builder);
+}
+
+zmq::message_t EncodeMoveDecision(const RequestHeader& header, const MoveDecisionRequest& decision) {
+  ::capnp::MallocMessageBuilder builder(64 + decision.reason.size() / 8);
+  auto out = InitRequest(builder, header).initMoveDecision();
+  WriteMove(out.initMove(), decision.move);
+  out.setCommit(decision.commit);
+  out.setReason(decision.reason);
+  return Finish(builder);
+}
+
+zmq::message_t EncodeDrain(const RequestHeader& header, uint32_t server) {
+  ::capnp::MallocMessageBuilder builder(64);
+  InitRequest(builder, header).setDrain(server);
+  return Finish(builder);
+}
+
+zmq::message_t EncodeClusterStatusRequest(const RequestHeader& header) {
+  ::capnp::MallocMessageBuilder builder(64);
+  InitRequest(builder, header).setClusterStatus();
+  return Finish(builder);
+}
+
+zmq::message_t EncodePartitionTransfer(const RequestHeader& header,
+                                       const PartitionTransferRequest& transfer) {
+  ::capnp::MallocMessageBuilder builder(64);
+  auto out = InitRequest(builder, header).initPartitionTransfer();
+  out.setPartition(transfer.partition);
+  switch (transfer.phase) {
+    case TransferPhase::kCopy: out.setPhase(schema::PartitionTransfer::Phase::COPY); break;
+    case TransferPhase::kHandover: out.setPhase(schema::PartitionTransfer::Phase::HANDOVER); break;
+    case TransferPhase::kRelease: out.setPhase(schema::PartitionTransfer::Phase::RELEASE); break;
+    case TransferPhase::kResume: out.setPhase(schema::PartitionTransfer::Phase::RESUME); break;
+  }
+  return Finish(builder);
+}
+
+zmq::message_t EncodeServerOrdersResponse(uint64_t request_id, const ServerOrders& orders) {
+  ::capnp::MallocMessageBuilder builder(
+      FirstSegmentWords(orders.routing.owners.size() * 4 + orders.moves.size() * 16));
+  auto out = InitResponse(builder, request_id, orders.routing.epoch).initServerOrders();
+  WriteRouting(out.initRouting(), orders.routing);
+  auto moves = out.initMoves(static_cast<unsigned>(orders.moves.size()));
+  for (size_t i = 0; i < orders.moves.size(); ++i) WriteMove(moves[i], orders.moves[i]);
+  out.setExit(orders.exit);
+  return Finish(builder);
+}
+
+zmq::message_t EncodeClusterStatusResponse(uint64_t request_id, const ClusterStatus& status) {
+  ::capnp::MallocMessageBuilder builder(FirstSegmentWords(status.routing.owners.size() * 4));
+  auto out = InitResponse(builder, request_id, status.routing.epoch).initClusterStatus();
+  WriteRouting(out.initRouting(), status.routing);
+  auto servers = out.initServers(static_cast<unsigned>(status.servers.size()));
+  for (size_t i = 0; i < status.servers.size(); ++i) {
+    servers[i].setId(status.servers[i].id);
+    servers[i].setEndpoint(status.servers[i].endpoint);
+    servers[i].setState(status.servers[i].state);
+    servers[i].setPartitions(status.servers[i].partitions);
+  }
+  out.setMovesInFlight(status.moves_in_flight);
+  out.setMovesPlanned(status.moves_planned);
+  out.setMovesDone(status.moves_done);
+  return Finish(builder);
+}
+
+zmq::message_t EncodePartitionDataResponse(uint64_t request_id, uint64_t epoch, size_t bytes,
+                                           const std::function<void(std::span<uint8_t>)>& fill) {
+  ::capnp::MallocMessageBuilder builder(FirstSegmentWords(bytes));
+  auto data = InitResponse(builder, request_id, epoch).initPartitionData(bytes);
+  fill(std::span<uint8_t>(data.begin(), data.size()));
   return Finish(builder);
 }
 

@@ -69,6 +69,7 @@ struct HeartbeatRequest {
 };
 struct RegisterServerRequest {
   std::string endpoint;
+  bool join = false;  // join a formed cluster
 };
 struct RegisterTrainerRequest {
   std::string name;
@@ -91,12 +92,38 @@ struct CheckpointCutRequest {
 struct CheckpointNowRequest {
   std::string dir;
 };
+// ---- Server membership and partition moves (scheduler/shard_moves.h, ps/partition_mover.h) ----
+struct MoveOrder {
+  uint32_t partition = 0;
+  uint32_t from = 0;  // server ids
+  uint32_t to = 0;
+  bool operator==(const MoveOrder&) const = default;
+};
+struct ServerHeartbeatRequest {
+  uint32_t server = 0;
+};
+struct MoveDecisionRequest {
+  MoveOrder move;
+  bool commit = false;  // false: abort
+  std::string reason;   // abort: why
+};
+struct DrainRequest {
+  uint32_t server = 0;
+};
+struct ClusterStatusRequest {};
+enum class TransferPhase : uint8_t { kCopy = 0, kHandover = 1, kRelease = 2, kResume = 3 };
+struct PartitionTransferRequest {
+  uint32_t partition = 0;
+  TransferPhase phase = TransferPhase::kCopy;
+};
 
 using RequestBody = std::variant<PingRequest, PullRequest, PushRequest, StatsRequest,
                                  RegisterServerRequest, RegisterTrainerRequest,
                                  GetRoutingRequest, BarrierRequest, ApplyClockRequest,
                                  TrainerClockRequest, HeartbeatRequest, CheckpointRequest,
-                                 CheckpointCutRequest, CheckpointNowRequest>;
+                                 CheckpointCutRequest, CheckpointNowRequest,
+                                 ServerHeartbeatRequest, MoveDecisionRequest, DrainRequest,
+                                 ClusterStatusRequest, PartitionTransferRequest>;
 
 struct RequestHeader {
   uint64_t request_id = 0;
@@ -136,7 +163,8 @@ zmq::message_t EncodePushSubset(const RequestHeader& header, std::string_view ta
 zmq::message_t EncodePush(const RequestHeader& header, std::string_view table,
                           std::span<const uint64_t> keys, std::span<const float> gradients,
                           uint64_t clock);
-zmq::message_t EncodeRegisterServer(const RequestHeader& header, std::string_view endpoint);
+zmq::message_t EncodeRegisterServer(const RequestHeader& header, std::string_view endpoint,
+                                    bool join = false);
 zmq::message_t EncodeRegisterTrainer(const RequestHeader& header, std::string_view name);
 zmq::message_t EncodeBarrier(const RequestHeader& header, std::string_view name, uint32_t count);
 zmq::message_t EncodeApplyClock(const RequestHeader& header, const ApplyClockRequest& apply);
@@ -145,6 +173,12 @@ zmq::message_t EncodeHeartbeat(const RequestHeader& header, uint32_t trainer);
 zmq::message_t EncodeCheckpoint(const RequestHeader& header, const CheckpointRequest& checkpoint);
 zmq::message_t EncodeCheckpointCut(const RequestHeader& header, const CheckpointCutRequest& cut);
 zmq::message_t EncodeCheckpointNow(const RequestHeader& header, std::string_view dir);
+zmq::message_t EncodeServerHeartbeat(const RequestHeader& header, uint32_t server);
+zmq::message_t EncodeMoveDecision(const RequestHeader& header, const MoveDecisionRequest& decision);
+zmq::message_t EncodeDrain(const RequestHeader& header, uint32_t server);
+zmq::message_t EncodeClusterStatusRequest(const RequestHeader& header);
+zmq::message_t EncodePartitionTransfer(const RequestHeader& header,
+                                       const PartitionTransferRequest& transfer);
 
 // ---- Responses ----
 
@@ -195,9 +229,36 @@ struct ClockGrant {
   CutInfo cut;                     // a cut announced for a later clock (cut.clock > clock), if any
 };
 
+struct ServerOrders {
+  RoutingTable routing;
+  std::vector<MoveOrder> moves;  // moves this server runs (as target) now
+  bool exit = false;             // drained: the server may stop
+};
+
+struct ServerStatus {
+  uint32_t id = 0;
+  std::string endpoint;
+  std::string state;  // live, draining, drained, dead
+  uint32_t partitions = 0;
+};
+
+struct ClusterStatus {
+  RoutingTable routing;
+  std::vector<ServerStatus> servers;
+  uint32_t moves_in_flight = 0;
+  uint32_t moves_planned = 0;
+  uint64_t moves_done = 0;
+};
+
+// The rows a partition transfer carries; points into the decoded frame.
+struct PartitionData {
+  std::span<const uint8_t> bytes;
+};
+
 struct NoPayload {};
 using ResponseBody = std::variant<NoPayload, std::span<const float>, ServerStats, Registration,
-                                  RoutingTable, ClockGrant, CutInfo>;
+                                  RoutingTable, ClockGrant, CutInfo, ServerOrders, ClusterStatus,
+                                  PartitionData>;
 
 struct DecodedResponse {
   uint64_t request_id = 0;
@@ -222,5 +283,10 @@ zmq::message_t EncodeRoutingResponse(uint64_t request_id, const RoutingTable& ro
 zmq::message_t EncodeClockGrantResponse(uint64_t request_id, uint64_t epoch,
                                         const ClockGrant& grant);
 zmq::message_t EncodeCutInfoResponse(uint64_t request_id, uint64_t epoch, const CutInfo& cut);
+zmq::message_t EncodeServerOrdersResponse(uint64_t request_id, const ServerOrders& orders);
+zmq::message_t EncodeClusterStatusResponse(uint64_t request_id, const ClusterStatus& status);
+// A partition transfer's reply with room for `bytes`; `fill` writes them in place.
+zmq::message_t EncodePartitionDataResponse(uint64_t request_id, uint64_t epoch, size_t bytes,
+                                           const std::function<void(std::span<uint8_t>)>& fill);
 
 }  // namespace ember::wire

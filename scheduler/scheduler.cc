@@ -26,7 +26,8 @@ Scheduler::Scheduler(SchedulerOptions options)
     : options_(std::move(options)),
       context_(1),
       clocks_(options_.sync),
-      cuts_(options_.checkpoints, options_.sync.clock_timeout) {}
+      cuts_(options_.checkpoints, options_.sync.clock_timeout),
+      moves_(options_.server_timeout, options_.moves_per_server) {}
 
 Scheduler::~Scheduler() {
   if (socket_.handle() != nullptr) socket_.close();
@@ -57,7 +58,15 @@ void Scheduler::Run() {
   while (!stop_requested_.load(std::memory_order_relaxed)) {
     auto frames = ReceiveFrames(socket_, kPollInterval);
     if (frames.ok()) HandleMessage(std::move(*frames));
-    if (!clocks_.ExpireSilent(std::chrono::steady_clock::now()).empty()) ServeClockWaiters();
+    const auto now = std::chrono::steady_clock::now();
+    if (!clocks_.ExpireSilent(now).empty()) ServeClockWaiters();
+    if (routing_.ready()) {
+      for (uint32_t server : moves_.ExpireSilent(now)) {
+        spdlog::error("scheduler: server {} ({}) is dead: no heartbeat for {} ms; its partitions "
+                      "wait for it to come back on its data directory",
+                      server, servers_[server].endpoint, options_.server_timeout.count());
+      }
+    }
     ServeCut();
   }
 }
@@ -88,7 +97,15 @@ void Scheduler::HandleMessage(std::vector<zmq::message_t> frames) {
   }
   const uint64_t id = request->header.request_id;
   if (auto* reg = std::get_if<wire::RegisterServerRequest>(&request->body)) {
-    HandleRegisterServer(std::move(identity), id, reg->endpoint);
+    HandleRegisterServer(std::move(identity), id, *reg);
+  } else if (auto* beat = std::get_if<wire::ServerHeartbeatRequest>(&request->body)) {
+    HandleServerHeartbeat(identity, id, beat->server);
+  } else if (auto* decision = std::get_if<wire::MoveDecisionRequest>(&request->body)) {
+    HandleMoveDecision(identity, id, *decision);
+  } else if (auto* drain = std::get_if<wire::DrainRequest>(&request->body)) {
+    HandleDrain(identity, id, drain->server);
+  } else if (std::holds_alternative<wire::ClusterStatusRequest>(request->body)) {
+    HandleClusterStatus(identity, id);
   } else if (auto* trainer = std::get_if<wire::RegisterTrainerRequest>(&request->body)) {
     HandleRegisterTrainer(std::move(identity), id, trainer->name);
   } else if (std::holds_alternative<wire::GetRoutingRequest>(request->body)) {
@@ -121,7 +138,8 @@ wire::Registration Scheduler::RegistrationFor(uint32_t member_id) const {
 }
 
 void Scheduler::HandleRegisterServer(zmq::message_t identity, uint64_t request_id,
-                                     const std::string& endpoint) {
+                                     const wire::RegisterServerRequest& registration) {
+  const std::string& endpoint = registration.endpoint;
   if (endpoint.empty()) {
     Reply(identity, wire::EncodeStatusResponse(request_id, routing_.epoch,
                                                InvalidArgument("server registered no endpoint")));
@@ -130,6 +148,16 @@ void Scheduler::HandleRegisterServer(zmq::message_t identity, uint64_t request_i
   uint32_t server_id = static_cast<uint32_t>(servers_.size());
   for (const ServerInfo& known : servers_) {
     if (known.endpoint == endpoint) server_id = known.id;  // a resent registration
+  }
+  if (server_id == servers_.size() && routing_.ready() && registration.join) {
+    // A server joining the formed cluster: known to everyone at once (new epoch), partitions
+    // follow as its moves commit.
+    servers_.push_back(ServerInfo{server_id, endpoint});
+    routing_.servers.push_back(servers_.back());
+    ++routing_.epoch;
+    moves_.Join(routing_, std::chrono::steady_clock::now());
+    spdlog::info("scheduler: server {} joined at {} (epoch {}); {} partition moves planned",
+                 server_id, endpoint, routing_.epoch, moves_.moves_planned());
   }
   if (server_id == servers_.size()) {
     if (routing_.ready()) {
@@ -166,6 +194,7 @@ void Scheduler::HandleRegisterTrainer(zmq::message_t identity, uint64_t request_
 
 void Scheduler::FormCluster() {
   routing_ = MakeBalancedRouting(options_.num_partitions, servers_, /*epoch=*/1);
+  moves_.Start(static_cast<uint32_t>(servers_.size()), std::chrono::steady_clock::now());
   spdlog::info("scheduler: cluster formed with {} servers, routing epoch {}", servers_.size(),
                routing_.epoch);
   for (Waiter& waiter : waiting_servers_) {

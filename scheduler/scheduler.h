@@ -7,7 +7,10 @@
 // trainers' clocks (TrainerClocks): in a bsp or ssp run a clock report is answered once the
 // trainer may start its next step (in asp at once), and silent trainers are declared dead. It
 // also runs checkpoint cuts (CheckpointCuts): periodic ones and those `ember checkpoint` asks
-// for are announced in clock grants, and the trainers meet at them.
+// for are announced in clock grants, and the trainers meet at them. After the cluster formed,
+// servers heartbeat and get their orders in the answer; a server may join (`--join`) or be
+// drained, and ShardMoves plans the partition moves, which the target servers run and commit
+// (in scheduler_moves.cc); each commit bumps the routing epoch.
 //
 // Every request gets an answer (an error naming the problem for anything it cannot do); nothing a
 // peer sends stops the loop.
@@ -27,6 +30,7 @@
 #include "common/transport.h"
 #include "common/wire.h"
 #include "scheduler/checkpoint_cuts.h"
+#include "scheduler/shard_moves.h"
 #include "scheduler/trainer_clocks.h"
 
 namespace ember::scheduler {
@@ -38,6 +42,8 @@ struct SchedulerOptions {
   std::vector<TableSpec> tables;
   SyncOptions sync;  // asp: clocks are kept for checkpoint cuts only; nobody waits
   PeriodicCheckpoints checkpoints;  // every 0: only cuts `ember checkpoint` asks for
+  Millis server_timeout{10'000};    // a server silent this long (no heartbeat) is dead
+  uint32_t moves_per_server = 4;    // partition moves a target server runs at a time
 };
 
 class Scheduler {
@@ -66,7 +72,13 @@ class Scheduler {
 
   void HandleMessage(std::vector<zmq::message_t> frames);
   void HandleRegisterServer(zmq::message_t identity, uint64_t request_id,
-                            const std::string& endpoint);
+                            const wire::RegisterServerRequest& registration);
+  // In scheduler_moves.cc.
+  void HandleServerHeartbeat(const zmq::message_t& identity, uint64_t request_id, uint32_t server);
+  void HandleMoveDecision(const zmq::message_t& identity, uint64_t request_id,
+                          const wire::MoveDecisionRequest& decision);
+  void HandleDrain(const zmq::message_t& identity, uint64_t request_id, uint32_t server);
+  void HandleClusterStatus(const zmq::message_t& identity, uint64_t request_id);
   void HandleRegisterTrainer(zmq::message_t identity, uint64_t request_id,
                              const std::string& name);
   void HandleBarrier(zmq::message_t identity, uint64_t request_id, const wire::BarrierRequest&);
@@ -107,6 +119,7 @@ class Scheduler {
   std::vector<Waiter> cut_waiters_;        // trainers arrived at the active cut
   std::vector<Waiter> checkpoint_waiters_; // `ember checkpoint` requests, answered at the end
   uint32_t cut_coordinator_ = 0;
+  ShardMoves moves_;
 };
 
 }  // namespace ember::scheduler

@@ -18,11 +18,11 @@ std::string_view ServerStateName(ServerState state) {
 }
 
 void ShardMoves::Start(uint32_t servers, TimePoint now) {
-  servers_.assign(servers, Server{ServerState::kLive, now});
+  servers_.assign(servers, Server{ServerState::kLive, now, false});
 }
 
 uint32_t ShardMoves::Join(const RoutingTable& routing, TimePoint now) {
-  servers_.push_back(Server{ServerState::kLive, now});
+  servers_.push_back(Server{ServerState::kLive, now, false});
   Replan(routing);
   return static_cast<uint32_t>(servers_.size() - 1);
 }
@@ -52,6 +52,7 @@ Status ShardMoves::Heartbeat(uint32_t server, TimePoint now) {
   if (server >= servers_.size()) return NotFound("no server " + std::to_string(server));
   Server& s = servers_[server];
   s.last_seen = now;
+  s.heard = true;
   if (s.state == ServerState::kDead) {
     spdlog::info("scheduler: server {} is back", server);
     s.state = ServerState::kLive;
@@ -63,7 +64,7 @@ std::vector<uint32_t> ShardMoves::ExpireSilent(TimePoint now) {
   std::vector<uint32_t> expired;
   for (uint32_t id = 0; id < servers_.size(); ++id) {
     Server& s = servers_[id];
-    if (s.state != ServerState::kLive && s.state != ServerState::kDraining) continue;
+    if (!s.heard || (s.state != ServerState::kLive && s.state != ServerState::kDraining)) continue;
     if (now - s.last_seen <= server_timeout_) continue;
     s.state = ServerState::kDead;
     expired.push_back(id);

@@ -49,8 +49,8 @@ class ShardMoves {
   // A sign of life. A dead server that heartbeats again (restarted on its data directory) is
   // live again. NotFound for an unknown server.
   Status Heartbeat(uint32_t server, TimePoint now);
-  // Declares dead every live or draining server silent for longer than server_timeout, aborting
-  // their moves; returns their ids.
+  // Declares dead every live or draining server that has heartbeated but has been silent for
+  // longer than server_timeout since, aborting their moves; returns their ids.
   std::vector<uint32_t> ExpireSilent(TimePoint now);
 
   // The moves `server` should run now (its moves in flight, topped up from the plan).
@@ -74,6 +74,7 @@ class ShardMoves {
   struct Server {
     ServerState state = ServerState::kLive;
     TimePoint last_seen;
+    bool heard = false;  // has heartbeated: only such servers can be declared dead
   };
   // Re-plans the moves not in flight from the routing table and the servers that should hold
   // partitions (live or dead, not draining or drained: a dead server's partitions stay with it

@@ -71,6 +71,8 @@ TEST(ShardMovesTest, ASilentServerIsDeadItsMovesAbortedAndItMayComeBack) {
   const uint32_t joiner = moves.Join(routing, t0);
   auto tasks = moves.TasksFor(joiner, routing);
   ASSERT_FALSE(tasks.empty());
+  EXPECT_TRUE(moves.ExpireSilent(t0 + milliseconds(5000)).empty());  // none has heartbeated
+  ASSERT_TRUE(moves.Heartbeat(joiner, t0).ok());
   ASSERT_TRUE(moves.Heartbeat(0, t0 + milliseconds(900)).ok());
   ASSERT_TRUE(moves.Heartbeat(1, t0 + milliseconds(900)).ok());
   EXPECT_EQ(moves.ExpireSilent(t0 + milliseconds(1500)), std::vector<uint32_t>{joiner});
