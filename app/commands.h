@@ -13,5 +13,6 @@ int DenseBenchCommand(int argc, char** argv);
 int TierBenchCommand(int argc, char** argv);
 int ExportCommand(int argc, char** argv);
 int CheckpointCommand(int argc, char** argv);
+int StatusCommand(int argc, char** argv);
 
 }  // namespace ember::app

@@ -201,6 +201,15 @@ TEST(ClusterProcessTest, CheckpointARunningJobAndExportIt) {
   EXPECT_TRUE(trainer.running()) << testing::ReadFile(log);  // training went on
   trainer.Stop();
 
+  const std::string status_out = dir.path() + "/status.out";
+  ChildProcess status({EMBER_BINARY, "status", "--scheduler", servers.endpoint()}, status_out);
+  ASSERT_EQ(status.WaitExit(seconds(30)), 0) << testing::ReadFile(status_out);
+  const std::string table = testing::ReadFile(status_out);
+  EXPECT_NE(table.find("routing epoch 1, 64 partitions, 2 servers"), std::string::npos) << table;
+  EXPECT_EQ(std::regex_search(table, std::regex("\\n1 +tcp://127\\.0\\.0\\.1:[0-9]+ +live +32 +[1-9]")),
+            true)
+      << table;
+
   const std::string exported = dir.path() + "/export";
   ChildProcess exporter({EMBER_BINARY, "export", "--checkpoint", cut, "--out", exported}, log);
   ASSERT_EQ(exporter.WaitExit(seconds(60)), 0) << testing::ReadFile(log);
