@@ -124,6 +124,8 @@ struct PushRequest {
   gradientFormat @4 :RowFormat;
   trainer @5 :UInt32;         # sender's trainer id (from its registration)
   deferred @6 :Bool;          # bsp: hold until applyClock for `clock` instead of applying now
+  sender @7 :UInt64;          # random id of the sending client; 0: no exactly-once record
+  ackedBelow @8 :UInt64;      # every request id of `sender` below this one was answered
 }
 
 # bsp: apply the deferred pushes of one clock, combined over the trainers listed; pushes of that

@@ -1,6 +1,8 @@
 // ZeroMQ adapter implementation.
 #include "common/transport.h"
 
+#include <cstring>
+
 namespace ember {
 namespace {
 
@@ -68,6 +70,28 @@ Result<std::vector<zmq::message_t>> ReceiveFrames(zmq::socket_t& socket, Millis 
   } catch (const zmq::error_t& e) {
     return Unavailable(ZmqError("receive", e));
   }
+}
+
+Result<zmq::socket_t> MonitorLink(zmq::context_t& context, zmq::socket_t& socket,
+                                  const std::string& name) {
+  if (zmq_socket_monitor(socket.handle(), name.c_str(),
+                         ZMQ_EVENT_HANDSHAKE_SUCCEEDED | ZMQ_EVENT_DISCONNECTED) != 0) {
+    return Internal("monitoring a socket on " + name + ": " + zmq_strerror(zmq_errno()));
+  }
+  ASSIGN_OR_RETURN(zmq::socket_t monitor, MakeSocket(context, zmq::socket_type::pair));
+  RETURN_IF_ERROR(ConnectSocket(monitor, name));
+  return monitor;
+}
+
+Result<LinkEvent> ReceiveLinkEvent(zmq::socket_t& monitor) {
+  ASSIGN_OR_RETURN(std::vector<zmq::message_t> frames, ReceiveFrames(monitor, Millis(0)));
+  // Frame 1: the event (uint16) and a value (uint32), host byte order; frame 2: the endpoint.
+  if (frames.empty() || frames[0].size() < sizeof(uint16_t)) return LinkEvent::kOther;
+  uint16_t event = 0;
+  std::memcpy(&event, frames[0].data(), sizeof(event));
+  if (event == ZMQ_EVENT_HANDSHAKE_SUCCEEDED) return LinkEvent::kUp;
+  if (event == ZMQ_EVENT_DISCONNECTED) return LinkEvent::kDown;
+  return LinkEvent::kOther;
 }
 
 RpcChannel::RpcChannel(zmq::context_t& context, std::string endpoint)

@@ -30,6 +30,21 @@ Status SendFrames(zmq::socket_t& socket, std::vector<zmq::message_t>& frames);
 // Receives one multipart message, waiting at most `timeout` (DeadlineExceeded when none came).
 Result<std::vector<zmq::message_t>> ReceiveFrames(zmq::socket_t& socket, Millis timeout);
 
+// What happened to a connecting socket's connection (zmq_socket_monitor events).
+enum class LinkEvent : uint8_t {
+  kUp,     // a connection completed its handshake: messages flow
+  kDown,   // the connection was lost; ZeroMQ reconnects by itself
+  kOther,  // anything else (the monitor stopped, an event of another kind)
+};
+// Starts watching `socket` (connecting, owned by the calling thread) for connections up and down.
+// Events arrive on the returned PAIR socket, connected to the inproc endpoint `name` (unique in
+// `context`); poll it with the thread's other sockets and read it with ReceiveLinkEvent. Close it
+// after `socket`.
+Result<zmq::socket_t> MonitorLink(zmq::context_t& context, zmq::socket_t& socket,
+                                  const std::string& name);
+// The next event waiting on a MonitorLink socket, without waiting; DeadlineExceeded when none is.
+Result<LinkEvent> ReceiveLinkEvent(zmq::socket_t& monitor);
+
 // A request/response channel to one peer over a DEALER socket. Replies whose request id does not
 // match the outstanding call (late replies to calls that timed out) are discarded. One thread.
 class RpcChannel {

@@ -345,6 +345,7 @@ Result<RequestBody> ReadRequestBody(schema::Request::Reader request, FrameStorag
       out.clock = push.getClock();
       out.trainer = push.getTrainer();
       out.deferred = push.getDeferred();
+      out.sender = PushSender{push.getSender(), push.getAckedBelow()};
       return RequestBody(std::move(out));
     }
     case schema::Request::REGISTER_SERVER:
@@ -633,7 +634,7 @@ zmq::message_t EncodePushSubset(const RequestHeader& header, std::string_view ta
                                 std::span<const uint64_t> keys, std::span<const float> gradients,
                                 uint32_t dim, std::span<const uint32_t> positions,
                                 uint64_t clock, RowFormat gradient_format, uint32_t trainer,
-                                bool deferred) {
+                                bool deferred, const PushSender& sender) {
   const size_t n = positions.empty() ? keys.size() : positions.size();
   const size_t grad_values = positions.empty() ? gradients.size() : n * dim;
   const size_t value_bytes = BytesPerValue(gradient_format);
@@ -645,6 +646,8 @@ zmq::message_t EncodePushSubset(const RequestHeader& header, std::string_view ta
   push.setClock(clock);
   push.setTrainer(trainer);
   push.setDeferred(deferred);
+  push.setSender(sender.id);
+  push.setAckedBelow(sender.acked_below);
   push.setGradientFormat(ToSchema(gradient_format));
   auto* key_dst = reinterpret_cast<uint64_t*>(
       builder.InitBulk(n * sizeof(uint64_t), [&](unsigned b) { return push.initKeys(b); }));

@@ -46,6 +46,14 @@ struct PullRequest {
   std::span<const uint64_t> keys;  // points into the decoded frame
   RowFormat row_format = RowFormat::kF32;  // of the reply's rows
 };
+// Who sent a push, so that a server applies a resent push only once: a client that resends the
+// requests in flight after a reconnect keeps their request ids, and the server records which
+// (sender, request id) it applied. Everything of `id` below `acked_below` was answered, so the
+// server may forget those records. id 0: no record, every copy is applied.
+struct PushSender {
+  uint64_t id = 0;
+  uint64_t acked_below = 0;
+};
 struct PushRequest {
   std::string table;
   std::span<const uint64_t> keys;
@@ -53,6 +61,7 @@ struct PushRequest {
   uint64_t clock = 0;
   uint32_t trainer = 0;   // sender's trainer id
   bool deferred = false;  // bsp: hold until an ApplyClockRequest for `clock`
+  PushSender sender;
 };
 struct ApplyClockRequest {
   uint64_t clock = 0;
@@ -159,7 +168,8 @@ zmq::message_t EncodePushSubset(const RequestHeader& header, std::string_view ta
                                 std::span<const uint64_t> keys, std::span<const float> gradients,
                                 uint32_t dim, std::span<const uint32_t> positions,
                                 uint64_t clock, RowFormat gradient_format = RowFormat::kF32,
-                                uint32_t trainer = 0, bool deferred = false);
+                                uint32_t trainer = 0, bool deferred = false,
+                                const PushSender& sender = {});
 zmq::message_t EncodePush(const RequestHeader& header, std::string_view table,
                           std::span<const uint64_t> keys, std::span<const float> gradients,
                           uint64_t clock);

@@ -96,11 +96,11 @@ float* EmbeddingTable::FindOrCreateRow(uint32_t partition, uint64_t key) {
 
 template <typename Use>
 Status EmbeddingTable::ForEachRequestRow(std::span<const uint64_t> keys, size_t prefetch_floats,
-                                         bool push, Use&& use) {
+                                         bool push, Use&& use, const PushLogHook* also_log) {
   internal::RequestGroups& groups = internal::GroupByStripe(
       keys, num_stripes_, [this](uint64_t key) { return PartitionOf(key); });
   if (admission_ != nullptr) groups.ReserveScratch(keys.size(), stored_floats_);
-  if (tier_ != nullptr) return ForEachTieredRequestRow(keys, groups, push, use);
+  if (tier_ != nullptr) return ForEachTieredRequestRow(keys, groups, push, use, also_log);
   for (uint32_t s = 0; s < num_stripes_; ++s) {
     const uint32_t begin = groups.bounds[s];
     const uint32_t end = groups.bounds[s + 1];
@@ -146,7 +146,8 @@ Status EmbeddingTable::Pull(std::span<const uint64_t> keys, std::span<float> out
   });
 }
 
-Status EmbeddingTable::Push(std::span<const uint64_t> keys, std::span<const float> grads) {
+Status EmbeddingTable::Push(std::span<const uint64_t> keys, std::span<const float> grads,
+                            const PushLogHook& also_log) {
   const size_t dim = spec_.dim;
   if (grads.size() != keys.size() * dim) {
     return InvalidArgument("push to table '" + spec_.name + "': " + std::to_string(keys.size()) +
@@ -155,11 +156,14 @@ Status EmbeddingTable::Push(std::span<const uint64_t> keys, std::span<const floa
                            std::to_string(grads.size()));
   }
   const uint32_t state_floats = optimizer_.state_floats();
-  return ForEachRequestRow(keys, floats_per_row_, /*push=*/true, [&](uint32_t position, float* row) {
-    optimizer_.Apply(std::span<float>(row, dim), std::span<float>(row + dim, state_floats),
-                     grads.subspan(size_t{position} * dim, dim));
-    StampUpdate(row);
-  });
+  return ForEachRequestRow(
+      keys, floats_per_row_, /*push=*/true,
+      [&](uint32_t position, float* row) {
+        optimizer_.Apply(std::span<float>(row, dim), std::span<float>(row + dim, state_floats),
+                         grads.subspan(size_t{position} * dim, dim));
+        StampUpdate(row);
+      },
+      also_log ? &also_log : nullptr);
 }
 
 uint64_t EmbeddingTable::bytes() const {

@@ -18,6 +18,8 @@
 // ForEach* visitors see exactly what an all-in-memory table would hold. With log_pushes, every
 // push's rows are written to disk (RocksDB's write-ahead log) before Push returns, and the stripe
 // locks of the request are held until then, so the log orders the writes of a key as memory does.
+// A caller may add records of its own to that write (Push's `also_log`), which then reach disk
+// atomically with the rows: the server records there which request a push was.
 //
 // With spec.admit_after > 1, a key without a row gets one only once it occurred in admit_after
 // requests (admission_filter.h); until then a pull reads its initial row and a push is dropped.
@@ -77,6 +79,9 @@ class EmbeddingTable {
  public:
   using RowVisitor = std::function<void(uint64_t key, std::span<const float> row,
                                         std::span<const float> state)>;
+  // Adds records to the batch that logs a push's rows (RowWrites::PutRecord), before it is
+  // written. Runs under the request's stripe locks: it must not call back into the table.
+  using PushLogHook = std::function<void(RowWrites& batch)>;
 
   // `spec` must pass ValidateTableSpec and num_partitions must be at least 1 (checked: a
   // violation aborts; validate specs from configs and peers first).
@@ -103,7 +108,12 @@ class EmbeddingTable {
   Status Pull(std::span<const uint64_t> keys, std::span<float> out);
   // Applies grads (keys.size() * dim floats, row after row) through the optimizer, creating
   // missing rows first. InvalidArgument when grads has the wrong size; nothing is applied then.
-  Status Push(std::span<const uint64_t> keys, std::span<const float> grads);
+  // When logs_pushes(), `also_log` (if set) is called once with the batch of the push's rows
+  // and its records are written with them; otherwise it is not called.
+  Status Push(std::span<const uint64_t> keys, std::span<const float> grads,
+              const PushLogHook& also_log = nullptr);
+  // Whether Push writes its rows to disk before returning (a tier with log_pushes).
+  bool logs_pushes() const;
 
   // Rows held, over all partitions (in memory and on disk).
   uint64_t rows() const { return rows_.load(std::memory_order_relaxed); }
@@ -170,12 +180,14 @@ class EmbeddingTable {
   // Calls use(position, row) for every key of the request, creating missing rows, stripe by
   // stripe under the stripe's lock; rows are prefetched `prefetch_floats` floats deep. `push`
   // marks the rows changed.
+  // `also_log`: see Push (only for pushes).
   template <typename Use>
   Status ForEachRequestRow(std::span<const uint64_t> keys, size_t prefetch_floats, bool push,
-                           Use&& use);
+                           Use&& use, const PushLogHook* also_log = nullptr);
   // The same for a tiered table (embedding_table_tier.cc), after the keys were grouped.
   Status ForEachTieredRequestRow(std::span<const uint64_t> keys,
-                                 internal::RequestGroups& groups, bool push, const RowUse& use);
+                                 internal::RequestGroups& groups, bool push, const RowUse& use,
+                                 const PushLogHook* also_log);
   // Tiered counterparts of the public methods of the same name.
   Status ForEachTieredRowInPartition(uint32_t partition, const RowVisitor& visit) const;
   Status RestoreTiered(uint32_t partition, uint64_t key, std::span<const float> row,

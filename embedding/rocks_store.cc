@@ -10,6 +10,8 @@
 #include <cstring>
 #include <filesystem>
 
+#include "common/check.h"
+
 namespace ember::embedding {
 namespace {
 
@@ -50,6 +52,16 @@ Status FromRocks(const rocksdb::Status& status, const std::string& what) {
   return Unavailable(what + ": " + status.ToString());
 }
 
+// Writes `writes` atomically to `db` and clears it.
+Status WriteAndClear(rocksdb::DB* db, RowWrites& writes, rocksdb::WriteBatch* batch) {
+  if (writes.empty()) return Status::Ok();
+  rocksdb::WriteOptions options;
+  options.sync = writes.sync;
+  Status written = FromRocks(db->Write(options, batch), "writing rows");
+  writes.Clear();
+  return written;
+}
+
 Status CheckValueSize(size_t bytes, uint32_t floats_per_row, uint64_t key) {
   if (bytes == size_t{floats_per_row} * sizeof(float)) return Status::Ok();
   return DataLoss("stored row of key " + std::to_string(key) + " has " + std::to_string(bytes) +
@@ -67,12 +79,19 @@ std::span<const float> ValueFloats(const rocksdb::Slice& value, std::vector<floa
 }  // namespace
 
 RowWrites::RowWrites(const RocksTable& table)
-    : batch_(std::make_unique<rocksdb::WriteBatch>()), family_(table.family_) {}
+    : batch_(std::make_unique<rocksdb::WriteBatch>()),
+      family_(table.family_),
+      record_family_(table.records_) {}
+RowWrites::RowWrites(const RocksStore& store)
+    : batch_(std::make_unique<rocksdb::WriteBatch>()),
+      family_(nullptr),
+      record_family_(store.record_family()) {}
 RowWrites::~RowWrites() = default;
 RowWrites::RowWrites(RowWrites&&) noexcept = default;
 RowWrites& RowWrites::operator=(RowWrites&&) noexcept = default;
 
 void RowWrites::Put(uint32_t partition, uint64_t key, std::span<const float> row_and_state) {
+  EMBER_CHECK(family_ != nullptr, "a batch of records only got a row");
   const EncodedKey encoded = EncodeKey(partition, key);
   const rocksdb::Slice value(reinterpret_cast<const char*>(row_and_state.data()),
                              row_and_state.size_bytes());
@@ -82,19 +101,32 @@ void RowWrites::Put(uint32_t partition, uint64_t key, std::span<const float> row
 }
 
 void RowWrites::Delete(uint32_t partition, uint64_t key) {
+  EMBER_CHECK(family_ != nullptr, "a batch of records only got a row deletion");
   const EncodedKey encoded = EncodeKey(partition, key);
   (void)batch_->Delete(family_, AsSlice(encoded));
   ++rows_;
 }
 
+void RowWrites::PutRecord(std::string_view key, std::string_view value) {
+  (void)batch_->Put(record_family_, rocksdb::Slice(key.data(), key.size()),
+                    rocksdb::Slice(value.data(), value.size()));
+  ++records_;
+}
+
+void RowWrites::DeleteRecord(std::string_view key) {
+  (void)batch_->Delete(record_family_, rocksdb::Slice(key.data(), key.size()));
+  ++records_;
+}
+
 void RowWrites::Clear() {
   batch_->Clear();
   rows_ = 0;
+  records_ = 0;
 }
 
 RocksTable::RocksTable(rocksdb::DB* db, rocksdb::ColumnFamilyHandle* family,
-                       uint32_t floats_per_row)
-    : db_(db), family_(family), floats_per_row_(floats_per_row) {}
+                       rocksdb::ColumnFamilyHandle* records, uint32_t floats_per_row)
+    : db_(db), family_(family), records_(records), floats_per_row_(floats_per_row) {}
 
 Status RocksTable::MultiGet(std::span<const uint32_t> partitions, std::span<const uint64_t> keys,
                             const std::function<void(size_t, std::span<const float>)>& found) const {
@@ -125,12 +157,7 @@ Status RocksTable::MultiGet(std::span<const uint32_t> partitions, std::span<cons
 }
 
 Status RocksTable::Write(RowWrites& writes) {
-  if (writes.size() == 0) return Status::Ok();
-  rocksdb::WriteOptions options;
-  options.sync = writes.sync;
-  Status written = FromRocks(db_->Write(options, writes.batch_.get()), "writing rows");
-  writes.Clear();
-  return written;
+  return WriteAndClear(db_, writes, writes.batch_.get());
 }
 
 Status RocksTable::ForEachInPartition(uint32_t partition, const RowVisitor& visit) const {
@@ -226,7 +253,8 @@ Result<std::unique_ptr<RocksStore>> RocksStore::Open(const RocksStoreOptions& op
     auto it = tables.find(descriptors[i].name);
     if (it == tables.end()) continue;
     store->tables_.emplace(it->first,
-                           std::make_unique<RocksTable>(db, store->handles_[i], it->second));
+                           std::make_unique<RocksTable>(db, store->handles_[i],
+                                                        store->record_family(), it->second));
   }
   return store;
 }
@@ -247,6 +275,24 @@ RocksTable* RocksStore::Table(std::string_view name) {
 Status RocksStore::Flush() {
   rocksdb::FlushOptions options;
   return FromRocks(db_->Flush(options, handles_), "flushing '" + path_ + "'");
+}
+
+Status RocksStore::ForEachRecord(
+    std::string_view prefix,
+    const std::function<void(std::string_view key, std::string_view value)>& visit) const {
+  rocksdb::ReadOptions options;
+  options.fill_cache = false;
+  std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(options, record_family()));
+  const rocksdb::Slice start(prefix.data(), prefix.size());
+  for (it->Seek(start); it->Valid() && it->key().starts_with(start); it->Next()) {
+    visit(std::string_view(it->key().data(), it->key().size()),
+          std::string_view(it->value().data(), it->value().size()));
+  }
+  return FromRocks(it->status(), "reading records of '" + path_ + "'");
+}
+
+Status RocksStore::Write(RowWrites& writes) {
+  return WriteAndClear(db_.get(), writes, writes.batch_.get());
 }
 
 }  // namespace ember::embedding

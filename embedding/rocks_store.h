@@ -6,6 +6,11 @@
 // The value is the row's floats followed by its optimizer state, raw in host byte order
 // (dim + state_floats floats); a value of any other length is reported as DataLoss.
 //
+// Beside the rows, the database's default column family holds records of other layers (raw keys
+// and values, such as a server's record of the pushes it applied): RowWrites puts them in the same
+// atomic batch as rows, so a crash keeps both or neither. Keys should start with a prefix naming
+// their owner.
+//
 // Writes go through RocksDB's write-ahead log. RowWrites::sync asks for an fsync of the log before
 // the write returns (survives a machine crash); without it the log is in the OS page cache when the
 // write returns, which survives the process being killed but not a power loss.
@@ -33,13 +38,16 @@ class WriteBatch;
 
 namespace ember::embedding {
 
+class RocksStore;
 class RocksTable;
 
-// Rows of one table to write in one atomic batch.
+// Rows of one table, and records, to write in one atomic batch.
 class RowWrites {
  public:
   // `table` must outlive the batch.
   explicit RowWrites(const RocksTable& table);
+  // A batch of records only (Put and Delete of rows are bugs); `store` must outlive it.
+  explicit RowWrites(const RocksStore& store);
   ~RowWrites();
   RowWrites(RowWrites&&) noexcept;
   RowWrites& operator=(RowWrites&&) noexcept;
@@ -48,17 +56,25 @@ class RowWrites {
   void Put(uint32_t partition, uint64_t key, std::span<const float> row_and_state);
   // Adds the deletion of one row.
   void Delete(uint32_t partition, uint64_t key);
+  // Adds a record (any key and value; see RocksStore::ForEachRecord), or its deletion.
+  void PutRecord(std::string_view key, std::string_view value);
+  void DeleteRecord(std::string_view key);
   // Rows put or deleted.
   size_t size() const { return rows_; }
+  // Nothing put or deleted, rows or records.
+  bool empty() const { return rows_ == 0 && records_ == 0; }
   void Clear();
   // Fsync the write-ahead log before Write returns.
   bool sync = false;
 
  private:
   friend class RocksTable;
+  friend class RocksStore;
   std::unique_ptr<rocksdb::WriteBatch> batch_;
-  rocksdb::ColumnFamilyHandle* family_;
+  rocksdb::ColumnFamilyHandle* family_;         // the table's rows; null: records only
+  rocksdb::ColumnFamilyHandle* record_family_;  // the default column family
   size_t rows_ = 0;
+  size_t records_ = 0;
 };
 
 // One table's rows on disk (a column family).
@@ -66,7 +82,9 @@ class RocksTable {
  public:
   using RowVisitor = std::function<void(uint64_t key, std::span<const float> row_and_state)>;
 
-  RocksTable(rocksdb::DB* db, rocksdb::ColumnFamilyHandle* family, uint32_t floats_per_row);
+  // `records` is the default column family (records beside the rows).
+  RocksTable(rocksdb::DB* db, rocksdb::ColumnFamilyHandle* family,
+             rocksdb::ColumnFamilyHandle* records, uint32_t floats_per_row);
 
   uint32_t floats_per_row() const { return floats_per_row_; }
 
@@ -90,6 +108,7 @@ class RocksTable {
   friend class RowWrites;
   rocksdb::DB* const db_;
   rocksdb::ColumnFamilyHandle* const family_;
+  rocksdb::ColumnFamilyHandle* const records_;
   const uint32_t floats_per_row_;
 };
 
@@ -117,8 +136,17 @@ class RocksStore {
   // Flushes memtables to SST files (so the log need not be replayed at the next start).
   Status Flush();
 
+  // Visits the records whose key starts with `prefix`, in key order.
+  Status ForEachRecord(std::string_view prefix,
+                       const std::function<void(std::string_view key, std::string_view value)>&
+                           visit) const;
+  // Writes a batch (of records, or rows and records) atomically and clears it.
+  Status Write(RowWrites& writes);
+
  private:
+  friend class RowWrites;
   RocksStore() = default;
+  rocksdb::ColumnFamilyHandle* record_family() const { return handles_.front(); }
 
   std::string path_;
   std::unique_ptr<rocksdb::DB> db_;

@@ -1,16 +1,24 @@
-// Client implementation: registration, splitting by owner, the I/O thread and retries.
+// Client implementation: registration, splitting by owner, the I/O thread, retries and resends.
 #include "ps/client.h"
 
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <cstring>
+#include <random>
 
 namespace ember::ps {
 namespace {
 
 using Clock = std::chrono::steady_clock;
 constexpr Millis kIdlePoll{100};
+
+uint64_t RandomSenderId() {
+  std::random_device device;
+  uint64_t id = 0;
+  while (id == 0) id = (uint64_t{device()} << 32) ^ device();
+  return id;
+}
 
 }  // namespace
 
@@ -31,7 +39,8 @@ struct Client::Operation {
   bool finished = false;
 };
 
-Client::Client(ClientOptions options) : options_(std::move(options)), context_(1) {}
+Client::Client(ClientOptions options)
+    : options_(std::move(options)), context_(1), sender_id_(RandomSenderId()) {}
 
 Result<std::unique_ptr<Client>> Client::Connect(ClientOptions options) {
   if (options.scheduler_endpoint.empty()) return InvalidArgument("client: no scheduler endpoint");
@@ -188,16 +197,19 @@ Status Client::Barrier(std::string_view name, uint32_t count, Millis timeout) {
 Status Client::EnsureServerSockets() {
   const RoutingTable current = routing();
   for (const ServerInfo& server : current.servers) {
-    if (server.id < server_sockets_.size() && server_endpoints_[server.id] == server.endpoint) {
-      continue;
-    }
-    if (server.id >= server_sockets_.size()) {
-      server_sockets_.resize(server.id + 1);
-      server_endpoints_.resize(server.id + 1);
-    }
-    ASSIGN_OR_RETURN(server_sockets_[server.id], MakeSocket(context_, zmq::socket_type::dealer));
-    RETURN_IF_ERROR(ConnectSocket(server_sockets_[server.id], server.endpoint));
-    server_endpoints_[server.id] = server.endpoint;
+    if (server.id < links_.size() && links_[server.id].endpoint == server.endpoint) continue;
+    if (server.id >= links_.size()) links_.resize(server.id + 1);
+    ServerLink& link = links_[server.id];
+    // The monitor of an old socket is closed after it.
+    ServerLink fresh;
+    ASSIGN_OR_RETURN(fresh.socket, MakeSocket(context_, zmq::socket_type::dealer));
+    ASSIGN_OR_RETURN(fresh.monitor,
+                     MonitorLink(context_, fresh.socket,
+                                 "inproc://ember-client-link-" + std::to_string(links_made_++)));
+    RETURN_IF_ERROR(ConnectSocket(fresh.socket, server.endpoint));
+    fresh.endpoint = server.endpoint;
+    link.socket.close();
+    link = std::move(fresh);
   }
   return Status::Ok();
 }
@@ -219,9 +231,13 @@ Status Client::RefreshRouting() {
 void Client::IoLoop() {
   std::vector<zmq::pollitem_t> items;
   while (!stopping_.load(std::memory_order_relaxed)) {
+    // The wake socket, then each server's socket and its monitor.
     items.clear();
     items.push_back({wake_receiver_.handle(), 0, ZMQ_POLLIN, 0});
-    for (auto& socket : server_sockets_) items.push_back({socket.handle(), 0, ZMQ_POLLIN, 0});
+    for (ServerLink& link : links_) {
+      items.push_back({link.socket.handle(), 0, ZMQ_POLLIN, 0});
+      items.push_back({link.monitor.handle(), 0, ZMQ_POLLIN, 0});
+    }
     try {
       zmq::poll(items.data(), items.size(), kIdlePoll);
     } catch (const zmq::error_t& e) {
@@ -237,17 +253,63 @@ void Client::IoLoop() {
       }
     }
     DrainSubmissions();
-    for (size_t s = 0; s + 1 < items.size(); ++s) {
-      if (!(items[s + 1].revents & ZMQ_POLLIN)) continue;
-      // Drain every reply that is ready on this socket.
-      for (;;) {
-        auto frames = ReceiveFrames(server_sockets_[s], Millis(0));
-        if (!frames.ok() || frames->empty()) break;
-        OnReply(std::move(frames->back()));
+    const size_t polled_links = (items.size() - 1) / 2;
+    for (uint32_t s = 0; s < polled_links; ++s) {
+      if (items[1 + 2 * s].revents & ZMQ_POLLIN) {
+        // Drain every reply that is ready on this socket.
+        for (;;) {
+          auto frames = ReceiveFrames(links_[s].socket, Millis(0));
+          if (!frames.ok() || frames->empty()) break;
+          OnReply(std::move(frames->back()));
+        }
       }
+      if (items[2 + 2 * s].revents & ZMQ_POLLIN) OnLinkEvents(s);
     }
     ExpireDeadlines();
   }
+}
+
+void Client::OnLinkEvents(uint32_t server) {
+  ServerLink& link = links_[server];
+  for (;;) {
+    auto event = ReceiveLinkEvent(link.monitor);
+    if (!event.ok()) return;  // none left
+    if (*event == LinkEvent::kDown && !link.down) {
+      link.down = true;
+      spdlog::warn(
+          "client: lost the connection to server {} ({}); what is in flight to it will "
+          "be sent again once it is back",
+          server, link.endpoint);
+    } else if (*event == LinkEvent::kUp && link.down) {
+      link.down = false;
+      Resend(server);
+    }
+  }
+}
+
+void Client::Resend(uint32_t server) {
+  std::vector<uint64_t> lost;
+  for (auto& [id, entry] : in_flight_) {
+    if (entry.server != server) continue;
+    // What was sent while the connection was down is still queued and goes out by itself.
+    if (!entry.queued_while_down) lost.push_back(id);
+    entry.queued_while_down = false;
+  }
+  for (uint64_t id : lost) {
+    auto it = in_flight_.find(id);
+    if (it == in_flight_.end()) continue;  // its operation failed meanwhile
+    const std::shared_ptr<Operation> op = it->second.op;
+    std::vector<zmq::message_t> frames;
+    frames.push_back(Encode(*op, id, it->second.positions));
+    Status sent = SendFrames(links_[server].socket, frames);
+    if (!sent.ok()) {
+      Fail(op, sent.WithContext("sending again to server " + std::to_string(server)));
+      continue;
+    }
+    resent_.fetch_add(1, std::memory_order_relaxed);
+  }
+  spdlog::info("client: server {} ({}) is back; sent the {} requests in flight to it again", server,
+               links_[server].endpoint, lost.size());
 }
 
 void Client::DrainSubmissions() {
@@ -264,7 +326,6 @@ void Client::DrainSubmissions() {
 
 void Client::Dispatch(const std::shared_ptr<Operation>& op, std::span<const uint32_t> positions) {
   const RoutingTable& current = routing_;  // only this thread writes it
-  const uint32_t dim = op->table->dim;
   const size_t count = positions.empty() ? op->keys.size() : positions.size();
   std::vector<std::vector<uint32_t>> by_server(current.servers.size());
   for (size_t i = 0; i < count; ++i) {
@@ -277,26 +338,37 @@ void Client::Dispatch(const std::shared_ptr<Operation>& op, std::span<const uint
     for (size_t first = 0; first < share.size(); first += max_keys) {
       std::vector<uint32_t> subset(share.begin() + first,
                                    share.begin() + std::min(share.size(), first + max_keys));
-      const uint64_t id = next_request_id_++;
-      const wire::RequestHeader header{id, current.epoch};
-      zmq::message_t frame =
-          op->kind == Operation::Kind::kPull
-              ? wire::EncodePullSubset(header, op->table->name, op->keys, subset,
-                                       options_.row_format)
-              : wire::EncodePushSubset(header, op->table->name, op->keys, op->gradients, dim,
-                                       subset, op->clock, options_.row_format, trainer_id_,
-                                       op->deferred);
-      std::vector<zmq::message_t> frames;
-      frames.push_back(std::move(frame));
-      Status sent = SendFrames(server_sockets_[server], frames);
-      if (!sent.ok()) {
-        Fail(op, sent.WithContext("sending to server " + std::to_string(server)));
-        return;
-      }
-      ++op->outstanding;
-      in_flight_.emplace(id, InFlight{op, server, std::move(subset)});
+      if (!Send(op, server, next_request_id_++, std::move(subset))) return;
     }
   }
+}
+
+zmq::message_t Client::Encode(const Operation& op, uint64_t request_id,
+                              std::span<const uint32_t> positions) const {
+  const wire::RequestHeader header{request_id, routing_.epoch};
+  if (op.kind == Operation::Kind::kPull) {
+    return wire::EncodePullSubset(header, op.table->name, op.keys, positions, options_.row_format);
+  }
+  // Every request below the lowest one in flight was answered.
+  const uint64_t lowest =
+      in_flight_.empty() ? request_id : std::min(request_id, in_flight_.begin()->first);
+  return wire::EncodePushSubset(header, op.table->name, op.keys, op.gradients, op.table->dim,
+                                positions, op.clock, options_.row_format, trainer_id_, op.deferred,
+                                wire::PushSender{sender_id_, lowest});
+}
+
+bool Client::Send(const std::shared_ptr<Operation>& op, uint32_t server, uint64_t request_id,
+                  std::vector<uint32_t> positions) {
+  std::vector<zmq::message_t> frames;
+  frames.push_back(Encode(*op, request_id, positions));
+  Status sent = SendFrames(links_[server].socket, frames);
+  if (!sent.ok()) {
+    Fail(op, sent.WithContext("sending to server " + std::to_string(server)));
+    return false;
+  }
+  ++op->outstanding;
+  in_flight_.emplace(request_id, InFlight{op, server, std::move(positions), links_[server].down});
+  return true;
 }
 
 void Client::OnReply(zmq::message_t payload) {
@@ -327,7 +399,7 @@ void Client::OnReply(zmq::message_t payload) {
   }
   if (!response->status.ok()) {
     Fail(op, response->status.WithContext("server " + std::to_string(entry.server) + " (" +
-                                          server_endpoints_[entry.server] + ")"));
+                                          links_[entry.server].endpoint + ")"));
     return;
   }
   if (op->kind == Operation::Kind::kPull) {
@@ -370,10 +442,23 @@ void Client::ExpireDeadlines() {
     if (now >= op->deadline) expired.push_back(op);
   }
   for (auto& op : expired) {
+    // Name the servers that did not answer, and whether the connection to each is down.
+    std::vector<uint32_t> silent;
+    for (const auto& [id, entry] : in_flight_) {
+      if (entry.op == op) silent.push_back(entry.server);
+    }
+    std::sort(silent.begin(), silent.end());
+    silent.erase(std::unique(silent.begin(), silent.end()), silent.end());
+    std::string servers;
+    for (uint32_t server : silent) {
+      servers += (servers.empty() ? "" : ", ") + std::to_string(server) + " (" +
+                 links_[server].endpoint + (links_[server].down ? ", connection lost" : "") + ")";
+    }
     Fail(op, DeadlineExceeded(std::string(op->kind == Operation::Kind::kPull ? "pull" : "push") +
                               " of " + std::to_string(op->keys.size()) + " keys from '" +
                               op->table->name + "' not answered within " +
-                              std::to_string(options_.request_timeout.count()) + " ms"));
+                              std::to_string(options_.request_timeout.count()) + " ms by " +
+                              (silent.size() == 1 ? "server " : "servers ") + servers));
   }
 }
 

@@ -7,6 +7,16 @@
 // server that answers "not my partition" makes the client refresh its routing from the scheduler
 // and resend just those keys; every operation has a deadline.
 //
+// Servers that die and come back: the client watches each server connection (a ZeroMQ socket
+// monitor). Requests sent while a server is down wait in ZeroMQ and go out when it is back; when
+// the connection comes back after being lost, every request still in flight to that server is
+// sent again with its request id, since the server may never have seen it or its answer may have
+// been lost. A pull is simply answered twice (the later answer is ignored); a push carries the
+// client's sender id (random, one per Client) and the lowest request id it still has in flight,
+// so that the server applies it once however many copies arrive (ps/push_ledger.h). The
+// operation's deadline (request_timeout) still bounds the wait: a server that does not come back
+// in time fails it with DeadlineExceeded naming the server.
+//
 // Thread-safety: all public methods may be called from any thread. The spans passed to Pull and
 // Push are borrowed: keep them alive and unchanged until the ticket completes.
 #pragma once
@@ -17,11 +27,11 @@
 #include <condition_variable>
 #include <deque>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
-#include <unordered_map>
 #include <vector>
 
 #include "common/routing_table.h"
@@ -94,12 +104,27 @@ class Client {
   // Waits until `count` participants reached the barrier `name` at the scheduler.
   Status Barrier(std::string_view name, uint32_t count, Millis timeout);
 
+  // The id servers know this client's pushes by (random, never 0).
+  uint64_t sender_id() const { return sender_id_; }
+  // Requests sent again after a connection to their server came back.
+  uint64_t requests_resent() const { return resent_.load(std::memory_order_relaxed); }
+
  private:
   struct Operation;
   struct InFlight {
     std::shared_ptr<Operation> op;
     uint32_t server = 0;
     std::vector<uint32_t> positions;  // indexes into op->keys; empty: all of them
+    // Sent while the connection was down: it waits in ZeroMQ's queue and goes out when the
+    // connection is back, so that reconnection need not send it again.
+    bool queued_while_down = false;
+  };
+  // One server's connection, owned by the I/O thread.
+  struct ServerLink {
+    zmq::socket_t monitor;  // the socket's connection events (MonitorLink); closed after it
+    zmq::socket_t socket;   // DEALER
+    std::string endpoint;
+    bool down = false;  // lost, not back yet
   };
 
   explicit Client(ClientOptions options);
@@ -114,6 +139,16 @@ class Client {
   void IoLoop();
   void DrainSubmissions();
   void Dispatch(const std::shared_ptr<Operation>& op, std::span<const uint32_t> positions);
+  // Encodes the sub-request `request_id` of `op` for the keys at `positions`.
+  zmq::message_t Encode(const Operation& op, uint64_t request_id,
+                        std::span<const uint32_t> positions) const;
+  // Sends a request to a server and records it as in flight; false (and `op` failed) if the
+  // socket refused it.
+  bool Send(const std::shared_ptr<Operation>& op, uint32_t server, uint64_t request_id,
+            std::vector<uint32_t> positions);
+  // Reads the connection events of server `server`; resends what is in flight when it is back.
+  void OnLinkEvents(uint32_t server);
+  void Resend(uint32_t server);
   void OnReply(zmq::message_t payload);
   void Fail(const std::shared_ptr<Operation>& op, Status status);
   void HeartbeatLoop();
@@ -140,13 +175,17 @@ class Client {
   // For CallEveryServer: by server id, under control_mutex_.
   std::vector<std::unique_ptr<RpcChannel>> apply_channels_;
 
+  const uint64_t sender_id_;  // random, never 0
+
   // Owned by the I/O thread.
   std::unique_ptr<RpcChannel> routing_channel_;
-  std::vector<zmq::socket_t> server_sockets_;  // by server id
-  std::vector<std::string> server_endpoints_;
-  std::unordered_map<uint64_t, InFlight> in_flight_;  // by request id
+  std::vector<ServerLink> links_;  // by server id
+  uint64_t links_made_ = 0;        // names each link's monitor endpoint
+  // By request id, ascending: the first is the lowest still in flight.
+  std::map<uint64_t, InFlight> in_flight_;
   std::vector<std::shared_ptr<Operation>> active_;
   uint64_t next_request_id_ = 1;
+  std::atomic<uint64_t> resent_{0};
 
   std::atomic<bool> stopping_{false};
   std::thread io_thread_;

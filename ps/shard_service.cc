@@ -3,9 +3,17 @@
 
 #include <spdlog/spdlog.h>
 
+#include <optional>
+
 #include "embedding/table_config.h"
 
 namespace ember::ps {
+namespace {
+
+// How long a copy of a push waits for another copy of it that is being applied.
+constexpr Millis kDuplicateWait{60'000};
+
+}  // namespace
 
 Result<std::unique_ptr<ShardService>> ShardService::Create(uint32_t server_id,
                                                            const std::vector<TableSpec>& tables,
@@ -36,6 +44,9 @@ Result<std::unique_ptr<ShardService>> ShardService::Create(uint32_t server_id,
                      embedding::EmbeddingTable::Create(spec, routing.num_partitions, tier));
     service->tables_.emplace(spec.name, std::move(table));
   }
+  // With durability flush the rows of a push are not written with it, so neither are its records.
+  ASSIGN_OR_RETURN(service->ledger_,
+                   PushLedger::Open(storage.log_pushes ? storage.store : nullptr));
   return service;
 }
 
@@ -135,13 +146,42 @@ zmq::message_t ShardService::HandlePush(const wire::RequestHeader& header,
   }
   Status owned = CheckOwnership(**table, push.keys);
   if (!owned.ok()) return Error(header.request_id, owned);
-  Status applied =
-      push.deferred
-          ? deferred_.Add(push.clock, push.trainer, push.table, push.keys, push.gradients)
-          : (*table)->Push(push.keys, push.gradients);
+  std::optional<PushLedger::Claim> claim;
+  if (push.sender.id != 0) {
+    claim = ledger_->Begin(push.sender, header.request_id, kDuplicateWait);
+    if (claim->verdict == PushLedger::Verdict::kDuplicate) {
+      duplicate_pushes_.fetch_add(1, std::memory_order_relaxed);
+      spdlog::debug("server {}: push {} of sender {:x} was applied before; not applied again",
+                    server_id_, header.request_id, push.sender.id);
+      return wire::EncodeStatusResponse(header.request_id, routing_.epoch, Status::Ok());
+    }
+    if (claim->verdict == PushLedger::Verdict::kBusy) {
+      return Error(header.request_id,
+                   Unavailable("push " + std::to_string(header.request_id) +
+                               " is still being applied from an earlier copy"));
+    }
+  }
+  // The record goes into the batch that logs the rows; a deferred push is held in memory only,
+  // and so is its record.
+  bool logged = false;
+  const embedding::EmbeddingTable::PushLogHook record = [&](embedding::RowWrites& batch) {
+    ledger_->AppendWrites(*claim, batch);
+    logged = true;
+  };
+  Status applied = ApplyPush(**table, push, claim && ledger_->persistent() ? &record : nullptr);
+  if (claim) ledger_->Finish(*claim, applied.ok(), logged);
   if (!applied.ok()) return Error(header.request_id, applied.WithContext("push"));
   keys_pushed_.fetch_add(push.keys.size(), std::memory_order_relaxed);
   return wire::EncodeStatusResponse(header.request_id, routing_.epoch, Status::Ok());
+}
+
+Status ShardService::ApplyPush(embedding::EmbeddingTable& table, const wire::PushRequest& push,
+                               const embedding::EmbeddingTable::PushLogHook* also_log) {
+  if (push.deferred) {
+    return deferred_.Add(push.clock, push.trainer, push.table, push.keys, push.gradients);
+  }
+  return also_log != nullptr ? table.Push(push.keys, push.gradients, *also_log)
+                             : table.Push(push.keys, push.gradients);
 }
 
 wire::ServerStats ShardService::Stats() const {

@@ -1,8 +1,12 @@
 // ShardService: what one parameter server does with a request, independent of sockets.
 //
 // It holds the server's tables and its view of the routing table, answers pull, push, stats,
-// ping and checkpoint requests (writing or loading the files of its partitions: ps/checkpoint.h) (and, in bsp runs, holds deferred pushes until their clock is applied: see
-// PushAccumulator), and turns every failure into an error response: an unknown table, a row-width
+// ping and checkpoint requests (writing or loading the files of its partitions: ps/checkpoint.h)
+// (and, in bsp runs, holds deferred pushes until their clock is applied: see PushAccumulator).
+// A push that names its sender is applied once however often it arrives: a copy of one already
+// applied (a client resending what was in flight when its connection broke) is answered OK and
+// applied no more (PushLedger, whose records are logged with the push's rows when the server
+// logs pushes). It turns every failure into an error response: an unknown table, a row-width
 // mismatch, a key in a partition this server does not own (FailedPrecondition carrying the
 // server's epoch, so the client refreshes its routing and retries), or an undecodable frame.
 // Nothing a peer sends can make it abort.
@@ -24,6 +28,7 @@
 #include "common/wire.h"
 #include "embedding/embedding_table.h"
 #include "ps/push_accumulator.h"
+#include "ps/push_ledger.h"
 
 namespace ember::ps {
 
@@ -39,7 +44,8 @@ struct ShardStorage {
 class ShardService {
  public:
   // Validates every spec; InvalidArgument names the bad table. With storage.store, every table
-  // gets a column family there (errors opening it are returned).
+  // gets a column family there, and with storage.log_pushes the records of applied pushes are
+  // read back from it (errors of either are returned).
   static Result<std::unique_ptr<ShardService>> Create(uint32_t server_id,
                                                       const std::vector<TableSpec>& tables,
                                                       const RoutingTable& routing,
@@ -58,6 +64,8 @@ class ShardService {
   Result<uint64_t> ExpireRows();
   // Whether any table has a TTL.
   bool has_expiry() const;
+  // Pushes answered without being applied because they were copies of applied ones.
+  uint64_t duplicate_pushes() const { return duplicate_pushes_.load(std::memory_order_relaxed); }
 
  private:
   ShardService(uint32_t server_id, RoutingTable routing);
@@ -65,6 +73,9 @@ class ShardService {
   zmq::message_t HandleDecoded(const wire::DecodedRequest& request);
   zmq::message_t HandlePull(const wire::RequestHeader& header, const wire::PullRequest& pull);
   zmq::message_t HandlePush(const wire::RequestHeader& header, const wire::PushRequest& push);
+  // Holds a deferred push, or applies one through the table (logging also_log's records with it).
+  Status ApplyPush(embedding::EmbeddingTable& table, const wire::PushRequest& push,
+                   const embedding::EmbeddingTable::PushLogHook* also_log);
   // In shard_service_clock.cc.
   zmq::message_t HandleApplyClock(const wire::RequestHeader& header,
                                   const wire::ApplyClockRequest& apply);
@@ -90,6 +101,7 @@ class ShardService {
   std::map<std::string, std::unique_ptr<embedding::EmbeddingTable>, std::less<>> tables_;
 
   PushAccumulator deferred_;  // bsp pushes waiting for their clock
+  std::unique_ptr<PushLedger> ledger_;  // which pushes were applied, by sender and request id
 
   // Counters, updated with relaxed atomics.
   std::atomic<uint64_t> pull_requests_{0};
@@ -97,6 +109,7 @@ class ShardService {
   std::atomic<uint64_t> keys_pulled_{0};
   std::atomic<uint64_t> keys_pushed_{0};
   std::atomic<uint64_t> errors_{0};
+  std::atomic<uint64_t> duplicate_pushes_{0};
 };
 
 }  // namespace ember::ps

@@ -38,6 +38,22 @@ TEST(WireTest, PushSubsetCarriesTheSelectedRows) {
   EXPECT_EQ(push.gradients[1], 5.0f);
   EXPECT_EQ(push.gradients[2], 0.0f);
   EXPECT_EQ(push.gradients[3], 1.0f);
+  EXPECT_EQ(push.sender.id, 0u);  // no sender given: no exactly-once record
+}
+
+TEST(WireTest, PushCarriesItsSenderAndAcknowledgedFloor) {
+  std::vector<uint64_t> keys = {5};
+  std::vector<float> grads = {1.0f};
+  const PushSender sender{0xFEEDFACECAFEBEEFull, 17};
+  auto decoded = DecodeRequest(
+      EncodePushSubset({21, 2}, "t", keys, grads, 1, {}, 3, RowFormat::kF32, 4, true, sender));
+  ASSERT_TRUE(decoded.ok()) << decoded.status().ToString();
+  EXPECT_EQ(decoded->header.request_id, 21u);
+  const auto& push = std::get<PushRequest>(decoded->body);
+  EXPECT_EQ(push.sender.id, sender.id);
+  EXPECT_EQ(push.sender.acked_below, 17u);
+  EXPECT_EQ(push.trainer, 4u);
+  EXPECT_TRUE(push.deferred);
 }
 
 // Bulk messages are built in place in recycled memory: whatever the name length and blob sizes

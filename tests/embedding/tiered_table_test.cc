@@ -5,6 +5,7 @@
 #include <cmath>
 #include <map>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "embedding/embedding_table.h"
@@ -175,6 +176,58 @@ TEST(TieredTableTest, RowsOfTheWrongWidthOnDiskAreReported) {
   Status read = (*store)->Table("item")->MultiGet(partitions, keys,
                                                   [](size_t, std::span<const float>) {});
   EXPECT_EQ(read.code(), StatusCode::kDataLoss) << read.ToString();
+}
+
+// The records of `store` under `prefix`.
+std::map<std::string, std::string> Records(const RocksStore& store, std::string_view prefix) {
+  std::map<std::string, std::string> records;
+  Status read = store.ForEachRecord(
+      prefix, [&](std::string_view key, std::string_view value) { records.emplace(key, value); });
+  EXPECT_TRUE(read.ok()) << read.ToString();
+  return records;
+}
+
+// Records a caller adds to a logged push reach disk in the same write as its rows; a table that
+// does not log its pushes never calls the hook.
+TEST(TieredTableTest, RecordsAddedToALoggedPushAreWrittenWithItsRows) {
+  testing::TempDir dir;
+  const TableSpec spec = Spec(OptimizerKind::kSgd);
+  const std::vector<uint64_t> keys = {3, 4};
+  const std::vector<float> grads(keys.size() * spec.dim, 1.0f);
+  std::map<uint64_t, std::vector<float>> pushed;
+  {
+    Tiered logged(spec, dir.path(), 0, /*log_pushes=*/true);
+    ASSERT_TRUE(logged.table->logs_pushes());
+    int calls = 0;
+    ASSERT_TRUE(logged.table
+                    ->Push(keys, grads,
+                           [&](RowWrites& batch) {
+                             ++calls;
+                             batch.PutRecord("test/a", "one");
+                             batch.PutRecord("test/b", "two");
+                           })
+                    .ok());
+    EXPECT_EQ(calls, 1);
+    pushed = Dump(*logged.table);
+    // No flush: the rows and the records are only in the write-ahead log.
+  }
+  Tiered reopened(spec, dir.path(), 0, /*log_pushes=*/false);
+  EXPECT_EQ(Dump(*reopened.table), pushed);
+  EXPECT_EQ(Records(*reopened.store, "test/"),
+            (std::map<std::string, std::string>{{"test/a", "one"}, {"test/b", "two"}}));
+
+  EXPECT_FALSE(reopened.table->logs_pushes());
+  bool called = false;
+  ASSERT_TRUE(reopened.table->Push(keys, grads, [&](RowWrites&) { called = true; }).ok());
+  EXPECT_FALSE(called);
+
+  // A batch of records only: the deletion of one.
+  RowWrites deletion(*reopened.store);
+  deletion.DeleteRecord("test/a");
+  ASSERT_TRUE(reopened.store->Write(deletion).ok());
+  EXPECT_TRUE(deletion.empty());
+  EXPECT_EQ(Records(*reopened.store, "test/"),
+            (std::map<std::string, std::string>{{"test/b", "two"}}));
 }
 
 // Admission works the same with and without the tier: param true = tiered.

@@ -2,11 +2,16 @@
 // started again on the same directory, must come back with every acknowledged update: its rows
 // are compared, bit for bit, with an all-in-memory table that took the same pushes and was never
 // killed. One client pushes in a fixed order, so the expected rows are exact.
+//
+// Killed while requests are in flight, it must also lose none and apply none twice: the client
+// sends them again once the server is back, and the server applies a push it had already applied
+// (its answer lost with the process) no more.
 #include <gtest/gtest.h>
 #include <signal.h>
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <memory>
 #include <random>
 #include <set>
@@ -59,30 +64,78 @@ void MakeStep(int step, std::vector<uint64_t>* keys, std::vector<float>* grads, 
   for (float& g : *grads) g = static_cast<float>(uniform(rng) - 0.5);
 }
 
-class RecoveryTest : public ::testing::TestWithParam<const char*> {};
+// A scheduler and one server with a data directory (memory budget GetParam(), durability ack) as
+// processes on loopback, logging to log_; stopped by PID when the test ends, also on failure.
+class RecoveryTest : public ::testing::TestWithParam<const char*> {
+ protected:
+  void SetUp() override {
+    const std::string config = dir_.path() + "/job.yaml";
+    std::ofstream(config) << kConfig;
+    log_ = dir_.path() + "/cluster.log";
+    const std::string endpoint_file = dir_.path() + "/scheduler";
+    scheduler_ = std::make_unique<ChildProcess>(
+        std::vector<std::string>{EMBER_BINARY, "scheduler", "--config", config, "--endpoint-file",
+                                 endpoint_file},
+        log_);
+    endpoint_ = WaitForLine(endpoint_file, seconds(20));
+    ASSERT_FALSE(endpoint_.empty()) << testing::ReadFile(log_);
+    server_argv_ = {EMBER_BINARY,    "server",    "--scheduler",  endpoint_,
+                    "--threads",     "2",         "--data-dir",   dir_.path() + "/server",
+                    "--memory-budget", GetParam(), "--durability", "ack"};
+    server_ = std::make_unique<ChildProcess>(server_argv_, log_);
+  }
+
+  void TearDown() override {
+    if (server_) server_->Stop();
+    if (scheduler_) scheduler_->Stop();
+  }
+
+  Result<std::unique_ptr<ps::Client>> Connect(ps::ClientOptions options) {
+    options.scheduler_endpoint = endpoint_;
+    options.request_timeout = milliseconds(60'000);
+    return ps::Client::Connect(options);
+  }
+
+  // Kills the server without warning and starts it again on the same directory.
+  void KillAndRestartServer() {
+    server_->Signal(SIGKILL);
+    ASSERT_EQ(server_->WaitExit(seconds(20)), 128 + SIGKILL);
+    server_ = std::make_unique<ChildProcess>(server_argv_, log_);
+  }
+
+  // The server's rows of `touched` equal, bit for bit, those of `reference`, which took the same
+  // pushes once and was never killed; and it holds as many rows.
+  void ExpectRowsOf(embedding::EmbeddingTable& reference, ps::Client& client,
+                    const std::set<uint64_t>& touched) {
+    const uint32_t dim = reference.dim();
+    const std::vector<uint64_t> keys(touched.begin(), touched.end());
+    std::vector<float> got(keys.size() * dim), want(keys.size() * dim);
+    ASSERT_TRUE(client.Pull("item", keys, got).Wait().ok());
+    ASSERT_TRUE(reference.Pull(keys, want).ok());
+    double got_sum = 0, want_sum = 0;
+    for (size_t i = 0; i < got.size(); ++i) {
+      got_sum += got[i];
+      want_sum += want[i];
+    }
+    EXPECT_EQ(got_sum, want_sum);
+    EXPECT_EQ(got, want);
+    auto stats = client.Stats();
+    ASSERT_TRUE(stats.ok()) << stats.status().ToString();
+    ASSERT_EQ(stats->size(), 1u);
+    EXPECT_EQ((*stats)[0].tables.at(0).rows, reference.rows());
+  }
+
+  testing::TempDir dir_;
+  std::string log_;
+  std::string endpoint_;
+  std::vector<std::string> server_argv_;
+  std::unique_ptr<ChildProcess> scheduler_;
+  std::unique_ptr<ChildProcess> server_;
+};
 
 TEST_P(RecoveryTest, ServerKilledBetweenAcknowledgedPushesComesBackWithAllOfThem) {
-  testing::TempDir dir;
-  const std::string config = dir.path() + "/job.yaml";
-  std::ofstream(config) << kConfig;
-  const std::string log = dir.path() + "/cluster.log";
-  const std::string endpoint_file = dir.path() + "/scheduler";
-  ChildProcess scheduler(
-      {EMBER_BINARY, "scheduler", "--config", config, "--endpoint-file", endpoint_file}, log);
-  const std::string endpoint = WaitForLine(endpoint_file, seconds(20));
-  ASSERT_FALSE(endpoint.empty()) << testing::ReadFile(log);
-  // A budget of a few hundred rows: most of the 5000 live on disk.
-  const std::vector<std::string> server_argv = {
-      EMBER_BINARY,    "server",         "--scheduler", endpoint,   "--threads", "2",
-      "--data-dir",    dir.path() + "/server", "--memory-budget", GetParam(),
-      "--durability", "ack"};
-  auto server = std::make_unique<ChildProcess>(server_argv, log);
-
-  ps::ClientOptions options;
-  options.scheduler_endpoint = endpoint;
-  options.request_timeout = milliseconds(60'000);
-  auto client = ps::Client::Connect(options);
-  ASSERT_TRUE(client.ok()) << client.status().ToString() << testing::ReadFile(log);
+  auto client = Connect({});
+  ASSERT_TRUE(client.ok()) << client.status().ToString() << testing::ReadFile(log_);
   auto spec = (*client)->FindTable("item");
   ASSERT_TRUE(spec.ok());
   embedding::EmbeddingTable reference(**spec, kPartitions);  // never killed
@@ -96,34 +149,89 @@ TEST_P(RecoveryTest, ServerKilledBetweenAcknowledgedPushesComesBackWithAllOfThem
     MakeStep(step, &keys, &grads, dim);
     Status pushed = (*client)->Push("item", keys, grads, step).Wait();
     ASSERT_TRUE(pushed.ok()) << "step " << step << ": " << pushed.ToString()
-                             << testing::ReadFile(log);
+                             << testing::ReadFile(log_);
     ASSERT_TRUE(reference.Push(keys, grads).ok());
     touched.insert(keys.begin(), keys.end());
     if (step == kSteps / 2) {
-      // Every push so far was acknowledged; kill without warning and start again.
-      server->Signal(SIGKILL);
-      ASSERT_EQ(server->WaitExit(seconds(20)), 128 + SIGKILL);
-      server = std::make_unique<ChildProcess>(server_argv, log);
+      // Every push so far was acknowledged.
+      ASSERT_NO_FATAL_FAILURE(KillAndRestartServer());
     }
   }
-  const std::vector<uint64_t> keys(touched.begin(), touched.end());
-  std::vector<float> got(keys.size() * dim), want(keys.size() * dim);
-  ASSERT_TRUE((*client)->Pull("item", keys, got).Wait().ok());
-  ASSERT_TRUE(reference.Pull(keys, want).ok());
-  double got_sum = 0, want_sum = 0;
-  for (size_t i = 0; i < got.size(); ++i) {
-    got_sum += got[i];
-    want_sum += want[i];
+  ExpectRowsOf(reference, **client, touched);
+  EXPECT_NE(testing::ReadFile(log_).find("server 0: serving"), std::string::npos);
+}
+
+// Step `step` of the in-flight test: 2000 unique keys (a skewed draw from 20000 ids) in
+// `chunks` disjoint pushes, each with its gradients. Pushes of one step touch different keys, so
+// the order in which the server applies them does not change a bit of the result.
+struct ChunkedStep {
+  std::vector<uint64_t> keys;  // all of the step, ascending
+  std::vector<std::vector<uint64_t>> chunk_keys;
+  std::vector<std::vector<float>> chunk_grads;
+};
+ChunkedStep MakeChunkedStep(int step, size_t chunks, uint32_t dim) {
+  std::mt19937_64 rng(5000 + step);
+  std::uniform_real_distribution<double> uniform(0.0, 1.0);
+  std::set<uint64_t> unique;
+  while (unique.size() < 2000) {
+    unique.insert(static_cast<uint64_t>(uniform(rng) * uniform(rng) * 20000));
   }
-  EXPECT_EQ(got_sum, want_sum);
-  EXPECT_EQ(got, want);
-  auto stats = (*client)->Stats();
-  ASSERT_TRUE(stats.ok()) << stats.status().ToString();
-  ASSERT_EQ(stats->size(), 1u);
-  EXPECT_EQ((*stats)[0].tables.at(0).rows, reference.rows());
-  EXPECT_NE(testing::ReadFile(log).find("server 0: serving"), std::string::npos);
-  server->Stop();
-  scheduler.Stop();
+  ChunkedStep out;
+  out.keys.assign(unique.begin(), unique.end());
+  const size_t per_chunk = (out.keys.size() + chunks - 1) / chunks;
+  for (size_t first = 0; first < out.keys.size(); first += per_chunk) {
+    const size_t last = std::min(out.keys.size(), first + per_chunk);
+    out.chunk_keys.emplace_back(out.keys.begin() + first, out.keys.begin() + last);
+    std::vector<float>& grads = out.chunk_grads.emplace_back((last - first) * dim);
+    for (float& g : grads) g = static_cast<float>(uniform(rng) - 0.5);
+  }
+  return out;
+}
+
+TEST_P(RecoveryTest, ServerKilledWithRequestsInFlightLosesNoneAndAppliesNoneTwice) {
+  ps::ClientOptions options;
+  options.max_keys_per_message = 25;  // a push is 20 messages: many are in flight at a kill
+  auto client = Connect(options);
+  ASSERT_TRUE(client.ok()) << client.status().ToString() << testing::ReadFile(log_);
+  auto spec = (*client)->FindTable("item");
+  ASSERT_TRUE(spec.ok());
+  embedding::EmbeddingTable reference(**spec, kPartitions);  // never killed, each push once
+  const uint32_t dim = (*spec)->dim;
+
+  // Kills right after the pushes of a step were handed to the client, after a pause that varies,
+  // so that the server dies before, while or after it applies them.
+  const std::map<int, milliseconds> kills = {{3, milliseconds(0)}, {7, milliseconds(2)},
+                                             {11, milliseconds(5)}, {15, milliseconds(1)}};
+  std::set<uint64_t> touched;
+  constexpr int kSteps = 18;
+  constexpr size_t kChunks = 4;
+  for (int step = 0; step < kSteps; ++step) {
+    const ChunkedStep batch = MakeChunkedStep(step, kChunks, dim);
+    std::vector<float> got(batch.keys.size() * dim), want(batch.keys.size() * dim);
+    Status pulled = (*client)->Pull("item", batch.keys, got).Wait();
+    ASSERT_TRUE(pulled.ok()) << "step " << step << ": " << pulled.ToString()
+                             << testing::ReadFile(log_);
+    ASSERT_TRUE(reference.Pull(batch.keys, want).ok());
+    ASSERT_EQ(got, want) << "rows differ at step " << step;
+    std::vector<ps::Ticket> pushes;
+    for (size_t c = 0; c < batch.chunk_keys.size(); ++c) {
+      pushes.push_back((*client)->Push("item", batch.chunk_keys[c], batch.chunk_grads[c], step));
+      ASSERT_TRUE(reference.Push(batch.chunk_keys[c], batch.chunk_grads[c]).ok());
+    }
+    if (auto kill = kills.find(step); kill != kills.end()) {
+      std::this_thread::sleep_for(kill->second);
+      ASSERT_NO_FATAL_FAILURE(KillAndRestartServer());
+    }
+    for (size_t c = 0; c < pushes.size(); ++c) {
+      Status pushed = pushes[c].Wait();
+      ASSERT_TRUE(pushed.ok()) << "step " << step << " push " << c << ": " << pushed.ToString()
+                               << testing::ReadFile(log_);
+    }
+    touched.insert(batch.keys.begin(), batch.keys.end());
+  }
+  ExpectRowsOf(reference, **client, touched);
+  // Some requests were in flight at a kill and went out again.
+  EXPECT_GT((*client)->requests_resent(), 0u) << testing::ReadFile(log_);
 }
 
 // "0": every row in memory, only the log on disk; "20000": about 550 rows in memory.
