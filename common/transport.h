@@ -1,4 +1,5 @@
-// The ZeroMQ adapter: socket set-up, exception-free send/receive, and a synchronous RPC channel.
+// The ZeroMQ adapter: socket set-up, exception-free send/receive, connection monitors, and a
+// synchronous RPC channel.
 //
 // cppzmq throws zmq::error_t; these helpers catch it and return Status, so nothing above this
 // layer handles ZeroMQ exceptions. A socket belongs to one thread at a time.

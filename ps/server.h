@@ -8,9 +8,11 @@
 //
 // With a data directory, the server keeps its rows in a RocksDB instance there (rows beyond the
 // memory budget, and every acknowledged push when durability is ack or sync) and records its id
-// and endpoint. Started again on the same directory, it binds the recorded endpoint (so clients'
-// connections come back by themselves), checks that the scheduler gives it its old id back, and
-// serves the rows it had.
+// and endpoint, and which pushes it applied (ps/push_ledger.h; logged in the same write as each
+// push's rows). Started again on the same directory, it binds the recorded endpoint (so clients'
+// connections come back by themselves, and clients resend what was in flight), checks that the
+// scheduler gives it its old id back, and serves the rows it had, answering a resent push it had
+// already applied without applying it again.
 //
 // Lifecycle: Start() (blocking until registered), then Run() until Stop() is called from any
 // thread or signal handler context via RequestStop().
