@@ -14,5 +14,6 @@ int TierBenchCommand(int argc, char** argv);
 int ExportCommand(int argc, char** argv);
 int CheckpointCommand(int argc, char** argv);
 int StatusCommand(int argc, char** argv);
+int DrainCommand(int argc, char** argv);
 
 }  // namespace ember::app

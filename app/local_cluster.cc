@@ -63,6 +63,20 @@ Status LocalCluster::Start(std::vector<TableSpec> tables) {
   return Status::Ok();
 }
 
+Result<uint32_t> LocalCluster::AddServer() {
+  ps::ServerOptions server_options;
+  server_options.scheduler_endpoint = scheduler_->endpoint();
+  server_options.worker_threads = options_.worker_threads;
+  server_options.register_timeout = options_.register_timeout;
+  server_options.join = true;
+  auto server = std::make_unique<ps::Server>(std::move(server_options));
+  RETURN_IF_ERROR(server->Start().WithContext("starting a joining server"));
+  const uint32_t id = server->server_id();
+  server_threads_.emplace_back([s = server.get()] { s->Run(); });
+  servers_.push_back(std::move(server));
+  return id;
+}
+
 LocalCluster::~LocalCluster() {
   for (auto& server : servers_) server->RequestStop();
   for (auto& thread : server_threads_) thread.join();

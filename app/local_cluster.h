@@ -45,6 +45,10 @@ class LocalCluster {
   // the servers' cost.
   const std::vector<pid_t>& server_thread_ids() const { return server_thread_ids_; }
 
+  // Starts one more server that joins the formed cluster (it receives a fair share of the
+  // partitions as its moves commit); returns its id.
+  Result<uint32_t> AddServer();
+
   // A client of this cluster registered under `name`.
   Result<std::unique_ptr<ps::Client>> Connect(const std::string& name = "client") const;
   // A client with these options, pointed at this cluster's scheduler.

@@ -20,6 +20,7 @@ constexpr const char* kUsage =
     "  bench-tier   compare a table over RocksDB with a memory budget against one in memory\n"
     "  checkpoint have a running cluster write a consistent checkpoint\n"
     "  status     a running cluster's servers, partitions, rows and moves\n"
+    "  drain      move every partition off a server of a running cluster; it then exits\n"
     "  export     write a checkpoint's tables and dense towers as NumPy .npy files for serving\n"
     "\n"
     "'ember <command> --help' describes a command's options.\n";
@@ -43,6 +44,7 @@ int main(int argc, char** argv) {
   if (std::strcmp(command, "export") == 0) return ember::app::ExportCommand(argc, argv);
   if (std::strcmp(command, "checkpoint") == 0) return ember::app::CheckpointCommand(argc, argv);
   if (std::strcmp(command, "status") == 0) return ember::app::StatusCommand(argc, argv);
+  if (std::strcmp(command, "drain") == 0) return ember::app::DrainCommand(argc, argv);
   std::fprintf(stderr, "ember: unknown command '%s'\n\n%s", command, kUsage);
   return 2;
 }

@@ -22,6 +22,9 @@ int ServerCommand(int argc, char** argv) {
       {"durability", "MODE",
        "with --data-dir: ack (a push is in the log before its ack), sync (and fsynced) or flush "
        "(rows reach disk on eviction and clean shutdown) (default: cluster.server_durability)"},
+      {"join", "", "join a running cluster: the scheduler moves a fair share of partitions here"},
+      {"move-bandwidth", "BYTES", "pace the partition copies this server receives (bytes/s; "
+                                  "default: unpaced)"},
   };
   int exit_code = 0;
   auto flags = ParseCommandFlags(argc, argv, "ember server --scheduler ENDPOINT [options]",
@@ -61,6 +64,13 @@ int ServerCommand(int argc, char** argv) {
   }
   options.memory_budget_bytes = budget->value_or(shape.server_memory_budget);
   options.durability = *durability;
+  options.join = flags->Has("join");
+  auto bandwidth = flags->GetUint("move-bandwidth");
+  if (!bandwidth.ok()) {
+    std::fprintf(stderr, "ember server: %s\n", bandwidth.status().ToString().c_str());
+    return 2;
+  }
+  options.move_bandwidth = bandwidth->value_or(0);
   if (options.memory_budget_bytes != 0 && options.data_dir.empty()) {
     std::fprintf(stderr, "ember server: --memory-budget needs --data-dir (where the rows beyond "
                          "the budget go)\n");

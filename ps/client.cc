@@ -12,6 +12,8 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 constexpr Millis kIdlePoll{100};
+// Wait before resending keys a server asked to retry.
+constexpr Millis kRetryDelay{5};
 
 uint64_t RandomSenderId() {
   std::random_device device;
@@ -239,7 +241,7 @@ void Client::IoLoop() {
       items.push_back({link.monitor.handle(), 0, ZMQ_POLLIN, 0});
     }
     try {
-      zmq::poll(items.data(), items.size(), kIdlePoll);
+      zmq::poll(items.data(), items.size(), retries_.empty() ? kIdlePoll : kRetryDelay);
     } catch (const zmq::error_t& e) {
       if (e.num() != EINTR) spdlog::error("client: poll failed: {}", e.what());
       continue;
@@ -265,7 +267,30 @@ void Client::IoLoop() {
       }
       if (items[2 + 2 * s].revents & ZMQ_POLLIN) OnLinkEvents(s);
     }
+    SendDueRetries();
     ExpireDeadlines();
+  }
+}
+
+void Client::SendDueRetries() {
+  if (retries_.empty()) return;
+  const auto now = Clock::now();
+  std::vector<Retry> due;
+  std::erase_if(retries_, [&](Retry& retry) {
+    if (retry.at > now) return false;
+    due.push_back(std::move(retry));
+    return true;
+  });
+  if (due.empty()) return;
+  Status refreshed = RefreshRouting();  // the move may have committed meanwhile
+  for (Retry& retry : due) {
+    --retry.op->outstanding;
+    if (retry.op->finished) continue;
+    if (!refreshed.ok()) {
+      Fail(retry.op, refreshed.WithContext("refreshing routing for a retry"));
+      continue;
+    }
+    Dispatch(retry.op, retry.positions);
   }
 }
 
@@ -395,6 +420,13 @@ void Client::OnReply(zmq::message_t payload) {
       return;
     }
     Dispatch(op, entry.positions);
+    return;
+  }
+  if (response->status.code() == StatusCode::kUnavailable &&
+      Clock::now() + kRetryDelay < op->deadline) {
+    // Held for a moment (a partition moving): send these keys again shortly, routed afresh.
+    ++op->outstanding;
+    retries_.push_back(Retry{Clock::now() + kRetryDelay, op, std::move(entry.positions)});
     return;
   }
   if (!response->status.ok()) {

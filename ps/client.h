@@ -5,7 +5,9 @@
 // max_keys_per_message keys) and sends the pieces to all servers at once from one I/O thread.
 // Pull and Push return a Ticket at once, so a trainer can overlap the network with compute. A
 // server that answers "not my partition" makes the client refresh its routing from the scheduler
-// and resend just those keys; every operation has a deadline.
+// and resend just those keys; one that answers "retry" (Unavailable: a partition being handed
+// over to another server) gets those keys again a few milliseconds later, routed afresh; every
+// operation has a deadline.
 //
 // Servers that die and come back: the client watches each server connection (a ZeroMQ socket
 // monitor). Requests sent while a server is down wait in ZeroMQ and go out when it is back; when
@@ -153,6 +155,8 @@ class Client {
   void Fail(const std::shared_ptr<Operation>& op, Status status);
   void HeartbeatLoop();
   void ExpireDeadlines();
+  // Dispatches the retries that are due.
+  void SendDueRetries();
   Status RefreshRouting();
   Status EnsureServerSockets();
 
@@ -184,6 +188,13 @@ class Client {
   // By request id, ascending: the first is the lowest still in flight.
   std::map<uint64_t, InFlight> in_flight_;
   std::vector<std::shared_ptr<Operation>> active_;
+  // Sub-requests a server asked to retry (its partition is being handed over), due at `at`.
+  struct Retry {
+    std::chrono::steady_clock::time_point at;
+    std::shared_ptr<Operation> op;
+    std::vector<uint32_t> positions;
+  };
+  std::vector<Retry> retries_;
   uint64_t next_request_id_ = 1;
   std::atomic<uint64_t> resent_{0};
 

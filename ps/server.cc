@@ -77,6 +77,12 @@ Status Server::Start() {
     });
   }
   if (service_->has_expiry()) expiry_thread_ = std::thread([this] { ExpiryLoop(); });
+  MoverOptions mover;
+  mover.scheduler_endpoint = options_.scheduler_endpoint;
+  mover.heartbeat_interval = options_.heartbeat_interval;
+  mover.bandwidth_bytes_per_second = options_.move_bandwidth;
+  mover_ = std::make_unique<PartitionMover>(*service_, context_, mover, [this] { RequestStop(); });
+  mover_thread_ = std::thread([this] { mover_->Run(workers_stop_); });
   started_ = true;
   spdlog::info("server {}: serving on {} with {} worker threads, owning {} partitions",
                service_->server_id(), endpoint_, options_.worker_threads,
@@ -91,7 +97,8 @@ Status Server::Register() {
   while (std::chrono::steady_clock::now() < deadline) {
     if (stop_requested_.load(std::memory_order_relaxed)) return Aborted("stopped while registering");
     const uint64_t id = scheduler.NextRequestId();
-    auto reply = scheduler.Call(id, wire::EncodeRegisterServer({id, 0}, endpoint_), Millis(1000));
+    auto reply = scheduler.Call(id, wire::EncodeRegisterServer({id, 0}, endpoint_, options_.join),
+                                Millis(1000));
     if (!reply.ok()) {
       last = reply.status();
       continue;  // scheduler not up yet, or still waiting for the other servers
@@ -230,6 +237,7 @@ void Server::ExpiryLoop() {
 
 void Server::Shutdown() {
   workers_stop_.store(true, std::memory_order_relaxed);
+  if (mover_thread_.joinable()) mover_thread_.join();
   for (std::thread& worker : workers_) worker.join();
   workers_.clear();
   if (expiry_thread_.joinable()) expiry_thread_.join();

@@ -14,6 +14,10 @@
 // scheduler gives it its old id back, and serves the rows it had, answering a resent push it had
 // already applied without applying it again.
 //
+// A mover thread (ps/partition_mover.h) heartbeats to the scheduler and runs the partition moves
+// it orders: with `join` the server registers with a formed cluster and receives a fair share of
+// partitions; a drained server stops by itself once everything moved off it.
+//
 // Lifecycle: Start() (blocking until registered), then Run() until Stop() is called from any
 // thread or signal handler context via RequestStop().
 #pragma once
@@ -30,6 +34,7 @@
 #include "common/transport.h"
 #include "embedding/memory_budget.h"
 #include "embedding/rocks_store.h"
+#include "ps/partition_mover.h"
 #include "ps/shard_service.h"
 
 namespace ember::ps {
@@ -52,6 +57,9 @@ struct ServerOptions {
   uint64_t memory_budget_bytes = 0;         // rows in memory at most (needs data_dir); 0: no limit
   Durability durability = Durability::kAck;
   Millis expiry_sweep{10'000};              // how often rows past a table's TTL are deleted
+  bool join = false;                        // join a formed cluster and take a share of it
+  Millis heartbeat_interval{200};           // to the scheduler, which answers with move orders
+  uint64_t move_bandwidth = 0;              // bytes/s of partition copies this server receives
 };
 
 class Server {
@@ -100,6 +108,8 @@ class Server {
   std::unique_ptr<ShardService> service_;
   std::vector<std::thread> workers_;
   std::thread expiry_thread_;  // only when a table has a TTL
+  std::unique_ptr<PartitionMover> mover_;
+  std::thread mover_thread_;
   std::atomic<bool> stop_requested_{false};
   std::atomic<bool> workers_stop_{false};
   bool started_ = false;

@@ -50,13 +50,8 @@ Result<std::unique_ptr<ShardService>> ShardService::Create(uint32_t server_id,
   return service;
 }
 
-ShardService::ShardService(uint32_t server_id, RoutingTable routing)
-    : server_id_(server_id), routing_(std::move(routing)) {
-  owned_.resize(routing_.num_partitions);
-  for (uint32_t p = 0; p < routing_.num_partitions; ++p) {
-    owned_[p] = routing_.owners[p] == server_id_;
-  }
-}
+ShardService::ShardService(uint32_t server_id, const RoutingTable& routing)
+    : server_id_(server_id), ownership_(routing, server_id) {}
 
 zmq::message_t ShardService::Handle(zmq::message_t request) {
   auto decoded = wire::DecodeRequest(std::move(request));
@@ -70,7 +65,7 @@ zmq::message_t ShardService::Handle(zmq::message_t request) {
 
 zmq::message_t ShardService::Error(uint64_t request_id, const Status& status) {
   errors_.fetch_add(1, std::memory_order_relaxed);
-  return wire::EncodeStatusResponse(request_id, routing_.epoch, status);
+  return wire::EncodeStatusResponse(request_id, ownership_.epoch(), status);
 }
 
 zmq::message_t ShardService::HandleDecoded(const wire::DecodedRequest& request) {
@@ -83,11 +78,14 @@ zmq::message_t ShardService::HandleDecoded(const wire::DecodedRequest& request) 
   if (auto* checkpoint = std::get_if<wire::CheckpointRequest>(&request.body)) {
     return HandleCheckpoint(header, *checkpoint);
   }
+  if (auto* transfer = std::get_if<wire::PartitionTransferRequest>(&request.body)) {
+    return HandlePartitionTransfer(header, *transfer);
+  }
   if (std::holds_alternative<wire::PingRequest>(request.body)) {
-    return wire::EncodeStatusResponse(header.request_id, routing_.epoch, Status::Ok());
+    return wire::EncodeStatusResponse(header.request_id, ownership_.epoch(), Status::Ok());
   }
   if (std::holds_alternative<wire::StatsRequest>(request.body)) {
-    return wire::EncodeStatsResponse(header.request_id, routing_.epoch, Stats());
+    return wire::EncodeStatsResponse(header.request_id, ownership_.epoch(), Stats());
   }
   return Error(header.request_id,
                InvalidArgument("a parameter server does not handle '" +
@@ -104,12 +102,15 @@ Status ShardService::CheckOwnership(const embedding::EmbeddingTable& table,
                                     std::span<const uint64_t> keys) const {
   for (uint64_t key : keys) {
     const uint32_t partition = table.PartitionOf(key);
-    if (!owned_[partition]) {
-      return FailedPrecondition("key " + std::to_string(key) + " of table '" + table.spec().name +
-                                "' is in partition " + std::to_string(partition) +
-                                ", which server " + std::to_string(server_id_) +
-                                " does not own at epoch " + std::to_string(routing_.epoch));
+    if (ownership_.serves(partition)) continue;
+    if (ownership_.state(partition) == PartitionState::kHandedOver) {
+      return Unavailable("partition " + std::to_string(partition) + " of server " +
+                         std::to_string(server_id_) + " is being handed over; retry");
     }
+    return FailedPrecondition("key " + std::to_string(key) + " of table '" + table.spec().name +
+                              "' is in partition " + std::to_string(partition) +
+                              ", which server " + std::to_string(server_id_) +
+                              " does not own at epoch " + std::to_string(ownership_.epoch()));
   }
   return Status::Ok();
 }
@@ -119,11 +120,12 @@ zmq::message_t ShardService::HandlePull(const wire::RequestHeader& header,
   pull_requests_.fetch_add(1, std::memory_order_relaxed);
   auto table = FindTable(pull.table);
   if (!table.ok()) return Error(header.request_id, table.status().WithContext("pull"));
+  std::shared_lock moves(transfer_mutex_);
   Status owned = CheckOwnership(**table, pull.keys);
   if (!owned.ok()) return Error(header.request_id, owned);
   const size_t floats = pull.keys.size() * (*table)->spec().dim;
   keys_pulled_.fetch_add(pull.keys.size(), std::memory_order_relaxed);
-  return wire::EncodePullResponse(header.request_id, routing_.epoch, floats,
+  return wire::EncodePullResponse(header.request_id, ownership_.epoch(), floats,
                                   [&](std::span<float> rows) {
                                     return (*table)->Pull(pull.keys, rows);
                                   },
@@ -144,6 +146,7 @@ zmq::message_t ShardService::HandlePush(const wire::RequestHeader& header,
                                  std::to_string(push.keys.size() * dim) +
                                  " gradient floats, got " + std::to_string(push.gradients.size())));
   }
+  std::shared_lock moves(transfer_mutex_);
   Status owned = CheckOwnership(**table, push.keys);
   if (!owned.ok()) return Error(header.request_id, owned);
   std::optional<PushLedger::Claim> claim;
@@ -153,7 +156,7 @@ zmq::message_t ShardService::HandlePush(const wire::RequestHeader& header,
       duplicate_pushes_.fetch_add(1, std::memory_order_relaxed);
       spdlog::debug("server {}: push {} of sender {:x} was applied before; not applied again",
                     server_id_, header.request_id, push.sender.id);
-      return wire::EncodeStatusResponse(header.request_id, routing_.epoch, Status::Ok());
+      return wire::EncodeStatusResponse(header.request_id, ownership_.epoch(), Status::Ok());
     }
     if (claim->verdict == PushLedger::Verdict::kBusy) {
       return Error(header.request_id,
@@ -171,8 +174,9 @@ zmq::message_t ShardService::HandlePush(const wire::RequestHeader& header,
   Status applied = ApplyPush(**table, push, claim && ledger_->persistent() ? &record : nullptr);
   if (claim) ledger_->Finish(*claim, applied.ok(), logged);
   if (!applied.ok()) return Error(header.request_id, applied.WithContext("push"));
+  if (!push.deferred) NoteChangedKeys(**table, push.keys);
   keys_pushed_.fetch_add(push.keys.size(), std::memory_order_relaxed);
-  return wire::EncodeStatusResponse(header.request_id, routing_.epoch, Status::Ok());
+  return wire::EncodeStatusResponse(header.request_id, ownership_.epoch(), Status::Ok());
 }
 
 Status ShardService::ApplyPush(embedding::EmbeddingTable& table, const wire::PushRequest& push,
@@ -200,7 +204,7 @@ wire::ServerStats ShardService::Stats() const {
   stats.keys_pulled = keys_pulled_.load(std::memory_order_relaxed);
   stats.keys_pushed = keys_pushed_.load(std::memory_order_relaxed);
   stats.errors = errors_.load(std::memory_order_relaxed);
-  stats.partitions_owned = routing_.PartitionsOwnedBy(server_id_);
+  stats.partitions_owned = ownership_.served_count();
   return stats;
 }
 

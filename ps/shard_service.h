@@ -17,7 +17,11 @@
 #include <zmq.hpp>
 
 #include <atomic>
+#include <chrono>
 #include <map>
+#include <mutex>
+#include <set>
+#include <shared_mutex>
 #include <memory>
 #include <string>
 #include <vector>
@@ -27,6 +31,7 @@
 #include "common/table_spec.h"
 #include "common/wire.h"
 #include "embedding/embedding_table.h"
+#include "ps/partition_ownership.h"
 #include "ps/push_accumulator.h"
 #include "ps/push_ledger.h"
 
@@ -56,7 +61,7 @@ class ShardService {
   zmq::message_t Handle(zmq::message_t request);
 
   uint32_t server_id() const { return server_id_; }
-  uint64_t epoch() const { return routing_.epoch; }
+  uint64_t epoch() const { return ownership_.epoch(); }
   wire::ServerStats Stats() const;
   // Writes every changed row held in memory to the data directory (no-op without one).
   Status Flush();
@@ -64,11 +69,28 @@ class ShardService {
   Result<uint64_t> ExpireRows();
   // Whether any table has a TTL.
   bool has_expiry() const;
+  // ---- Partition moves (shard_service_moves.cc; protocol in ps/partition_mover.h) ----
+  // Target: loads what a partitionTransfer brought (all rows when `replace`, else the rows changed
+  // since the copy and the held bsp pushes); the partition is not served until Adopt.
+  Status LoadIncoming(uint32_t partition, std::span<const uint8_t> data, bool replace);
+  // Target: the move committed at `epoch`; serve the partition.
+  void Adopt(uint32_t partition, uint64_t epoch);
+  // Target: the move was aborted; drop what arrived.
+  void Discard(uint32_t partition);
+  // Source: the move committed (drop the partition's rows) or was aborted (serve it again).
+  void Release(uint32_t partition);
+  void Resume(uint32_t partition);
+  // The scheduler's routing table: its epoch, and partitions whose commit answer was lost.
+  void ApplyRouting(const RoutingTable& routing);
+  // Source: partitions handed over longer ago than `limit` (their target may be gone).
+  std::vector<uint32_t> HandedOverLongerThan(Millis limit) const;
+  uint32_t partitions_served() const { return ownership_.served_count(); }
+
   // Pushes answered without being applied because they were copies of applied ones.
   uint64_t duplicate_pushes() const { return duplicate_pushes_.load(std::memory_order_relaxed); }
 
  private:
-  ShardService(uint32_t server_id, RoutingTable routing);
+  ShardService(uint32_t server_id, const RoutingTable& routing);
 
   zmq::message_t HandleDecoded(const wire::DecodedRequest& request);
   zmq::message_t HandlePull(const wire::RequestHeader& header, const wire::PullRequest& pull);
@@ -87,6 +109,10 @@ class ShardService {
   Status VerifyCheckpoint(const std::string& dir);
   // VerifyCheckpoint, then loads every owned partition's file.
   Status RestoreCheckpoint(const std::string& dir);
+  zmq::message_t HandlePartitionTransfer(const wire::RequestHeader& header,
+                                         const wire::PartitionTransferRequest& transfer);
+  // Notes keys pushed into partitions being copied, so the hand-over sends their rows again.
+  void NoteChangedKeys(const embedding::EmbeddingTable& table, std::span<const uint64_t> keys);
   zmq::message_t Error(uint64_t request_id, const Status& status);
 
   Result<embedding::EmbeddingTable*> FindTable(const std::string& name);
@@ -94,11 +120,18 @@ class ShardService {
   Status CheckOwnership(const embedding::EmbeddingTable& table,
                         std::span<const uint64_t> keys) const;
 
-  // Constant after construction.
   const uint32_t server_id_;
-  const RoutingTable routing_;
-  std::vector<uint8_t> owned_;  // owned_[partition] != 0 when this server owns it
+  PartitionOwnership ownership_;
   std::map<std::string, std::unique_ptr<embedding::EmbeddingTable>, std::less<>> tables_;
+
+  // Pulls, pushes and clock applies hold it shared; a partition changing state (copy, hand-over)
+  // holds it exclusively, so no request is between its ownership check and its effect then.
+  mutable std::shared_mutex transfer_mutex_;
+  mutable std::mutex changed_mutex_;  // guards changed_ and handed_over_at_
+  std::atomic<uint32_t> copying_{0};  // partitions in kCopying
+  // Keys pushed into partitions being copied, by partition and table.
+  std::map<uint32_t, std::map<std::string, std::set<uint64_t>>> changed_;
+  std::map<uint32_t, std::chrono::steady_clock::time_point> handed_over_at_;
 
   PushAccumulator deferred_;  // bsp pushes waiting for their clock
   std::unique_ptr<PushLedger> ledger_;  // which pushes were applied, by sender and request id

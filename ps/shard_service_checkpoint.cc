@@ -39,15 +39,15 @@ zmq::message_t ShardService::HandleCheckpoint(const wire::RequestHeader& header,
     return Error(header.request_id, done);
   }
   spdlog::info("server {}: done {} checkpoint '{}'", server_id_, what, checkpoint.dir);
-  return wire::EncodeStatusResponse(header.request_id, routing_.epoch, Status::Ok());
+  return wire::EncodeStatusResponse(header.request_id, ownership_.epoch(), Status::Ok());
 }
 
 Status ShardService::WriteCheckpoint(const std::string& dir) {
   for (const auto& [name, table] : tables_) {
     RETURN_IF_ERROR(MakeDirectories(
         std::filesystem::path(PartitionFilePath(dir, name, 0)).parent_path().string()));
-    for (uint32_t p = 0; p < routing_.num_partitions; ++p) {
-      if (!owned_[p]) continue;
+    for (uint32_t p = 0; p < ownership_.size(); ++p) {
+      if (!ownership_.serves(p)) continue;
       RETURN_IF_ERROR(embedding::WritePartitionFile(*table, p, PartitionFilePath(dir, name, p),
                                                     Flush::kLater));
     }
@@ -59,8 +59,8 @@ Status ShardService::WriteCheckpoint(const std::string& dir) {
 
 Status ShardService::VerifyCheckpoint(const std::string& dir) {
   for (const auto& [name, table] : tables_) {
-    for (uint32_t p = 0; p < routing_.num_partitions; ++p) {
-      if (!owned_[p]) continue;
+    for (uint32_t p = 0; p < ownership_.size(); ++p) {
+      if (!ownership_.serves(p)) continue;
       RETURN_IF_ERROR(
           embedding::ReadPartitionFile(*table, p, PartitionFilePath(dir, name, p)).status());
     }
@@ -73,8 +73,8 @@ Status ShardService::RestoreCheckpoint(const std::string& dir) {
   // Files are read again to load them, keeping one partition in memory at a time.
   RETURN_IF_ERROR(VerifyCheckpoint(dir));
   for (const auto& [name, table] : tables_) {
-    for (uint32_t p = 0; p < routing_.num_partitions; ++p) {
-      if (!owned_[p]) continue;
+    for (uint32_t p = 0; p < ownership_.size(); ++p) {
+      if (!ownership_.serves(p)) continue;
       ASSIGN_OR_RETURN(auto rows,
                        embedding::ReadPartitionFile(*table, p, PartitionFilePath(dir, name, p)));
       Status loaded = embedding::LoadPartitionRows(*table, p, rows);

@@ -5,18 +5,21 @@ namespace ember::ps {
 
 zmq::message_t ShardService::HandleApplyClock(const wire::RequestHeader& header,
                                               const wire::ApplyClockRequest& apply) {
+  std::shared_lock moves(transfer_mutex_);
   Status applied = deferred_.Apply(
       apply.clock, apply.trainers, apply.combine,
       [this](const std::string& name, std::span<const uint64_t> keys,
              std::span<const float> gradients) -> Status {
         ASSIGN_OR_RETURN(embedding::EmbeddingTable * table, FindTable(name));
-        return table->Push(keys, gradients);
+        RETURN_IF_ERROR(table->Push(keys, gradients));
+        NoteChangedKeys(*table, keys);
+        return Status::Ok();
       });
   if (!applied.ok()) {
     return Error(header.request_id,
                  applied.WithContext("applying clock " + std::to_string(apply.clock)));
   }
-  return wire::EncodeStatusResponse(header.request_id, routing_.epoch, Status::Ok());
+  return wire::EncodeStatusResponse(header.request_id, ownership_.epoch(), Status::Ok());
 }
 
 }  // namespace ember::ps

@@ -29,7 +29,8 @@ void Scheduler::HandleServerHeartbeat(const zmq::message_t& identity, uint64_t r
 void Scheduler::HandleMoveDecision(const zmq::message_t& identity, uint64_t request_id,
                                    const wire::MoveDecisionRequest& decision) {
   const PartitionMove move{decision.move.partition, decision.move.from, decision.move.to};
-  if (move.partition >= routing_.owners.size() || move.to >= servers_.size()) {
+  if (move.partition >= routing_.owners.size() ||
+      (move.to >= servers_.size() && move.to != ShardMoves::kAnyTarget)) {
     Reply(identity, wire::EncodeStatusResponse(
                         request_id, routing_.epoch,
                         InvalidArgument("move of partition " + std::to_string(move.partition) +
@@ -41,6 +42,11 @@ void Scheduler::HandleMoveDecision(const zmq::message_t& identity, uint64_t requ
     moves_.Abort(move, Aborted(decision.reason));
     // Whatever happened first, the routing table says who owns the partition now.
     Reply(identity, wire::EncodeRoutingResponse(request_id, routing_));
+    return;
+  }
+  if (move.to == ShardMoves::kAnyTarget) {
+    Reply(identity, wire::EncodeStatusResponse(request_id, routing_.epoch,
+                                               InvalidArgument("a commit must name its target")));
     return;
   }
   if (Status committed = moves_.Commit(move); !committed.ok()) {

@@ -135,11 +135,14 @@ Status ShardMoves::Commit(const PartitionMove& move) {
 
 void ShardMoves::Abort(const PartitionMove& move, const Status& why) {
   auto it = in_flight_.find(move.partition);
-  if (it == in_flight_.end() || it->second.from != move.from || it->second.to != move.to) return;
+  if (it == in_flight_.end() || it->second.from != move.from ||
+      (move.to != kAnyTarget && it->second.to != move.to)) {
+    return;
+  }
   spdlog::warn("scheduler: move of partition {} from server {} to {} aborted: {}", move.partition,
                move.from, move.to, why.ToString());
+  planned_.push_back(it->second);  // tried again later
   in_flight_.erase(it);
-  planned_.push_back(move);  // tried again later
 }
 
 bool ShardMoves::DrainedNow(uint32_t server, const RoutingTable& routing) {

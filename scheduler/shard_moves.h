@@ -59,7 +59,9 @@ class ShardMoves {
   // FailedPrecondition when the move is not in flight (aborted, or never started).
   Status Commit(const PartitionMove& move);
   // Drops the move in flight (the source's hand-over timed out, or the target failed); it is
-  // planned again later. OK also when it was not in flight.
+  // planned again later. No-op when it was not in flight. The source, which does not know the
+  // target, passes kAnyTarget.
+  static constexpr uint32_t kAnyTarget = UINT32_MAX;
   void Abort(const PartitionMove& move, const Status& why);
   // Whether `server` drained: it asked to, and holds no partition any more (marks it drained).
   bool DrainedNow(uint32_t server, const RoutingTable& routing);

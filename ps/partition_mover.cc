@@ -1,0 +1,132 @@
+// PartitionMover implementation.
+#include "ps/partition_mover.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <thread>
+
+namespace ember::ps {
+namespace {
+
+constexpr uint32_t kAnyServer = UINT32_MAX;
+
+}  // namespace
+
+PartitionMover::PartitionMover(ShardService& service, zmq::context_t& context,
+                               MoverOptions options, std::function<void()> on_exit)
+    : service_(service),
+      context_(context),
+      options_(std::move(options)),
+      on_exit_(std::move(on_exit)),
+      scheduler_(context, options_.scheduler_endpoint) {}
+
+void PartitionMover::Pause(Millis duration, const std::atomic<bool>& stop) {
+  const auto until = std::chrono::steady_clock::now() + duration;
+  while (!stop.load() && std::chrono::steady_clock::now() < until) {
+    std::this_thread::sleep_for(std::min<Millis>(duration, Millis(20)));
+  }
+}
+
+void PartitionMover::Run(const std::atomic<bool>& stop) {
+  while (!stop.load()) {
+    const uint64_t id = scheduler_.NextRequestId();
+    auto reply = scheduler_.Call(
+        id, wire::EncodeServerHeartbeat({id, 0}, service_.server_id()), options_.heartbeat_interval * 5);
+    if (reply.ok() && reply->status.ok()) {
+      if (auto* orders = std::get_if<wire::ServerOrders>(&reply->body)) {
+        service_.ApplyRouting(orders->routing);
+        for (const wire::MoveOrder& move : orders->moves) {
+          if (stop.load()) break;
+          Status moved = RunMove(move, orders->routing);
+          if (!moved.ok()) {
+            spdlog::warn("server {}: move of partition {} from server {} failed: {}",
+                         service_.server_id(), move.partition, move.from, moved.ToString());
+          }
+        }
+        if (orders->exit) {
+          spdlog::info("server {}: drained; stopping", service_.server_id());
+          on_exit_();
+          return;
+        }
+      }
+    }
+    ResolveLongHolds();
+    Pause(options_.heartbeat_interval, stop);
+  }
+}
+
+Result<RoutingTable> PartitionMover::Decide(const wire::MoveOrder& move, bool commit,
+                                            const std::string& reason) {
+  const uint64_t id = scheduler_.NextRequestId();
+  ASSIGN_OR_RETURN(auto reply,
+                   scheduler_.Call(id, wire::EncodeMoveDecision({id, 0}, {move, commit, reason}),
+                                   Millis(10'000)));
+  if (!reply.status.ok()) return reply.status;
+  auto* routing = std::get_if<RoutingTable>(&reply.body);
+  if (routing == nullptr) return Internal("the scheduler answered a move decision without routing");
+  return *routing;
+}
+
+Status PartitionMover::RunMove(const wire::MoveOrder& move, const RoutingTable& routing) {
+  if (move.from >= routing.servers.size()) {
+    return InvalidArgument("move from unknown server " + std::to_string(move.from));
+  }
+  RpcChannel source(context_, routing.servers[move.from].endpoint);
+  auto transfer = [&](wire::TransferPhase phase) -> Result<wire::DecodedResponse> {
+    const uint64_t id = source.NextRequestId();
+    ASSIGN_OR_RETURN(auto reply,
+                     source.Call(id, wire::EncodePartitionTransfer({id, 0}, {move.partition, phase}),
+                                 options_.transfer_timeout));
+    if (!reply.status.ok()) return reply.status;
+    return reply;
+  };
+  auto load = [&](wire::TransferPhase phase) -> Status {
+    ASSIGN_OR_RETURN(auto reply, transfer(phase));
+    auto* data = std::get_if<wire::PartitionData>(&reply.body);
+    if (data == nullptr) return Internal("partition transfer answered without rows");
+    RETURN_IF_ERROR(
+        service_.LoadIncoming(move.partition, data->bytes, phase == wire::TransferPhase::kCopy));
+    if (phase == wire::TransferPhase::kCopy && options_.bandwidth_bytes_per_second > 0) {
+      const double seconds =
+          static_cast<double>(data->bytes.size()) / options_.bandwidth_bytes_per_second;
+      std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
+    }
+    return Status::Ok();
+  };
+  Status moved = load(wire::TransferPhase::kCopy);
+  if (moved.ok()) moved = load(wire::TransferPhase::kHandover);
+  if (moved.ok()) {
+    auto committed = Decide(move, true, "");
+    if (committed.ok()) {
+      service_.Adopt(move.partition, committed->epoch);
+      (void)transfer(wire::TransferPhase::kRelease);  // the source also learns it by itself
+      moves_done_.fetch_add(1);
+      return Status::Ok();
+    }
+    moved = committed.status();
+  }
+  // Not committed: nobody but the source serves the partition.
+  service_.Discard(move.partition);
+  (void)Decide(move, false, moved.ToString());
+  (void)transfer(wire::TransferPhase::kResume);
+  return moved;
+}
+
+void PartitionMover::ResolveLongHolds() {
+  for (uint32_t partition : service_.HandedOverLongerThan(options_.handover_timeout)) {
+    auto routing = Decide({partition, service_.server_id(), kAnyServer}, false,
+                          "the hand-over waited longer than " +
+                              std::to_string(options_.handover_timeout.count()) + " ms");
+    if (!routing.ok()) continue;  // asked again at the next heartbeat
+    if (partition < routing->owners.size() && routing->owners[partition] == service_.server_id()) {
+      spdlog::warn("server {}: the move of partition {} was abandoned; serving it again",
+                   service_.server_id(), partition);
+      service_.Resume(partition);
+    } else {
+      service_.Release(partition);
+    }
+  }
+}
+
+}  // namespace ember::ps

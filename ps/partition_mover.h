@@ -1,0 +1,77 @@
+// PartitionMover: a server's thread that keeps in touch with the scheduler and runs the partition
+// moves it is ordered to (scheduler/shard_moves.h decides them).
+//
+// Every heartbeat_interval it sends a heartbeat; the answer carries the routing table (applied to
+// the ShardService: epoch, lost commit answers), the moves this server is the target of, and
+// whether it may exit (it drained). A move of partition p from server A to this server B:
+//   1. copy: B asks A for every row of p (all tables, with optimizer state); A keeps serving p and
+//      notes the keys pushed into it from now on; B loads the rows but does not serve p yet.
+//   2. (the copy's bytes are paced to `bandwidth_bytes_per_second` so training keeps its network)
+//   3. hand-over: A holds p (requests for it are answered "being handed over; retry", which
+//      clients retry after a short wait) and sends the rows of the noted keys and its held bsp
+//      pushes of p; B loads them.
+//   4. B asks the scheduler to commit. Committed: the routing table gives p to B at a new epoch,
+//      B serves p, and A drops it (B tells it; A also learns it from the routing table).
+//      Refused (the move was aborted meanwhile): B drops what it loaded and A serves p again.
+// A failure before the commit aborts the move the same way. If B dies after the hand-over, A's
+// hold outlasts handover_timeout; A then asks the scheduler to abort, and serves p again unless
+// the commit came first, in which case it drops p. So each move is decided once, by the
+// scheduler, and every push is applied by exactly one owner: before the hand-over by A (and
+// copied), after the commit by B, and in between by nobody (retried).
+//
+// Thread-safety: Run on one thread; the service's methods it calls are thread-safe.
+#pragma once
+
+#include <zmq.hpp>
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <string>
+
+#include "common/status.h"
+#include "common/transport.h"
+#include "common/wire.h"
+#include "ps/shard_service.h"
+
+namespace ember::ps {
+
+struct MoverOptions {
+  std::string scheduler_endpoint;
+  Millis heartbeat_interval{200};
+  Millis handover_timeout{10'000};     // a hold longer than this asks the scheduler to abort
+  Millis transfer_timeout{120'000};    // one copy or hand-over request
+  uint64_t bandwidth_bytes_per_second = 0;  // pacing of partition copies; 0: none
+};
+
+class PartitionMover {
+ public:
+  // `on_exit` runs (on the mover's thread) when the scheduler says the drained server may stop.
+  PartitionMover(ShardService& service, zmq::context_t& context, MoverOptions options,
+                 std::function<void()> on_exit);
+
+  // Heartbeats and runs moves until `stop` is set.
+  void Run(const std::atomic<bool>& stop);
+
+  uint64_t moves_done() const { return moves_done_.load(); }
+
+ private:
+  // Runs one move as its target; errors are returned after the move was aborted.
+  Status RunMove(const wire::MoveOrder& move, const RoutingTable& routing);
+  // Asks the scheduler for a decision; returns its routing table.
+  Result<RoutingTable> Decide(const wire::MoveOrder& move, bool commit, const std::string& reason);
+  // As the source: asks to abort moves whose hold outlasted handover_timeout, then serves or
+  // drops each partition as the scheduler's routing table says.
+  void ResolveLongHolds();
+  // Sleeps up to `duration`, waking early when `stop` is set.
+  static void Pause(Millis duration, const std::atomic<bool>& stop);
+
+  ShardService& service_;
+  zmq::context_t& context_;
+  const MoverOptions options_;
+  std::function<void()> on_exit_;
+  RpcChannel scheduler_;
+  std::atomic<uint64_t> moves_done_{0};
+};
+
+}  // namespace ember::ps

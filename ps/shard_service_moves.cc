@@ -1,0 +1,273 @@
+// ShardService: partitions moving between servers (the source's answers to partitionTransfer and
+// the target's loading, adoption or discarding of what arrived). Protocol in ps/partition_mover.h.
+//
+// Transfer payload: u32 table count; per table its name, dim, state floats, u64 row count, the
+// keys and the rows (weights then optimizer state); then u32 held-push count; per held bsp push
+// its clock, trainer, table, u64 key count, keys and gradients.
+#include <spdlog/spdlog.h>
+
+#include <mutex>
+#include <set>
+
+#include "common/checksummed_file.h"
+#include "ps/shard_service.h"
+
+namespace ember::ps {
+namespace {
+
+// Appends the rows of `partition` of `table` (only `keys` of it when given) to `out`.
+Status PutTableRows(const embedding::EmbeddingTable& table, uint32_t partition,
+                    const std::set<uint64_t>* keys, PayloadWriter& out) {
+  std::vector<uint64_t> row_keys;
+  std::vector<float> values;
+  RETURN_IF_ERROR(table.ForEachRowInPartition(
+      partition, [&](uint64_t key, std::span<const float> row, std::span<const float> state) {
+        if (keys != nullptr && !keys->count(key)) return;
+        row_keys.push_back(key);
+        values.insert(values.end(), row.begin(), row.end());
+        values.insert(values.end(), state.begin(), state.end());
+      }));
+  out.PutString(table.spec().name);
+  out.Put(table.dim());
+  out.Put(table.state_floats());
+  out.Put<uint64_t>(row_keys.size());
+  out.PutArray(std::span<const uint64_t>(row_keys));
+  out.PutArray(std::span<const float>(values));
+  return Status::Ok();
+}
+
+}  // namespace
+
+void ShardService::NoteChangedKeys(const embedding::EmbeddingTable& table,
+                                   std::span<const uint64_t> keys) {
+  if (copying_.load(std::memory_order_acquire) == 0) return;
+  std::lock_guard lock(changed_mutex_);
+  for (uint64_t key : keys) {
+    const uint32_t partition = table.PartitionOf(key);
+    if (ownership_.state(partition) == PartitionState::kCopying) {
+      changed_[partition][table.spec().name].insert(key);
+    }
+  }
+}
+
+zmq::message_t ShardService::HandlePartitionTransfer(const wire::RequestHeader& header,
+                                                     const wire::PartitionTransferRequest& transfer) {
+  const uint32_t p = transfer.partition;
+  if (p >= ownership_.size()) {
+    return Error(header.request_id, InvalidArgument("partition-transfer names partition " +
+                                                    std::to_string(p) + " of " +
+                                                    std::to_string(ownership_.size())));
+  }
+  const PartitionState state = ownership_.state(p);
+  const std::string where = "partition " + std::to_string(p) + " of server " +
+                            std::to_string(server_id_);
+  PayloadWriter out;
+  switch (transfer.phase) {
+    case wire::TransferPhase::kCopy: {
+      if (state != PartitionState::kOwned && state != PartitionState::kCopying) {
+        return Error(header.request_id, FailedPrecondition(where + " cannot be copied: it is not "
+                                                           "served here"));
+      }
+      {
+        // No push is between its ownership check and its noting while the state changes.
+        std::unique_lock exclusive(transfer_mutex_);
+        std::lock_guard lock(changed_mutex_);
+        if (state == PartitionState::kOwned) copying_.fetch_add(1);
+        ownership_.set(p, PartitionState::kCopying);
+        changed_.erase(p);
+      }
+      out.Put<uint32_t>(static_cast<uint32_t>(tables_.size()));
+      for (const auto& [name, table] : tables_) {
+        Status put = PutTableRows(*table, p, nullptr, out);
+        if (!put.ok()) return Error(header.request_id, put.WithContext(where));
+      }
+      out.Put<uint32_t>(0);
+      break;
+    }
+    case wire::TransferPhase::kHandover: {
+      if (state != PartitionState::kCopying && state != PartitionState::kHandedOver) {
+        return Error(header.request_id,
+                     FailedPrecondition(where + " cannot be handed over: it was not copied"));
+      }
+      std::map<std::string, std::set<uint64_t>> changed;
+      {
+        std::unique_lock exclusive(transfer_mutex_);
+        std::lock_guard lock(changed_mutex_);
+        if (state == PartitionState::kCopying) copying_.fetch_sub(1);
+        ownership_.set(p, PartitionState::kHandedOver);
+        handed_over_at_[p] = std::chrono::steady_clock::now();
+        changed = std::move(changed_[p]);
+        changed_.erase(p);
+      }
+      out.Put<uint32_t>(static_cast<uint32_t>(tables_.size()));
+      static const std::set<uint64_t> kNone;
+      for (const auto& [name, table] : tables_) {
+        auto it = changed.find(name);
+        Status put = PutTableRows(*table, p, it == changed.end() ? &kNone : &it->second, out);
+        if (!put.ok()) return Error(header.request_id, put.WithContext(where));
+      }
+      // Held bsp pushes of the partition go with it (a repeated hand-over finds none left).
+      auto held = deferred_.Take([&](const std::string& name, uint64_t key) {
+        auto table = tables_.find(name);
+        return table != tables_.end() && table->second->PartitionOf(key) == p;
+      });
+      out.Put<uint32_t>(static_cast<uint32_t>(held.size()));
+      for (const PushAccumulator::HeldPush& push : held) {
+        out.Put(push.clock);
+        out.Put(push.trainer);
+        out.PutString(push.table);
+        out.Put<uint64_t>(push.keys.size());
+        out.PutArray(std::span<const uint64_t>(push.keys));
+        out.PutArray(std::span<const float>(push.gradients));
+      }
+      break;
+    }
+    case wire::TransferPhase::kRelease:
+      Release(p);
+      return wire::EncodeStatusResponse(header.request_id, ownership_.epoch(), Status::Ok());
+    case wire::TransferPhase::kResume:
+      Resume(p);
+      return wire::EncodeStatusResponse(header.request_id, ownership_.epoch(), Status::Ok());
+  }
+  const std::string bytes = out.Take();
+  return wire::EncodePartitionDataResponse(
+      header.request_id, ownership_.epoch(), bytes.size(),
+      [&bytes](std::span<uint8_t> data) { std::memcpy(data.data(), bytes.data(), bytes.size()); });
+}
+
+void ShardService::Release(uint32_t p) {
+  const PartitionState state = ownership_.state(p);
+  if (state == PartitionState::kNotOwned) return;
+  {
+    std::unique_lock exclusive(transfer_mutex_);
+    std::lock_guard lock(changed_mutex_);
+    if (state == PartitionState::kCopying) copying_.fetch_sub(1);
+    ownership_.set(p, PartitionState::kNotOwned);
+    changed_.erase(p);
+    handed_over_at_.erase(p);
+  }
+  for (const auto& [name, table] : tables_) {
+    auto erased = table->Erase(p);
+    if (!erased.ok()) {
+      spdlog::warn("server {}: dropping the rows of partition {} of '{}' that moved away: {}",
+                   server_id_, p, name, erased.status().ToString());
+    }
+  }
+  spdlog::debug("server {}: partition {} moved away", server_id_, p);
+}
+
+void ShardService::Resume(uint32_t p) {
+  const PartitionState state = ownership_.state(p);
+  if (state != PartitionState::kCopying && state != PartitionState::kHandedOver) return;
+  std::unique_lock exclusive(transfer_mutex_);
+  std::lock_guard lock(changed_mutex_);
+  if (state == PartitionState::kCopying) copying_.fetch_sub(1);
+  ownership_.set(p, PartitionState::kOwned);
+  changed_.erase(p);
+  handed_over_at_.erase(p);
+}
+
+Status ShardService::LoadIncoming(uint32_t p, std::span<const uint8_t> data, bool replace) {
+  if (p >= ownership_.size()) return InvalidArgument("no partition " + std::to_string(p));
+  if (ownership_.serves(p)) {
+    return FailedPrecondition("partition " + std::to_string(p) + " is already served here");
+  }
+  ownership_.set(p, PartitionState::kIncoming);
+  PayloadReader in(std::string_view(reinterpret_cast<const char*>(data.data()), data.size()));
+  uint32_t table_count = 0;
+  if (!in.Get(table_count)) return DataLoss("partition transfer: truncated");
+  for (uint32_t t = 0; t < table_count; ++t) {
+    std::string name;
+    uint32_t dim = 0, state_floats = 0;
+    uint64_t rows = 0;
+    if (!in.GetString(name) || !in.Get(dim) || !in.Get(state_floats) || !in.Get(rows)) {
+      return DataLoss("partition transfer: truncated table header");
+    }
+    ASSIGN_OR_RETURN(embedding::EmbeddingTable * table, FindTable(name));
+    if (dim != table->dim() || state_floats != table->state_floats()) {
+      return DataLoss("partition transfer: table '" + name + "' has another shape here");
+    }
+    const uint64_t floats = uint64_t{dim} + state_floats;
+    if (rows * (sizeof(uint64_t) + floats * sizeof(float)) > in.remaining()) {
+      return DataLoss("partition transfer: truncated rows of table '" + name + "'");
+    }
+    std::vector<uint64_t> keys(rows);
+    std::vector<float> values(rows * floats);
+    in.GetArray(std::span(keys));
+    in.GetArray(std::span(values));
+    if (replace) RETURN_IF_ERROR(table->Erase(p).status());
+    for (uint64_t i = 0; i < rows; ++i) {
+      if (table->PartitionOf(keys[i]) != p) {
+        return DataLoss("partition transfer: key " + std::to_string(keys[i]) +
+                        " is not in partition " + std::to_string(p));
+      }
+      std::span<const float> row(values.data() + i * floats, floats);
+      RETURN_IF_ERROR(table->Restore(keys[i], row.first(dim), row.subspan(dim)));
+    }
+  }
+  uint32_t held = 0;
+  if (!in.Get(held)) return DataLoss("partition transfer: truncated held pushes");
+  for (uint32_t h = 0; h < held; ++h) {
+    PushAccumulator::HeldPush push;
+    uint64_t count = 0;
+    if (!in.Get(push.clock) || !in.Get(push.trainer) || !in.GetString(push.table) ||
+        !in.Get(count)) {
+      return DataLoss("partition transfer: truncated held push");
+    }
+    ASSIGN_OR_RETURN(embedding::EmbeddingTable * table, FindTable(push.table));
+    if (count * (sizeof(uint64_t) + table->dim() * sizeof(float)) > in.remaining()) {
+      return DataLoss("partition transfer: truncated held push of '" + push.table + "'");
+    }
+    push.keys.resize(count);
+    push.gradients.resize(count * table->dim());
+    in.GetArray(std::span(push.keys));
+    in.GetArray(std::span(push.gradients));
+    if (!deferred_.Add(push.clock, push.trainer, push.table, push.keys, push.gradients).ok()) {
+      // This server applied the push's clock before the push arrived with its partition: apply
+      // it now, uncombined (exact with one trainer or `sum`; with `mean` over several trainers
+      // these rows get this trainer's gradient unscaled).
+      spdlog::warn("server {}: a held push of clock {} arrived with partition {} after the clock "
+                   "was applied here; applied on its own", server_id_, push.clock, p);
+      RETURN_IF_ERROR(table->Push(push.keys, push.gradients));
+    }
+  }
+  if (in.remaining() != 0) return DataLoss("partition transfer: trailing bytes");
+  return Status::Ok();
+}
+
+void ShardService::Adopt(uint32_t p, uint64_t epoch) {
+  ownership_.advance_epoch(epoch);
+  ownership_.set(p, PartitionState::kOwned);
+}
+
+void ShardService::Discard(uint32_t p) {
+  if (ownership_.state(p) != PartitionState::kIncoming) return;
+  for (const auto& [name, table] : tables_) (void)table->Erase(p);
+  (void)deferred_.Take([&](const std::string& name, uint64_t key) {
+    auto table = tables_.find(name);
+    return table != tables_.end() && table->second->PartitionOf(key) == p;
+  });
+  ownership_.set(p, PartitionState::kNotOwned);
+}
+
+void ShardService::ApplyRouting(const RoutingTable& routing) {
+  ownership_.advance_epoch(routing.epoch);
+  for (uint32_t p = 0; p < ownership_.size() && p < routing.owners.size(); ++p) {
+    // A commit whose answer never arrived: the scheduler says the partition is ours.
+    if (routing.owners[p] == server_id_ && ownership_.state(p) == PartitionState::kIncoming) {
+      ownership_.set(p, PartitionState::kOwned);
+    }
+  }
+}
+
+std::vector<uint32_t> ShardService::HandedOverLongerThan(Millis limit) const {
+  std::lock_guard lock(changed_mutex_);
+  std::vector<uint32_t> late;
+  const auto now = std::chrono::steady_clock::now();
+  for (const auto& [p, since] : handed_over_at_) {
+    if (now - since > limit) late.push_back(p);
+  }
+  return late;
+}
+
+}  // namespace ember::ps
