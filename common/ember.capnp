@@ -245,7 +245,8 @@ struct PartitionTransfer {
     copy @0;                  # every row of the partition (all tables) while the source serves;
                               # the source notes which rows change from now on
     handover @1;              # the source holds the partition (requests get "moving, retry") and
-                              # sends the rows changed since the copy and its held bsp pushes
+                              # sends the rows changed since the copy; refused ("retry") while
+                              # it holds bsp pushes of the partition (hand-overs are between clocks)
     release @2;               # committed: the source drops the partition
     resume @3;                # aborted: the source serves the partition again
   }

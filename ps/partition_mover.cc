@@ -10,6 +10,10 @@ namespace ember::ps {
 namespace {
 
 constexpr uint32_t kAnyServer = UINT32_MAX;
+// A hand-over refused while the source holds bsp pushes of the partition is asked again this
+// often, this many times (a bsp step leaves a gap between its apply and the next pushes).
+constexpr Millis kHandoverRetry{2};
+constexpr int kHandoverAttempts = 5000;
 
 }  // namespace
 
@@ -95,7 +99,13 @@ Status PartitionMover::RunMove(const wire::MoveOrder& move, const RoutingTable& 
     return Status::Ok();
   };
   Status moved = load(wire::TransferPhase::kCopy);
-  if (moved.ok()) moved = load(wire::TransferPhase::kHandover);
+  // A bsp source hands over between clocks only: "retry" while it holds pushes of the partition.
+  for (int attempt = 0; moved.ok(); ++attempt) {
+    moved = load(wire::TransferPhase::kHandover);
+    if (moved.code() != StatusCode::kUnavailable || attempt >= kHandoverAttempts) break;
+    std::this_thread::sleep_for(kHandoverRetry);
+    moved = Status::Ok();
+  }
   if (moved.ok()) {
     auto committed = Decide(move, true, "");
     if (committed.ok()) {
@@ -114,10 +124,10 @@ Status PartitionMover::RunMove(const wire::MoveOrder& move, const RoutingTable& 
 }
 
 void PartitionMover::ResolveLongHolds() {
-  for (uint32_t partition : service_.HandedOverLongerThan(options_.handover_timeout)) {
+  for (uint32_t partition :
+       service_.StalledMovesOut(options_.transfer_timeout * 2, options_.handover_timeout)) {
     auto routing = Decide({partition, service_.server_id(), kAnyServer}, false,
-                          "the hand-over waited longer than " +
-                              std::to_string(options_.handover_timeout.count()) + " ms");
+                          "the move out stalled (its target may be gone)");
     if (!routing.ok()) continue;  // asked again at the next heartbeat
     if (partition < routing->owners.size() && routing->owners[partition] == service_.server_id()) {
       spdlog::warn("server {}: the move of partition {} was abandoned; serving it again",

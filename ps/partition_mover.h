@@ -8,14 +8,16 @@
 //      notes the keys pushed into it from now on; B loads the rows but does not serve p yet.
 //   2. (the copy's bytes are paced to `bandwidth_bytes_per_second` so training keeps its network)
 //   3. hand-over: A holds p (requests for it are answered "being handed over; retry", which
-//      clients retry after a short wait) and sends the rows of the noted keys and its held bsp
-//      pushes of p; B loads them.
+//      clients retry after a short wait) and sends the rows of the noted keys; B loads them.
+//      In bsp, A hands over only between clocks, when it holds no deferred push of p (B asks
+//      again every few ms until then), so each clock's pushes are applied where they arrived.
 //   4. B asks the scheduler to commit. Committed: the routing table gives p to B at a new epoch,
 //      B serves p, and A drops it (B tells it; A also learns it from the routing table).
 //      Refused (the move was aborted meanwhile): B drops what it loaded and A serves p again.
 // A failure before the commit aborts the move the same way. If B dies after the hand-over, A's
-// hold outlasts handover_timeout; A then asks the scheduler to abort, and serves p again unless
-// the commit came first, in which case it drops p. So each move is decided once, by the
+// hold outlasts handover_timeout (a copy never followed by a hand-over, twice transfer_timeout);
+// A then asks the scheduler to abort, and serves p again unless the commit came first, in which
+// case it drops p. So each move is decided once, by the
 // scheduler, and every push is applied by exactly one owner: before the hand-over by A (and
 // copied), after the commit by B, and in between by nobody (retried).
 //
@@ -60,8 +62,9 @@ class PartitionMover {
   Status RunMove(const wire::MoveOrder& move, const RoutingTable& routing);
   // Asks the scheduler for a decision; returns its routing table.
   Result<RoutingTable> Decide(const wire::MoveOrder& move, bool commit, const std::string& reason);
-  // As the source: asks to abort moves whose hold outlasted handover_timeout, then serves or
-  // drops each partition as the scheduler's routing table says.
+  // As the source: asks to abort moves whose hold outlasted handover_timeout (or whose copy
+  // was never followed by a hand-over within twice transfer_timeout), then serves or drops each
+  // partition as the scheduler's routing table says.
   void ResolveLongHolds();
   // Sleeps up to `duration`, waking early when `stop` is set.
   static void Pause(Millis duration, const std::atomic<bool>& stop);

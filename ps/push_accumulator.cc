@@ -103,34 +103,18 @@ size_t PushAccumulator::pending_pushes() const {
   return pieces;
 }
 
-std::vector<PushAccumulator::HeldPush> PushAccumulator::Take(
-    const std::function<bool(const std::string& table, uint64_t key)>& belongs) {
+bool PushAccumulator::Holds(
+    const std::function<bool(const std::string& table, uint64_t key)>& belongs) const {
   std::lock_guard lock(mutex_);
-  std::vector<HeldPush> taken;
-  for (auto& [slot, pieces] : held_) {
-    const auto& [clock, table, trainer] = slot;
-    for (Piece& piece : pieces) {
-      if (piece.keys.empty()) continue;
-      const size_t dim = piece.gradients.size() / piece.keys.size();
-      HeldPush out{clock, trainer, table, {}, {}};
-      Piece kept;
-      for (size_t i = 0; i < piece.keys.size(); ++i) {
-        const float* row = piece.gradients.data() + i * dim;
-        if (belongs(table, piece.keys[i])) {
-          out.keys.push_back(piece.keys[i]);
-          out.gradients.insert(out.gradients.end(), row, row + dim);
-        } else {
-          kept.keys.push_back(piece.keys[i]);
-          kept.gradients.insert(kept.gradients.end(), row, row + dim);
-        }
-      }
-      if (!out.keys.empty()) {
-        piece = std::move(kept);
-        taken.push_back(std::move(out));
+  for (const auto& [slot, pieces] : held_) {
+    const std::string& table = std::get<1>(slot);
+    for (const Piece& piece : pieces) {
+      for (uint64_t key : piece.keys) {
+        if (belongs(table, key)) return true;
       }
     }
   }
-  return taken;
+  return false;
 }
 
 }  // namespace ember::ps

@@ -41,18 +41,9 @@ class PushAccumulator {
   Status Apply(uint64_t clock, std::span<const uint32_t> trainers, Combine combine,
                const ApplyFn& apply);
 
-  // A held push, or the part of one a partition move takes along.
-  struct HeldPush {
-    uint64_t clock = 0;
-    uint32_t trainer = 0;
-    std::string table;
-    std::vector<uint64_t> keys;
-    std::vector<float> gradients;  // keys.size() rows
-  };
-  // Removes and returns the rows of held pushes whose (table, key) `belongs` says so (the keys of
-  // a partition moving to another server, which adds them to its own accumulator).
-  std::vector<HeldPush> Take(
-      const std::function<bool(const std::string& table, uint64_t key)>& belongs);
+  // Whether a held push has a (table, key) that `belongs` (a partition about to move: it is
+  // handed over only between clocks, when none of its keys is held).
+  bool Holds(const std::function<bool(const std::string& table, uint64_t key)>& belongs) const;
 
   // Highest clock applied so far (0: none).
   uint64_t applied_clock() const;

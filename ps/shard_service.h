@@ -71,7 +71,7 @@ class ShardService {
   bool has_expiry() const;
   // ---- Partition moves (shard_service_moves.cc; protocol in ps/partition_mover.h) ----
   // Target: loads what a partitionTransfer brought (all rows when `replace`, else the rows changed
-  // since the copy and the held bsp pushes); the partition is not served until Adopt.
+  // since the copy); the partition is not served until Adopt.
   Status LoadIncoming(uint32_t partition, std::span<const uint8_t> data, bool replace);
   // Target: the move committed at `epoch`; serve the partition.
   void Adopt(uint32_t partition, uint64_t epoch);
@@ -82,8 +82,9 @@ class ShardService {
   void Resume(uint32_t partition);
   // The scheduler's routing table: its epoch, and partitions whose commit answer was lost.
   void ApplyRouting(const RoutingTable& routing);
-  // Source: partitions handed over longer ago than `limit` (their target may be gone).
-  std::vector<uint32_t> HandedOverLongerThan(Millis limit) const;
+  // Source: partitions whose move out stalled (their target may be gone): copied longer ago than
+  // `copy_limit` without a hand-over, or held longer than `hold_limit`.
+  std::vector<uint32_t> StalledMovesOut(Millis copy_limit, Millis hold_limit) const;
   uint32_t partitions_served() const { return ownership_.served_count(); }
 
   // Pushes answered without being applied because they were copies of applied ones.
@@ -127,11 +128,12 @@ class ShardService {
   // Pulls, pushes and clock applies hold it shared; a partition changing state (copy, hand-over)
   // holds it exclusively, so no request is between its ownership check and its effect then.
   mutable std::shared_mutex transfer_mutex_;
-  mutable std::mutex changed_mutex_;  // guards changed_ and handed_over_at_
+  mutable std::mutex changed_mutex_;  // guards changed_ and moving_out_since_
   std::atomic<uint32_t> copying_{0};  // partitions in kCopying
   // Keys pushed into partitions being copied, by partition and table.
   std::map<uint32_t, std::map<std::string, std::set<uint64_t>>> changed_;
-  std::map<uint32_t, std::chrono::steady_clock::time_point> handed_over_at_;
+  // Partitions moving out: since their copy, or their hand-over.
+  std::map<uint32_t, std::chrono::steady_clock::time_point> moving_out_since_;
 
   PushAccumulator deferred_;  // bsp pushes waiting for their clock
   std::unique_ptr<PushLedger> ledger_;  // which pushes were applied, by sender and request id

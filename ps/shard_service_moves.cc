@@ -2,8 +2,7 @@
 // the target's loading, adoption or discarding of what arrived). Protocol in ps/partition_mover.h.
 //
 // Transfer payload: u32 table count; per table its name, dim, state floats, u64 row count, the
-// keys and the rows (weights then optimizer state); then u32 held-push count; per held bsp push
-// its clock, trainer, table, u64 key count, keys and gradients.
+// keys and the rows (weights then optimizer state).
 #include <spdlog/spdlog.h>
 
 #include <mutex>
@@ -75,13 +74,13 @@ zmq::message_t ShardService::HandlePartitionTransfer(const wire::RequestHeader& 
         if (state == PartitionState::kOwned) copying_.fetch_add(1);
         ownership_.set(p, PartitionState::kCopying);
         changed_.erase(p);
+        moving_out_since_[p] = std::chrono::steady_clock::now();
       }
       out.Put<uint32_t>(static_cast<uint32_t>(tables_.size()));
       for (const auto& [name, table] : tables_) {
         Status put = PutTableRows(*table, p, nullptr, out);
         if (!put.ok()) return Error(header.request_id, put.WithContext(where));
       }
-      out.Put<uint32_t>(0);
       break;
     }
     case wire::TransferPhase::kHandover: {
@@ -92,10 +91,20 @@ zmq::message_t ShardService::HandlePartitionTransfer(const wire::RequestHeader& 
       std::map<std::string, std::set<uint64_t>> changed;
       {
         std::unique_lock exclusive(transfer_mutex_);
+        // Held bsp pushes stay with the server that will apply their clock: a partition is
+        // handed over between clocks only (the target asks again shortly).
+        const bool holds = deferred_.Holds([&](const std::string& name, uint64_t key) {
+          auto table = tables_.find(name);
+          return table != tables_.end() && table->second->PartitionOf(key) == p;
+        });
+        if (holds) {
+          return Error(header.request_id,
+                       Unavailable(where + " has held bsp pushes; hand it over after its clock"));
+        }
         std::lock_guard lock(changed_mutex_);
         if (state == PartitionState::kCopying) copying_.fetch_sub(1);
         ownership_.set(p, PartitionState::kHandedOver);
-        handed_over_at_[p] = std::chrono::steady_clock::now();
+        moving_out_since_[p] = std::chrono::steady_clock::now();
         changed = std::move(changed_[p]);
         changed_.erase(p);
       }
@@ -105,20 +114,6 @@ zmq::message_t ShardService::HandlePartitionTransfer(const wire::RequestHeader& 
         auto it = changed.find(name);
         Status put = PutTableRows(*table, p, it == changed.end() ? &kNone : &it->second, out);
         if (!put.ok()) return Error(header.request_id, put.WithContext(where));
-      }
-      // Held bsp pushes of the partition go with it (a repeated hand-over finds none left).
-      auto held = deferred_.Take([&](const std::string& name, uint64_t key) {
-        auto table = tables_.find(name);
-        return table != tables_.end() && table->second->PartitionOf(key) == p;
-      });
-      out.Put<uint32_t>(static_cast<uint32_t>(held.size()));
-      for (const PushAccumulator::HeldPush& push : held) {
-        out.Put(push.clock);
-        out.Put(push.trainer);
-        out.PutString(push.table);
-        out.Put<uint64_t>(push.keys.size());
-        out.PutArray(std::span<const uint64_t>(push.keys));
-        out.PutArray(std::span<const float>(push.gradients));
       }
       break;
     }
@@ -144,7 +139,7 @@ void ShardService::Release(uint32_t p) {
     if (state == PartitionState::kCopying) copying_.fetch_sub(1);
     ownership_.set(p, PartitionState::kNotOwned);
     changed_.erase(p);
-    handed_over_at_.erase(p);
+    moving_out_since_.erase(p);
   }
   for (const auto& [name, table] : tables_) {
     auto erased = table->Erase(p);
@@ -164,7 +159,7 @@ void ShardService::Resume(uint32_t p) {
   if (state == PartitionState::kCopying) copying_.fetch_sub(1);
   ownership_.set(p, PartitionState::kOwned);
   changed_.erase(p);
-  handed_over_at_.erase(p);
+  moving_out_since_.erase(p);
 }
 
 Status ShardService::LoadIncoming(uint32_t p, std::span<const uint8_t> data, bool replace) {
@@ -205,32 +200,6 @@ Status ShardService::LoadIncoming(uint32_t p, std::span<const uint8_t> data, boo
       RETURN_IF_ERROR(table->Restore(keys[i], row.first(dim), row.subspan(dim)));
     }
   }
-  uint32_t held = 0;
-  if (!in.Get(held)) return DataLoss("partition transfer: truncated held pushes");
-  for (uint32_t h = 0; h < held; ++h) {
-    PushAccumulator::HeldPush push;
-    uint64_t count = 0;
-    if (!in.Get(push.clock) || !in.Get(push.trainer) || !in.GetString(push.table) ||
-        !in.Get(count)) {
-      return DataLoss("partition transfer: truncated held push");
-    }
-    ASSIGN_OR_RETURN(embedding::EmbeddingTable * table, FindTable(push.table));
-    if (count * (sizeof(uint64_t) + table->dim() * sizeof(float)) > in.remaining()) {
-      return DataLoss("partition transfer: truncated held push of '" + push.table + "'");
-    }
-    push.keys.resize(count);
-    push.gradients.resize(count * table->dim());
-    in.GetArray(std::span(push.keys));
-    in.GetArray(std::span(push.gradients));
-    if (!deferred_.Add(push.clock, push.trainer, push.table, push.keys, push.gradients).ok()) {
-      // This server applied the push's clock before the push arrived with its partition: apply
-      // it now, uncombined (exact with one trainer or `sum`; with `mean` over several trainers
-      // these rows get this trainer's gradient unscaled).
-      spdlog::warn("server {}: a held push of clock {} arrived with partition {} after the clock "
-                   "was applied here; applied on its own", server_id_, push.clock, p);
-      RETURN_IF_ERROR(table->Push(push.keys, push.gradients));
-    }
-  }
   if (in.remaining() != 0) return DataLoss("partition transfer: trailing bytes");
   return Status::Ok();
 }
@@ -243,10 +212,6 @@ void ShardService::Adopt(uint32_t p, uint64_t epoch) {
 void ShardService::Discard(uint32_t p) {
   if (ownership_.state(p) != PartitionState::kIncoming) return;
   for (const auto& [name, table] : tables_) (void)table->Erase(p);
-  (void)deferred_.Take([&](const std::string& name, uint64_t key) {
-    auto table = tables_.find(name);
-    return table != tables_.end() && table->second->PartitionOf(key) == p;
-  });
   ownership_.set(p, PartitionState::kNotOwned);
 }
 
@@ -260,14 +225,15 @@ void ShardService::ApplyRouting(const RoutingTable& routing) {
   }
 }
 
-std::vector<uint32_t> ShardService::HandedOverLongerThan(Millis limit) const {
+std::vector<uint32_t> ShardService::StalledMovesOut(Millis copy_limit, Millis hold_limit) const {
   std::lock_guard lock(changed_mutex_);
-  std::vector<uint32_t> late;
+  std::vector<uint32_t> stalled;
   const auto now = std::chrono::steady_clock::now();
-  for (const auto& [p, since] : handed_over_at_) {
-    if (now - since > limit) late.push_back(p);
+  for (const auto& [p, since] : moving_out_since_) {
+    const bool held = ownership_.state(p) == PartitionState::kHandedOver;
+    if (now - since > (held ? hold_limit : copy_limit)) stalled.push_back(p);
   }
-  return late;
+  return stalled;
 }
 
 }  // namespace ember::ps

@@ -1,9 +1,8 @@
 // Live shard scaling: servers join and are drained while clients push, and no update is lost or
-// applied twice; a move whose target dies leaves the source serving.
-//
-// Rows start at zero and every push adds exactly 1 to each of its keys (SGD, learning rate 1,
-// gradient -1), so a row's value counts the pushes applied to it; the test counts the pushes it
-// sent per key and compares.
+// applied twice (rows start at zero and every push adds exactly 1 to each of its keys: SGD,
+// learning rate 1, gradient -1, so a row counts the pushes applied to it); a bsp trainer whose
+// cluster gains a server and loses another ends with exactly the rows and dense weights of a
+// run without scaling.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -14,6 +13,11 @@
 #include "app/local_cluster.h"
 #include "common/hash.h"
 #include "common/transport.h"
+#include "trainer/cpu_backend.h"
+#include "trainer/dense_table.h"
+#include "trainer/synthetic_source.h"
+#include "trainer/tower_batch.h"
+#include "trainer/trainer.h"
 
 namespace ember {
 namespace {
@@ -132,6 +136,106 @@ TEST(ShardScalingTest, JoinAndDrainWhileClientsPushLoseNoUpdate) {
     }
   }
   EXPECT_EQ(wrong, 0);
+}
+
+trainer::ModelConfig SmallModel() {
+  trainer::ModelConfig model;
+  model.embedding_dim = 8;
+  model.user_slots = 1;
+  model.item_slots = 1;
+  model.hidden = {16};
+  model.output_dim = 8;
+  model.temperature = 0.2f;
+  model.learning_rate = 0.01f;
+  return model;
+}
+
+trainer::SyntheticOptions SmallData() {
+  trainer::SyntheticOptions data;
+  data.user_slots = 1;
+  data.item_slots = 1;
+  data.vocabulary = 3000;
+  data.num_clusters = 8;
+  return data;
+}
+
+// One bsp trainer (dense weights on the servers) for `steps` steps; `scale` runs on the trainer's
+// thread after each step. Returns the rows of every key the data uses, then the dense rows.
+std::vector<float> TrainBsp(uint32_t steps, const std::function<void(app::LocalCluster&, uint64_t)>& scale) {
+  std::vector<TableSpec> tables;
+  for (const char* name : {"user", "item"}) {
+    TableSpec spec;
+    spec.name = name;
+    spec.dim = 8;
+    spec.seed = HashName(name);
+    spec.optimizer.kind = OptimizerKind::kSgd;
+    spec.optimizer.learning_rate = 0.5f;
+    spec.initializer.stddev = 0.1f;
+    tables.push_back(spec);
+  }
+  tables.push_back(trainer::DenseTableSpec(SmallModel()));
+  app::LocalClusterOptions options{.num_servers = 2, .num_partitions = 32};
+  options.sync.mode = SyncMode::kBsp;
+  app::LocalCluster cluster(tables, options);
+  EXPECT_TRUE(cluster.status().ok()) << cluster.status().ToString();
+  ps::ClientOptions client_options;
+  client_options.heartbeat_interval = Millis(500);
+  auto client = cluster.Connect(client_options);
+  EXPECT_TRUE(client.ok());
+  auto backend = trainer::MakeCpuBackend(SmallModel(), trainer::InitDenseWeights(SmallModel()));
+  trainer::SyntheticSource data(SmallData());
+  trainer::TrainOptions train;
+  train.batch_size = 64;
+  train.log_every = 0;
+  train.user_tables = {"user"};
+  train.item_tables = {"item"};
+  train.sync = options.sync;
+  train.dense = "servers";
+  auto loop = trainer::Trainer::Create(client->get(), backend.get(), &data, SmallModel(), train);
+  EXPECT_TRUE(loop.ok()) << loop.status().ToString();
+  (*loop)->set_clock_observer({[&](uint64_t clock) { scale(cluster, clock); }, {}});
+  auto summary = (*loop)->Run(steps);
+  EXPECT_TRUE(summary.ok()) << summary.status().ToString();
+  WaitForMoves(cluster);
+
+  std::vector<float> out;
+  for (const char* table : {"user", "item"}) {
+    trainer::SyntheticSource draw(SmallData());
+    trainer::Batch batch;
+    std::set<uint64_t> used;
+    for (uint32_t step = 0; step < steps; ++step) {
+      EXPECT_TRUE(draw.Next(64, &batch).ok());
+      const auto& slot = std::string(table) == "user" ? batch.user_keys[0] : batch.item_keys[0];
+      used.insert(slot.begin(), slot.end());
+    }
+    std::vector<uint64_t> used_keys(used.begin(), used.end());
+    std::vector<float> rows(used_keys.size() * 8);
+    EXPECT_TRUE((*client)->Pull(table, used_keys, rows).Wait().ok());
+    out.insert(out.end(), rows.begin(), rows.end());
+  }
+  trainer::DenseTable dense(SmallModel());
+  std::vector<float> dense_rows(dense.buffer_floats());
+  std::vector<ps::Ticket> pulls;
+  dense.StartPull(**client, dense_rows, &pulls);
+  EXPECT_TRUE(trainer::WaitAll(pulls).ok());
+  out.insert(out.end(), dense_rows.begin(), dense_rows.end());
+  return out;
+}
+
+TEST(ShardScalingTest, BspTrainingWithAJoinAndADrainEqualsTrainingWithout) {
+  const std::vector<float> plain = TrainBsp(30, [](app::LocalCluster&, uint64_t) {});
+  const std::vector<float> scaled = TrainBsp(30, [](app::LocalCluster& cluster, uint64_t clock) {
+    std::this_thread::sleep_for(milliseconds(20));  // so the moves happen while it trains
+    if (clock == 5) {
+      auto joined = cluster.AddServer();
+      EXPECT_TRUE(joined.ok()) << joined.status().ToString();
+    }
+    if (clock == 15) EXPECT_TRUE(Drain(cluster, 0).ok());
+  });
+  ASSERT_EQ(plain.size(), scaled.size());
+  size_t differ = 0;
+  for (size_t i = 0; i < plain.size(); ++i) differ += plain[i] != scaled[i];
+  EXPECT_EQ(differ, 0u) << "of " << plain.size() << " values";
 }
 
 }  // namespace
