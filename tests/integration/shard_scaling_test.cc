@@ -13,6 +13,7 @@
 #include "app/local_cluster.h"
 #include "common/hash.h"
 #include "common/transport.h"
+#include "tests/integration/small_two_tower.h"
 #include "trainer/cpu_backend.h"
 #include "trainer/dense_table.h"
 #include "trainer/synthetic_source.h"
@@ -138,26 +139,8 @@ TEST(ShardScalingTest, JoinAndDrainWhileClientsPushLoseNoUpdate) {
   EXPECT_EQ(wrong, 0);
 }
 
-trainer::ModelConfig SmallModel() {
-  trainer::ModelConfig model;
-  model.embedding_dim = 8;
-  model.user_slots = 1;
-  model.item_slots = 1;
-  model.hidden = {16};
-  model.output_dim = 8;
-  model.temperature = 0.2f;
-  model.learning_rate = 0.01f;
-  return model;
-}
-
-trainer::SyntheticOptions SmallData() {
-  trainer::SyntheticOptions data;
-  data.user_slots = 1;
-  data.item_slots = 1;
-  data.vocabulary = 3000;
-  data.num_clusters = 8;
-  return data;
-}
+trainer::ModelConfig SmallModel() { return testing::SmallTwoTowerModel(); }
+trainer::SyntheticOptions SmallData() { return testing::SmallSyntheticData(3000, 7); }
 
 // One bsp trainer (dense weights on the servers) for `steps` steps; `scale` runs on the trainer's
 // thread after each step. Returns the rows of every key the data uses, then the dense rows.

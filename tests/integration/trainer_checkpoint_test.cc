@@ -18,6 +18,7 @@
 #include "common/hash.h"
 #include "ps/checkpoint.h"
 #include "scheduler/checkpoint_cuts.h"
+#include "tests/integration/small_two_tower.h"
 #include "tests/test_util.h"
 #include "trainer/cpu_backend.h"
 #include "trainer/dense_table.h"
@@ -31,17 +32,7 @@ constexpr uint32_t kDim = 8;
 constexpr uint32_t kBatch = 64;
 constexpr uint32_t kPartitions = 32;
 
-trainer::ModelConfig Model() {
-  trainer::ModelConfig model;
-  model.embedding_dim = kDim;
-  model.user_slots = 1;
-  model.item_slots = 1;
-  model.hidden = {16};
-  model.output_dim = 8;
-  model.temperature = 0.2f;
-  model.learning_rate = 0.01f;
-  return model;
-}
+trainer::ModelConfig Model() { return testing::SmallTwoTowerModel(); }
 
 std::vector<TableSpec> Tables(bool dense_on_servers) {
   std::vector<TableSpec> tables;
@@ -60,13 +51,7 @@ std::vector<TableSpec> Tables(bool dense_on_servers) {
 }
 
 trainer::SyntheticOptions Data(uint32_t rank) {
-  trainer::SyntheticOptions data;
-  data.user_slots = 1;
-  data.item_slots = 1;
-  data.vocabulary = 2000;
-  data.num_clusters = 8;
-  data.seed = 11 + 1000 * rank;
-  return data;
+  return testing::SmallSyntheticData(2000, 11 + 1000 * rank);
 }
 
 // Every key a trainer of `rank` draws in `steps` steps.
