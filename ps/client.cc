@@ -301,6 +301,14 @@ void Client::OnLinkEvents(uint32_t server) {
     if (!event.ok()) return;  // none left
     if (*event == LinkEvent::kDown && !link.down) {
       link.down = true;
+      // A server that holds no partition any more (drained) is not coming back for them: what
+      // was in flight to it goes to the new owners.
+      if (RefreshRouting().ok() && routing_.PartitionsOwnedBy(server) == 0) {
+        spdlog::info("client: server {} ({}) left; sending what was in flight to it to the "
+                     "partitions' new owners", server, link.endpoint);
+        RerouteInFlight(server);
+        continue;
+      }
       spdlog::warn(
           "client: lost the connection to server {} ({}); what is in flight to it will "
           "be sent again once it is back",
@@ -309,6 +317,22 @@ void Client::OnLinkEvents(uint32_t server) {
       link.down = false;
       Resend(server);
     }
+  }
+}
+
+void Client::RerouteInFlight(uint32_t server) {
+  std::vector<InFlight> lost;
+  for (auto it = in_flight_.begin(); it != in_flight_.end();) {
+    if (it->second.server == server) {
+      lost.push_back(std::move(it->second));
+      it = in_flight_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  for (InFlight& entry : lost) {
+    --entry.op->outstanding;
+    if (!entry.op->finished) Dispatch(entry.op, entry.positions);
   }
 }
 

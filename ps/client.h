@@ -151,6 +151,8 @@ class Client {
   // Reads the connection events of server `server`; resends what is in flight when it is back.
   void OnLinkEvents(uint32_t server);
   void Resend(uint32_t server);
+  // Sends what is in flight to `server` (which holds no partition any more) to the new owners.
+  void RerouteInFlight(uint32_t server);
   void OnReply(zmq::message_t payload);
   void Fail(const std::shared_ptr<Operation>& op, Status status);
   void HeartbeatLoop();

@@ -14,6 +14,8 @@ constexpr uint32_t kAnyServer = UINT32_MAX;
 // often, this many times (a bsp step leaves a gap between its apply and the next pushes).
 constexpr Millis kHandoverRetry{2};
 constexpr int kHandoverAttempts = 5000;
+// How long a drained server keeps answering before it stops.
+constexpr Millis kDrainedGrace{2000};
 
 }  // namespace
 
@@ -49,7 +51,11 @@ void PartitionMover::Run(const std::atomic<bool>& stop) {
           }
         }
         if (orders->exit) {
-          spdlog::info("server {}: drained; stopping", service_.server_id());
+          // Clients with an old routing table still reach it for a moment: they get "not my
+          // partition" and ask the scheduler, instead of finding nobody.
+          spdlog::info("server {}: drained; stopping in {} ms", service_.server_id(),
+                       kDrainedGrace.count());
+          Pause(kDrainedGrace, stop);
           on_exit_();
           return;
         }

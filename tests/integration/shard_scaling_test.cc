@@ -213,7 +213,9 @@ TEST(ShardScalingTest, BspTrainingWithAJoinAndADrainEqualsTrainingWithout) {
       auto joined = cluster.AddServer();
       EXPECT_TRUE(joined.ok()) << joined.status().ToString();
     }
-    if (clock == 15) EXPECT_TRUE(Drain(cluster, 0).ok());
+    if (clock == 15) {
+      EXPECT_TRUE(Drain(cluster, 0).ok());
+    }
   });
   ASSERT_EQ(plain.size(), scaled.size());
   size_t differ = 0;
