@@ -253,8 +253,14 @@ int TrainCommand(int argc, char** argv) {
   auto summary = (*loop)->Run(steps, [&](const trainer::WindowStats& w) { PrintWindow(w, steps); });
   if (!summary.ok()) return Fail(summary.status());
 
+  // The training is done either way: a server that does not answer (one that was drained or
+  // died) only leaves the per-server lines out.
   auto servers = (*client)->Stats();
-  if (!servers.ok()) return Fail(servers.status());
+  if (!servers.ok()) {
+    std::fprintf(stderr, "ember train: no server figures: %s\n",
+                 servers.status().ToString().c_str());
+    servers = std::vector<wire::ServerStats>{};
+  }
   PrintSummary(*summary, train.batch_size, *servers, routing.servers);
 
   std::optional<EvalFigures> eval;

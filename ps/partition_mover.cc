@@ -112,6 +112,9 @@ Status PartitionMover::RunMove(const wire::MoveOrder& move, const RoutingTable& 
     std::this_thread::sleep_for(kHandoverRetry);
     moved = Status::Ok();
   }
+  // With a data directory the rows are on disk before the move commits: a target killed right
+  // after the commit comes back with them.
+  if (moved.ok()) moved = service_.Flush();
   if (moved.ok()) {
     auto committed = Decide(move, true, "");
     if (committed.ok()) {

@@ -11,7 +11,8 @@
 //      clients retry after a short wait) and sends the rows of the noted keys; B loads them.
 //      In bsp, A hands over only between clocks, when it holds no deferred push of p (B asks
 //      again every few ms until then), so each clock's pushes are applied where they arrived.
-//   4. B asks the scheduler to commit. Committed: the routing table gives p to B at a new epoch,
+//   4. B writes the rows it loaded to its data directory, if it has one, and asks the scheduler
+//      to commit. Committed: the routing table gives p to B at a new epoch,
 //      B serves p, and A drops it (B tells it; A also learns it from the routing table).
 //      Refused (the move was aborted meanwhile): B drops what it loaded and A serves p again.
 // A failure before the commit aborts the move the same way. If B dies after the hand-over, A's

@@ -39,6 +39,12 @@ uint64_t TrainerClocks::Join(uint32_t trainer, const std::string& name, TimePoin
   auto& member = members_[trainer];
   if (member) {
     member->last_seen = now;
+    // In asp nobody waits for anybody, so a trainer that left or was declared dead may simply
+    // come back (the same name run again); it goes on from its last clock.
+    if (!options_.synchronised() && member->state != State::kLive) {
+      member->state = State::kLive;
+      spdlog::info("scheduler: {} is back at clock {}", Describe(trainer), member->clock);
+    }
     return member->clock;
   }
   bool any_live = false;

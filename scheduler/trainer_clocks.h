@@ -30,8 +30,8 @@ class TrainerClocks {
 
   explicit TrainerClocks(SyncOptions options) : options_(options) {}
 
-  // Makes `trainer` a member (again: a resent registration keeps its clock) and returns the clock
-  // it starts from.
+  // Makes `trainer` a member (again: a resent registration keeps its clock; in asp one that left
+  // or died is live again) and returns the clock it starts from.
   uint64_t Join(uint32_t trainer, const std::string& name, TimePoint now);
   // Any sign of life. NotFound for a trainer that never joined; FailedPrecondition for one that
   // left or was declared dead.

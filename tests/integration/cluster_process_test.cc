@@ -245,6 +245,72 @@ TEST(ClusterProcessTest, PeriodicCheckpointsAndResume) {
   EXPECT_EQ(JsonNumber(testing::ReadFile(summary), "steps"), 10);
 }
 
+// `ember status` output: server `id`'s partition count (-1 when the line is missing).
+int PartitionsOf(const std::string& status, int id) {
+  std::smatch match;
+  std::regex line("\\n" + std::to_string(id) + " +tcp://[0-9.:]+ +[a-z]+ +([0-9]+)");
+  return std::regex_search(status, match, line) ? std::stoi(match[1]) : -1;
+}
+
+std::string StatusOf(const testing::TempDir& dir, const std::string& endpoint) {
+  const std::string out = dir.path() + "/status.out";
+  std::filesystem::remove(out);  // the child appends to it
+  ChildProcess status({EMBER_BINARY, "status", "--scheduler", endpoint}, out);
+  return status.WaitExit(seconds(30)) == 0 ? testing::ReadFile(out) : "";
+}
+
+// A joining server killed in the middle of its moves leaves the old owners serving everything;
+// started again on its data directory it takes its id back and its moves complete.
+TEST(ClusterProcessTest, AMoveInterruptedByKillingTheTargetIsRetried) {
+  testing::TempDir dir;
+  const std::string config = WriteConfig(dir, kSmallConfig);
+  const std::string log = dir.path() + "/cluster.log";
+  ServerProcesses servers(dir, config, log);
+  ASSERT_FALSE(servers.endpoint().empty()) << testing::ReadFile(log);
+  auto train = [&](const char* steps) {
+    ChildProcess trainer({EMBER_BINARY, "train", "--config", config, "--scheduler",
+                          servers.endpoint(), "--steps", steps},
+                         log);
+    return trainer.WaitExit(seconds(120));
+  };
+  ASSERT_EQ(train("20"), 0) << testing::ReadFile(log);  // rows to move
+
+  const std::string data = dir.path() + "/joiner";
+  auto joiner = std::make_unique<ChildProcess>(
+      std::vector<std::string>{EMBER_BINARY, "server", "--scheduler", servers.endpoint(), "--join",
+                               "--threads", "1", "--data-dir", data, "--move-bandwidth", "1000"},
+      log);
+  std::string status;
+  for (int i = 0; i < 100 && PartitionsOf(status, 2) < 0; ++i) {
+    std::this_thread::sleep_for(milliseconds(50));
+    status = StatusOf(dir, servers.endpoint());
+  }
+  ASSERT_EQ(PartitionsOf(status, 2), 0) << status << testing::ReadFile(log);
+  std::this_thread::sleep_for(milliseconds(500));  // copying, paced: ~10 s per partition
+  joiner->Signal(SIGKILL);
+  joiner->WaitExit(seconds(10));
+  status = StatusOf(dir, servers.endpoint());
+  EXPECT_EQ(PartitionsOf(status, 0) + PartitionsOf(status, 1), 64) << status;
+  ASSERT_EQ(train("5"), 0) << testing::ReadFile(log);  // every partition still served
+
+  joiner = std::make_unique<ChildProcess>(
+      std::vector<std::string>{EMBER_BINARY, "server", "--scheduler", servers.endpoint(),
+                               "--threads", "1", "--data-dir", data},
+      log);
+  for (int i = 0; i < 600; ++i) {
+    status = StatusOf(dir, servers.endpoint());
+    if (status.find("0 in flight, 0 planned") != std::string::npos &&
+        PartitionsOf(status, 2) == 21) {
+      break;
+    }
+    std::this_thread::sleep_for(milliseconds(100));
+  }
+  EXPECT_EQ(PartitionsOf(status, 2), 21) << status << testing::ReadFile(log);
+  EXPECT_EQ(PartitionsOf(status, 0) + PartitionsOf(status, 1), 43) << status;
+  ASSERT_EQ(train("5"), 0) << testing::ReadFile(log);
+  EXPECT_TRUE(servers.running());
+}
+
 TEST(ClusterProcessTest, ShippedConfigsLoad) {
   for (const char* name : {"tt-bench.yaml", "tt-bench-gpu.yaml", "movielens-100k.yaml"}) {
     auto config = app::LoadClusterConfig(std::string(EMBER_SOURCE_DIR) + "/configs/" + name);

@@ -130,6 +130,10 @@ TEST(TrainerClocksTest, AspGrantsAtOnceAndASilentTrainerNeverFailsTheRun) {
   EXPECT_TRUE(clocks.failure().ok());
   EXPECT_TRUE(clocks.live_trainers().empty());
   EXPECT_TRUE(clocks.Heartbeat(1, later).ok());
+  // The same trainer started again comes back where it was.
+  EXPECT_EQ(clocks.Join(0, "fast", later), 5u);
+  EXPECT_TRUE(clocks.Report(0, 6, later).ok());
+  EXPECT_EQ(clocks.live_trainers(), std::vector<uint32_t>{0});
 }
 
 }  // namespace
