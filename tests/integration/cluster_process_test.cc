@@ -1,7 +1,9 @@
 // End-to-end: the `ember` binary's subcommands as real processes on loopback.
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <unistd.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <memory>
@@ -309,6 +311,101 @@ TEST(ClusterProcessTest, AMoveInterruptedByKillingTheTargetIsRetried) {
   EXPECT_EQ(PartitionsOf(status, 0) + PartitionsOf(status, 1), 43) << status;
   ASSERT_EQ(train("5"), 0) << testing::ReadFile(log);
   EXPECT_TRUE(servers.running());
+}
+
+// Network namespaces made by the test: a bridge in this namespace (10.213.0.254) and one
+// namespace per host, each with its own address 10.213.0.<i+1>; removed on destruction.
+class TestHosts {
+ public:
+  explicit TestHosts(int hosts) {
+    prefix_ = "emb" + std::to_string(::getpid() % 100000);
+    bridge_ = prefix_ + "br";
+    ok_ = Run("ip link add " + bridge_ + " type bridge") &&
+          Run("ip addr add 10.213.0.254/24 dev " + bridge_) && Run("ip link set " + bridge_ + " up");
+    for (int i = 0; ok_ && i < hosts; ++i) {
+      const std::string ns = Namespace(i), veth = prefix_ + "v" + std::to_string(i);
+      namespaces_.push_back(ns);
+      ok_ = Run("ip netns add " + ns) &&
+            Run("ip link add " + veth + " type veth peer name eth0 netns " + ns) &&
+            Run("ip link set " + veth + " master " + bridge_ + " up") &&
+            Run("ip netns exec " + ns + " ip addr add " + Address(i) + "/24 dev eth0") &&
+            Run("ip netns exec " + ns + " ip link set eth0 up") &&
+            Run("ip netns exec " + ns + " ip link set lo up");
+    }
+  }
+  ~TestHosts() {
+    for (const std::string& ns : namespaces_) Run("ip netns del " + ns + " 2>/dev/null");
+    Run("ip link del " + bridge_ + " 2>/dev/null");
+  }
+  bool ok() const { return ok_; }
+  std::string Namespace(int i) const { return prefix_ + "h" + std::to_string(i); }
+  static std::string Address(int i) { return "10.213.0." + std::to_string(i + 1); }
+  // `args` run inside host i's namespace.
+  std::vector<std::string> On(int i, std::vector<std::string> args) const {
+    const std::string ip =
+        std::filesystem::exists("/usr/sbin/ip") ? "/usr/sbin/ip" : std::string("/sbin/ip");
+    args.insert(args.begin(), {ip, "netns", "exec", Namespace(i)});
+    return args;
+  }
+
+ private:
+  static bool Run(const std::string& command) {
+    return std::system((command + " >/dev/null 2>&1").c_str()) == 0;
+  }
+  std::string prefix_, bridge_;
+  std::vector<std::string> namespaces_;
+  bool ok_ = false;
+};
+
+// Nothing assumes one host: the scheduler here, two servers and the trainer each in its own
+// network namespace with its own address, and a third server joining from a fourth.
+TEST(ClusterProcessTest, ServersAndTrainerOnSeparateHostsInNetworkNamespaces) {
+  if (::geteuid() != 0) GTEST_SKIP() << "creating network namespaces needs root";
+  TestHosts hosts(4);
+  if (!hosts.ok()) GTEST_SKIP() << "cannot create network namespaces with veth pairs here";
+  testing::TempDir dir;
+  const std::string config = WriteConfig(dir, kSmallConfig);
+  const std::string log = dir.path() + "/cluster.log";
+  const std::string endpoint_file = dir.path() + "/scheduler";
+  ChildProcess scheduler({EMBER_BINARY, "scheduler", "--config", config, "--bind",
+                          "tcp://10.213.0.254:*", "--endpoint-file", endpoint_file},
+                         log);
+  std::string endpoint = WaitForFile(endpoint_file, seconds(20));
+  ASSERT_FALSE(endpoint.empty()) << testing::ReadFile(log);
+  endpoint.erase(endpoint.find_last_not_of("\n") + 1);
+  std::vector<std::unique_ptr<ChildProcess>> servers;
+  for (int i = 0; i < 2; ++i) {
+    servers.push_back(std::make_unique<ChildProcess>(
+        hosts.On(i, {EMBER_BINARY, "server", "--scheduler", endpoint, "--threads", "1", "--bind",
+                     "tcp://" + TestHosts::Address(i) + ":*"}),
+        log));
+  }
+  ChildProcess trainer(hosts.On(2, {EMBER_BINARY, "train", "--config", config, "--scheduler",
+                                    endpoint, "--steps", "60"}),
+                       log);
+  std::this_thread::sleep_for(milliseconds(300));
+  servers.push_back(std::make_unique<ChildProcess>(
+      hosts.On(3, {EMBER_BINARY, "server", "--scheduler", endpoint, "--threads", "1", "--join",
+                   "--bind", "tcp://" + TestHosts::Address(3) + ":*"}),
+      log));
+  ASSERT_EQ(trainer.WaitExit(seconds(120)), 0) << testing::ReadFile(log);
+  // The joiner's share moves over the namespaces' network; then a trainer reads from all three.
+  for (int i = 0; i < 600; ++i) {
+    if (testing::ReadFile(log).find("every planned move is done") != std::string::npos) break;
+    std::this_thread::sleep_for(milliseconds(50));
+  }
+  ChildProcess again(hosts.On(2, {EMBER_BINARY, "train", "--config", config, "--scheduler",
+                                  endpoint, "--steps", "5"}),
+                     log);
+  ASSERT_EQ(again.WaitExit(seconds(120)), 0) << testing::ReadFile(log);
+  const std::string text = testing::ReadFile(log);
+  EXPECT_NE(text.find("registered at tcp://10.213.0.1:"), std::string::npos) << text;
+  EXPECT_NE(text.find("registered at tcp://10.213.0.2:"), std::string::npos) << text;
+  EXPECT_NE(text.find("joined at tcp://10.213.0.4:"), std::string::npos) << text;
+  EXPECT_NE(text.find("every planned move is done"), std::string::npos) << text;
+  EXPECT_NE(text.find("3 servers, 64 partitions"), std::string::npos) << text;
+  for (auto& server : servers) EXPECT_TRUE(server->running());
+  for (auto& server : servers) server->Stop();  // before the namespaces go
 }
 
 TEST(ClusterProcessTest, ShippedConfigsLoad) {
