@@ -19,32 +19,30 @@ uint64_t ShapeHash(const EmbeddingTable& table) {
 
 }  // namespace
 
-Status WritePartitionFile(const EmbeddingTable& table, uint32_t partition,
-                          const std::string& path, Flush flush) {
+Status AppendPartitionRows(const EmbeddingTable& table, uint32_t partition,
+                           const std::set<uint64_t>* only, PayloadWriter& out) {
   std::vector<uint64_t> keys;
   std::vector<float> values;
   RETURN_IF_ERROR(table.ForEachRowInPartition(
       partition, [&](uint64_t key, std::span<const float> row, std::span<const float> state) {
+        if (only != nullptr && !only->count(key)) return;
         keys.push_back(key);
         values.insert(values.end(), row.begin(), row.end());
         values.insert(values.end(), state.begin(), state.end());
       }));
-  PayloadWriter payload;
-  payload.PutString(table.spec().name);
-  payload.Put(ShapeHash(table));
-  payload.Put(table.num_partitions());
-  payload.Put(partition);
-  payload.Put(table.dim());
-  payload.Put(table.state_floats());
-  payload.Put<uint64_t>(keys.size());
-  payload.PutArray(std::span<const uint64_t>(keys));
-  payload.PutArray(std::span<const float>(values));
-  return WriteChecksummedFile(path, kMagic, kVersion, payload.bytes(), flush);
+  out.PutString(table.spec().name);
+  out.Put(ShapeHash(table));
+  out.Put(table.num_partitions());
+  out.Put(partition);
+  out.Put(table.dim());
+  out.Put(table.state_floats());
+  out.Put<uint64_t>(keys.size());
+  out.PutArray(std::span<const uint64_t>(keys));
+  out.PutArray(std::span<const float>(values));
+  return Status::Ok();
 }
 
-Result<PartitionRows> ReadPartitionFile(const std::string& path) {
-  ASSIGN_OR_RETURN(std::string bytes, ReadChecksummedFile(path, kMagic, kVersion));
-  PayloadReader in(bytes);
+Result<PartitionRows> TakePartitionRows(PayloadReader& in, const std::string& where) {
   PartitionRows rows;
   uint64_t count = 0;
   in.GetString(rows.table);
@@ -54,11 +52,11 @@ Result<PartitionRows> ReadPartitionFile(const std::string& path) {
   in.Get(rows.dim);
   in.Get(rows.state_floats);
   in.Get(count);
-  if (!in.ok()) return DataLoss("checkpoint file '" + path + "' is corrupt: truncated header");
+  if (!in.ok()) return DataLoss(where + " is corrupt: truncated header");
   const uint64_t floats_per_row = uint64_t{rows.dim} + rows.state_floats;
-  if (count * (sizeof(uint64_t) + floats_per_row * sizeof(float)) != in.remaining()) {
-    return DataLoss("checkpoint file '" + path + "' is corrupt: " + std::to_string(count) +
-                    " rows do not match the " + std::to_string(in.remaining()) +
+  if (count * (sizeof(uint64_t) + floats_per_row * sizeof(float)) > in.remaining()) {
+    return DataLoss(where + " is corrupt: " + std::to_string(count) +
+                    " rows do not fit the " + std::to_string(in.remaining()) +
                     " bytes that follow the header");
   }
   rows.keys.resize(count);
@@ -68,11 +66,10 @@ Result<PartitionRows> ReadPartitionFile(const std::string& path) {
   return rows;
 }
 
-Result<PartitionRows> ReadPartitionFile(const EmbeddingTable& table, uint32_t partition,
-                                        const std::string& path) {
-  ASSIGN_OR_RETURN(PartitionRows rows, ReadPartitionFile(path));
-  auto mismatch = [&path](const std::string& what) {
-    return DataLoss("checkpoint file '" + path + "' does not fit: " + what);
+Status CheckPartitionRows(const EmbeddingTable& table, uint32_t partition,
+                          const PartitionRows& rows, const std::string& where) {
+  auto mismatch = [&where](const std::string& what) {
+    return DataLoss(where + " does not fit: " + what);
   };
   if (rows.table != table.spec().name || rows.shape_hash != ShapeHash(table) ||
       rows.dim != table.dim() || rows.state_floats != table.state_floats()) {
@@ -92,11 +89,36 @@ Result<PartitionRows> ReadPartitionFile(const EmbeddingTable& table, uint32_t pa
                       std::to_string(partition));
     }
   }
+  return Status::Ok();
+}
+
+Status WritePartitionFile(const EmbeddingTable& table, uint32_t partition,
+                          const std::string& path, Flush flush) {
+  PayloadWriter payload;
+  RETURN_IF_ERROR(AppendPartitionRows(table, partition, nullptr, payload));
+  return WriteChecksummedFile(path, kMagic, kVersion, payload.bytes(), flush);
+}
+
+Result<PartitionRows> ReadPartitionFile(const std::string& path) {
+  ASSIGN_OR_RETURN(std::string bytes, ReadChecksummedFile(path, kMagic, kVersion));
+  PayloadReader in(bytes);
+  const std::string where = "checkpoint file '" + path + "'";
+  ASSIGN_OR_RETURN(PartitionRows rows, TakePartitionRows(in, where));
+  if (in.remaining() != 0) {
+    return DataLoss(where + " is corrupt: " + std::to_string(in.remaining()) +
+                    " bytes after its rows");
+  }
   return rows;
 }
 
-Status LoadPartitionRows(EmbeddingTable& table, uint32_t partition, const PartitionRows& rows) {
-  RETURN_IF_ERROR(table.Erase(partition).status());
+Result<PartitionRows> ReadPartitionFile(const EmbeddingTable& table, uint32_t partition,
+                                        const std::string& path) {
+  ASSIGN_OR_RETURN(PartitionRows rows, ReadPartitionFile(path));
+  RETURN_IF_ERROR(CheckPartitionRows(table, partition, rows, "checkpoint file '" + path + "'"));
+  return rows;
+}
+
+Status RestorePartitionRows(EmbeddingTable& table, const PartitionRows& rows) {
   const uint32_t dim = table.dim();
   const size_t floats_per_row = dim + table.state_floats();
   for (size_t i = 0; i < rows.keys.size(); ++i) {
@@ -104,6 +126,11 @@ Status LoadPartitionRows(EmbeddingTable& table, uint32_t partition, const Partit
     RETURN_IF_ERROR(table.Restore(rows.keys[i], values.first(dim), values.subspan(dim)));
   }
   return Status::Ok();
+}
+
+Status LoadPartitionRows(EmbeddingTable& table, uint32_t partition, const PartitionRows& rows) {
+  RETURN_IF_ERROR(table.Erase(partition).status());
+  return RestorePartitionRows(table, rows);
 }
 
 }  // namespace ember::embedding

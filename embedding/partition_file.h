@@ -12,9 +12,11 @@
 #pragma once
 
 #include <cstdint>
+#include <set>
 #include <string>
 #include <vector>
 
+#include "common/checksummed_file.h"
 #include "common/file_io.h"
 #include "common/status.h"
 #include "embedding/embedding_table.h"
@@ -32,6 +34,18 @@ struct PartitionRows {
   std::vector<uint64_t> keys;
   std::vector<float> values;  // keys.size() rows of dim weights then state_floats state
 };
+
+// The payload of a partition file, also what a partition move carries (one per table): appends
+// the rows of `partition` of `table` (only the keys in `only`, when given) to `out`.
+Status AppendPartitionRows(const EmbeddingTable& table, uint32_t partition,
+                           const std::set<uint64_t>* only, PayloadWriter& out);
+// Reads one such payload from `in`; DataLoss naming `where` when it is truncated.
+Result<PartitionRows> TakePartitionRows(PayloadReader& in, const std::string& where);
+// DataLoss naming `where` unless `rows` hold `partition` of a table shaped like `table`.
+Status CheckPartitionRows(const EmbeddingTable& table, uint32_t partition,
+                          const PartitionRows& rows, const std::string& where);
+// Inserts or overwrites every row of `rows` (the partition's other rows stay).
+Status RestorePartitionRows(EmbeddingTable& table, const PartitionRows& rows);
 
 // Writes the rows of `partition` of `table` to `path` (atomically).
 Status WritePartitionFile(const EmbeddingTable& table, uint32_t partition, const std::string& path,

@@ -120,7 +120,6 @@ Status PartitionMover::RunMove(const wire::MoveOrder& move, const RoutingTable& 
     if (committed.ok()) {
       service_.Adopt(move.partition, committed->epoch);
       (void)transfer(wire::TransferPhase::kRelease);  // the source also learns it by itself
-      moves_done_.fetch_add(1);
       return Status::Ok();
     }
     moved = committed.status();

@@ -56,8 +56,6 @@ class PartitionMover {
   // Heartbeats and runs moves until `stop` is set.
   void Run(const std::atomic<bool>& stop);
 
-  uint64_t moves_done() const { return moves_done_.load(); }
-
  private:
   // Runs one move as its target; errors are returned after the move was aborted.
   Status RunMove(const wire::MoveOrder& move, const RoutingTable& routing);
@@ -75,7 +73,6 @@ class PartitionMover {
   const MoverOptions options_;
   std::function<void()> on_exit_;
   RpcChannel scheduler_;
-  std::atomic<uint64_t> moves_done_{0};
 };
 
 }  // namespace ember::ps

@@ -85,7 +85,6 @@ class ShardService {
   // Source: partitions whose move out stalled (their target may be gone): copied longer ago than
   // `copy_limit` without a hand-over, or held longer than `hold_limit`.
   std::vector<uint32_t> StalledMovesOut(Millis copy_limit, Millis hold_limit) const;
-  uint32_t partitions_served() const { return ownership_.served_count(); }
 
   // Pushes answered without being applied because they were copies of applied ones.
   uint64_t duplicate_pushes() const { return duplicate_pushes_.load(std::memory_order_relaxed); }
@@ -112,6 +111,8 @@ class ShardService {
   Status RestoreCheckpoint(const std::string& dir);
   zmq::message_t HandlePartitionTransfer(const wire::RequestHeader& header,
                                          const wire::PartitionTransferRequest& transfer);
+  // Ends a move out of partition `p`: its state becomes `to`, nothing more is noted for it.
+  void EndMoveOut(uint32_t p, PartitionState to);
   // Notes keys pushed into partitions being copied, so the hand-over sends their rows again.
   void NoteChangedKeys(const embedding::EmbeddingTable& table, std::span<const uint64_t> keys);
   zmq::message_t Error(uint64_t request_id, const Status& status);

@@ -1,42 +1,18 @@
 // ShardService: partitions moving between servers (the source's answers to partitionTransfer and
 // the target's loading, adoption or discarding of what arrived). Protocol in ps/partition_mover.h.
 //
-// Transfer payload: u32 table count; per table its name, dim, state floats, u64 row count, the
-// keys and the rows (weights then optimizer state).
+// Transfer payload: u32 table count, then per table the payload of a partition file
+// (embedding/partition_file.h): the partition's rows, or those that changed since the copy.
 #include <spdlog/spdlog.h>
 
 #include <mutex>
 #include <set>
 
 #include "common/checksummed_file.h"
+#include "embedding/partition_file.h"
 #include "ps/shard_service.h"
 
 namespace ember::ps {
-namespace {
-
-// Appends the rows of `partition` of `table` (only `keys` of it when given) to `out`.
-Status PutTableRows(const embedding::EmbeddingTable& table, uint32_t partition,
-                    const std::set<uint64_t>* keys, PayloadWriter& out) {
-  std::vector<uint64_t> row_keys;
-  std::vector<float> values;
-  RETURN_IF_ERROR(table.ForEachRowInPartition(
-      partition, [&](uint64_t key, std::span<const float> row, std::span<const float> state) {
-        if (keys != nullptr && !keys->count(key)) return;
-        row_keys.push_back(key);
-        values.insert(values.end(), row.begin(), row.end());
-        values.insert(values.end(), state.begin(), state.end());
-      }));
-  out.PutString(table.spec().name);
-  out.Put(table.dim());
-  out.Put(table.state_floats());
-  out.Put<uint64_t>(row_keys.size());
-  out.PutArray(std::span<const uint64_t>(row_keys));
-  out.PutArray(std::span<const float>(values));
-  return Status::Ok();
-}
-
-}  // namespace
-
 void ShardService::NoteChangedKeys(const embedding::EmbeddingTable& table,
                                    std::span<const uint64_t> keys) {
   if (copying_.load(std::memory_order_acquire) == 0) return;
@@ -78,7 +54,7 @@ zmq::message_t ShardService::HandlePartitionTransfer(const wire::RequestHeader& 
       }
       out.Put<uint32_t>(static_cast<uint32_t>(tables_.size()));
       for (const auto& [name, table] : tables_) {
-        Status put = PutTableRows(*table, p, nullptr, out);
+        Status put = embedding::AppendPartitionRows(*table, p, nullptr, out);
         if (!put.ok()) return Error(header.request_id, put.WithContext(where));
       }
       break;
@@ -112,7 +88,8 @@ zmq::message_t ShardService::HandlePartitionTransfer(const wire::RequestHeader& 
       static const std::set<uint64_t> kNone;
       for (const auto& [name, table] : tables_) {
         auto it = changed.find(name);
-        Status put = PutTableRows(*table, p, it == changed.end() ? &kNone : &it->second, out);
+        Status put = embedding::AppendPartitionRows(
+            *table, p, it == changed.end() ? &kNone : &it->second, out);
         if (!put.ok()) return Error(header.request_id, put.WithContext(where));
       }
       break;
@@ -130,17 +107,18 @@ zmq::message_t ShardService::HandlePartitionTransfer(const wire::RequestHeader& 
       [&bytes](std::span<uint8_t> data) { std::memcpy(data.data(), bytes.data(), bytes.size()); });
 }
 
+void ShardService::EndMoveOut(uint32_t p, PartitionState to) {
+  std::unique_lock exclusive(transfer_mutex_);
+  std::lock_guard lock(changed_mutex_);
+  if (ownership_.state(p) == PartitionState::kCopying) copying_.fetch_sub(1);
+  ownership_.set(p, to);
+  changed_.erase(p);
+  moving_out_since_.erase(p);
+}
+
 void ShardService::Release(uint32_t p) {
-  const PartitionState state = ownership_.state(p);
-  if (state == PartitionState::kNotOwned) return;
-  {
-    std::unique_lock exclusive(transfer_mutex_);
-    std::lock_guard lock(changed_mutex_);
-    if (state == PartitionState::kCopying) copying_.fetch_sub(1);
-    ownership_.set(p, PartitionState::kNotOwned);
-    changed_.erase(p);
-    moving_out_since_.erase(p);
-  }
+  if (ownership_.state(p) == PartitionState::kNotOwned) return;
+  EndMoveOut(p, PartitionState::kNotOwned);
   for (const auto& [name, table] : tables_) {
     auto erased = table->Erase(p);
     if (!erased.ok()) {
@@ -153,13 +131,9 @@ void ShardService::Release(uint32_t p) {
 
 void ShardService::Resume(uint32_t p) {
   const PartitionState state = ownership_.state(p);
-  if (state != PartitionState::kCopying && state != PartitionState::kHandedOver) return;
-  std::unique_lock exclusive(transfer_mutex_);
-  std::lock_guard lock(changed_mutex_);
-  if (state == PartitionState::kCopying) copying_.fetch_sub(1);
-  ownership_.set(p, PartitionState::kOwned);
-  changed_.erase(p);
-  moving_out_since_.erase(p);
+  if (state == PartitionState::kCopying || state == PartitionState::kHandedOver) {
+    EndMoveOut(p, PartitionState::kOwned);
+  }
 }
 
 Status ShardService::LoadIncoming(uint32_t p, std::span<const uint8_t> data, bool replace) {
@@ -169,36 +143,15 @@ Status ShardService::LoadIncoming(uint32_t p, std::span<const uint8_t> data, boo
   }
   ownership_.set(p, PartitionState::kIncoming);
   PayloadReader in(std::string_view(reinterpret_cast<const char*>(data.data()), data.size()));
+  const std::string where = "the transfer of partition " + std::to_string(p);
   uint32_t table_count = 0;
-  if (!in.Get(table_count)) return DataLoss("partition transfer: truncated");
+  if (!in.Get(table_count)) return DataLoss(where + " is corrupt: truncated");
   for (uint32_t t = 0; t < table_count; ++t) {
-    std::string name;
-    uint32_t dim = 0, state_floats = 0;
-    uint64_t rows = 0;
-    if (!in.GetString(name) || !in.Get(dim) || !in.Get(state_floats) || !in.Get(rows)) {
-      return DataLoss("partition transfer: truncated table header");
-    }
-    ASSIGN_OR_RETURN(embedding::EmbeddingTable * table, FindTable(name));
-    if (dim != table->dim() || state_floats != table->state_floats()) {
-      return DataLoss("partition transfer: table '" + name + "' has another shape here");
-    }
-    const uint64_t floats = uint64_t{dim} + state_floats;
-    if (rows * (sizeof(uint64_t) + floats * sizeof(float)) > in.remaining()) {
-      return DataLoss("partition transfer: truncated rows of table '" + name + "'");
-    }
-    std::vector<uint64_t> keys(rows);
-    std::vector<float> values(rows * floats);
-    in.GetArray(std::span(keys));
-    in.GetArray(std::span(values));
-    if (replace) RETURN_IF_ERROR(table->Erase(p).status());
-    for (uint64_t i = 0; i < rows; ++i) {
-      if (table->PartitionOf(keys[i]) != p) {
-        return DataLoss("partition transfer: key " + std::to_string(keys[i]) +
-                        " is not in partition " + std::to_string(p));
-      }
-      std::span<const float> row(values.data() + i * floats, floats);
-      RETURN_IF_ERROR(table->Restore(keys[i], row.first(dim), row.subspan(dim)));
-    }
+    ASSIGN_OR_RETURN(embedding::PartitionRows rows, embedding::TakePartitionRows(in, where));
+    ASSIGN_OR_RETURN(embedding::EmbeddingTable * table, FindTable(rows.table));
+    RETURN_IF_ERROR(embedding::CheckPartitionRows(*table, p, rows, where));
+    RETURN_IF_ERROR(replace ? embedding::LoadPartitionRows(*table, p, rows)
+                            : embedding::RestorePartitionRows(*table, rows));
   }
   if (in.remaining() != 0) return DataLoss("partition transfer: trailing bytes");
   return Status::Ok();
