@@ -1,7 +1,8 @@
-// `ember bench`: the data-plane benchmark. Drives pull and then push traffic with Zipf-distributed
-// keys from several client threads against a cluster (started in this process, or a running one),
-// then sends the same traffic to bare ZeroMQ echo peers to show how close ember gets to the
-// transport's own limit. Prints a table and optionally writes the figures as JSON.
+// `ember bench`: the data-plane benchmark. Drives pull and push traffic with Zipf-distributed keys
+// from several client threads against a cluster (started in this process, or a running one), and
+// right after each share of it the same traffic to bare ZeroMQ echo peers, in interleaved rounds,
+// to show how close ember gets to the transport's own limit under the same load on the machine.
+// Prints a table and optionally writes the figures as JSON.
 #include <spdlog/spdlog.h>
 #include <time.h>
 #include <unistd.h>
@@ -47,6 +48,7 @@ constexpr uint32_t kWarmupRequests = 3;      // per client, before the clock sta
 constexpr size_t kMaxBatchesPerClient = 64;  // distinct key batches a client cycles through
 constexpr size_t kPushReplyBytes = 32;       // about the size of ember's status-only reply
 constexpr Millis kRequestTimeout{60'000};
+constexpr uint64_t kMaxRounds = 1000;
 
 int Fail(const Status& status) {
   std::fprintf(stderr, "ember bench: %s\n", status.ToString().c_str());
@@ -245,6 +247,30 @@ class EchoDriver : public RequestDriver {
   std::vector<float> gradients_;
 };
 
+// What one side of an operation (ember, raw ZeroMQ, or the lookups alone) sends: a driver per
+// client thread, that client's key batches, and the batch each client sends next, kept across
+// rounds so that later rounds go on through the batches.
+struct Traffic {
+  std::string name;  // says which side failed: "pull", "raw push", ...
+  std::vector<RequestDriver*> drivers;
+  const std::vector<std::vector<KeyBatch>>* batches = nullptr;
+  std::vector<size_t> next_batch;
+};
+
+Traffic MakeTraffic(std::string name, const std::vector<std::unique_ptr<RequestDriver>>& drivers,
+                    const std::vector<std::vector<KeyBatch>>& batches) {
+  Traffic traffic{.name = std::move(name), .batches = &batches};
+  for (const auto& driver : drivers) traffic.drivers.push_back(driver.get());
+  traffic.next_batch.assign(drivers.size(), 0);
+  return traffic;
+}
+
+// How much one phase may send: requests per client thread, and a time limit for all of them.
+struct PhaseLimits {
+  uint64_t requests_per_client = 0;
+  double seconds = 0;
+};
+
 struct PhaseOutcome {
   Status status;
   uint64_t requests = 0;
@@ -253,54 +279,65 @@ struct PhaseOutcome {
   std::vector<double> latencies_ms;
 };
 
-// Runs one client thread per driver: a warm-up, then (all together) up to config.requests
-// requests each or config.seconds, whichever ends first; one request in flight per thread.
-PhaseOutcome RunPhase(const BenchConfig& config,
-                      std::vector<std::unique_ptr<RequestDriver>>& drivers,
-                      const std::vector<std::vector<KeyBatch>>& batches) {
-  const size_t threads = drivers.size();
-  std::latch warmed_up(static_cast<std::ptrdiff_t>(threads));
+// Runs one client thread per driver, all starting together, each sending requests until it has
+// sent limits.requests_per_client or limits.seconds have passed; one request in flight per thread.
+PhaseOutcome RunPhase(Traffic& traffic, const PhaseLimits& limits) {
+  const size_t threads = traffic.drivers.size();
+  std::latch ready(static_cast<std::ptrdiff_t>(threads));
   std::latch go(1);
   Clock::time_point deadline;
   std::vector<Status> statuses(threads);
   std::vector<uint64_t> requests_done(threads, 0);
+  std::vector<uint64_t> keys_done(threads, 0);
   std::vector<std::vector<double>> latencies(threads);
   std::vector<std::thread> workers;
   for (size_t t = 0; t < threads; ++t) {
     workers.emplace_back([&, t] {
-      const std::vector<KeyBatch>& mine = batches[t];
-      size_t next = 0;
-      for (uint32_t i = 0; i < kWarmupRequests && statuses[t].ok(); ++i) {
-        statuses[t] = drivers[t]->Request(mine[next++ % mine.size()]);
-      }
-      warmed_up.count_down();
+      const std::vector<KeyBatch>& mine = (*traffic.batches)[t];
+      size_t& next = traffic.next_batch[t];
+      latencies[t].reserve(limits.requests_per_client);
+      ready.count_down();
       go.wait();
-      latencies[t].reserve(config.requests);
-      while (statuses[t].ok() && requests_done[t] < config.requests && Clock::now() < deadline) {
+      while (statuses[t].ok() && requests_done[t] < limits.requests_per_client &&
+             Clock::now() < deadline) {
+        const KeyBatch& keys = mine[next++ % mine.size()];
         const auto start = Clock::now();
-        statuses[t] = drivers[t]->Request(mine[next++ % mine.size()]);
+        statuses[t] = traffic.drivers[t]->Request(keys);
         latencies[t].push_back(
             std::chrono::duration<double, std::milli>(Clock::now() - start).count());
         ++requests_done[t];
+        keys_done[t] += keys.size();
       }
     });
   }
-  warmed_up.wait();
+  ready.wait();
   const auto start = Clock::now();
   deadline = start + std::chrono::duration_cast<Clock::duration>(
-                         std::chrono::duration<double>(config.seconds));
+                         std::chrono::duration<double>(limits.seconds));
   go.count_down();
   for (auto& worker : workers) worker.join();
   PhaseOutcome outcome;
   outcome.seconds = std::chrono::duration<double>(Clock::now() - start).count();
   for (size_t t = 0; t < threads; ++t) {
-    if (!statuses[t].ok() && outcome.status.ok()) outcome.status = statuses[t];
+    if (!statuses[t].ok() && outcome.status.ok()) {
+      outcome.status = statuses[t].WithContext(traffic.name);
+    }
     outcome.requests += requests_done[t];
+    outcome.keys += keys_done[t];
     outcome.latencies_ms.insert(outcome.latencies_ms.end(), latencies[t].begin(),
                                 latencies[t].end());
   }
-  outcome.keys = outcome.requests * config.keys_per_request;
   return outcome;
+}
+
+// Sends kWarmupRequests per client thread, untimed, so that connections and buffers are set up
+// before the clock starts.
+Status WarmUp(Traffic& traffic, double seconds) {
+  return RunPhase(traffic, {.requests_per_client = kWarmupRequests, .seconds = seconds}).status;
+}
+
+double KeysPerSecond(const PhaseOutcome& phase) {
+  return phase.seconds > 0 ? phase.keys / phase.seconds : 0;
 }
 
 double Percentile(std::vector<double> sorted_values, double quantile) {
@@ -309,56 +346,132 @@ double Percentile(std::vector<double> sorted_values, double quantile) {
   return sorted_values[std::clamp<size_t>(rank, 1, sorted_values.size()) - 1];
 }
 
+double Median(std::vector<double> values) {
+  if (values.empty()) return 0;
+  std::sort(values.begin(), values.end());
+  const size_t middle = values.size() / 2;
+  return values.size() % 2 == 1 ? values[middle] : (values[middle - 1] + values[middle]) / 2;
+}
+
+// ---- Rounds ----
+
+// What round `round` of config.rounds may send of each operation, on each side: an even share of
+// the requests per client and of the time limit.
+PhaseLimits RoundLimits(const BenchConfig& config, uint32_t round) {
+  return {.requests_per_client = ShareStart(config.requests, round + 1, config.rounds) -
+                                 ShareStart(config.requests, round, config.rounds),
+          .seconds = config.seconds / config.rounds};
+}
+
+// One operation (pull or push) measured round by round against ember and against the echo
+// peers under the same traffic, with what the rounds have timed so far.
+struct OperationRounds {
+  Traffic ember;
+  Traffic raw;
+  PhaseOutcome ember_total;  // all rounds together
+  PhaseOutcome raw_total;
+  double server_cpu_seconds = 0;  // over ember's share of the rounds; in-process cluster only
+  std::vector<double> ratios;     // ember keys/s over raw keys/s, per round
+};
+
+// Runs one side's share of a round and adds it to that side's total.
+Result<PhaseOutcome> RunRoundSide(Traffic& traffic, const PhaseLimits& limits,
+                                  PhaseOutcome* total) {
+  PhaseOutcome round = RunPhase(traffic, limits);
+  RETURN_IF_ERROR(round.status);
+  total->requests += round.requests;
+  total->keys += round.keys;
+  total->seconds += round.seconds;
+  total->latencies_ms.insert(total->latencies_ms.end(), round.latencies_ms.begin(),
+                             round.latencies_ms.end());
+  return round;
+}
+
+// Round `round` of one operation: ember's share, then the same share to the echo peers right
+// after, and their ratio. With the cluster in this process, adds its server threads' CPU time
+// over ember's share.
+Status RunOperationRound(const BenchConfig& config, uint32_t round, const LocalCluster* cluster,
+                         OperationRounds* op) {
+  const PhaseLimits limits = RoundLimits(config, round);
+  const double cpu_before = cluster ? CpuSecondsOf(cluster->server_thread_ids()) : 0;
+  ASSIGN_OR_RETURN(PhaseOutcome ember, RunRoundSide(op->ember, limits, &op->ember_total));
+  if (cluster) op->server_cpu_seconds += CpuSecondsOf(cluster->server_thread_ids()) - cpu_before;
+  ASSIGN_OR_RETURN(PhaseOutcome raw, RunRoundSide(op->raw, limits, &op->raw_total));
+  const double raw_keys_per_second = KeysPerSecond(raw);
+  op->ratios.push_back(raw_keys_per_second > 0 ? KeysPerSecond(ember) / raw_keys_per_second : 0);
+  return Status::Ok();
+}
+
+// Warms every side up once, then runs config.rounds rounds of ember pull, raw pull, ember push,
+// raw push, so that each ratio compares two halves that saw the same load on the machine.
+Status RunRounds(const BenchConfig& config, const LocalCluster* cluster, OperationRounds* pull,
+                 OperationRounds* push) {
+  for (OperationRounds* op : {pull, push}) {
+    RETURN_IF_ERROR(WarmUp(op->ember, config.seconds));
+    RETURN_IF_ERROR(WarmUp(op->raw, config.seconds));
+  }
+  for (uint32_t round = 0; round < config.rounds; ++round) {
+    for (OperationRounds* op : {pull, push}) {
+      RETURN_IF_ERROR(RunOperationRound(config, round, cluster, op));
+    }
+  }
+  return Status::Ok();
+}
+
 // Payload of one key: its row (pull) or gradient (push), plus the key itself.
 double PayloadBytesPerKey(uint32_t dim) { return dim * sizeof(float) + sizeof(uint64_t); }
 
-void FillOperation(const PhaseOutcome& phase, uint32_t dim, OperationFigures* op) {
-  op->requests = phase.requests;
-  op->keys = phase.keys;
-  op->seconds = phase.seconds;
-  op->keys_per_second = phase.seconds > 0 ? phase.keys / phase.seconds : 0;
+// The figures of one operation from its rounds: rates and latencies over all rounds together,
+// and the median of the rounds' ratios. `cpu_known`: the cluster ran in this process.
+void FillOperation(const OperationRounds& rounds, uint32_t dim, bool cpu_known,
+                   OperationFigures* op) {
+  const PhaseOutcome& ember = rounds.ember_total;
+  op->requests = ember.requests;
+  op->keys = ember.keys;
+  op->seconds = ember.seconds;
+  op->keys_per_second = KeysPerSecond(ember);
   op->gb_per_second = op->keys_per_second * PayloadBytesPerKey(dim) / 1e9;
-  std::vector<double> sorted = phase.latencies_ms;
+  std::vector<double> sorted = ember.latencies_ms;
   std::sort(sorted.begin(), sorted.end());
   op->latency_p50_ms = Percentile(sorted, 0.50);
   op->latency_p99_ms = Percentile(sorted, 0.99);
   op->latency_p999_ms = Percentile(sorted, 0.999);
-}
-
-void FillRaw(const PhaseOutcome& phase, uint32_t dim, OperationFigures* op) {
-  op->raw_keys_per_second = phase.seconds > 0 ? phase.keys / phase.seconds : 0;
+  if (cpu_known && ember.keys > 0) {
+    op->server_cpu_seconds_per_million_keys = rounds.server_cpu_seconds / (ember.keys / 1e6);
+  }
+  op->raw_keys_per_second = KeysPerSecond(rounds.raw_total);
   op->raw_gb_per_second = op->raw_keys_per_second * PayloadBytesPerKey(dim) / 1e9;
-  op->ratio_to_raw =
-      op->raw_keys_per_second > 0 ? op->keys_per_second / op->raw_keys_per_second : 0;
+  op->ratio_rounds = rounds.ratios;
+  op->ratio_to_raw = Median(rounds.ratios);
 }
 
-// Runs the echo side of one operation: one echo peer per server, `clients` driver threads.
-Result<PhaseOutcome> RunEchoPhase(const BenchConfig& config, EchoDriver::Mode mode,
-                                  const std::vector<std::vector<KeyBatch>>& batches) {
+// Echo peers that answer one operation as the servers would (one per server, no table behind
+// them), and one EchoDriver per client connected to all of them.
+struct EchoTraffic {
   std::vector<std::unique_ptr<ps::EchoPeer>> peers;
+  std::vector<std::unique_ptr<RequestDriver>> drivers;  // declared last: closed before the peers
+};
+
+Result<EchoTraffic> StartEchoTraffic(const BenchConfig& config, EchoDriver::Mode mode) {
+  EchoTraffic echo;
   std::vector<std::string> endpoints;
   std::vector<size_t> reply_bytes;
   for (uint32_t i = 0; i < config.servers; ++i) {
     const size_t share = ShareOf(config.keys_per_request, i, config.servers);
     reply_bytes.push_back(mode == EchoDriver::Mode::kPull ? share * config.dim * sizeof(float)
                                                           : kPushReplyBytes);
-    peers.push_back(std::make_unique<ps::EchoPeer>(
+    echo.peers.push_back(std::make_unique<ps::EchoPeer>(
         ps::EchoPeerOptions{.bind = "tcp://127.0.0.1:*", .reply_bytes = reply_bytes.back()}));
-    RETURN_IF_ERROR(peers.back()->Start().WithContext("starting an echo peer"));
-    endpoints.push_back(peers.back()->endpoint());
+    RETURN_IF_ERROR(echo.peers.back()->Start().WithContext("starting an echo peer"));
+    endpoints.push_back(echo.peers.back()->endpoint());
   }
-  std::vector<std::unique_ptr<RequestDriver>> drivers;
   for (uint32_t c = 0; c < config.clients; ++c) {
     auto driver =
         std::make_unique<EchoDriver>(mode, config.keys_per_request, config.dim, reply_bytes);
     RETURN_IF_ERROR(driver->Connect(endpoints));
-    drivers.push_back(std::move(driver));
+    echo.drivers.push_back(std::move(driver));
   }
-  PhaseOutcome outcome = RunPhase(config, drivers, batches);
-  drivers.clear();
-  for (auto& peer : peers) peer->Stop();
-  RETURN_IF_ERROR(outcome.status.WithContext("echo traffic"));
-  return outcome;
+  return echo;
 }
 
 // ---- Flags ----
@@ -398,6 +511,9 @@ Result<BenchConfig> ConfigFromFlags(const Flags& flags) {
   config.max_keys_per_message = static_cast<uint32_t>(max_keys_per_message);
   RETURN_IF_ERROR(ReadUintFlag(flags, "dim", embedding::kMaxTableDim, &dim));
   RETURN_IF_ERROR(ReadUintFlag(flags, "requests", 100'000'000, &requests));
+  // The default never asks for more rounds than there are requests; an explicit --rounds must not.
+  uint64_t rounds = std::min<uint64_t>(config.rounds, requests);
+  RETURN_IF_ERROR(ReadUintFlag(flags, "rounds", kMaxRounds, &rounds));
   RETURN_IF_ERROR(ReadUintFlag(flags, "vocabulary", uint64_t{1} << 62, &config.vocabulary));
   config.populate = config.vocabulary;
   RETURN_IF_ERROR(ReadUintFlag(flags, "populate", config.vocabulary, &config.populate));
@@ -410,14 +526,20 @@ Result<BenchConfig> ConfigFromFlags(const Flags& flags) {
   config.keys_per_request = static_cast<uint32_t>(keys);
   config.dim = static_cast<uint32_t>(dim);
   config.requests = static_cast<uint32_t>(requests);
+  config.rounds = static_cast<uint32_t>(rounds);
   config.optimizer = flags.Get("optimizer", config.optimizer);
   config.scheduler = flags.Get("scheduler");
   config.table = flags.Get("table", config.table);
   for (const auto& [name, value] :
        {std::pair{"servers", servers}, std::pair{"server-threads", server_threads},
         std::pair{"clients", clients}, std::pair{"keys-per-request", keys}, std::pair{"dim", dim},
-        std::pair{"requests", requests}, std::pair{"max-keys-per-message", max_keys_per_message}}) {
+        std::pair{"requests", requests}, std::pair{"rounds", rounds},
+        std::pair{"max-keys-per-message", max_keys_per_message}}) {
     if (value == 0) return InvalidArgument(std::string("--") + name + " must be at least 1");
+  }
+  if (rounds > requests) {
+    return InvalidArgument("--rounds must be at most --requests (" + std::to_string(requests) +
+                           "): each round times at least one request per client");
   }
   if (config.exponent < 0) return InvalidArgument("--exponent must be >= 0");
   if (config.seconds <= 0) return InvalidArgument("--seconds must be > 0");
@@ -490,19 +612,47 @@ Status RunLookupPhases(const BenchConfig& config, const std::vector<KeyBatch>& b
   pull.push_back(std::make_unique<TablePullDriver>(&table, config.keys_per_request));
   push.push_back(std::make_unique<TablePushDriver>(&table, config.keys_per_request));
   RETURN_IF_ERROR(Populate(config, pull).status().WithContext("the lookup table"));
-  BenchConfig one_client = config;
-  one_client.clients = 1;
   const std::vector<std::vector<KeyBatch>> first_client_batches = {batches};
   for (auto [drivers, figures] :
        {std::pair{&pull, &report->pull}, std::pair{&push, &report->push}}) {
-    PhaseOutcome phase = RunPhase(one_client, *drivers, first_client_batches);
-    RETURN_IF_ERROR(phase.status.WithContext("lookups alone"));
-    figures->lookup_keys_per_second = phase.seconds > 0 ? phase.keys / phase.seconds : 0;
+    Traffic traffic = MakeTraffic("lookups alone", *drivers, first_client_batches);
+    RETURN_IF_ERROR(WarmUp(traffic, config.seconds));
+    PhaseOutcome phase =
+        RunPhase(traffic, {.requests_per_client = config.requests, .seconds = config.seconds});
+    RETURN_IF_ERROR(phase.status);
+    figures->lookup_keys_per_second = KeysPerSecond(phase);
   }
   return Status::Ok();
 }
 
-Status RunBench(BenchConfig& config, BenchReport* report) {
+// The memory figures: rows and bytes per row by the servers' account, the raw bytes of a row and
+// its optimizer state, and, when known, the growth of resident memory per row.
+Status FillMemory(const BenchConfig& config, ps::Client& client,
+                  std::optional<double> resident_growth, MemoryFigures* memory) {
+  ASSIGN_OR_RETURN(std::vector<wire::ServerStats> stats, client.Stats());
+  uint64_t table_bytes = 0;
+  for (const wire::ServerStats& server : stats) {
+    for (const wire::TableStats& table : server.tables) {
+      if (table.name != config.table) continue;
+      memory->rows += table.rows;
+      table_bytes += table.bytes;
+    }
+  }
+  if (memory->rows > 0) {
+    memory->bytes_per_row = static_cast<double>(table_bytes) / memory->rows;
+    if (resident_growth) memory->rss_bytes_per_row = *resident_growth / memory->rows;
+  }
+  ASSIGN_OR_RETURN(const TableSpec* table, client.FindTable(config.table));
+  ASSIGN_OR_RETURN(embedding::RowOptimizer optimizer,
+                   embedding::RowOptimizer::Create(table->optimizer, table->dim));
+  memory->raw_bytes_per_row = (table->dim + optimizer.state_floats()) * sizeof(float);
+  return Status::Ok();
+}
+
+// Everything but the lookups alone: starts the cluster (unless --scheduler names one), the
+// clients and the echo peers, creates the rows, runs the rounds and fills the report.
+Status RunClusterRounds(BenchConfig& config, const std::vector<std::vector<KeyBatch>>& batches,
+                        BenchReport* report) {
   std::unique_ptr<LocalCluster> cluster;
   std::string scheduler_endpoint = config.scheduler;
   if (scheduler_endpoint.empty()) {
@@ -537,13 +687,6 @@ Status RunBench(BenchConfig& config, BenchReport* report) {
   }
   report->config = config;
 
-  const size_t batches_per_client =
-      std::min<size_t>(kMaxBatchesPerClient, size_t{config.requests} + kWarmupRequests);
-  std::vector<std::vector<KeyBatch>> batches;
-  for (uint32_t c = 0; c < config.clients; ++c) {
-    batches.push_back(MakeKeyBatches(config, c, batches_per_client));
-  }
-
   std::vector<std::unique_ptr<RequestDriver>> pull_drivers, push_drivers;
   for (auto& client : clients) {
     pull_drivers.push_back(std::make_unique<EmberPullDriver>(client.get(), config.table,
@@ -551,53 +694,39 @@ Status RunBench(BenchConfig& config, BenchReport* report) {
     push_drivers.push_back(std::make_unique<EmberPushDriver>(client.get(), config.table,
                                                              config.keys_per_request, config.dim));
   }
+  // The transport limit: echo peers in this process for the whole run, idle while ember runs
+  // (as the cluster is while they answer), started before resident memory is first measured.
+  ASSIGN_OR_RETURN(EchoTraffic echo_pull, StartEchoTraffic(config, EchoDriver::Mode::kPull));
+  ASSIGN_OR_RETURN(EchoTraffic echo_push, StartEchoTraffic(config, EchoDriver::Mode::kPush));
   const uint64_t resident_before = ResidentBytes();
   ASSIGN_OR_RETURN(report->populate, Populate(config, pull_drivers));
-  for (auto [drivers, figures] :
-       {std::pair{&pull_drivers, &report->pull}, std::pair{&push_drivers, &report->push}}) {
-    const double cpu_before = cluster ? CpuSecondsOf(cluster->server_thread_ids()) : 0;
-    PhaseOutcome phase = RunPhase(config, *drivers, batches);
-    const double cpu_after = cluster ? CpuSecondsOf(cluster->server_thread_ids()) : 0;
-    RETURN_IF_ERROR(phase.status.WithContext(figures == &report->pull ? "pull" : "push"));
-    FillOperation(phase, config.dim, figures);
-    if (cluster && phase.keys > 0) {
-      figures->server_cpu_seconds_per_million_keys = (cpu_after - cpu_before) / (phase.keys / 1e6);
-    }
-  }
+  OperationRounds pull{.ember = MakeTraffic("pull", pull_drivers, batches),
+                       .raw = MakeTraffic("raw pull (echo traffic)", echo_pull.drivers, batches)};
+  OperationRounds push{.ember = MakeTraffic("push", push_drivers, batches),
+                       .raw = MakeTraffic("raw push (echo traffic)", echo_push.drivers, batches)};
+  RETURN_IF_ERROR(RunRounds(config, cluster.get(), &pull, &push));
   const uint64_t resident_after = ResidentBytes();
+  FillOperation(pull, config.dim, cluster != nullptr, &report->pull);
+  FillOperation(push, config.dim, cluster != nullptr, &report->push);
 
-  ASSIGN_OR_RETURN(std::vector<wire::ServerStats> stats, clients.front()->Stats());
-  uint64_t table_bytes = 0;
-  for (const wire::ServerStats& server : stats) {
-    for (const wire::TableStats& table : server.tables) {
-      if (table.name != config.table) continue;
-      report->memory.rows += table.rows;
-      table_bytes += table.bytes;
-    }
+  std::optional<double> resident_growth;
+  if (cluster) {
+    resident_growth = resident_after > resident_before
+                          ? static_cast<double>(resident_after - resident_before)
+                          : 0.0;
   }
-  if (report->memory.rows > 0) {
-    report->memory.bytes_per_row = static_cast<double>(table_bytes) / report->memory.rows;
-    if (cluster) {
-      const double grown = resident_after > resident_before
-                               ? static_cast<double>(resident_after - resident_before)
-                               : 0.0;
-      report->memory.rss_bytes_per_row = grown / report->memory.rows;
-    }
-  }
-  ASSIGN_OR_RETURN(const TableSpec* table, clients.front()->FindTable(config.table));
-  ASSIGN_OR_RETURN(embedding::RowOptimizer optimizer,
-                   embedding::RowOptimizer::Create(table->optimizer, table->dim));
-  report->memory.raw_bytes_per_row = (table->dim + optimizer.state_floats()) * sizeof(float);
+  return FillMemory(config, *clients.front(), resident_growth, &report->memory);
+}
 
-  // The transport limit, with the cluster gone so it does not share the machine.
-  pull_drivers.clear();
-  push_drivers.clear();
-  clients.clear();
-  cluster.reset();
-  ASSIGN_OR_RETURN(PhaseOutcome raw_pull, RunEchoPhase(config, EchoDriver::Mode::kPull, batches));
-  FillRaw(raw_pull, config.dim, &report->pull);
-  ASSIGN_OR_RETURN(PhaseOutcome raw_push, RunEchoPhase(config, EchoDriver::Mode::kPush, batches));
-  FillRaw(raw_push, config.dim, &report->push);
+Status RunBench(BenchConfig& config, BenchReport* report) {
+  const size_t batches_per_client =
+      std::min<size_t>(kMaxBatchesPerClient, size_t{config.requests} + kWarmupRequests);
+  std::vector<std::vector<KeyBatch>> batches;
+  for (uint32_t c = 0; c < config.clients; ++c) {
+    batches.push_back(MakeKeyBatches(config, c, batches_per_client));
+  }
+  RETURN_IF_ERROR(RunClusterRounds(config, batches, report));
+  // The lookups alone, with the cluster and the echo peers gone so they do not share the machine.
   if (config.scheduler.empty()) RETURN_IF_ERROR(RunLookupPhases(config, batches.front(), report));
   return Status::Ok();
 }
@@ -619,8 +748,12 @@ int BenchCommand(int argc, char** argv) {
       {"populate", "N",
        "rows created before timing, the N most popular keys (default: the whole vocabulary)"},
       {"seed", "N", "seed of the key draws and the table (default 1)"},
-      {"requests", "N", "timed requests per client per operation (default 200)"},
-      {"seconds", "S", "time limit per operation (default 30)"},
+      {"requests", "N", "timed requests per client per operation, over all rounds (default 200)"},
+      {"seconds", "S",
+       "time limit per operation over all rounds, for ember and raw ZeroMQ each (default 30)"},
+      {"rounds", "R",
+       "split the requests and the time limit into R rounds of ember pull, raw pull, ember push, "
+       "raw push; 'vs raw' is the median of the rounds' ratios (default 5, at most --requests)"},
       {"scheduler", "ENDPOINT", "benchmark a running cluster instead of an in-process one"},
       {"table", "NAME", "table to use on a running cluster (default bench)"},
       {"json", "FILE", "also write every figure as JSON"},
@@ -630,7 +763,8 @@ int BenchCommand(int argc, char** argv) {
       argc, argv, "ember bench [options]",
       "Measures the data plane: pull and push throughput, latency, server CPU and memory per "
       "row, against a cluster started in this process (or --scheduler), and the same traffic "
-      "against bare ZeroMQ echo peers for comparison. Always bounded by --requests and --seconds.",
+      "against bare ZeroMQ echo peers for comparison, the two alternating in --rounds rounds so "
+      "that both see the same load. Always bounded by --requests and --seconds.",
       known, &exit_code);
   if (!flags) return exit_code;
   SetUpLogging("bench");

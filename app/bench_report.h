@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "ps/client.h"
 
@@ -27,11 +28,13 @@ struct BenchConfig {
   uint64_t vocabulary = 10'000'000;
   uint64_t populate = 10'000'000;  // rows created (by pulling keys in rank order) before timing
   uint64_t seed = 1;
-  uint32_t requests = 200;
-  double seconds = 30;
+  uint32_t requests = 200;  // timed requests per client per operation, over all rounds
+  double seconds = 30;      // time limit per operation, over all rounds (ember and raw each)
+  uint32_t rounds = 5;      // each round: ember pull, raw pull, ember push, raw push
 };
 
-// One operation (pull or push) against ember, and the same traffic against raw ZeroMQ.
+// One operation (pull or push) against ember, and the same traffic against raw ZeroMQ, measured in
+// rounds that alternate between the two; totals are over all rounds.
 struct OperationFigures {
   uint64_t requests = 0;  // timed requests, all clients
   uint64_t keys = 0;
@@ -45,7 +48,9 @@ struct OperationFigures {
   std::optional<double> server_cpu_seconds_per_million_keys;
   double raw_keys_per_second = 0;  // the echo peer under the same traffic
   double raw_gb_per_second = 0;
-  double ratio_to_raw = 0;  // keys_per_second / raw_keys_per_second
+  // ember keys/s over raw keys/s in each round, in order; each round's two halves ran back to back.
+  std::vector<double> ratio_rounds;
+  double ratio_to_raw = 0;  // the median of ratio_rounds
   // The same requests against a table of the same rows in this process, one thread, no network:
   // what the lookups and updates alone allow. Only for an in-process cluster.
   std::optional<double> lookup_keys_per_second;
@@ -77,8 +82,7 @@ struct BenchReport {
 // The human-readable table, several lines ending in a newline.
 std::string FormatBenchTable(const BenchReport& report);
 // The JSON record: {"config": {...}, "populate": {...}, "pull": {...}, "push": {...},
-// "memory": {...}}. Figures
-// that are not known (see the optionals) are null.
+// "memory": {...}}. Figures that are not known (see the optionals) are null.
 std::string BenchReportJson(const BenchReport& report);
 
 }  // namespace ember::app
