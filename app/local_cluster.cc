@@ -6,6 +6,8 @@
 #include <cstdlib>
 #include <set>
 
+#include "common/thread_name.h"
+
 namespace ember::app {
 namespace {
 
@@ -55,7 +57,10 @@ Status LocalCluster::Start(std::vector<TableSpec> tables) {
   for (auto& starter : starters) starter.join();
   for (const Status& status : started) RETURN_IF_ERROR(status.WithContext("starting a server"));
   for (auto& server : servers_) {
-    server_threads_.emplace_back([s = server.get()] { s->Run(); });
+    server_threads_.emplace_back([s = server.get()] {
+      SetThreadName("ps-router");
+      s->Run();
+    });
   }
   for (pid_t id : ThreadIdsOfThisProcess()) {
     if (!before.count(id)) server_thread_ids_.push_back(id);
@@ -72,7 +77,10 @@ Result<uint32_t> LocalCluster::AddServer() {
   auto server = std::make_unique<ps::Server>(std::move(server_options));
   RETURN_IF_ERROR(server->Start().WithContext("starting a joining server"));
   const uint32_t id = server->server_id();
-  server_threads_.emplace_back([s = server.get()] { s->Run(); });
+  server_threads_.emplace_back([s = server.get()] {
+    SetThreadName("ps-router");
+    s->Run();
+  });
   servers_.push_back(std::move(server));
   return id;
 }

@@ -7,6 +7,8 @@
 #include <cstring>
 #include <random>
 
+#include "common/thread_name.h"
+
 namespace ember::ps {
 namespace {
 
@@ -56,9 +58,15 @@ Result<std::unique_ptr<Client>> Client::Connect(ClientOptions options) {
   client->routing_channel_ =
       std::make_unique<RpcChannel>(client->context_, client->options_.scheduler_endpoint);
   RETURN_IF_ERROR(client->EnsureServerSockets());
-  client->io_thread_ = std::thread([c = client.get()] { c->IoLoop(); });
+  client->io_thread_ = std::thread([c = client.get()] {
+    SetThreadName("ps-client-io");
+    c->IoLoop();
+  });
   if (client->options_.heartbeat_interval.count() > 0) {
-    client->heartbeat_thread_ = std::thread([c = client.get()] { c->HeartbeatLoop(); });
+    client->heartbeat_thread_ = std::thread([c = client.get()] {
+      SetThreadName("ps-client-beat");
+      c->HeartbeatLoop();
+    });
   }
   return client;
 }
@@ -304,8 +312,10 @@ void Client::OnLinkEvents(uint32_t server) {
       // A server that holds no partition any more (drained) is not coming back for them: what
       // was in flight to it goes to the new owners.
       if (RefreshRouting().ok() && routing_.PartitionsOwnedBy(server) == 0) {
-        spdlog::info("client: server {} ({}) left; sending what was in flight to it to the "
-                     "partitions' new owners", server, link.endpoint);
+        spdlog::info(
+            "client: server {} ({}) left; sending what was in flight to it to the "
+            "partitions' new owners",
+            server, link.endpoint);
         RerouteInFlight(server);
         continue;
       }

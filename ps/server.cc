@@ -8,6 +8,7 @@
 #include <fstream>
 #include <map>
 
+#include "common/thread_name.h"
 #include "embedding/embedding_table.h"
 #include "embedding/table_config.h"
 
@@ -51,10 +52,9 @@ Status Server::Start() {
   const std::string bind = recorded.empty() ? options_.bind : recorded;
   auto bound = BindSocket(frontend_, bind);
   if (!bound.ok()) {
-    return bound.status().WithContext(recorded.empty()
-                                          ? "binding the data socket"
-                                          : "binding the endpoint recorded in '" +
-                                                options_.data_dir + "'");
+    return bound.status().WithContext(recorded.empty() ? "binding the data socket"
+                                                       : "binding the endpoint recorded in '" +
+                                                             options_.data_dir + "'");
   }
   endpoint_ = *bound;
   ASSIGN_OR_RETURN(backend_, MakeSocket(context_, zmq::socket_type::dealer));
@@ -73,16 +73,25 @@ Status Server::Start() {
   for (uint32_t w = 0; w < options_.worker_threads; ++w) {
     // A socket may change threads with a full barrier in between; starting a thread is one.
     workers_.emplace_back([this, w, socket = std::move(worker_sockets[w])]() mutable {
+      SetThreadName("ps-worker-" + std::to_string(w));
       WorkerLoop(w, socket);
     });
   }
-  if (service_->has_expiry()) expiry_thread_ = std::thread([this] { ExpiryLoop(); });
+  if (service_->has_expiry()) {
+    expiry_thread_ = std::thread([this] {
+      SetThreadName("ps-expiry");
+      ExpiryLoop();
+    });
+  }
   MoverOptions mover;
   mover.scheduler_endpoint = options_.scheduler_endpoint;
   mover.heartbeat_interval = options_.heartbeat_interval;
   mover.bandwidth_bytes_per_second = options_.move_bandwidth;
   mover_ = std::make_unique<PartitionMover>(*service_, context_, mover, [this] { RequestStop(); });
-  mover_thread_ = std::thread([this] { mover_->Run(workers_stop_); });
+  mover_thread_ = std::thread([this] {
+    SetThreadName("ps-mover");
+    mover_->Run(workers_stop_);
+  });
   started_ = true;
   spdlog::info("server {}: serving on {} with {} worker threads, owning {} partitions",
                service_->server_id(), endpoint_, options_.worker_threads,
@@ -95,7 +104,8 @@ Status Server::Register() {
   const auto deadline = std::chrono::steady_clock::now() + options_.register_timeout;
   Status last = Unavailable("never tried");
   while (std::chrono::steady_clock::now() < deadline) {
-    if (stop_requested_.load(std::memory_order_relaxed)) return Aborted("stopped while registering");
+    if (stop_requested_.load(std::memory_order_relaxed))
+      return Aborted("stopped while registering");
     const uint64_t id = scheduler.NextRequestId();
     auto reply = scheduler.Call(id, wire::EncodeRegisterServer({id, 0}, endpoint_, options_.join),
                                 Millis(1000));
