@@ -2,10 +2,12 @@
 #include "embedding/row_store.h"
 
 #include <algorithm>
+#include <memory>
 #include <utility>
 
 #include "common/check.h"
 #include "common/hash.h"
+#include "embedding/slab_arena.h"
 
 namespace ember::embedding {
 namespace {
@@ -25,10 +27,13 @@ RowStore::RowStore(uint32_t floats_per_row)
   EMBER_CHECK(floats_per_row > 0, "a row needs at least one float");
 }
 
+RowStore::~RowStore() { ReleaseMemory(); }
+
 RowStore::RowStore(RowStore&& other) noexcept
     : floats_per_row_(other.floats_per_row_),
       size_(std::exchange(other.size_, 0)),
-      index_(std::exchange(other.index_, {})),
+      index_(std::exchange(other.index_, nullptr)),
+      capacity_(std::exchange(other.capacity_, 0)),
       chunks_(std::exchange(other.chunks_, {})),
       chunk_floats_total_(std::exchange(other.chunk_floats_total_, 0)),
       rows_left_in_chunk_(std::exchange(other.rows_left_in_chunk_, 0)),
@@ -38,9 +43,11 @@ RowStore::RowStore(RowStore&& other) noexcept
 
 RowStore& RowStore::operator=(RowStore&& other) noexcept {
   if (this != &other) {
+    ReleaseMemory();
     floats_per_row_ = other.floats_per_row_;
     size_ = std::exchange(other.size_, 0);
-    index_ = std::exchange(other.index_, {});
+    index_ = std::exchange(other.index_, nullptr);
+    capacity_ = std::exchange(other.capacity_, 0);
     chunks_ = std::exchange(other.chunks_, {});
     chunk_floats_total_ = std::exchange(other.chunk_floats_total_, 0);
     rows_left_in_chunk_ = std::exchange(other.rows_left_in_chunk_, 0);
@@ -52,7 +59,7 @@ RowStore& RowStore::operator=(RowStore&& other) noexcept {
 }
 
 size_t RowStore::Probe(uint64_t key) const {
-  const size_t mask = index_.size() - 1;
+  const size_t mask = capacity_ - 1;
   size_t i = Mix64(key) & mask;
   while (index_[i].row != nullptr && index_[i].key != key) i = (i + 1) & mask;
   return i;
@@ -69,11 +76,11 @@ const float* RowStore::Find(uint64_t key) const {
 }
 
 std::pair<float*, bool> RowStore::FindOrInsert(uint64_t key) {
-  if (!index_.empty()) {
+  if (capacity_ != 0) {
     Entry& entry = index_[Probe(key)];
     if (entry.row != nullptr) return {entry.row, false};
   }
-  if (index_.empty() || OverLoaded(size_ + 1, index_.size())) GrowIndex();
+  if (capacity_ == 0 || OverLoaded(size_ + 1, capacity_)) GrowIndex();
   Entry& entry = index_[Probe(key)];
   entry.key = key;
   entry.row = AllocateRow();
@@ -83,7 +90,7 @@ std::pair<float*, bool> RowStore::FindOrInsert(uint64_t key) {
 
 bool RowStore::Erase(uint64_t key) {
   if (size_ == 0) return false;
-  const size_t mask = index_.size() - 1;
+  const size_t mask = capacity_ - 1;
   size_t hole = Probe(key);
   if (index_[hole].row == nullptr) return false;
   free_rows_.push_back(index_[hole].row);
@@ -103,11 +110,15 @@ bool RowStore::Erase(uint64_t key) {
 }
 
 void RowStore::GrowIndex() {
-  const size_t capacity = index_.empty() ? kInitialIndexCapacity : index_.size() * 2;
-  std::vector<Entry> old = std::exchange(index_, std::vector<Entry>(capacity));
-  for (const Entry& entry : old) {
-    if (entry.row != nullptr) index_[Probe(entry.key)] = entry;
+  const size_t old_capacity = capacity_;
+  Entry* old = index_;
+  capacity_ = old_capacity == 0 ? kInitialIndexCapacity : old_capacity * 2;
+  index_ = static_cast<Entry*>(SlabArena::Shared().Allocate(capacity_ * sizeof(Entry)));
+  std::uninitialized_fill_n(index_, capacity_, Entry{});
+  for (size_t i = 0; i < old_capacity; ++i) {
+    if (old[i].row != nullptr) index_[Probe(old[i].key)] = old[i];
   }
+  SlabArena::Shared().Free(old, old_capacity * sizeof(Entry));
 }
 
 float* RowStore::AllocateRow() {
@@ -117,13 +128,15 @@ float* RowStore::AllocateRow() {
     return row;
   }
   if (rows_left_in_chunk_ == 0) {
-    // Geometric growth: each chunk is about as large as all rows so far, within bounds.
-    const size_t rows = std::clamp(size_, kMinRowsPerChunk, max_rows_per_chunk_);
-    const size_t floats = rows * floats_per_row_;
-    chunks_.push_back(std::make_unique_for_overwrite<float[]>(floats));
-    chunk_floats_total_ += floats;
-    next_row_ = chunks_.back().get();
-    rows_left_in_chunk_ = rows;
+    // Geometric growth: each chunk is about as large as all rows so far, within bounds, and
+    // fills the whole arena block it gets.
+    const size_t row_bytes = size_t{floats_per_row_} * sizeof(float);
+    const size_t wanted = std::clamp(size_, kMinRowsPerChunk, max_rows_per_chunk_) * row_bytes;
+    const size_t bytes = SlabArena::BlockBytes(wanted) / row_bytes * row_bytes;
+    chunks_.push_back(Chunk{static_cast<float*>(SlabArena::Shared().Allocate(bytes)), bytes});
+    chunk_floats_total_ += bytes / sizeof(float);
+    next_row_ = chunks_.back().rows;
+    rows_left_in_chunk_ = bytes / row_bytes;
   }
   float* row = next_row_;
   next_row_ += floats_per_row_;
@@ -132,13 +145,22 @@ float* RowStore::AllocateRow() {
 }
 
 size_t RowStore::bytes() const {
-  return chunk_floats_total_ * sizeof(float) + index_.capacity() * sizeof(Entry) +
+  return chunk_floats_total_ * sizeof(float) + capacity_ * sizeof(Entry) +
          chunks_.capacity() * sizeof(chunks_[0]) + free_rows_.capacity() * sizeof(float*);
 }
 
+void RowStore::ReleaseMemory() {
+  SlabArena& arena = SlabArena::Shared();
+  arena.Free(index_, capacity_ * sizeof(Entry));
+  for (const Chunk& chunk : chunks_) arena.Free(chunk.rows, chunk.bytes);
+  index_ = nullptr;
+  capacity_ = 0;
+  chunks_.clear();
+}
+
 void RowStore::Clear() {
-  index_ = std::vector<Entry>();
-  chunks_ = std::vector<std::unique_ptr<float[]>>();
+  ReleaseMemory();
+  chunks_ = std::vector<Chunk>();
   size_ = 0;
   chunk_floats_total_ = 0;
   rows_left_in_chunk_ = 0;

@@ -4,7 +4,8 @@
 // each key to a row of `floats_per_row` floats. Rows live in separately allocated chunks that
 // never move, so a row pointer stays valid until Clear() or destruction, however much the index
 // grows. Chunks grow geometrically up to kMaxChunkBytes, so a small partition costs little and a
-// large one wastes at most one partly used chunk.
+// large one wastes at most one partly used chunk. The index and the chunks come from the shared
+// SlabArena, on huge pages where the kernel has them.
 // Every uint64 value is a valid key, 0 and UINT64_MAX included: an empty index entry is marked by
 // a null row pointer, never by a reserved key. Erase() removes one row (backward-shift deletion, no
 // tombstones) and keeps its floats for the next insert.
@@ -14,7 +15,6 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <memory>
 #include <utility>
 #include <vector>
 
@@ -27,6 +27,7 @@ class RowStore {
   static constexpr size_t kMaxChunkBytes = size_t{256} << 10;
 
   explicit RowStore(uint32_t floats_per_row);
+  ~RowStore();
 
   // A moved-from store is empty and usable.
   RowStore(RowStore&& other) noexcept;
@@ -50,7 +51,7 @@ class RowStore {
 
   // Starts loading the index entry where `key` is looked up first, ahead of a Find/FindOrInsert.
   void Prefetch(uint64_t key) const {
-    if (!index_.empty()) __builtin_prefetch(&index_[Mix64(key) & (index_.size() - 1)]);
+    if (capacity_ != 0) __builtin_prefetch(&index_[Mix64(key) & (capacity_ - 1)]);
   }
 
   // Number of rows.
@@ -61,14 +62,14 @@ class RowStore {
   // Calls fn(key, row) for every row, in index order (not insertion order).
   template <typename Fn>
   void ForEach(Fn&& fn) {
-    for (const Entry& entry : index_) {
-      if (entry.row != nullptr) fn(entry.key, entry.row);
+    for (size_t i = 0; i < capacity_; ++i) {
+      if (index_[i].row != nullptr) fn(index_[i].key, index_[i].row);
     }
   }
   template <typename Fn>
   void ForEach(Fn&& fn) const {
-    for (const Entry& entry : index_) {
-      if (entry.row != nullptr) fn(entry.key, static_cast<const float*>(entry.row));
+    for (size_t i = 0; i < capacity_; ++i) {
+      if (index_[i].row != nullptr) fn(index_[i].key, static_cast<const float*>(index_[i].row));
     }
   }
 
@@ -80,19 +81,26 @@ class RowStore {
     uint64_t key = 0;
     float* row = nullptr;  // null: the entry is empty
   };
+  struct Chunk {
+    float* rows;
+    size_t bytes;  // as asked of the arena
+  };
 
   // Index of the entry holding `key`, or of the empty entry where it would go. Needs a non-empty
   // index.
   size_t Probe(uint64_t key) const;
   // Doubles the index (or creates it) and reinserts every entry.
   void GrowIndex();
+  // Gives the index and the chunks back to the arena.
+  void ReleaseMemory();
   // Floats for one more row, from the current chunk or a new one.
   float* AllocateRow();
 
   uint32_t floats_per_row_;
   size_t size_ = 0;
-  std::vector<Entry> index_;  // capacity is zero or a power of two
-  std::vector<std::unique_ptr<float[]>> chunks_;
+  Entry* index_ = nullptr;
+  size_t capacity_ = 0;  // entries of index_: zero or a power of two
+  std::vector<Chunk> chunks_;
   size_t chunk_floats_total_ = 0;  // floats allocated over all chunks
   size_t rows_left_in_chunk_ = 0;  // free rows at the end of chunks_.back()
   float* next_row_ = nullptr;      // first free row of chunks_.back()

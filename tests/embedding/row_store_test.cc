@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "common/hash.h"
+#include "embedding/slab_arena.h"
 
 namespace ember::embedding {
 namespace {
@@ -153,6 +154,28 @@ TEST(RowStoreTest, MovedFromStoreIsEmptyAndUsable) {
   FillRow(store.FindOrInsert(10).first, 10);
   EXPECT_TRUE(RowHolds(moved.Find(9), 9));
   EXPECT_TRUE(RowHolds(store.Find(10), 10));
+}
+
+TEST(RowStoreTest, MemoryGoesBackToTheArenaOnClearAndDestruction) {
+  constexpr uint32_t kWideFloats = 32;
+  constexpr uint64_t kRows = 200'000;  // 25.6 MB of rows
+  // The arena may keep one empty slab per block size in reserve.
+  constexpr size_t kReserveBound = 13 * SlabArena::kSlabBytes;
+  const size_t before = SlabArena::Shared().mapped_bytes();
+  {
+    RowStore store(kWideFloats);
+    for (int round = 0; round < 2; ++round) {
+      for (uint64_t key = 0; key < kRows; ++key)
+        store.FindOrInsert(Mix64(key)).first[kWideFloats - 1] = 1.0f;
+      EXPECT_GE(SlabArena::Shared().mapped_bytes(), before + kRows * kWideFloats * sizeof(float));
+      EXPECT_GE(store.bytes(), kRows * kWideFloats * sizeof(float));
+      store.Clear();
+      EXPECT_EQ(store.bytes(), 0u);
+      EXPECT_LE(SlabArena::Shared().mapped_bytes(), before + kReserveBound);
+    }
+    store.FindOrInsert(1);
+  }
+  EXPECT_LE(SlabArena::Shared().mapped_bytes(), before + kReserveBound);
 }
 
 }  // namespace
