@@ -34,9 +34,12 @@ constexpr uint64_t HashName(std::string_view name) {
   return Mix64(h);
 }
 
-// The virtual partition of `key` in the table whose id is `table_id`.
+// The virtual partition of `key` in the table whose id is `table_id`. A power-of-two count (the
+// usual case) takes a mask instead of a division: the same result, a few nanoseconds less per key.
 constexpr uint32_t PartitionOf(uint64_t table_id, uint64_t key, uint32_t num_partitions) {
-  return static_cast<uint32_t>(HashCombine(table_id, key) % num_partitions);
+  const uint64_t hash = HashCombine(table_id, key);
+  const bool power_of_two = (num_partitions & (num_partitions - 1)) == 0;
+  return static_cast<uint32_t>(power_of_two ? hash & (num_partitions - 1) : hash % num_partitions);
 }
 
 }  // namespace ember

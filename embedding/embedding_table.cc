@@ -2,6 +2,7 @@
 #include "embedding/embedding_table.h"
 
 #include <algorithm>
+#include <bit>
 #include <cstring>
 #include <ctime>
 #include <string>
@@ -27,7 +28,7 @@ RowOptimizer MakeOptimizer(const TableSpec& spec) {
 // Lock stripes per table: enough that threads rarely meet, few enough that a request's keys form
 // long runs per stripe for the prefetcher.
 constexpr uint32_t kMaxLockStripes = 64;
-// How many keys ahead of use index entries and rows are prefetched.
+// How many keys ahead of its use a row is looked up and prefetched (its index entry twice as far).
 constexpr uint32_t kPrefetchDistance = 8;
 
 void PrefetchRow(const float* row, size_t floats) {
@@ -50,7 +51,7 @@ EmbeddingTable::EmbeddingTable(const TableSpec& spec, uint32_t num_partitions,
       floats_per_row_(PersistedFloatsPerRow(spec)),
       stored_floats_(floats_per_row_ + (tier != nullptr ? 1 : 0)),
       num_partitions_(num_partitions),
-      num_stripes_(std::clamp(num_partitions, 1u, kMaxLockStripes)),
+      num_stripes_(std::bit_floor(std::clamp(num_partitions, 1u, kMaxLockStripes))),
       stripes_(std::make_unique<Stripe[]>(num_stripes_)) {
   EMBER_CHECK(num_partitions >= 1, "table", spec.name, "needs at least one partition");
   stores_.reserve(num_partitions);
@@ -96,29 +97,42 @@ float* EmbeddingTable::FindOrCreateRow(uint32_t partition, uint64_t key) {
 
 template <typename Use>
 Status EmbeddingTable::ForEachRequestRow(std::span<const uint64_t> keys, size_t prefetch_floats,
-                                         bool push, Use&& use, const PushLogHook* also_log) {
+                                         bool push, Use&& use, const RequestCheck* check,
+                                         const PushLogHook* also_log) {
   internal::RequestGroups& groups = internal::GroupByStripe(
       keys, num_stripes_, [this](uint64_t key) { return PartitionOf(key); });
+  if (check != nullptr && *check) RETURN_IF_ERROR((*check)(keys, groups.partition));
   if (admission_ != nullptr) groups.ReserveScratch(keys.size(), stored_floats_);
   if (tier_ != nullptr) return ForEachTieredRequestRow(keys, groups, push, use, also_log);
+  // Each key passes three stages kPrefetchDistance keys apart: its index entry is prefetched (for
+  // any stripe: a prefetch reads nothing, see RowStore::Prefetch), its row is looked up under its
+  // stripe's lock and prefetched, then the row is used. The entry stage runs across stripes, so a
+  // stripe's first lookups find their entries in cache.
+  const uint32_t n = static_cast<uint32_t>(keys.size());
+  uint32_t entries_prefetched = 0;
+  const auto prefetch_entries_below = [&](uint32_t limit) {
+    for (limit = std::min(limit, n); entries_prefetched < limit; ++entries_prefetched) {
+      const uint32_t at = groups.order[entries_prefetched];
+      stores_[groups.partition[at]].Prefetch(keys[at]);
+    }
+  };
+  const auto look_up = [&](uint32_t j) {
+    const uint32_t at = groups.order[j];
+    float* row = FindOrCreateRow(groups.partition[at], keys[at]);
+    groups.rows[j] =
+        row != nullptr ? row : InitialRowNotStored(keys[at], push, groups.NextScratchRow());
+    PrefetchRow(groups.rows[j], prefetch_floats);
+  };
   for (uint32_t s = 0; s < num_stripes_; ++s) {
     const uint32_t begin = groups.bounds[s];
     const uint32_t end = groups.bounds[s + 1];
     if (begin == end) continue;
     std::lock_guard<std::mutex> lock(stripes_[s].mu);
+    prefetch_entries_below(begin + 2 * kPrefetchDistance);
+    for (uint32_t j = begin; j < std::min(end, begin + kPrefetchDistance); ++j) look_up(j);
     for (uint32_t j = begin; j < end; ++j) {
-      if (j + kPrefetchDistance < end) {
-        const uint32_t ahead = groups.order[j + kPrefetchDistance];
-        stores_[groups.partition[ahead]].Prefetch(keys[ahead]);
-      }
-      const uint32_t at = groups.order[j];
-      float* row = FindOrCreateRow(groups.partition[at], keys[at]);
-      groups.rows[j] =
-          row != nullptr ? row : InitialRowNotStored(keys[at], push, groups.NextScratchRow());
-    }
-    for (uint32_t j = begin; j < end; ++j) {
-      if (j + kPrefetchDistance < end)
-        PrefetchRow(groups.rows[j + kPrefetchDistance], prefetch_floats);
+      prefetch_entries_below(j + 2 * kPrefetchDistance + 1);
+      if (j + kPrefetchDistance < end) look_up(j + kPrefetchDistance);
       use(groups.order[j], groups.rows[j]);
     }
   }
@@ -133,7 +147,8 @@ float* EmbeddingTable::InitialRowNotStored(uint64_t key, bool push, float* row) 
   return row;
 }
 
-Status EmbeddingTable::Pull(std::span<const uint64_t> keys, std::span<float> out) {
+Status EmbeddingTable::Pull(std::span<const uint64_t> keys, std::span<float> out,
+                            const RequestCheck& check) {
   const size_t dim = spec_.dim;
   if (out.size() != keys.size() * dim) {
     return InvalidArgument("pull from table '" + spec_.name + "': " + std::to_string(keys.size()) +
@@ -141,9 +156,12 @@ Status EmbeddingTable::Pull(std::span<const uint64_t> keys, std::span<float> out
                            std::to_string(keys.size() * dim) + " floats, got " +
                            std::to_string(out.size()));
   }
-  return ForEachRequestRow(keys, dim, /*push=*/false, [&](uint32_t position, const float* row) {
-    std::copy_n(row, dim, out.data() + size_t{position} * dim);
-  });
+  return ForEachRequestRow(
+      keys, dim, /*push=*/false,
+      [&](uint32_t position, const float* row) {
+        std::copy_n(row, dim, out.data() + size_t{position} * dim);
+      },
+      &check);
 }
 
 Status EmbeddingTable::Push(std::span<const uint64_t> keys, std::span<const float> grads,
@@ -163,7 +181,7 @@ Status EmbeddingTable::Push(std::span<const uint64_t> keys, std::span<const floa
                          grads.subspan(size_t{position} * dim, dim));
         StampUpdate(row);
       },
-      also_log ? &also_log : nullptr);
+      /*check=*/nullptr, also_log ? &also_log : nullptr);
 }
 
 uint64_t EmbeddingTable::bytes() const {

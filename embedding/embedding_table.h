@@ -82,6 +82,11 @@ class EmbeddingTable {
   // Adds records to the batch that logs a push's rows (RowWrites::PutRecord), before it is
   // written. Runs under the request's stripe locks: it must not call back into the table.
   using PushLogHook = std::function<void(RowWrites& batch)>;
+  // Looks at a request's keys with the partition of each (partitions[i] of keys[i]) before any
+  // row is read or changed; an error it returns ends the request with that error, nothing done.
+  // Lets a caller vet the keys (a server: does it own them?) without hashing them again.
+  using RequestCheck = std::function<Status(std::span<const uint64_t> keys,
+                                            std::span<const uint32_t> partitions)>;
 
   // `spec` must pass ValidateTableSpec and num_partitions must be at least 1 (checked: a
   // violation aborts; validate specs from configs and peers first).
@@ -104,8 +109,10 @@ class EmbeddingTable {
   uint32_t PartitionOf(uint64_t key) const;
 
   // Copies the rows of `keys` into `out` (keys.size() * dim floats, row after row), creating
-  // missing rows. InvalidArgument when out has the wrong size.
-  Status Pull(std::span<const uint64_t> keys, std::span<float> out);
+  // missing rows. InvalidArgument when out has the wrong size; `check` (if set) may refuse the
+  // request first.
+  Status Pull(std::span<const uint64_t> keys, std::span<float> out,
+              const RequestCheck& check = nullptr);
   // Applies grads (keys.size() * dim floats, row after row) through the optimizer, creating
   // missing rows first. InvalidArgument when grads has the wrong size; nothing is applied then.
   // When logs_pushes(), `also_log` (if set) is called once with the batch of the push's rows
@@ -165,7 +172,9 @@ class EmbeddingTable {
 
   EmbeddingTable(const TableSpec& spec, uint32_t num_partitions, const TierOptions* tier);
   void InitTier(const TierOptions& tier);
-  std::mutex& StripeLock(uint32_t partition) const { return stripes_[partition % num_stripes_].mu; }
+  std::mutex& StripeLock(uint32_t partition) const {
+    return stripes_[partition & (num_stripes_ - 1)].mu;
+  }
   // The row of `key` in `partition` (whose stripe lock the caller holds), created when missing;
   // nullptr when the key is not admitted yet.
   float* FindOrCreateRow(uint32_t partition, uint64_t key);
@@ -179,11 +188,11 @@ class EmbeddingTable {
   float* InitialRowNotStored(uint64_t key, bool push, float* row);
   // Calls use(position, row) for every key of the request, creating missing rows, stripe by
   // stripe under the stripe's lock; rows are prefetched `prefetch_floats` floats deep. `push`
-  // marks the rows changed.
-  // `also_log`: see Push (only for pushes).
+  // marks the rows changed. `check` (if set) runs first; `also_log`: see Push (pushes only).
   template <typename Use>
   Status ForEachRequestRow(std::span<const uint64_t> keys, size_t prefetch_floats, bool push,
-                           Use&& use, const PushLogHook* also_log = nullptr);
+                           Use&& use, const RequestCheck* check,
+                           const PushLogHook* also_log = nullptr);
   // The same for a tiered table (embedding_table_tier.cc), after the keys were grouped.
   Status ForEachTieredRequestRow(std::span<const uint64_t> keys,
                                  internal::RequestGroups& groups, bool push, const RowUse& use,
@@ -203,7 +212,7 @@ class EmbeddingTable {
   const uint32_t floats_per_row_;  // PersistedFloatsPerRow: dim + state (+ update time with a TTL)
   const uint32_t stored_floats_;   // per row in memory: floats_per_row_, + 1 flags word if tiered
   const uint32_t num_partitions_;
-  const uint32_t num_stripes_;
+  const uint32_t num_stripes_;  // a power of two: partition p is in stripe p % num_stripes_
   std::unique_ptr<Stripe[]> stripes_;
   std::vector<RowStore> stores_;  // one per partition, guarded by its stripe's lock
   std::atomic<uint64_t> rows_{0};

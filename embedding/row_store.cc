@@ -39,7 +39,10 @@ RowStore::RowStore(RowStore&& other) noexcept
       rows_left_in_chunk_(std::exchange(other.rows_left_in_chunk_, 0)),
       next_row_(std::exchange(other.next_row_, nullptr)),
       free_rows_(std::exchange(other.free_rows_, {})),
-      max_rows_per_chunk_(other.max_rows_per_chunk_) {}
+      max_rows_per_chunk_(other.max_rows_per_chunk_) {
+  PublishIndex();
+  other.PublishIndex();
+}
 
 RowStore& RowStore::operator=(RowStore&& other) noexcept {
   if (this != &other) {
@@ -54,6 +57,8 @@ RowStore& RowStore::operator=(RowStore&& other) noexcept {
     next_row_ = std::exchange(other.next_row_, nullptr);
     free_rows_ = std::exchange(other.free_rows_, {});
     max_rows_per_chunk_ = other.max_rows_per_chunk_;
+    PublishIndex();
+    other.PublishIndex();
   }
   return *this;
 }
@@ -118,7 +123,13 @@ void RowStore::GrowIndex() {
   for (size_t i = 0; i < old_capacity; ++i) {
     if (old[i].row != nullptr) index_[Probe(old[i].key)] = old[i];
   }
+  PublishIndex();
   SlabArena::Shared().Free(old, old_capacity * sizeof(Entry));
+}
+
+void RowStore::PublishIndex() {
+  prefetch_index_.store(index_, std::memory_order_relaxed);
+  prefetch_mask_.store(capacity_ == 0 ? 0 : capacity_ - 1, std::memory_order_relaxed);
 }
 
 float* RowStore::AllocateRow() {
@@ -155,6 +166,7 @@ void RowStore::ReleaseMemory() {
   for (const Chunk& chunk : chunks_) arena.Free(chunk.rows, chunk.bytes);
   index_ = nullptr;
   capacity_ = 0;
+  PublishIndex();
   chunks_.clear();
 }
 

@@ -10,9 +10,11 @@
 // a null row pointer, never by a reserved key. Erase() removes one row (backward-shift deletion, no
 // tombstones) and keeps its floats for the next insert.
 //
-// Not thread-safe: the owner (EmbeddingTable) serialises access with one mutex per partition.
+// Not thread-safe, except Prefetch: the owner (EmbeddingTable) serialises access with one mutex
+// per partition, and may prefetch for a partition whose mutex it does not hold yet.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <utility>
@@ -50,8 +52,12 @@ class RowStore {
   bool Erase(uint64_t key);
 
   // Starts loading the index entry where `key` is looked up first, ahead of a Find/FindOrInsert.
+  // Safe concurrently with anything: it reads only the atomic copies of the index's address and
+  // mask, and a prefetch of an address the index no longer has is harmless (it never faults).
   void Prefetch(uint64_t key) const {
-    if (capacity_ != 0) __builtin_prefetch(&index_[Mix64(key) & (capacity_ - 1)]);
+    const Entry* index = prefetch_index_.load(std::memory_order_relaxed);
+    const size_t mask = prefetch_mask_.load(std::memory_order_relaxed);
+    if (index != nullptr) __builtin_prefetch(&index[Mix64(key) & mask]);
   }
 
   // Number of rows.
@@ -93,6 +99,8 @@ class RowStore {
   void GrowIndex();
   // Gives the index and the chunks back to the arena.
   void ReleaseMemory();
+  // Publishes index_ and capacity_ to Prefetch.
+  void PublishIndex();
   // Floats for one more row, from the current chunk or a new one.
   float* AllocateRow();
 
@@ -100,6 +108,9 @@ class RowStore {
   size_t size_ = 0;
   Entry* index_ = nullptr;
   size_t capacity_ = 0;  // entries of index_: zero or a power of two
+  // Copies of index_ and capacity_ - 1 for Prefetch, which may run without the owner's lock.
+  std::atomic<const Entry*> prefetch_index_{nullptr};
+  std::atomic<size_t> prefetch_mask_{0};
   std::vector<Chunk> chunks_;
   size_t chunk_floats_total_ = 0;  // floats allocated over all chunks
   size_t rows_left_in_chunk_ = 0;  // free rows at the end of chunks_.back()

@@ -100,8 +100,18 @@ Result<embedding::EmbeddingTable*> ShardService::FindTable(const std::string& na
 
 Status ShardService::CheckOwnership(const embedding::EmbeddingTable& table,
                                     std::span<const uint64_t> keys) const {
-  for (uint64_t key : keys) {
-    const uint32_t partition = table.PartitionOf(key);
+  thread_local std::vector<uint32_t> partitions;
+  partitions.resize(keys.size());
+  for (size_t i = 0; i < keys.size(); ++i) partitions[i] = table.PartitionOf(keys[i]);
+  return CheckOwnership(table, keys, partitions);
+}
+
+Status ShardService::CheckOwnership(const embedding::EmbeddingTable& table,
+                                    std::span<const uint64_t> keys,
+                                    std::span<const uint32_t> partitions) const {
+  for (size_t i = 0; i < keys.size(); ++i) {
+    const uint64_t key = keys[i];
+    const uint32_t partition = partitions[i];
     if (ownership_.serves(partition)) continue;
     if (ownership_.state(partition) == PartitionState::kHandedOver) {
       return Unavailable("partition " + std::to_string(partition) + " of server " +
@@ -121,15 +131,27 @@ zmq::message_t ShardService::HandlePull(const wire::RequestHeader& header,
   auto table = FindTable(pull.table);
   if (!table.ok()) return Error(header.request_id, table.status().WithContext("pull"));
   std::shared_lock moves(transfer_mutex_);
-  Status owned = CheckOwnership(**table, pull.keys);
-  if (!owned.ok()) return Error(header.request_id, owned);
+  // The table hashes the keys to their partitions once, for the lookups and for this check.
+  const embedding::EmbeddingTable::RequestCheck owned =
+      [&](std::span<const uint64_t> keys, std::span<const uint32_t> partitions) {
+        return CheckOwnership(**table, keys, partitions);
+      };
   const size_t floats = pull.keys.size() * (*table)->spec().dim;
-  keys_pulled_.fetch_add(pull.keys.size(), std::memory_order_relaxed);
-  return wire::EncodePullResponse(header.request_id, ownership_.epoch(), floats,
-                                  [&](std::span<float> rows) {
-                                    return (*table)->Pull(pull.keys, rows);
-                                  },
-                                  pull.row_format);
+  bool pulled = false;
+  zmq::message_t response = wire::EncodePullResponse(
+      header.request_id, ownership_.epoch(), floats,
+      [&](std::span<float> rows) {
+        Status status = (*table)->Pull(pull.keys, rows, owned);
+        pulled = status.ok();
+        return status;
+      },
+      pull.row_format);
+  if (pulled) {
+    keys_pulled_.fetch_add(pull.keys.size(), std::memory_order_relaxed);
+  } else {
+    errors_.fetch_add(1, std::memory_order_relaxed);
+  }
+  return response;
 }
 
 zmq::message_t ShardService::HandlePush(const wire::RequestHeader& header,

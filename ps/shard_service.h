@@ -118,7 +118,11 @@ class ShardService {
   zmq::message_t Error(uint64_t request_id, const Status& status);
 
   Result<embedding::EmbeddingTable*> FindTable(const std::string& name);
-  // FailedPrecondition naming the first key whose partition this server does not own.
+  // FailedPrecondition naming the first key whose partition (partitions[i] of keys[i]) this
+  // server does not own; Unavailable ("retry") when that partition is being handed over.
+  Status CheckOwnership(const embedding::EmbeddingTable& table, std::span<const uint64_t> keys,
+                        std::span<const uint32_t> partitions) const;
+  // The same, hashing the keys to their partitions first.
   Status CheckOwnership(const embedding::EmbeddingTable& table,
                         std::span<const uint64_t> keys) const;
 

@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <functional>
+#include <latch>
 #include <map>
 #include <set>
 #include <thread>
@@ -40,11 +42,115 @@ std::vector<float> Pull(EmbeddingTable& table, const std::vector<uint64_t>& keys
   return out;
 }
 
+// How often each key is pushed when each of `threads` threads pushes batch_keys(t, i) for every
+// i < iterations.
+std::map<uint64_t, int> CountPushes(
+    int threads, int iterations,
+    const std::function<std::vector<uint64_t>(int thread, int iteration)>& batch_keys) {
+  std::map<uint64_t, int> pushes;
+  for (int t = 0; t < threads; ++t) {
+    for (int it = 0; it < iterations; ++it) {
+      for (uint64_t key : batch_keys(t, it)) ++pushes[key];
+    }
+  }
+  return pushes;
+}
+
 TEST(EmbeddingTableTest, PartitionOfUsesTheTableNameHash) {
   EmbeddingTable table(SgdSpec(), 13);
   EXPECT_EQ(table.num_partitions(), 13u);
   for (uint64_t key : {uint64_t{0}, uint64_t{1}, uint64_t{987654321}, UINT64_MAX}) {
     EXPECT_EQ(table.PartitionOf(key), PartitionOf(HashName("user_id"), key, 13));
+  }
+}
+
+TEST(EmbeddingTableTest, PartitionsArePowersOfTwoMasksAndOtherCountsModuli) {
+  // PartitionOf takes a mask for power-of-two counts: it must agree with the definition (the
+  // hash modulo the count), or rows would land in other partitions than checkpoints recorded.
+  const uint64_t table_id = HashName("user_id");
+  for (uint32_t partitions : {1u, 2u, 10u, 13u, 64u, 1000u, 1024u, 65536u}) {
+    for (uint64_t key = 0; key < 5000; ++key) {
+      const uint64_t spread = key * 0x9e3779b97f4a7c15ULL;  // large keys too
+      for (uint64_t k : {key, spread, UINT64_MAX - key}) {
+        ASSERT_EQ(PartitionOf(table_id, k, partitions), HashCombine(table_id, k) % partitions)
+            << partitions << " partitions, key " << k;
+      }
+    }
+  }
+}
+
+TEST(EmbeddingTableTest, RequestCheckSeesEachKeysPartitionAndCanRefuse) {
+  EmbeddingTable table(SgdSpec(), 10);
+  const std::vector<uint64_t> keys = {5, 77, 5, 123456789, 0, UINT64_MAX};
+  std::vector<float> out(keys.size() * table.dim());
+  std::vector<uint32_t> seen;
+  const EmbeddingTable::RequestCheck record = [&](std::span<const uint64_t> checked,
+                                                  std::span<const uint32_t> partitions) {
+    EXPECT_EQ(checked.size(), partitions.size());
+    for (size_t i = 0; i < checked.size(); ++i) {
+      EXPECT_EQ(partitions[i], table.PartitionOf(checked[i])) << checked[i];
+    }
+    seen.assign(partitions.begin(), partitions.end());
+    return Status::Ok();
+  };
+  ASSERT_TRUE(table.Pull(keys, out, record).ok());
+  EXPECT_EQ(seen.size(), keys.size());
+  EXPECT_EQ(out, Pull(table, keys));
+
+  EmbeddingTable fresh(SgdSpec(), 10);
+  const EmbeddingTable::RequestCheck refuse = [](std::span<const uint64_t>,
+                                                 std::span<const uint32_t>) {
+    return FailedPrecondition("not mine");
+  };
+  std::vector<float> untouched(keys.size() * fresh.dim(), 42.0f);
+  Status refused = fresh.Pull(keys, untouched, refuse);
+  EXPECT_EQ(refused.code(), StatusCode::kFailedPrecondition);
+  EXPECT_EQ(refused.message(), "not mine");
+  EXPECT_EQ(fresh.rows(), 0u) << "a refused pull created rows";
+  for (float value : untouched) EXPECT_EQ(value, 42.0f);
+}
+
+TEST(EmbeddingTableTest, GrowingTablesUnderConcurrentRequestsLoseNoUpdate) {
+  // Four threads push and pull batches that span every lock stripe while new keys keep growing
+  // the partitions' indexes: a request prefetches index entries of stripes it has not locked
+  // yet, as other threads grow them. 10 partitions (8 stripes). Zero rows, gradients of 1 and a
+  // learning rate of 0.5 keep every sum exact.
+  TableSpec spec = SgdSpec(4, 0.5f);
+  spec.initializer.kind = InitializerKind::kZeros;
+  EmbeddingTable table(spec, 10);
+  constexpr int kThreads = 4;
+  constexpr int kIterations = 1500;
+  constexpr uint64_t kBatch = 200;
+  // Iteration i of thread t touches keys [i * 50 + t * 7, + kBatch): the key space grows as the
+  // threads go, and neighbouring threads overlap.
+  auto batch_keys = [](int thread, int iteration) {
+    std::vector<uint64_t> keys;
+    for (uint64_t j = 0; j < kBatch; ++j) keys.push_back(iteration * 50 + thread * 7 + j);
+    return keys;
+  };
+  std::map<uint64_t, int> expected_pushes = CountPushes(kThreads, kIterations, batch_keys);
+  std::latch start(kThreads);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      start.arrive_and_wait();
+      for (int it = 0; it < kIterations; ++it) {
+        const std::vector<uint64_t> keys = batch_keys(t, it);
+        const std::vector<float> grads(keys.size() * spec.dim, 1.0f);
+        EXPECT_TRUE(table.Push(keys, grads).ok());
+        std::vector<float> out(keys.size() * spec.dim);
+        EXPECT_TRUE(table.Pull(keys, out).ok());
+      }
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+  EXPECT_EQ(table.rows(), expected_pushes.size());
+  std::vector<uint64_t> all;
+  for (const auto& [key, pushes] : expected_pushes) all.push_back(key);
+  const std::vector<float> rows = Pull(table, all);
+  for (size_t i = 0; i < all.size(); ++i) {
+    const float expected = -0.5f * static_cast<float>(expected_pushes[all[i]]);
+    for (uint32_t d = 0; d < spec.dim; ++d) ASSERT_EQ(rows[i * spec.dim + d], expected) << all[i];
   }
 }
 
@@ -142,12 +248,7 @@ TEST(EmbeddingTableTest, ConcurrentPullAndPushGiveTheExactSgdResult) {
     keys.push_back(keys.front());  // a duplicate in every batch
     return keys;
   };
-  std::map<uint64_t, int> expected_pushes;
-  for (int t = 0; t < kThreads; ++t) {
-    for (int it = 0; it < kIterations; ++it) {
-      for (uint64_t key : batch_keys(t, it)) ++expected_pushes[key];
-    }
-  }
+  std::map<uint64_t, int> expected_pushes = CountPushes(kThreads, kIterations, batch_keys);
 
   std::vector<std::thread> threads;
   std::vector<int> torn_rows(kThreads, 0);
