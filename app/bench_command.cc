@@ -503,6 +503,7 @@ Result<BenchConfig> ConfigFromFlags(const Flags& flags) {
            clients = config.clients, keys = config.keys_per_request, dim = config.dim,
            requests = config.requests;
   RETURN_IF_ERROR(ReadUintFlag(flags, "servers", 256, &servers));
+  server_threads = ps::DefaultWorkerThreads(static_cast<uint32_t>(std::max<uint64_t>(servers, 1)));
   RETURN_IF_ERROR(ReadUintFlag(flags, "server-threads", 256, &server_threads));
   RETURN_IF_ERROR(ReadUintFlag(flags, "clients", 256, &clients));
   RETURN_IF_ERROR(ReadUintFlag(flags, "keys-per-request", 2'000'000, &keys));
@@ -736,7 +737,8 @@ Status RunBench(BenchConfig& config, BenchReport* report) {
 int BenchCommand(int argc, char** argv) {
   const std::vector<FlagSpec> known = {
       {"servers", "N", "servers of the in-process cluster (default 1)"},
-      {"server-threads", "N", "worker threads per server (default 2)"},
+      {"server-threads", "N",
+       "worker threads per server (default: the cores less one per server, at least 1)"},
       {"clients", "N", "client threads, each with its own connection (default 1)"},
       {"keys-per-request", "K", "distinct keys per pull or push (default 16384)"},
       {"max-keys-per-message", "K",

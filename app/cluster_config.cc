@@ -42,7 +42,6 @@ Status ReadShape(const YAML::Node& node, ClusterShape* shape) {
     return InvalidArgument("cluster.checkpoint_every needs cluster.checkpoint_dir");
   }
   if (shape->servers == 0) return InvalidArgument("cluster.servers: must be >= 1");
-  if (shape->server_threads == 0) return InvalidArgument("cluster.server_threads: must be >= 1");
   if (shape->partitions < shape->servers) {
     return InvalidArgument("cluster.partitions: must be at least cluster.servers");
   }

@@ -21,7 +21,7 @@ struct ClusterShape {
   std::string scheduler = "tcp://127.0.0.1:*";    // where the scheduler binds
   uint32_t servers = 2;
   std::string server_bind = "tcp://127.0.0.1:*";  // where each server binds its data socket
-  uint32_t server_threads = 2;
+  uint32_t server_threads = 0;  // worker threads per server; 0: ps::DefaultWorkerThreads()
   uint32_t partitions = 1024;
   uint32_t trainers = 1;  // trainer processes `ember cluster` starts; each reads its own share
   uint64_t server_memory_budget = 0;     // bytes of rows a server keeps in memory; 0: no limit

@@ -44,7 +44,7 @@ Status LocalCluster::Start(std::vector<TableSpec> tables) {
   for (uint32_t i = 0; i < options_.num_servers; ++i) {
     ps::ServerOptions server_options;
     server_options.scheduler_endpoint = scheduler_->endpoint();
-    server_options.worker_threads = options_.worker_threads;
+    server_options.worker_threads = WorkerThreads();
     server_options.register_timeout = options_.register_timeout;
     servers_.push_back(std::make_unique<ps::Server>(std::move(server_options)));
   }
@@ -68,10 +68,15 @@ Status LocalCluster::Start(std::vector<TableSpec> tables) {
   return Status::Ok();
 }
 
+uint32_t LocalCluster::WorkerThreads() const {
+  return options_.worker_threads != 0 ? options_.worker_threads
+                                      : ps::DefaultWorkerThreads(options_.num_servers);
+}
+
 Result<uint32_t> LocalCluster::AddServer() {
   ps::ServerOptions server_options;
   server_options.scheduler_endpoint = scheduler_->endpoint();
-  server_options.worker_threads = options_.worker_threads;
+  server_options.worker_threads = WorkerThreads();
   server_options.register_timeout = options_.register_timeout;
   server_options.join = true;
   auto server = std::make_unique<ps::Server>(std::move(server_options));

@@ -22,7 +22,7 @@ namespace ember::app {
 struct LocalClusterOptions {
   uint32_t num_servers = 1;
   uint32_t num_partitions = 64;
-  uint32_t worker_threads = 2;  // per server
+  uint32_t worker_threads = 0;  // per server; 0: ps::DefaultWorkerThreads(num_servers)
   Millis register_timeout{30'000};
   SyncOptions sync;  // the scheduler's clocks and their gating
   scheduler::PeriodicCheckpoints checkpoints;  // the scheduler's periodic cuts (every 0: none)
@@ -55,6 +55,8 @@ class LocalCluster {
   Result<std::unique_ptr<ps::Client>> Connect(ps::ClientOptions options) const;
 
  private:
+  // Worker threads of each server: options_.worker_threads, or the default for this machine.
+  uint32_t WorkerThreads() const;
   Status Start(std::vector<TableSpec> tables);
 
   const LocalClusterOptions options_;

@@ -3,6 +3,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -38,12 +39,19 @@ Result<Durability> ParseDurability(const std::string& name) {
   return InvalidArgument("durability '" + name + "': expected ack, sync or flush");
 }
 
-Server::Server(ServerOptions options) : options_(std::move(options)), context_(1) {}
+uint32_t DefaultWorkerThreads(uint32_t servers_on_machine) {
+  const uint32_t cores = std::max(1u, std::thread::hardware_concurrency());
+  const uint32_t per_server = cores / std::max(1u, servers_on_machine);
+  return per_server > 1 ? per_server - 1 : 1;
+}
+
+Server::Server(ServerOptions options) : options_(std::move(options)), context_(1) {
+  if (options_.worker_threads == 0) options_.worker_threads = DefaultWorkerThreads();
+}
 
 Server::~Server() { Shutdown(); }
 
 Status Server::Start() {
-  if (options_.worker_threads == 0) return InvalidArgument("server: worker_threads must be >= 1");
   if (options_.memory_budget_bytes != 0 && options_.data_dir.empty()) {
     return InvalidArgument("server: a memory budget needs a data directory for the rows beyond it");
   }

@@ -51,7 +51,7 @@ Result<Durability> ParseDurability(const std::string& name);
 struct ServerOptions {
   std::string scheduler_endpoint;           // e.g. tcp://127.0.0.1:7000
   std::string bind = "tcp://127.0.0.1:*";   // data socket; '*' picks a free port
-  uint32_t worker_threads = 2;
+  uint32_t worker_threads = 0;              // 0: DefaultWorkerThreads()
   Millis register_timeout{60'000};          // give up if the cluster does not form in time
   std::string data_dir;                     // empty: rows in memory only, nothing survives
   uint64_t memory_budget_bytes = 0;         // rows in memory at most (needs data_dir); 0: no limit
@@ -61,6 +61,12 @@ struct ServerOptions {
   Millis heartbeat_interval{200};           // to the scheduler, which answers with move orders
   uint64_t move_bandwidth = 0;              // bytes/s of partition copies this server receives
 };
+
+// Worker threads for a server that shares the machine's cores with `servers_on_machine - 1`
+// others: one core per server is left to ZeroMQ's I/O thread, which streams the replies out while
+// the workers look up rows (a worker on every core starves it: on 2 cores, 2 workers let the
+// requests behind the first two wait until those were served). At least 1.
+uint32_t DefaultWorkerThreads(uint32_t servers_on_machine = 1);
 
 class Server {
  public:
@@ -96,7 +102,7 @@ class Server {
   void ExpiryLoop();
   void Shutdown();
 
-  const ServerOptions options_;
+  ServerOptions options_;  // worker_threads resolved (never 0)
   zmq::context_t context_;
   zmq::socket_t frontend_;  // ROUTER, peers connect here
   zmq::socket_t backend_;   // DEALER, inproc fan-out to workers
