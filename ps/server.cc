@@ -1,6 +1,7 @@
 // Server implementation: registration, the ROUTER->workers forwarding loop and the workers.
 #include "ps/server.h"
 
+#include <sched.h>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -40,7 +41,11 @@ Result<Durability> ParseDurability(const std::string& name) {
 }
 
 uint32_t DefaultWorkerThreads(uint32_t servers_on_machine) {
-  const uint32_t cores = std::max(1u, std::thread::hardware_concurrency());
+  // The cores this process may run on (taskset, cpusets), else all of the machine's.
+  cpu_set_t allowed;
+  const int usable = sched_getaffinity(0, sizeof(allowed), &allowed) == 0 ? CPU_COUNT(&allowed) : 0;
+  const uint32_t cores =
+      std::max(1u, usable > 0 ? static_cast<uint32_t>(usable) : std::thread::hardware_concurrency());
   const uint32_t per_server = cores / std::max(1u, servers_on_machine);
   return per_server > 1 ? per_server - 1 : 1;
 }

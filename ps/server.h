@@ -85,6 +85,8 @@ class Server {
   std::atomic<bool>* stop_flag() { return &stop_requested_; }
 
   const std::string& endpoint() const { return endpoint_; }
+  // Worker threads it serves with (ServerOptions::worker_threads, or the default for 0).
+  uint32_t worker_threads() const { return options_.worker_threads; }
   uint32_t server_id() const { return service_->server_id(); }
   const ShardService& service() const { return *service_; }
 
