@@ -19,6 +19,7 @@
 #include "app/commands.h"
 #include "app/process_setup.h"
 #include "common/child_process.h"
+#include "ps/server.h"
 
 namespace ember::app {
 namespace {
@@ -146,6 +147,12 @@ int ClusterCommand(int argc, char** argv) {
     }
     if (flags->Has("memory-budget")) {
       server_args.insert(server_args.end(), {"--memory-budget", flags->Get("memory-budget")});
+    }
+    if (config->cluster.server_threads == 0) {
+      // The servers share this machine's cores.
+      server_args.insert(server_args.end(),
+                         {"--threads", std::to_string(ps::DefaultWorkerThreads(
+                                           config->cluster.servers))});
     }
     servers.push_back(std::make_unique<ChildProcess>(server_args));
   }
