@@ -42,18 +42,59 @@ std::vector<float> Pull(EmbeddingTable& table, const std::vector<uint64_t>& keys
   return out;
 }
 
-// How often each key is pushed when each of `threads` threads pushes batch_keys(t, i) for every
-// i < iterations.
-std::map<uint64_t, int> CountPushes(
-    int threads, int iterations,
+// A table of zero rows trained by SGD at learning rate 0.5 with gradients of 1: every value stays
+// exact in float, so results must not depend on how threads interleave.
+TableSpec ExactSgdSpec(uint32_t dim) {
+  TableSpec spec = SgdSpec(dim, 0.5f);
+  spec.initializer.kind = InitializerKind::kZeros;
+  return spec;
+}
+
+// Runs `threads` threads at once, each pushing gradients of 1 to batch_keys(t, i) and pulling
+// them back for every i < iterations, on a table of ExactSgdSpec. Then every row must be -0.5
+// times its pushes, and no pulled row may ever have been half-updated.
+void ExpectExactConcurrentSgd(
+    EmbeddingTable& table, int threads, int iterations,
     const std::function<std::vector<uint64_t>(int thread, int iteration)>& batch_keys) {
-  std::map<uint64_t, int> pushes;
+  const uint32_t dim = table.dim();
+  std::map<uint64_t, int> expected_pushes;
   for (int t = 0; t < threads; ++t) {
     for (int it = 0; it < iterations; ++it) {
-      for (uint64_t key : batch_keys(t, it)) ++pushes[key];
+      for (uint64_t key : batch_keys(t, it)) ++expected_pushes[key];
     }
   }
-  return pushes;
+  std::latch start(threads);
+  std::vector<std::thread> workers;
+  std::vector<int> torn_rows(threads, 0);
+  for (int t = 0; t < threads; ++t) {
+    workers.emplace_back([&, t] {
+      start.arrive_and_wait();
+      for (int it = 0; it < iterations; ++it) {
+        const std::vector<uint64_t> keys = batch_keys(t, it);
+        const std::vector<float> grads(keys.size() * dim, 1.0f);
+        EXPECT_TRUE(table.Push(keys, grads).ok());
+        std::vector<float> out(keys.size() * dim);
+        EXPECT_TRUE(table.Pull(keys, out).ok());
+        for (size_t k = 0; k < keys.size(); ++k) {
+          for (uint32_t i = 1; i < dim; ++i) {
+            // Every push changes all coordinates together; a pulled row is never half-updated.
+            if (out[k * dim + i] != out[k * dim]) ++torn_rows[t];
+          }
+        }
+      }
+    });
+  }
+  for (std::thread& worker : workers) worker.join();
+
+  for (int t = 0; t < threads; ++t) EXPECT_EQ(torn_rows[t], 0);
+  EXPECT_EQ(table.rows(), expected_pushes.size());
+  std::vector<uint64_t> all;
+  for (const auto& [key, pushes] : expected_pushes) all.push_back(key);
+  const std::vector<float> rows = Pull(table, all);
+  for (size_t i = 0; i < all.size(); ++i) {
+    const float expected = -0.5f * static_cast<float>(expected_pushes[all[i]]);
+    for (uint32_t d = 0; d < dim; ++d) ASSERT_EQ(rows[i * dim + d], expected) << all[i];
+  }
 }
 
 TEST(EmbeddingTableTest, PartitionOfUsesTheTableNameHash) {
@@ -113,45 +154,16 @@ TEST(EmbeddingTableTest, RequestCheckSeesEachKeysPartitionAndCanRefuse) {
 TEST(EmbeddingTableTest, GrowingTablesUnderConcurrentRequestsLoseNoUpdate) {
   // Four threads push and pull batches that span every lock stripe while new keys keep growing
   // the partitions' indexes: a request prefetches index entries of stripes it has not locked
-  // yet, as other threads grow them. 10 partitions (8 stripes). Zero rows, gradients of 1 and a
-  // learning rate of 0.5 keep every sum exact.
-  TableSpec spec = SgdSpec(4, 0.5f);
-  spec.initializer.kind = InitializerKind::kZeros;
-  EmbeddingTable table(spec, 10);
-  constexpr int kThreads = 4;
-  constexpr int kIterations = 1500;
+  // yet, as other threads grow them. 10 partitions (8 stripes).
+  EmbeddingTable table(ExactSgdSpec(4), 10);
   constexpr uint64_t kBatch = 200;
   // Iteration i of thread t touches keys [i * 50 + t * 7, + kBatch): the key space grows as the
   // threads go, and neighbouring threads overlap.
-  auto batch_keys = [](int thread, int iteration) {
+  ExpectExactConcurrentSgd(table, /*threads=*/4, /*iterations=*/1500, [](int thread, int iteration) {
     std::vector<uint64_t> keys;
     for (uint64_t j = 0; j < kBatch; ++j) keys.push_back(iteration * 50 + thread * 7 + j);
     return keys;
-  };
-  std::map<uint64_t, int> expected_pushes = CountPushes(kThreads, kIterations, batch_keys);
-  std::latch start(kThreads);
-  std::vector<std::thread> threads;
-  for (int t = 0; t < kThreads; ++t) {
-    threads.emplace_back([&, t] {
-      start.arrive_and_wait();
-      for (int it = 0; it < kIterations; ++it) {
-        const std::vector<uint64_t> keys = batch_keys(t, it);
-        const std::vector<float> grads(keys.size() * spec.dim, 1.0f);
-        EXPECT_TRUE(table.Push(keys, grads).ok());
-        std::vector<float> out(keys.size() * spec.dim);
-        EXPECT_TRUE(table.Pull(keys, out).ok());
-      }
-    });
-  }
-  for (std::thread& thread : threads) thread.join();
-  EXPECT_EQ(table.rows(), expected_pushes.size());
-  std::vector<uint64_t> all;
-  for (const auto& [key, pushes] : expected_pushes) all.push_back(key);
-  const std::vector<float> rows = Pull(table, all);
-  for (size_t i = 0; i < all.size(); ++i) {
-    const float expected = -0.5f * static_cast<float>(expected_pushes[all[i]]);
-    for (uint32_t d = 0; d < spec.dim; ++d) ASSERT_EQ(rows[i * spec.dim + d], expected) << all[i];
-  }
+  });
 }
 
 TEST(EmbeddingTableTest, PullCreatesRowsDeterministically) {
@@ -232,52 +244,17 @@ TEST(EmbeddingTableTest, SizeMismatchIsInvalidArgumentAndChangesNothing) {
 }
 
 TEST(EmbeddingTableTest, ConcurrentPullAndPushGiveTheExactSgdResult) {
-  // Zero rows, gradients of 1 and a learning rate of 0.5 keep every value exact in float, so the
-  // result must not depend on how the threads interleave.
-  TableSpec spec = SgdSpec(8, 0.5f);
-  spec.initializer.kind = InitializerKind::kZeros;
-  EmbeddingTable table(spec, 16);
-  constexpr int kThreads = 4;
-  constexpr int kIterations = 2000;
+  // Four threads on 64 keys in 16 partitions, with a duplicate key in every batch.
+  EmbeddingTable table(ExactSgdSpec(8), 16);
   constexpr uint64_t kKeys = 64;
   constexpr uint64_t kBatch = 16;
-
-  auto batch_keys = [](int thread, int iteration) {
+  ExpectExactConcurrentSgd(table, /*threads=*/4, /*iterations=*/2000, [](int thread, int iteration) {
     std::vector<uint64_t> keys;
     for (uint64_t j = 0; j < kBatch; ++j) keys.push_back((thread * 5 + iteration * 3 + j) % kKeys);
     keys.push_back(keys.front());  // a duplicate in every batch
     return keys;
-  };
-  std::map<uint64_t, int> expected_pushes = CountPushes(kThreads, kIterations, batch_keys);
-
-  std::vector<std::thread> threads;
-  std::vector<int> torn_rows(kThreads, 0);
-  for (int t = 0; t < kThreads; ++t) {
-    threads.emplace_back([&, t] {
-      for (int it = 0; it < kIterations; ++it) {
-        const std::vector<uint64_t> keys = batch_keys(t, it);
-        const std::vector<float> grads(keys.size() * spec.dim, 1.0f);
-        EXPECT_TRUE(table.Push(keys, grads).ok());
-        std::vector<float> out(keys.size() * spec.dim);
-        EXPECT_TRUE(table.Pull(keys, out).ok());
-        for (size_t k = 0; k < keys.size(); ++k) {
-          for (uint32_t i = 1; i < spec.dim; ++i) {
-            // Every push changes all coordinates together; a pulled row is never half-updated.
-            if (out[k * spec.dim + i] != out[k * spec.dim]) ++torn_rows[t];
-          }
-        }
-      }
-    });
-  }
-  for (std::thread& thread : threads) thread.join();
-
-  for (int t = 0; t < kThreads; ++t) EXPECT_EQ(torn_rows[t], 0);
+  });
   EXPECT_EQ(table.rows(), kKeys);
-  for (uint64_t key = 0; key < kKeys; ++key) {
-    const std::vector<float> row = Pull(table, {key});
-    const float expected = -0.5f * static_cast<float>(expected_pushes[key]);
-    for (float value : row) ASSERT_EQ(value, expected) << key;
-  }
 }
 
 TEST(EmbeddingTableTest, ForEachRowAndRestoreCopyATable) {
