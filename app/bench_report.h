@@ -17,7 +17,7 @@ struct BenchConfig {
   std::string scheduler;  // empty: the cluster was started in-process
   std::string table = "bench";
   uint32_t servers = 1;
-  uint32_t server_threads = 0;  // per server; 0 until resolved: ps::DefaultWorkerThreads(servers)
+  uint32_t server_threads = 0;  // per server (flag or ps::DefaultWorkerThreads); 0: unknown
   uint32_t clients = 1;
   uint32_t keys_per_request = 16384;
   uint32_t max_keys_per_message = ps::ClientOptions().max_keys_per_message;
