@@ -34,8 +34,8 @@
 #include "embedding/embedding_table.h"
 #include "embedding/optimizer.h"
 #include "embedding/table_config.h"
-#include "ps/client.h"
-#include "ps/echo_peer.h"
+#include "ps/client/client.h"
+#include "ps/server/echo_peer.h"
 #include "scheduler/scheduler.h"
 #include "trainer/zipf.h"
 

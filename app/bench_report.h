@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "ps/client.h"
+#include "ps/client/client.h"
 
 namespace ember::app {
 

@@ -4,7 +4,7 @@
 
 #include "app/command_support.h"
 #include "app/commands.h"
-#include "ps/checkpoint.h"
+#include "ps/client/checkpoint.h"
 
 namespace ember::app {
 

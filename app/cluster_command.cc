@@ -19,7 +19,7 @@
 #include "app/commands.h"
 #include "app/process_setup.h"
 #include "common/child_process.h"
-#include "ps/server.h"
+#include "ps/server/server.h"
 
 namespace ember::app {
 namespace {

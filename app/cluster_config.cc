@@ -7,7 +7,7 @@
 #include "common/yaml_util.h"
 #include "embedding/table_config.h"
 #include "trainer/dense_table.h"
-#include "ps/server.h"
+#include "ps/server/server.h"
 
 namespace ember::app {
 namespace {

@@ -6,8 +6,8 @@
 
 #include "app/command_support.h"
 #include "app/commands.h"
-#include "ps/checkpoint.h"
-#include "ps/checkpoint_export.h"
+#include "ps/client/checkpoint.h"
+#include "ps/client/checkpoint_export.h"
 #include "trainer/trainer_checkpoint.h"
 
 namespace ember::app {
@@ -42,7 +42,7 @@ int ExportCommand(int argc, char** argv) {
   }
   std::string checkpoint;
   if (flags->Has("checkpoint")) {
-    auto found = ps::FindCheckpoint(flags->Get("checkpoint"));  // or the newest step-* in it
+    auto found = FindCheckpoint(flags->Get("checkpoint"));  // or the newest step-* in it
     if (!found.ok()) return Fail(found.status());
     checkpoint = *found;
   } else {
@@ -55,7 +55,7 @@ int ExportCommand(int argc, char** argv) {
   if (Status exported = ps::ExportCheckpointTables(checkpoint, flags->Get("out")); !exported.ok()) {
     return Fail(exported);
   }
-  auto manifest = ps::ReadManifest(checkpoint);
+  auto manifest = ReadManifest(checkpoint);
   if (!manifest.ok()) return Fail(manifest.status());
   if (manifest->trainers > 0) {
     if (Status dense = trainer::ExportDenseWeights(checkpoint, flags->Get("out")); !dense.ok()) {

@@ -13,8 +13,8 @@
 #include "common/status.h"
 #include "common/sync_options.h"
 #include "common/table_spec.h"
-#include "ps/client.h"
-#include "ps/server.h"
+#include "ps/client/client.h"
+#include "ps/server/server.h"
 #include "scheduler/scheduler.h"
 
 namespace ember::app {

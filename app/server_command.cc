@@ -4,7 +4,7 @@
 #include "app/command_support.h"
 #include "app/commands.h"
 #include "app/process_setup.h"
-#include "ps/server.h"
+#include "ps/server/server.h"
 
 namespace ember::app {
 

@@ -23,7 +23,7 @@
 #include "embedding/initializer.h"
 #include "embedding/rocks_store.h"
 #include "embedding/table_config.h"
-#include "ps/server.h"
+#include "ps/server/server.h"
 #include "trainer/zipf.h"
 
 namespace ember::app {

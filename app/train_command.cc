@@ -6,8 +6,8 @@
 #include "app/command_support.h"
 #include "app/commands.h"
 #include "app/process_setup.h"
-#include "ps/checkpoint.h"
-#include "ps/client.h"
+#include "ps/client/checkpoint.h"
+#include "ps/client/client.h"
 #include "trainer/backend.h"
 #include "trainer/data_config.h"
 #include "trainer/interaction_source.h"
@@ -234,7 +234,7 @@ int TrainCommand(int argc, char** argv) {
                                        train);
   if (!loop.ok()) return Fail(loop.status());
   if (flags->Has("restore")) {
-    auto checkpoint = ps::FindCheckpoint(flags->Get("restore"));
+    auto checkpoint = FindCheckpoint(flags->Get("restore"));
     if (!checkpoint.ok()) return Fail(checkpoint.status());
     if (Status restored = (*loop)->Restore(*checkpoint); !restored.ok()) return Fail(restored);
     std::printf("ember train: resumed from %s after step %u\n", checkpoint->c_str(),

@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "common/table_spec.h"
-#include "ps/client.h"
+#include "ps/client/client.h"
 #include "trainer/backend.h"
 #include "trainer/model_config.h"
 

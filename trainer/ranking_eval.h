@@ -3,7 +3,7 @@
 // negatives) are encoded by the item tower, and the candidates are ranked by dot product.
 #pragma once
 
-#include "ps/client.h"
+#include "ps/client/client.h"
 #include "trainer/backend.h"
 #include "trainer/interaction_dataset.h"
 #include "trainer/model_config.h"

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "ps/client.h"
+#include "ps/client/client.h"
 #include "trainer/backend.h"
 #include "trainer/key_dedup.h"
 

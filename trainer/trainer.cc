@@ -8,7 +8,7 @@
 #include <functional>
 
 #include "common/file_io.h"
-#include "ps/checkpoint.h"
+#include "ps/client/checkpoint.h"
 #include "trainer/batch.h"
 #include "trainer/tower_batch.h"
 #include "trainer/trainer_checkpoint.h"
@@ -296,7 +296,7 @@ Status Trainer::TakeCheckpoint(const Result<std::string>& data_position) {
     ASSIGN_OR_RETURN(file.dense, CurrentDenseState());
     file.has_optimizer_state = !dense_;
     RETURN_IF_ERROR(MakeDirectories(cut.dir));
-    return WriteTrainerCheckpoint(ps::TrainerFilePath(cut.dir, options_.rank), file);
+    return WriteTrainerCheckpoint(TrainerFilePath(cut.dir, options_.rank), file);
   };
   const Status written = write_own_file();
   if (!written.ok()) {
@@ -323,27 +323,27 @@ Status Trainer::TakeCheckpoint(const Result<std::string>& data_position) {
 }
 
 Status Trainer::CompleteCut(const wire::CutInfo& cut) {
-  ASSIGN_OR_RETURN(ps::Manifest manifest, ps::CheckpointServers(*client_, cut.dir, cut.clock,
+  ASSIGN_OR_RETURN(Manifest manifest, ps::CheckpointServers(*client_, cut.dir, cut.clock,
                                                                 options_.sync.clock_timeout));
   manifest.trainers = options_.sync.trainers;
   for (uint32_t rank = 0; rank < manifest.trainers; ++rank) {
-    const std::string path = ps::TrainerFilePath(cut.dir, rank);
+    const std::string path = TrainerFilePath(cut.dir, rank);
     if (!std::filesystem::exists(path)) {
       return FailedPrecondition("'" + path + "' is missing: trainer " + std::to_string(rank) +
                                 " did not take part in the cut (it left, died or failed to "
                                 "write it)");
     }
   }
-  RETURN_IF_ERROR(ps::WriteManifest(cut.dir, manifest));
+  RETURN_IF_ERROR(WriteManifest(cut.dir, manifest));
   if (cut.keep > 0) {
-    return ps::PruneCheckpoints(std::filesystem::path(cut.dir).parent_path().string(), cut.keep);
+    return PruneCheckpoints(std::filesystem::path(cut.dir).parent_path().string(), cut.keep);
   }
   return Status::Ok();
 }
 
 Status Trainer::Restore(const std::string& dir) {
   const std::string absolute = std::filesystem::absolute(dir).lexically_normal().string();
-  ASSIGN_OR_RETURN(ps::Manifest manifest, ps::ReadManifest(absolute));
+  ASSIGN_OR_RETURN(Manifest manifest, ReadManifest(absolute));
   if (manifest.trainers != options_.sync.trainers) {
     return FailedPrecondition("checkpoint '" + absolute + "' was written by a run of " +
                               std::to_string(manifest.trainers) + " trainers; this run has " +
@@ -359,7 +359,7 @@ Status Trainer::Restore(const std::string& dir) {
                                   options_.sync.clock_timeout)
                         .WithContext("waiting for trainer 0 to restore the servers"));
   }
-  const std::string path = ps::TrainerFilePath(absolute, options_.rank);
+  const std::string path = TrainerFilePath(absolute, options_.rank);
   ASSIGN_OR_RETURN(TrainerCheckpoint file, ReadTrainerCheckpoint(path, model_));
   if (file.rank != options_.rank || file.step != manifest.step) {
     return DataLoss("'" + path + "' holds trainer " + std::to_string(file.rank) + " at step " +

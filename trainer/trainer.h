@@ -29,7 +29,7 @@
 #include <string>
 #include <vector>
 
-#include "ps/client.h"
+#include "ps/client/client.h"
 #include "trainer/backend.h"
 #include "trainer/data_source.h"
 #include "trainer/dense_table.h"

@@ -9,7 +9,7 @@
 #include "common/checksummed_file.h"
 #include "common/file_io.h"
 #include "common/npy.h"
-#include "ps/checkpoint.h"
+#include "common/checkpoint_layout.h"
 
 namespace ember::trainer {
 namespace {
@@ -102,7 +102,7 @@ Result<TrainerCheckpoint> ReadTrainerCheckpoint(const std::string& path) {
 
 Status ExportDenseWeights(const std::string& checkpoint_dir, const std::string& out_dir) {
   ASSIGN_OR_RETURN(TrainerCheckpoint checkpoint,
-                   ReadTrainerCheckpoint(ps::TrainerFilePath(checkpoint_dir, 0)));
+                   ReadTrainerCheckpoint(TrainerFilePath(checkpoint_dir, 0)));
   const std::string dense_dir = out_dir + "/dense";
   RETURN_IF_ERROR(MakeDirectories(dense_dir));
   for (Tower tower : {Tower::kUser, Tower::kItem}) {

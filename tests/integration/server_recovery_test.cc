@@ -19,7 +19,7 @@
 
 #include "common/child_process.h"
 #include "embedding/embedding_table.h"
-#include "ps/client.h"
+#include "ps/client/client.h"
 #include "tests/test_util.h"
 
 namespace ember {

@@ -16,7 +16,7 @@
 
 #include "app/local_cluster.h"
 #include "common/hash.h"
-#include "ps/checkpoint.h"
+#include "ps/client/checkpoint.h"
 #include "scheduler/checkpoint_cuts.h"
 #include "tests/integration/small_two_tower.h"
 #include "tests/test_util.h"
@@ -199,7 +199,7 @@ TEST(TrainerCheckpointTest, RestoreIntoOneAndThreeServersContinuesExactly) {
   ASSERT_EQ(full.losses[0].size(), 8u);
 
   const std::string cut = StepDir(dir.path(), 5);
-  auto manifest = ps::ReadAndVerifyCheckpoint(cut);
+  auto manifest = ReadAndVerifyCheckpoint(cut);
   ASSERT_TRUE(manifest.ok()) << manifest.status().ToString();
   EXPECT_EQ(manifest->step, 5u);
   EXPECT_EQ(manifest->trainers, 1u);
@@ -274,7 +274,7 @@ TEST(TrainerCheckpointTest, ACheckpointAskedForWhileTrainingIsConsistent) {
   ASSERT_TRUE(taken.ok()) << taken.status().ToString();
   ASSERT_GT(taken->clock, 1u);
   ASSERT_LT(taken->clock, 60u);
-  auto manifest = ps::ReadAndVerifyCheckpoint(cut);
+  auto manifest = ReadAndVerifyCheckpoint(cut);
   ASSERT_TRUE(manifest.ok()) << manifest.status().ToString();
   EXPECT_EQ(manifest->step, taken->clock);
 
@@ -297,7 +297,7 @@ TEST(TrainerCheckpointTest, ADamagedTrainerFileIsRefusedNamingIt) {
   original.checkpoint_dir = dir.path();
   ExpectOk(Train(original));
   const std::string cut = StepDir(dir.path(), 2);
-  const std::string file = ps::TrainerFilePath(cut, 0);
+  const std::string file = TrainerFilePath(cut, 0);
   {
     std::fstream bytes(file, std::ios::in | std::ios::out | std::ios::binary);
     bytes.seekp(40);

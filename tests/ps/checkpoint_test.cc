@@ -1,5 +1,5 @@
 // Checkpoints of a cluster: restore into other server counts, and damaged checkpoints refused.
-#include "ps/checkpoint.h"
+#include "ps/client/checkpoint.h"
 
 #include <gtest/gtest.h>
 
@@ -12,7 +12,7 @@
 #include "app/local_cluster.h"
 #include "common/hash.h"
 #include "common/wire.h"
-#include "ps/checkpoint_export.h"
+#include "ps/client/checkpoint_export.h"
 #include "tests/test_util.h"
 
 namespace ember {
@@ -71,7 +71,7 @@ std::vector<float> TrainAndCheckpoint(const std::string& dir) {
   for (uint64_t step = 0; step < 3; ++step) PushStep(**client, step);
   auto manifest = ps::CheckpointServers(**client, dir, 3, kTimeout);
   EXPECT_TRUE(manifest.ok()) << manifest.status().ToString();
-  Status written = ps::WriteManifest(dir, *manifest);
+  Status written = WriteManifest(dir, *manifest);
   EXPECT_TRUE(written.ok()) << written.ToString();
   return PullAll(**client);
 }
@@ -131,7 +131,7 @@ TEST(CheckpointTest, ExportWritesSortedKeysAndTheirRowsAsNpy) {
 TEST(CheckpointTest, ExportOfADamagedCheckpointWritesNothing) {
   testing::TempDir dir, out;
   TrainAndCheckpoint(dir.path());
-  std::filesystem::remove(ps::PartitionFilePath(dir.path(), "items", 5));
+  std::filesystem::remove(PartitionFilePath(dir.path(), "items", 5));
   Status exported = ps::ExportCheckpointTables(dir.path(), out.path() + "/export");
   EXPECT_EQ(exported.code(), StatusCode::kNotFound) << exported.ToString();
   EXPECT_FALSE(std::filesystem::exists(out.path() + "/export"));
@@ -161,7 +161,7 @@ class DamagedCheckpointTest : public ::testing::Test {
   }
 
   std::string PartFile(uint32_t partition) const {
-    return ps::PartitionFilePath(dir_.path(), "items", partition);
+    return PartitionFilePath(dir_.path(), "items", partition);
   }
 
   testing::TempDir dir_;
@@ -191,13 +191,13 @@ TEST_F(DamagedCheckpointTest, MissingPartitionFileIsNamed) {
 }
 
 TEST_F(DamagedCheckpointTest, TruncatedManifestIsNamed) {
-  const std::string manifest = dir_.path() + "/" + ps::kManifestName;
+  const std::string manifest = dir_.path() + "/" + kManifestName;
   std::filesystem::resize_file(manifest, std::filesystem::file_size(manifest) / 2);
   ExpectRefused(StatusCode::kDataLoss, "MANIFEST");
 }
 
 TEST_F(DamagedCheckpointTest, MissingManifestIsNamed) {
-  std::filesystem::remove(dir_.path() + "/" + ps::kManifestName);
+  std::filesystem::remove(dir_.path() + "/" + kManifestName);
   ExpectRefused(StatusCode::kNotFound, "MANIFEST");
 }
 

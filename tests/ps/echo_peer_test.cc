@@ -4,7 +4,7 @@
 #include <chrono>
 
 #include "common/transport.h"
-#include "ps/echo_peer.h"
+#include "ps/server/echo_peer.h"
 
 namespace ember {
 namespace {

@@ -1,5 +1,5 @@
 // PushAccumulator: deferred pushes combined per clock, non-listed trainers dropped, idempotence.
-#include "ps/push_accumulator.h"
+#include "ps/server/push_accumulator.h"
 
 #include <gtest/gtest.h>
 

@@ -1,6 +1,6 @@
 // PushLedger: duplicates by (sender, request id), the floor that bounds the records, copies that
 // race, forgotten senders, and records read back from disk.
-#include "ps/push_ledger.h"
+#include "ps/server/push_ledger.h"
 
 #include <gtest/gtest.h>
 

@@ -1,6 +1,6 @@
 // ShardService: a push that arrives again with the same (sender, request id) is applied once,
 // in memory, with a data directory, across a restart on that directory, and when deferred (bsp).
-#include "ps/shard_service.h"
+#include "ps/server/shard_service.h"
 
 #include <gtest/gtest.h>
 

@@ -2,7 +2,7 @@
 #include <gtest/gtest.h>
 #include <sched.h>
 
-#include "ps/server.h"
+#include "ps/server/server.h"
 
 namespace ember::ps {
 namespace {

@@ -1,5 +1,5 @@
 // ShardService implementation.
-#include "ps/shard_service.h"
+#include "ps/server/shard_service.h"
 
 #include <spdlog/spdlog.h>
 

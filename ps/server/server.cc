@@ -1,5 +1,5 @@
 // Server implementation: registration, the ROUTER->workers forwarding loop and the workers.
-#include "ps/server.h"
+#include "ps/server/server.h"
 
 #include <sched.h>
 #include <spdlog/spdlog.h>

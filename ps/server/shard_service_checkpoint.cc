@@ -5,8 +5,8 @@
 
 #include "common/file_io.h"
 #include "embedding/partition_file.h"
-#include "ps/checkpoint.h"
-#include "ps/shard_service.h"
+#include "common/checkpoint_layout.h"
+#include "ps/server/shard_service.h"
 
 namespace ember::ps {
 

@@ -1,5 +1,6 @@
-// Checkpoints of a cluster: manifest text and the server calls.
-#include "ps/checkpoint.h"
+// Checkpoint directory layout: paths, the manifest's text and its checks, finding and pruning
+// periodic checkpoints.
+#include "common/checkpoint_layout.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -10,9 +11,8 @@
 #include "common/crc32.h"
 #include "common/file_io.h"
 
-namespace ember::ps {
+namespace ember {
 namespace {
-
 constexpr char kManifestHeader[] = "ember-checkpoint 1";
 
 std::string Hex(uint32_t value) {
@@ -87,6 +87,23 @@ Status VerifyFile(const std::string& dir, const ManifestFile& file) {
   return Status::Ok();
 }
 
+
+// The step-* directories under `parent`, oldest first (their names sort by step).
+Result<std::vector<std::filesystem::path>> StepDirectories(const std::string& parent) {
+  namespace fs = std::filesystem;
+  std::vector<fs::path> steps;
+  std::error_code error;
+  for (auto it = fs::directory_iterator(parent, error);
+       !error && it != fs::directory_iterator(); it.increment(error)) {
+    if (it->is_directory() && it->path().filename().string().rfind("step-", 0) == 0) {
+      steps.push_back(it->path());
+    }
+  }
+  if (error) return Unavailable("cannot list '" + parent + "': " + error.message());
+  std::sort(steps.begin(), steps.end());
+  return steps;
+}
+
 }  // namespace
 
 std::string PartitionFilePath(const std::string& dir, const std::string& table,
@@ -159,41 +176,6 @@ Result<Manifest> ReadAndVerifyCheckpoint(const std::string& dir) {
   return manifest;
 }
 
-Result<Manifest> CheckpointServers(Client& client, const std::string& dir, uint64_t step,
-                                   Millis timeout) {
-  const std::string absolute = std::filesystem::absolute(dir).lexically_normal().string();
-  RETURN_IF_ERROR(MakeDirectories(absolute));
-  RETURN_IF_ERROR(client.Checkpoint(
-      wire::CheckpointRequest{absolute, wire::CheckpointAction::kWrite}, timeout));
-  const RoutingTable routing = client.routing();
-  Manifest manifest;
-  manifest.step = step;
-  manifest.servers = static_cast<uint32_t>(routing.servers.size());
-  manifest.partitions = routing.num_partitions;
-  for (const TableSpec& spec : client.tables()) manifest.tables.push_back({spec.name, spec.dim});
-  return manifest;
-}
-
-namespace {
-
-// The step-* directories under `parent`, oldest first (their names sort by step).
-Result<std::vector<std::filesystem::path>> StepDirectories(const std::string& parent) {
-  namespace fs = std::filesystem;
-  std::vector<fs::path> steps;
-  std::error_code error;
-  for (auto it = fs::directory_iterator(parent, error);
-       !error && it != fs::directory_iterator(); it.increment(error)) {
-    if (it->is_directory() && it->path().filename().string().rfind("step-", 0) == 0) {
-      steps.push_back(it->path());
-    }
-  }
-  if (error) return Unavailable("cannot list '" + parent + "': " + error.message());
-  std::sort(steps.begin(), steps.end());
-  return steps;
-}
-
-}  // namespace
-
 Result<std::string> FindCheckpoint(const std::string& path) {
   if (std::filesystem::exists(ManifestPath(path))) return path;
   ASSIGN_OR_RETURN(auto steps, StepDirectories(path));
@@ -217,44 +199,4 @@ Status PruneCheckpoints(const std::string& parent, uint32_t keep) {
   return Status::Ok();
 }
 
-Result<wire::CutInfo> RequestCheckpoint(const std::string& scheduler_endpoint,
-                                        const std::string& dir, Millis timeout) {
-  const std::string absolute = std::filesystem::absolute(dir).lexically_normal().string();
-  zmq::context_t context(1);
-  RpcChannel channel(context, scheduler_endpoint);
-  const uint64_t id = channel.NextRequestId();
-  ASSIGN_OR_RETURN(auto reply,
-                   channel.Call(id, wire::EncodeCheckpointNow({id, 0}, absolute), timeout));
-  if (!reply.status.ok()) return reply.status;
-  auto* cut = std::get_if<wire::CutInfo>(&reply.body);
-  if (cut == nullptr) return Internal("the scheduler answered a checkpoint request without the cut");
-  return std::move(*cut);
-}
-
-Result<Manifest> RestoreServers(Client& client, const std::string& dir, Millis timeout) {
-  const std::string absolute = std::filesystem::absolute(dir).lexically_normal().string();
-  ASSIGN_OR_RETURN(Manifest manifest, ReadAndVerifyCheckpoint(absolute));
-  const RoutingTable routing = client.routing();
-  if (manifest.partitions != routing.num_partitions) {
-    return FailedPrecondition("checkpoint '" + absolute + "' has " +
-                              std::to_string(manifest.partitions) +
-                              " partitions, the cluster " + std::to_string(routing.num_partitions));
-  }
-  for (const TableSpec& spec : client.tables()) {
-    const bool present = std::any_of(
-        manifest.tables.begin(), manifest.tables.end(),
-        [&](const ManifestTable& t) { return t.name == spec.name && t.dim == spec.dim; });
-    if (!present) {
-      return FailedPrecondition("checkpoint '" + absolute + "' has no table '" + spec.name +
-                                "' of dim " + std::to_string(spec.dim));
-    }
-  }
-  // Every server checks its files before any loads, so no server changes a row unless all can.
-  RETURN_IF_ERROR(client.Checkpoint(
-      wire::CheckpointRequest{absolute, wire::CheckpointAction::kVerify}, timeout));
-  RETURN_IF_ERROR(client.Checkpoint(
-      wire::CheckpointRequest{absolute, wire::CheckpointAction::kRestore}, timeout));
-  return manifest;
-}
-
-}  // namespace ember::ps
+}  // namespace ember

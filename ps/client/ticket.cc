@@ -1,5 +1,5 @@
 // Ticket implementation.
-#include "ps/ticket.h"
+#include "ps/client/ticket.h"
 
 namespace ember::ps {
 

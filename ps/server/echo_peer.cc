@@ -1,5 +1,5 @@
 // EchoPeer implementation: receive [identity, payload], send [identity, fixed-size reply].
-#include "ps/echo_peer.h"
+#include "ps/server/echo_peer.h"
 
 #include <spdlog/spdlog.h>
 

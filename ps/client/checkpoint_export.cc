@@ -1,5 +1,5 @@
 // Export of a checkpoint's tables as .npy files.
-#include "ps/checkpoint_export.h"
+#include "ps/client/checkpoint_export.h"
 
 #include <algorithm>
 #include <numeric>
@@ -7,7 +7,7 @@
 #include "common/file_io.h"
 #include "common/npy.h"
 #include "embedding/partition_file.h"
-#include "ps/checkpoint.h"
+#include "common/checkpoint_layout.h"
 
 namespace ember::ps {
 namespace {

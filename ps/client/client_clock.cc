@@ -2,7 +2,7 @@
 // and the other calls that go to every server at once (checkpoints).
 #include <future>
 
-#include "ps/client.h"
+#include "ps/client/client.h"
 
 namespace ember::ps {
 

@@ -10,7 +10,7 @@
 
 #include "common/checksummed_file.h"
 #include "embedding/partition_file.h"
-#include "ps/shard_service.h"
+#include "ps/server/shard_service.h"
 
 namespace ember::ps {
 void ShardService::NoteChangedKeys(const embedding::EmbeddingTable& table,

@@ -1,5 +1,5 @@
 // PushLedger implementation: the per-sender records, their keys on disk, and loading them back.
-#include "ps/push_ledger.h"
+#include "ps/server/push_ledger.h"
 
 #include <spdlog/spdlog.h>
 

@@ -34,8 +34,8 @@
 #include "common/transport.h"
 #include "embedding/memory_budget.h"
 #include "embedding/rocks_store.h"
-#include "ps/partition_mover.h"
-#include "ps/shard_service.h"
+#include "ps/server/partition_mover.h"
+#include "ps/server/shard_service.h"
 
 namespace ember::ps {
 

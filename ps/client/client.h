@@ -41,7 +41,7 @@
 #include "common/table_spec.h"
 #include "common/transport.h"
 #include "common/wire.h"
-#include "ps/ticket.h"
+#include "ps/client/ticket.h"
 
 namespace ember::ps {
 

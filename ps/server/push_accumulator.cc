@@ -1,5 +1,5 @@
 // PushAccumulator implementation.
-#include "ps/push_accumulator.h"
+#include "ps/server/push_accumulator.h"
 
 #include <spdlog/spdlog.h>
 

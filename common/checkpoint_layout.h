@@ -1,5 +1,5 @@
-// Checkpoints of a cluster: the directory layout, the manifest, and the calls that make every
-// server write or load its share.
+// The layout of a checkpoint directory, shared by the servers that write and load partition
+// files, the trainers that write their own files and the tools that read them.
 //
 // Layout of a checkpoint directory DIR:
 //   DIR/tables/<table>/part-<p>.bin   partition p of a table (embedding/partition_file.h), written
@@ -21,7 +21,7 @@
 // it changes any row. So a corrupt, truncated or missing file is reported, naming it, before any
 // row changes.
 //
-// Thread-safety: the functions may run on any thread; they use the client's thread-safe calls.
+// Thread-safety: the functions may run on any thread.
 #pragma once
 
 #include <cstdint>
@@ -29,10 +29,8 @@
 #include <vector>
 
 #include "common/status.h"
-#include "common/transport.h"
-#include "ps/client.h"
 
-namespace ember::ps {
+namespace ember {
 
 inline constexpr char kManifestName[] = "MANIFEST";
 
@@ -68,23 +66,10 @@ Result<Manifest> ReadManifest(const std::string& dir);
 // the file otherwise.
 Result<Manifest> ReadAndVerifyCheckpoint(const std::string& dir);
 
-// Asks every server to write its partitions into `dir` (created if missing), then records the
-// servers' part in `manifest` (step and trainer files are the caller's). The caller writes the
-// manifest after its own files.
-Result<Manifest> CheckpointServers(Client& client, const std::string& dir, uint64_t step,
-                                   Millis timeout);
-// Asks the scheduler at `scheduler_endpoint` for a checkpoint cut into `dir` (made absolute) and
-// waits until the trainers and servers wrote it; returns the cut (its clock is the step).
-Result<wire::CutInfo> RequestCheckpoint(const std::string& scheduler_endpoint,
-                                        const std::string& dir, Millis timeout);
 // `path` itself when it holds a MANIFEST, else the newest step-* directory under it that does
 // (periodic checkpoints); NotFound naming `path` when there is none.
 Result<std::string> FindCheckpoint(const std::string& path);
 // Removes all but the newest `keep` checkpoint directories named step-* under `parent` (names sort
 // by step), complete or not.
 Status PruneCheckpoints(const std::string& parent, uint32_t keep);
-// Verifies the checkpoint in `dir` (ReadAndVerifyCheckpoint), checks that it fits the cluster
-// (same partition count and tables), then asks every server to load its partitions.
-Result<Manifest> RestoreServers(Client& client, const std::string& dir, Millis timeout);
-
-}  // namespace ember::ps
+}  // namespace ember

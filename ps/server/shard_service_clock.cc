@@ -1,5 +1,5 @@
 // ShardService: applying a bsp clock's deferred pushes.
-#include "ps/shard_service.h"
+#include "ps/server/shard_service.h"
 
 namespace ember::ps {
 

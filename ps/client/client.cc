@@ -1,5 +1,5 @@
 // Client implementation: registration, splitting by owner, the I/O thread, retries and resends.
-#include "ps/client.h"
+#include "ps/client/client.h"
 
 #include <spdlog/spdlog.h>
 

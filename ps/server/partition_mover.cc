@@ -1,5 +1,5 @@
 // PartitionMover implementation.
-#include "ps/partition_mover.h"
+#include "ps/server/partition_mover.h"
 
 #include <spdlog/spdlog.h>
 

@@ -31,9 +31,9 @@
 #include "common/table_spec.h"
 #include "common/wire.h"
 #include "embedding/embedding_table.h"
-#include "ps/partition_ownership.h"
-#include "ps/push_accumulator.h"
-#include "ps/push_ledger.h"
+#include "ps/server/partition_ownership.h"
+#include "ps/server/push_accumulator.h"
+#include "ps/server/push_ledger.h"
 
 namespace ember::ps {
 

@@ -35,7 +35,7 @@
 #include "common/status.h"
 #include "common/transport.h"
 #include "common/wire.h"
-#include "ps/shard_service.h"
+#include "ps/server/shard_service.h"
 
 namespace ember::ps {
 

@@ -1,0 +1,31 @@
+// Checkpoints of a cluster, from the client side: the calls that make every server write, verify
+// or load its share of a checkpoint directory (common/checkpoint_layout.h has the layout and the
+// manifest), and the request for a cut at the scheduler.
+//
+// Thread-safety: the functions may run on any thread; they use the client's thread-safe calls.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "common/checkpoint_layout.h"
+#include "common/status.h"
+#include "common/transport.h"
+#include "ps/client/client.h"
+
+namespace ember::ps {
+
+// Asks every server to write its partitions into `dir` (created if missing), then records the
+// servers' part in `manifest` (step and trainer files are the caller's). The caller writes the
+// manifest after its own files.
+Result<Manifest> CheckpointServers(Client& client, const std::string& dir, uint64_t step,
+                                   Millis timeout);
+// Asks the scheduler at `scheduler_endpoint` for a checkpoint cut into `dir` (made absolute) and
+// waits until the trainers and servers wrote it; returns the cut (its clock is the step).
+Result<wire::CutInfo> RequestCheckpoint(const std::string& scheduler_endpoint,
+                                        const std::string& dir, Millis timeout);
+// Verifies the checkpoint in `dir` (ReadAndVerifyCheckpoint), checks that it fits the cluster
+// (same partition count and tables), then asks every server to load its partitions.
+Result<Manifest> RestoreServers(Client& client, const std::string& dir, Millis timeout);
+
+}  // namespace ember::ps
