@@ -5,6 +5,7 @@
 
 #include "app/command_support.h"
 #include "app/commands.h"
+#include "common/rpc_channel.h"
 #include "common/transport.h"
 
 namespace ember::app {
@@ -28,7 +29,7 @@ int DrainCommand(int argc, char** argv) {
     std::fprintf(stderr, "ember drain: --scheduler and --server ID are required\n");
     return 2;
   }
-  zmq::context_t context(1);
+  Context context;
   RpcChannel scheduler(context, flags->Get("scheduler"));
   uint64_t id = scheduler.NextRequestId();
   auto reply = scheduler.Call(id, wire::EncodeDrain({id, 0}, static_cast<uint32_t>(**server)),

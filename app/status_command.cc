@@ -4,6 +4,7 @@
 
 #include "app/command_support.h"
 #include "app/commands.h"
+#include "common/rpc_channel.h"
 #include "common/transport.h"
 
 namespace ember::app {
@@ -30,7 +31,7 @@ int StatusCommand(int argc, char** argv) {
     std::fprintf(stderr, "ember status: --scheduler is required\n");
     return 2;
   }
-  zmq::context_t context(1);
+  Context context;
   RpcChannel scheduler(context, flags->Get("scheduler"));
   const uint64_t id = scheduler.NextRequestId();
   auto reply = scheduler.Call(id, wire::EncodeClusterStatusRequest({id, 0}), Millis(10'000));

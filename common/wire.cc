@@ -19,8 +19,8 @@ namespace {
 
 // Owns a received frame plus, when the frame was not word-aligned, an aligned copy of it.
 struct FrameStorage {
-  explicit FrameStorage(zmq::message_t f) : frame(std::move(f)) {}
-  zmq::message_t frame;
+  explicit FrameStorage(Frame f) : frame(std::move(f)) {}
+  Frame frame;
   std::vector<::capnp::word> aligned;
   std::vector<float> widened;  // fp16 values of the frame converted to float32
 };
@@ -92,10 +92,10 @@ void CopyInto(::capnp::Data::Builder out, const void* src, size_t bytes) {
   if (bytes > 0) std::memcpy(out.begin(), src, bytes);
 }
 
-// Serialises a builder into a single ZeroMQ frame (one copy).
-zmq::message_t Finish(::capnp::MessageBuilder& builder) {
+// Serialises a builder into a single frame (one copy).
+Frame Finish(::capnp::MessageBuilder& builder) {
   const size_t words = ::capnp::computeSerializedSizeInWords(builder);
-  zmq::message_t frame(words * sizeof(::capnp::word));
+  Frame frame(words * sizeof(::capnp::word));
   kj::ArrayOutputStream out(kj::arrayPtr(static_cast<kj::byte*>(frame.data()), frame.size()));
   ::capnp::writeMessage(out, builder);
   return frame;
@@ -157,21 +157,20 @@ class FrameBuilder final : public ::capnp::MessageBuilder {
   }
 
   // The serialised message as one frame that takes over the memory (or a copy, after overflow).
-  zmq::message_t Finish() {
+  Frame Finish() {
     auto segments = getSegmentsForOutput();
     if (segments.size() != 1 || segments[0].begin() != buffer_ + 1) return CopyOut();
     auto* table = reinterpret_cast<uint32_t*>(buffer_);
     table[0] = 0;  // segment count - 1
     table[1] = static_cast<uint32_t>(segments[0].size());
     const size_t bytes = (1 + segments[0].size()) * sizeof(::capnp::word);
-    zmq::message_t frame(
-        buffer_, bytes, [](void* data, void*) { std::free(data); }, nullptr);
+    Frame frame = Frame::AdoptMalloced(buffer_, bytes);
     buffer_ = nullptr;  // the frame frees it
     return frame;
   }
 
  private:
-  zmq::message_t CopyOut();
+  Frame CopyOut();
 
   const size_t header_words_;
   const size_t segment_words_;
@@ -180,7 +179,7 @@ class FrameBuilder final : public ::capnp::MessageBuilder {
   std::vector<kj::Array<::capnp::word>> overflow_;
 };
 
-zmq::message_t FrameBuilder::CopyOut() { return wire::Finish(*this); }
+Frame FrameBuilder::CopyOut() { return wire::Finish(*this); }
 
 // Words the small fields of a request or response take, with a table name of `name_bytes`.
 size_t HeaderWords(size_t name_bytes) { return 48 + name_bytes / sizeof(::capnp::word); }
@@ -543,7 +542,7 @@ std::string_view RequestKindName(const RequestBody& body) {
   return std::visit(Namer{}, body);
 }
 
-Result<DecodedRequest> DecodeRequest(zmq::message_t frame) {
+Result<DecodedRequest> DecodeRequest(Frame frame) {
   auto storage = std::make_shared<FrameStorage>(std::move(frame));
   ASSIGN_OR_RETURN(auto words, FrameWords(*storage));
   try {
@@ -566,7 +565,7 @@ Result<DecodedRequest> DecodeRequest(zmq::message_t frame) {
   }
 }
 
-Result<DecodedResponse> DecodeResponse(zmq::message_t frame) {
+Result<DecodedResponse> DecodeResponse(Frame frame) {
   auto storage = std::make_shared<FrameStorage>(std::move(frame));
   ASSIGN_OR_RETURN(auto words, FrameWords(*storage));
   try {
@@ -589,25 +588,25 @@ Result<DecodedResponse> DecodeResponse(zmq::message_t frame) {
   }
 }
 
-zmq::message_t EncodePing(const RequestHeader& header) {
+Frame EncodePing(const RequestHeader& header) {
   ::capnp::MallocMessageBuilder builder(64);
   InitRequest(builder, header).setPing();
   return Finish(builder);
 }
 
-zmq::message_t EncodeStatsRequest(const RequestHeader& header) {
+Frame EncodeStatsRequest(const RequestHeader& header) {
   ::capnp::MallocMessageBuilder builder(64);
   InitRequest(builder, header).setStats();
   return Finish(builder);
 }
 
-zmq::message_t EncodeGetRouting(const RequestHeader& header) {
+Frame EncodeGetRouting(const RequestHeader& header) {
   ::capnp::MallocMessageBuilder builder(64);
   InitRequest(builder, header).setGetRouting();
   return Finish(builder);
 }
 
-zmq::message_t EncodePullSubset(const RequestHeader& header, std::string_view table,
+Frame EncodePullSubset(const RequestHeader& header, std::string_view table,
                                 std::span<const uint64_t> keys, std::span<const uint32_t> positions,
                                 RowFormat row_format) {
   const size_t n = positions.empty() ? keys.size() : positions.size();
@@ -625,12 +624,12 @@ zmq::message_t EncodePullSubset(const RequestHeader& header, std::string_view ta
   return builder.Finish();
 }
 
-zmq::message_t EncodePull(const RequestHeader& header, std::string_view table,
+Frame EncodePull(const RequestHeader& header, std::string_view table,
                           std::span<const uint64_t> keys) {
   return EncodePullSubset(header, table, keys, {}, RowFormat::kF32);
 }
 
-zmq::message_t EncodePushSubset(const RequestHeader& header, std::string_view table,
+Frame EncodePushSubset(const RequestHeader& header, std::string_view table,
                                 std::span<const uint64_t> keys, std::span<const float> gradients,
                                 uint32_t dim, std::span<const uint32_t> positions,
                                 uint64_t clock, RowFormat gradient_format, uint32_t trainer,
@@ -673,13 +672,13 @@ zmq::message_t EncodePushSubset(const RequestHeader& header, std::string_view ta
   return builder.Finish();
 }
 
-zmq::message_t EncodePush(const RequestHeader& header, std::string_view table,
+Frame EncodePush(const RequestHeader& header, std::string_view table,
                           std::span<const uint64_t> keys, std::span<const float> gradients,
                           uint64_t clock) {
   return EncodePushSubset(header, table, keys, gradients, 0, {}, clock, RowFormat::kF32);
 }
 
-zmq::message_t EncodeRegisterServer(const RequestHeader& header, std::string_view endpoint,
+Frame EncodeRegisterServer(const RequestHeader& header, std::string_view endpoint,
                                     bool join) {
   ::capnp::MallocMessageBuilder builder(64);
   auto out = InitRequest(builder, header).initRegisterServer();
@@ -688,7 +687,7 @@ zmq::message_t EncodeRegisterServer(const RequestHeader& header, std::string_vie
   return Finish(builder);
 }
 
-zmq::message_t EncodeRegisterTrainer(const RequestHeader& header, std::string_view name) {
+Frame EncodeRegisterTrainer(const RequestHeader& header, std::string_view name) {
   ::capnp::MallocMessageBuilder builder(64);
   InitRequest(builder, header)
       .initRegisterTrainer()
@@ -696,7 +695,7 @@ zmq::message_t EncodeRegisterTrainer(const RequestHeader& header, std::string_vi
   return Finish(builder);
 }
 
-zmq::message_t EncodeBarrier(const RequestHeader& header, std::string_view name, uint32_t count) {
+Frame EncodeBarrier(const RequestHeader& header, std::string_view name, uint32_t count) {
   ::capnp::MallocMessageBuilder builder(64);
   auto barrier = InitRequest(builder, header).initBarrier();
   barrier.setName(::capnp::Text::Reader(name.data(), name.size()));
@@ -704,7 +703,7 @@ zmq::message_t EncodeBarrier(const RequestHeader& header, std::string_view name,
   return Finish(builder);
 }
 
-zmq::message_t EncodeStatusResponse(uint64_t request_id, uint64_t epoch, const Status& status) {
+Frame EncodeStatusResponse(uint64_t request_id, uint64_t epoch, const Status& status) {
   ::capnp::MallocMessageBuilder builder(64);
   auto response = InitResponse(builder, request_id, epoch);
   response.setStatus(static_cast<schema::StatusCode>(status.code()));
@@ -713,7 +712,7 @@ zmq::message_t EncodeStatusResponse(uint64_t request_id, uint64_t epoch, const S
   return Finish(builder);
 }
 
-zmq::message_t EncodePullResponse(uint64_t request_id, uint64_t epoch, size_t num_floats,
+Frame EncodePullResponse(uint64_t request_id, uint64_t epoch, size_t num_floats,
                                   const std::function<Status(std::span<float>)>& fill,
                                   RowFormat row_format) {
   FrameBuilder builder(num_floats * BytesPerValue(row_format), HeaderWords(0));
@@ -735,7 +734,7 @@ zmq::message_t EncodePullResponse(uint64_t request_id, uint64_t epoch, size_t nu
   return builder.Finish();
 }
 
-zmq::message_t EncodeStatsResponse(uint64_t request_id, uint64_t epoch, const ServerStats& stats) {
+Frame EncodeStatsResponse(uint64_t request_id, uint64_t epoch, const ServerStats& stats) {
   ::capnp::MallocMessageBuilder builder(256);
   auto out = InitResponse(builder, request_id, epoch).initStats();
   out.setServerId(stats.server_id);
@@ -762,7 +761,7 @@ zmq::message_t EncodeStatsResponse(uint64_t request_id, uint64_t epoch, const Se
   return Finish(builder);
 }
 
-zmq::message_t EncodeRegistrationResponse(uint64_t request_id, const Registration& registration) {
+Frame EncodeRegistrationResponse(uint64_t request_id, const Registration& registration) {
   ::capnp::MallocMessageBuilder builder(FirstSegmentWords(registration.routing.owners.size() * 4));
   auto out = InitResponse(builder, request_id, registration.routing.epoch).initRegistration();
   out.setId(registration.id);
@@ -775,7 +774,7 @@ zmq::message_t EncodeRegistrationResponse(uint64_t request_id, const Registratio
   return Finish(builder);
 }
 
-zmq::message_t EncodeRoutingResponse(uint64_t request_id, const RoutingTable& routing) {
+Frame EncodeRoutingResponse(uint64_t request_id, const RoutingTable& routing) {
   ::capnp::MallocMessageBuilder builder(FirstSegmentWords(routing.owners.size() * 4));
   WriteRouting(InitResponse(builder, request_id, routing.epoch).initRouting(), routing);
   return Finish(builder);
@@ -791,7 +790,7 @@ void CopyIds(::capnp::Data::Builder out, const std::vector<uint32_t>& ids) {
 
 }  // namespace
 
-zmq::message_t EncodeApplyClock(const RequestHeader& header, const ApplyClockRequest& apply) {
+Frame EncodeApplyClock(const RequestHeader& header, const ApplyClockRequest& apply) {
   ::capnp::MallocMessageBuilder builder(FirstSegmentWords(apply.trainers.size() * 4));
   auto out = InitRequest(builder, header).initApplyClock();
   out.setClock(apply.clock);
@@ -801,7 +800,7 @@ zmq::message_t EncodeApplyClock(const RequestHeader& header, const ApplyClockReq
   return Finish(builder);
 }
 
-zmq::message_t EncodeTrainerClock(const RequestHeader& header, const TrainerClockRequest& clock) {
+Frame EncodeTrainerClock(const RequestHeader& header, const TrainerClockRequest& clock) {
   ::capnp::MallocMessageBuilder builder(64);
   auto out = InitRequest(builder, header).initTrainerClock();
   out.setTrainer(clock.trainer);
@@ -810,13 +809,13 @@ zmq::message_t EncodeTrainerClock(const RequestHeader& header, const TrainerCloc
   return Finish(builder);
 }
 
-zmq::message_t EncodeHeartbeat(const RequestHeader& header, uint32_t trainer) {
+Frame EncodeHeartbeat(const RequestHeader& header, uint32_t trainer) {
   ::capnp::MallocMessageBuilder builder(64);
   InitRequest(builder, header).setHeartbeat(trainer);
   return Finish(builder);
 }
 
-zmq::message_t EncodeCheckpoint(const RequestHeader& header, const CheckpointRequest& checkpoint) {
+Frame EncodeCheckpoint(const RequestHeader& header, const CheckpointRequest& checkpoint) {
   ::capnp::MallocMessageBuilder builder(64 + checkpoint.dir.size() / 8);
   auto out = InitRequest(builder, header).initCheckpoint();
   out.setDir(checkpoint.dir);
@@ -828,7 +827,7 @@ zmq::message_t EncodeCheckpoint(const RequestHeader& header, const CheckpointReq
   return Finish(builder);
 }
 
-zmq::message_t EncodeClockGrantResponse(uint64_t request_id, uint64_t epoch,
+Frame EncodeClockGrantResponse(uint64_t request_id, uint64_t epoch,
                                         const ClockGrant& grant) {
   ::capnp::MallocMessageBuilder builder(FirstSegmentWords(grant.trainers.size() * 4));
   auto out = InitResponse(builder, request_id, epoch).initClockGrant();
@@ -843,7 +842,7 @@ zmq::message_t EncodeClockGrantResponse(uint64_t request_id, uint64_t epoch,
 
 // ---- Checkpoint cuts ----
 
-zmq::message_t EncodeCheckpointCut(const RequestHeader& header, const CheckpointCutRequest& cut) {
+Frame EncodeCheckpointCut(const RequestHeader& header, const CheckpointCutRequest& cut) {
   ::capnp::MallocMessageBuilder builder(64 + cut.error.size() / 8);
   auto out = InitRequest(builder, header).initCheckpointCut();
   out.setTrainer(cut.trainer);
@@ -854,13 +853,13 @@ zmq::message_t EncodeCheckpointCut(const RequestHeader& header, const Checkpoint
   return Finish(builder);
 }
 
-zmq::message_t EncodeCheckpointNow(const RequestHeader& header, std::string_view dir) {
+Frame EncodeCheckpointNow(const RequestHeader& header, std::string_view dir) {
   ::capnp::MallocMessageBuilder builder(64 + dir.size() / 8);
   InitRequest(builder, header).initCheckpointNow().setDir(std::string(dir));
   return Finish(builder);
 }
 
-zmq::message_t EncodeCutInfoResponse(uint64_t request_id, uint64_t epoch, const CutInfo& cut) {
+Frame EncodeCutInfoResponse(uint64_t request_id, uint64_t epoch, const CutInfo& cut) {
   ::capnp::MallocMessageBuilder builder(64 + cut.dir.size() / 8);
   auto out = InitResponse(builder, request_id, epoch).initCutInfo();
   out.setClock(cut.clock);
@@ -872,13 +871,13 @@ zmq::message_t EncodeCutInfoResponse(uint64_t request_id, uint64_t epoch, const 
 
 // ---- Server membership and partition moves ----
 
-zmq::message_t EncodeServerHeartbeat(const RequestHeader& header, uint32_t server) {
+Frame EncodeServerHeartbeat(const RequestHeader& header, uint32_t server) {
   ::capnp::MallocMessageBuilder builder(64);
   InitRequest(builder, header).setServerHeartbeat(server);
   return Finish(builder);
 }
 
-zmq::message_t EncodeMoveDecision(const RequestHeader& header, const MoveDecisionRequest& decision) {
+Frame EncodeMoveDecision(const RequestHeader& header, const MoveDecisionRequest& decision) {
   ::capnp::MallocMessageBuilder builder(64 + decision.reason.size() / 8);
   auto out = InitRequest(builder, header).initMoveDecision();
   WriteMove(out.initMove(), decision.move);
@@ -887,19 +886,19 @@ zmq::message_t EncodeMoveDecision(const RequestHeader& header, const MoveDecisio
   return Finish(builder);
 }
 
-zmq::message_t EncodeDrain(const RequestHeader& header, uint32_t server) {
+Frame EncodeDrain(const RequestHeader& header, uint32_t server) {
   ::capnp::MallocMessageBuilder builder(64);
   InitRequest(builder, header).setDrain(server);
   return Finish(builder);
 }
 
-zmq::message_t EncodeClusterStatusRequest(const RequestHeader& header) {
+Frame EncodeClusterStatusRequest(const RequestHeader& header) {
   ::capnp::MallocMessageBuilder builder(64);
   InitRequest(builder, header).setClusterStatus();
   return Finish(builder);
 }
 
-zmq::message_t EncodePartitionTransfer(const RequestHeader& header,
+Frame EncodePartitionTransfer(const RequestHeader& header,
                                        const PartitionTransferRequest& transfer) {
   ::capnp::MallocMessageBuilder builder(64);
   auto out = InitRequest(builder, header).initPartitionTransfer();
@@ -913,7 +912,7 @@ zmq::message_t EncodePartitionTransfer(const RequestHeader& header,
   return Finish(builder);
 }
 
-zmq::message_t EncodeServerOrdersResponse(uint64_t request_id, const ServerOrders& orders) {
+Frame EncodeServerOrdersResponse(uint64_t request_id, const ServerOrders& orders) {
   ::capnp::MallocMessageBuilder builder(
       FirstSegmentWords(orders.routing.owners.size() * 4 + orders.moves.size() * 16));
   auto out = InitResponse(builder, request_id, orders.routing.epoch).initServerOrders();
@@ -924,7 +923,7 @@ zmq::message_t EncodeServerOrdersResponse(uint64_t request_id, const ServerOrder
   return Finish(builder);
 }
 
-zmq::message_t EncodeClusterStatusResponse(uint64_t request_id, const ClusterStatus& status) {
+Frame EncodeClusterStatusResponse(uint64_t request_id, const ClusterStatus& status) {
   ::capnp::MallocMessageBuilder builder(FirstSegmentWords(status.routing.owners.size() * 4));
   auto out = InitResponse(builder, request_id, status.routing.epoch).initClusterStatus();
   WriteRouting(out.initRouting(), status.routing);
@@ -941,7 +940,7 @@ zmq::message_t EncodeClusterStatusResponse(uint64_t request_id, const ClusterSta
   return Finish(builder);
 }
 
-zmq::message_t EncodePartitionDataResponse(uint64_t request_id, uint64_t epoch, size_t bytes,
+Frame EncodePartitionDataResponse(uint64_t request_id, uint64_t epoch, size_t bytes,
                                            const std::function<void(std::span<uint8_t>)>& fill) {
   ::capnp::MallocMessageBuilder builder(FirstSegmentWords(bytes));
   auto data = InitResponse(builder, request_id, epoch).initPartitionData(bytes);

@@ -1,4 +1,4 @@
-// The wire codec: ember messages <-> ZeroMQ frames, through the schema in common/ember.capnp.
+// The wire codec: ember messages <-> transport frames (common/frame.h), through the schema in common/ember.capnp.
 //
 // This is the only place that reads Cap'n Proto messages. Decoding validates the frame (size,
 // alignment, segment table, traversal limits, field sizes) and turns it into plain C++ views;
@@ -9,8 +9,6 @@
 // Thread-safety: all functions are reentrant; decoded objects are plain values.
 #pragma once
 
-#include <zmq.hpp>
-
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -20,6 +18,12 @@
 #include <variant>
 #include <vector>
 
+#include "common/checkpoint_layout.h"
+#include "common/clock_grant.h"
+#include "common/cluster_status.h"
+#include "common/frame.h"
+#include "common/row_format.h"
+#include "common/server_stats.h"
 #include "common/routing_table.h"
 #include "common/status.h"
 #include "common/sync_options.h"
@@ -29,12 +33,18 @@ namespace ember::wire {
 
 constexpr uint32_t kProtocolVersion = 1;  // == protocolVersion in ember.capnp
 
-// Largest frame a process accepts; sized for the biggest legitimate batch (2M keys x dim 64).
-constexpr size_t kMaxFrameBytes = size_t{1} << 30;
+using ember::kMaxFrameBytes;
 
-// How row values travel (servers always store float32). fp16 halves the bytes of rows and
-// gradients at a relative rounding error of at most 2^-11 for normal values.
-enum class RowFormat : uint8_t { kF32 = 0, kF16 = 1 };
+// Plain values the wire carries that its users know by their own headers.
+using ember::CheckpointAction;
+using ember::ClockGrant;
+using ember::ClusterStatus;
+using ember::CutInfo;
+using ember::RowFormat;
+using ember::ServerStats;
+using ember::ServerStatus;
+using ember::TableStats;
+
 
 // ---- Requests ----
 
@@ -83,7 +93,6 @@ struct RegisterServerRequest {
 struct RegisterTrainerRequest {
   std::string name;
 };
-enum class CheckpointAction : uint8_t { kWrite = 0, kRestore = 1, kVerify = 2 };
 struct CheckpointRequest {
   std::string dir;  // checkpoint directory as the server sees it
   CheckpointAction action = CheckpointAction::kWrite;
@@ -152,70 +161,46 @@ struct DecodedRequest {
 std::string_view RequestKindName(const RequestBody& body);
 
 // Decodes one frame. InvalidArgument (naming what was wrong) for anything malformed.
-Result<DecodedRequest> DecodeRequest(zmq::message_t frame);
+Result<DecodedRequest> DecodeRequest(Frame frame);
 
-zmq::message_t EncodePing(const RequestHeader& header);
-zmq::message_t EncodeStatsRequest(const RequestHeader& header);
-zmq::message_t EncodeGetRouting(const RequestHeader& header);
-zmq::message_t EncodePull(const RequestHeader& header, std::string_view table,
+Frame EncodePing(const RequestHeader& header);
+Frame EncodeStatsRequest(const RequestHeader& header);
+Frame EncodeGetRouting(const RequestHeader& header);
+Frame EncodePull(const RequestHeader& header, std::string_view table,
                           std::span<const uint64_t> keys);
 // Keys are gathered as keys[positions[i]] when positions is non-empty (a sub-request of a batch).
-zmq::message_t EncodePullSubset(const RequestHeader& header, std::string_view table,
+Frame EncodePullSubset(const RequestHeader& header, std::string_view table,
                                 std::span<const uint64_t> keys,
                                 std::span<const uint32_t> positions,
                                 RowFormat row_format = RowFormat::kF32);
-zmq::message_t EncodePushSubset(const RequestHeader& header, std::string_view table,
+Frame EncodePushSubset(const RequestHeader& header, std::string_view table,
                                 std::span<const uint64_t> keys, std::span<const float> gradients,
                                 uint32_t dim, std::span<const uint32_t> positions,
                                 uint64_t clock, RowFormat gradient_format = RowFormat::kF32,
                                 uint32_t trainer = 0, bool deferred = false,
                                 const PushSender& sender = {});
-zmq::message_t EncodePush(const RequestHeader& header, std::string_view table,
+Frame EncodePush(const RequestHeader& header, std::string_view table,
                           std::span<const uint64_t> keys, std::span<const float> gradients,
                           uint64_t clock);
-zmq::message_t EncodeRegisterServer(const RequestHeader& header, std::string_view endpoint,
+Frame EncodeRegisterServer(const RequestHeader& header, std::string_view endpoint,
                                     bool join = false);
-zmq::message_t EncodeRegisterTrainer(const RequestHeader& header, std::string_view name);
-zmq::message_t EncodeBarrier(const RequestHeader& header, std::string_view name, uint32_t count);
-zmq::message_t EncodeApplyClock(const RequestHeader& header, const ApplyClockRequest& apply);
-zmq::message_t EncodeTrainerClock(const RequestHeader& header, const TrainerClockRequest& clock);
-zmq::message_t EncodeHeartbeat(const RequestHeader& header, uint32_t trainer);
-zmq::message_t EncodeCheckpoint(const RequestHeader& header, const CheckpointRequest& checkpoint);
-zmq::message_t EncodeCheckpointCut(const RequestHeader& header, const CheckpointCutRequest& cut);
-zmq::message_t EncodeCheckpointNow(const RequestHeader& header, std::string_view dir);
-zmq::message_t EncodeServerHeartbeat(const RequestHeader& header, uint32_t server);
-zmq::message_t EncodeMoveDecision(const RequestHeader& header, const MoveDecisionRequest& decision);
-zmq::message_t EncodeDrain(const RequestHeader& header, uint32_t server);
-zmq::message_t EncodeClusterStatusRequest(const RequestHeader& header);
-zmq::message_t EncodePartitionTransfer(const RequestHeader& header,
+Frame EncodeRegisterTrainer(const RequestHeader& header, std::string_view name);
+Frame EncodeBarrier(const RequestHeader& header, std::string_view name, uint32_t count);
+Frame EncodeApplyClock(const RequestHeader& header, const ApplyClockRequest& apply);
+Frame EncodeTrainerClock(const RequestHeader& header, const TrainerClockRequest& clock);
+Frame EncodeHeartbeat(const RequestHeader& header, uint32_t trainer);
+Frame EncodeCheckpoint(const RequestHeader& header, const CheckpointRequest& checkpoint);
+Frame EncodeCheckpointCut(const RequestHeader& header, const CheckpointCutRequest& cut);
+Frame EncodeCheckpointNow(const RequestHeader& header, std::string_view dir);
+Frame EncodeServerHeartbeat(const RequestHeader& header, uint32_t server);
+Frame EncodeMoveDecision(const RequestHeader& header, const MoveDecisionRequest& decision);
+Frame EncodeDrain(const RequestHeader& header, uint32_t server);
+Frame EncodeClusterStatusRequest(const RequestHeader& header);
+Frame EncodePartitionTransfer(const RequestHeader& header,
                                        const PartitionTransferRequest& transfer);
 
 // ---- Responses ----
 
-struct TableStats {
-  std::string name;
-  uint64_t rows = 0;
-  uint64_t bytes = 0;
-  uint64_t resident_rows = 0;
-  uint64_t disk_bytes = 0;
-  uint64_t hits = 0;
-  uint64_t misses = 0;
-  uint64_t evictions = 0;
-  uint64_t not_admitted = 0;
-  uint64_t updates_dropped = 0;
-  uint64_t expired = 0;
-};
-
-struct ServerStats {
-  uint32_t server_id = 0;
-  std::vector<TableStats> tables;
-  uint64_t pull_requests = 0;
-  uint64_t push_requests = 0;
-  uint64_t keys_pulled = 0;
-  uint64_t keys_pushed = 0;
-  uint64_t errors = 0;
-  uint32_t partitions_owned = 0;
-};
 
 struct Registration {
   uint32_t id = 0;
@@ -224,20 +209,6 @@ struct Registration {
   uint64_t clock = 0;  // trainers: the clock to start from
 };
 
-// A checkpoint cut: the clock after which it is taken and where.
-struct CutInfo {
-  uint64_t clock = 0;      // 0: no cut
-  std::string dir;
-  uint32_t keep = 0;       // periodic cuts: newest step-* directories to keep beside dir; 0: all
-  bool coordinate = false; // answer to an arrival: this trainer completes the cut
-};
-
-struct ClockGrant {
-  uint64_t clock = 0;
-  std::vector<uint32_t> trainers;  // whose pushes of `clock` count
-  uint64_t min_clock = 0;          // slowest live trainer's clock when granted
-  CutInfo cut;                     // a cut announced for a later clock (cut.clock > clock), if any
-};
 
 struct ServerOrders {
   RoutingTable routing;
@@ -245,20 +216,6 @@ struct ServerOrders {
   bool exit = false;             // drained: the server may stop
 };
 
-struct ServerStatus {
-  uint32_t id = 0;
-  std::string endpoint;
-  std::string state;  // live, draining, drained, dead
-  uint32_t partitions = 0;
-};
-
-struct ClusterStatus {
-  RoutingTable routing;
-  std::vector<ServerStatus> servers;
-  uint32_t moves_in_flight = 0;
-  uint32_t moves_planned = 0;
-  uint64_t moves_done = 0;
-};
 
 // The rows a partition transfer carries; points into the decoded frame.
 struct PartitionData {
@@ -278,25 +235,25 @@ struct DecodedResponse {
   std::shared_ptr<const void> storage;
 };
 
-Result<DecodedResponse> DecodeResponse(zmq::message_t frame);
+Result<DecodedResponse> DecodeResponse(Frame frame);
 
 // A response carrying only a status (OK or an error).
-zmq::message_t EncodeStatusResponse(uint64_t request_id, uint64_t epoch, const Status& status);
+Frame EncodeStatusResponse(uint64_t request_id, uint64_t epoch, const Status& status);
 // A pull reply with room for `num_floats` rows values; `fill` writes them in place (called once).
 // If fill returns an error, the frame carries that error instead.
-zmq::message_t EncodePullResponse(uint64_t request_id, uint64_t epoch, size_t num_floats,
+Frame EncodePullResponse(uint64_t request_id, uint64_t epoch, size_t num_floats,
                                   const std::function<Status(std::span<float>)>& fill,
                                   RowFormat row_format = RowFormat::kF32);
-zmq::message_t EncodeStatsResponse(uint64_t request_id, uint64_t epoch, const ServerStats& stats);
-zmq::message_t EncodeRegistrationResponse(uint64_t request_id, const Registration& registration);
-zmq::message_t EncodeRoutingResponse(uint64_t request_id, const RoutingTable& routing);
-zmq::message_t EncodeClockGrantResponse(uint64_t request_id, uint64_t epoch,
+Frame EncodeStatsResponse(uint64_t request_id, uint64_t epoch, const ServerStats& stats);
+Frame EncodeRegistrationResponse(uint64_t request_id, const Registration& registration);
+Frame EncodeRoutingResponse(uint64_t request_id, const RoutingTable& routing);
+Frame EncodeClockGrantResponse(uint64_t request_id, uint64_t epoch,
                                         const ClockGrant& grant);
-zmq::message_t EncodeCutInfoResponse(uint64_t request_id, uint64_t epoch, const CutInfo& cut);
-zmq::message_t EncodeServerOrdersResponse(uint64_t request_id, const ServerOrders& orders);
-zmq::message_t EncodeClusterStatusResponse(uint64_t request_id, const ClusterStatus& status);
+Frame EncodeCutInfoResponse(uint64_t request_id, uint64_t epoch, const CutInfo& cut);
+Frame EncodeServerOrdersResponse(uint64_t request_id, const ServerOrders& orders);
+Frame EncodeClusterStatusResponse(uint64_t request_id, const ClusterStatus& status);
 // A partition transfer's reply with room for `bytes`; `fill` writes them in place.
-zmq::message_t EncodePartitionDataResponse(uint64_t request_id, uint64_t epoch, size_t bytes,
+Frame EncodePartitionDataResponse(uint64_t request_id, uint64_t epoch, size_t bytes,
                                            const std::function<void(std::span<uint8_t>)>& fill);
 
 }  // namespace ember::wire

@@ -27,7 +27,7 @@ Result<Manifest> CheckpointServers(Client& client, const std::string& dir, uint6
 Result<wire::CutInfo> RequestCheckpoint(const std::string& scheduler_endpoint,
                                         const std::string& dir, Millis timeout) {
   const std::string absolute = std::filesystem::absolute(dir).lexically_normal().string();
-  zmq::context_t context(1);
+  Context context;
   RpcChannel channel(context, scheduler_endpoint);
   const uint64_t id = channel.NextRequestId();
   ASSIGN_OR_RETURN(auto reply,

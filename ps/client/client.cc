@@ -50,10 +50,10 @@ Result<std::unique_ptr<Client>> Client::Connect(ClientOptions options) {
   if (options.scheduler_endpoint.empty()) return InvalidArgument("client: no scheduler endpoint");
   std::unique_ptr<Client> client(new Client(std::move(options)));
   RETURN_IF_ERROR(client->Register());
-  ASSIGN_OR_RETURN(client->wake_receiver_, MakeSocket(client->context_, zmq::socket_type::pull));
+  ASSIGN_OR_RETURN(client->wake_receiver_, MakeSocket(client->context_, SocketKind::kPull));
   ASSIGN_OR_RETURN(std::string wake,
                    BindSocket(client->wake_receiver_, "inproc://ember-client-wake"));
-  ASSIGN_OR_RETURN(client->wake_sender_, MakeSocket(client->context_, zmq::socket_type::push));
+  ASSIGN_OR_RETURN(client->wake_sender_, MakeSocket(client->context_, SocketKind::kPush));
   RETURN_IF_ERROR(ConnectSocket(client->wake_sender_, wake));
   client->routing_channel_ =
       std::make_unique<RpcChannel>(client->context_, client->options_.scheduler_endpoint);
@@ -169,12 +169,8 @@ Ticket Client::Submit(std::shared_ptr<Operation> op) {
   std::lock_guard lock(submit_mutex_);
   if (stopping_.load()) return Ticket::Done(Aborted("client closed"));
   submissions_.push_back(std::move(op));
-  zmq::message_t wake(0);
-  try {
-    (void)wake_sender_.send(wake, zmq::send_flags::dontwait);
-  } catch (const zmq::error_t&) {
-    // The I/O thread also polls the queue on its idle timeout.
-  }
+  // If the wake-up cannot be sent, the I/O thread still polls the queue on its idle timeout.
+  (void)SendFrame(wake_sender_, Frame());
   return ticket;
 }
 
@@ -212,13 +208,13 @@ Status Client::EnsureServerSockets() {
     ServerLink& link = links_[server.id];
     // The monitor of an old socket is closed after it.
     ServerLink fresh;
-    ASSIGN_OR_RETURN(fresh.socket, MakeSocket(context_, zmq::socket_type::dealer));
+    ASSIGN_OR_RETURN(fresh.socket, MakeSocket(context_, SocketKind::kDealer));
     ASSIGN_OR_RETURN(fresh.monitor,
                      MonitorLink(context_, fresh.socket,
                                  "inproc://ember-client-link-" + std::to_string(links_made_++)));
     RETURN_IF_ERROR(ConnectSocket(fresh.socket, server.endpoint));
     fresh.endpoint = server.endpoint;
-    link.socket.close();
+    link.socket.Close();
     link = std::move(fresh);
   }
   return Status::Ok();
@@ -239,33 +235,28 @@ Status Client::RefreshRouting() {
 }
 
 void Client::IoLoop() {
-  std::vector<zmq::pollitem_t> items;
+  Poller poller;
   while (!stopping_.load(std::memory_order_relaxed)) {
-    // The wake socket, then each server's socket and its monitor.
-    items.clear();
-    items.push_back({wake_receiver_.handle(), 0, ZMQ_POLLIN, 0});
+    // The wake socket (index 0), then each server's socket and its monitor.
+    poller.Clear();
+    poller.Add(wake_receiver_);
     for (ServerLink& link : links_) {
-      items.push_back({link.socket.handle(), 0, ZMQ_POLLIN, 0});
-      items.push_back({link.monitor.handle(), 0, ZMQ_POLLIN, 0});
+      poller.Add(link.socket);
+      poller.Add(link.monitor);
     }
-    try {
-      zmq::poll(items.data(), items.size(), retries_.empty() ? kIdlePoll : kRetryDelay);
-    } catch (const zmq::error_t& e) {
-      if (e.num() != EINTR) spdlog::error("client: poll failed: {}", e.what());
+    const size_t polled_links = links_.size();
+    Status polled = poller.Wait(retries_.empty() ? kIdlePoll : kRetryDelay);
+    if (!polled.ok()) {
+      spdlog::error("client: {}", polled.ToString());
       continue;
     }
-    if (items[0].revents & ZMQ_POLLIN) {
-      zmq::message_t drained;
-      try {
-        while (wake_receiver_.recv(drained, zmq::recv_flags::dontwait)) {
-        }
-      } catch (const zmq::error_t&) {
+    if (poller.Readable(0)) {
+      while (ReceiveFrames(wake_receiver_, Millis(0)).ok()) {
       }
     }
     DrainSubmissions();
-    const size_t polled_links = (items.size() - 1) / 2;
     for (uint32_t s = 0; s < polled_links; ++s) {
-      if (items[1 + 2 * s].revents & ZMQ_POLLIN) {
+      if (poller.Readable(1 + 2 * s)) {
         // Drain every reply that is ready on this socket.
         for (;;) {
           auto frames = ReceiveFrames(links_[s].socket, Millis(0));
@@ -273,7 +264,7 @@ void Client::IoLoop() {
           OnReply(std::move(frames->back()));
         }
       }
-      if (items[2 + 2 * s].revents & ZMQ_POLLIN) OnLinkEvents(s);
+      if (poller.Readable(2 + 2 * s)) OnLinkEvents(s);
     }
     SendDueRetries();
     ExpireDeadlines();
@@ -358,7 +349,7 @@ void Client::Resend(uint32_t server) {
     auto it = in_flight_.find(id);
     if (it == in_flight_.end()) continue;  // its operation failed meanwhile
     const std::shared_ptr<Operation> op = it->second.op;
-    std::vector<zmq::message_t> frames;
+    std::vector<Frame> frames;
     frames.push_back(Encode(*op, id, it->second.positions));
     Status sent = SendFrames(links_[server].socket, frames);
     if (!sent.ok()) {
@@ -402,7 +393,7 @@ void Client::Dispatch(const std::shared_ptr<Operation>& op, std::span<const uint
   }
 }
 
-zmq::message_t Client::Encode(const Operation& op, uint64_t request_id,
+Frame Client::Encode(const Operation& op, uint64_t request_id,
                               std::span<const uint32_t> positions) const {
   const wire::RequestHeader header{request_id, routing_.epoch};
   if (op.kind == Operation::Kind::kPull) {
@@ -418,7 +409,7 @@ zmq::message_t Client::Encode(const Operation& op, uint64_t request_id,
 
 bool Client::Send(const std::shared_ptr<Operation>& op, uint32_t server, uint64_t request_id,
                   std::vector<uint32_t> positions) {
-  std::vector<zmq::message_t> frames;
+  std::vector<Frame> frames;
   frames.push_back(Encode(*op, request_id, positions));
   Status sent = SendFrames(links_[server].socket, frames);
   if (!sent.ok()) {
@@ -430,7 +421,7 @@ bool Client::Send(const std::shared_ptr<Operation>& op, uint32_t server, uint64_
   return true;
 }
 
-void Client::OnReply(zmq::message_t payload) {
+void Client::OnReply(Frame payload) {
   auto response = wire::DecodeResponse(std::move(payload));
   if (!response.ok()) {
     spdlog::warn("client: dropping an undecodable reply: {}", response.status().ToString());

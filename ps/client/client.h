@@ -23,8 +23,6 @@
 // Push are borrowed: keep them alive and unchanged until the ticket completes.
 #pragma once
 
-#include <zmq.hpp>
-
 #include <atomic>
 #include <condition_variable>
 #include <deque>
@@ -39,6 +37,7 @@
 #include "common/routing_table.h"
 #include "common/status.h"
 #include "common/table_spec.h"
+#include "common/rpc_channel.h"
 #include "common/transport.h"
 #include "common/wire.h"
 #include "ps/client/ticket.h"
@@ -123,8 +122,8 @@ class Client {
   };
   // One server's connection, owned by the I/O thread.
   struct ServerLink {
-    zmq::socket_t monitor;  // the socket's connection events (MonitorLink); closed after it
-    zmq::socket_t socket;   // DEALER
+    Socket monitor;  // the socket's connection events (MonitorLink); closed after it
+    Socket socket;   // DEALER
     std::string endpoint;
     bool down = false;  // lost, not back yet
   };
@@ -134,7 +133,7 @@ class Client {
   Ticket Submit(std::shared_ptr<Operation> op);
   // Sends encode({id, epoch}) to every server at once and waits for every answer; errors get
   // `what` and the server's endpoint as context. Takes control_mutex_.
-  Status CallEveryServer(const std::function<zmq::message_t(const wire::RequestHeader&)>& encode,
+  Status CallEveryServer(const std::function<Frame(const wire::RequestHeader&)>& encode,
                          const std::string& what, Millis timeout);
 
   // ---- I/O thread ----
@@ -142,7 +141,7 @@ class Client {
   void DrainSubmissions();
   void Dispatch(const std::shared_ptr<Operation>& op, std::span<const uint32_t> positions);
   // Encodes the sub-request `request_id` of `op` for the keys at `positions`.
-  zmq::message_t Encode(const Operation& op, uint64_t request_id,
+  Frame Encode(const Operation& op, uint64_t request_id,
                         std::span<const uint32_t> positions) const;
   // Sends a request to a server and records it as in flight; false (and `op` failed) if the
   // socket refused it.
@@ -153,7 +152,7 @@ class Client {
   void Resend(uint32_t server);
   // Sends what is in flight to `server` (which holds no partition any more) to the new owners.
   void RerouteInFlight(uint32_t server);
-  void OnReply(zmq::message_t payload);
+  void OnReply(Frame payload);
   void Fail(const std::shared_ptr<Operation>& op, Status status);
   void HeartbeatLoop();
   void ExpireDeadlines();
@@ -163,7 +162,7 @@ class Client {
   Status EnsureServerSockets();
 
   const ClientOptions options_;
-  zmq::context_t context_;
+  Context context_;
   uint32_t trainer_id_ = 0;
   uint64_t start_clock_ = 0;
   std::vector<TableSpec> tables_;
@@ -173,8 +172,8 @@ class Client {
 
   std::mutex submit_mutex_;  // guards submissions_ and wake_sender_
   std::deque<std::shared_ptr<Operation>> submissions_;
-  zmq::socket_t wake_sender_;
-  zmq::socket_t wake_receiver_;
+  Socket wake_sender_;
+  Socket wake_receiver_;
 
   std::mutex control_mutex_;  // serialises Barrier, clock and apply calls
   std::unique_ptr<RpcChannel> control_channel_;

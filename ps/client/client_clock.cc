@@ -73,7 +73,7 @@ Status Client::Checkpoint(const wire::CheckpointRequest& checkpoint, Millis time
 }
 
 Status Client::CallEveryServer(
-    const std::function<zmq::message_t(const wire::RequestHeader&)>& encode,
+    const std::function<Frame(const wire::RequestHeader&)>& encode,
     const std::string& what, Millis timeout) {
   std::lock_guard lock(control_mutex_);
   const RoutingTable current = routing();

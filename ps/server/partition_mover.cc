@@ -19,7 +19,7 @@ constexpr Millis kDrainedGrace{2000};
 
 }  // namespace
 
-PartitionMover::PartitionMover(ShardService& service, zmq::context_t& context,
+PartitionMover::PartitionMover(ShardService& service, Context& context,
                                MoverOptions options, std::function<void()> on_exit)
     : service_(service),
       context_(context),

@@ -53,7 +53,7 @@ Result<std::unique_ptr<ShardService>> ShardService::Create(uint32_t server_id,
 ShardService::ShardService(uint32_t server_id, const RoutingTable& routing)
     : server_id_(server_id), ownership_(routing, server_id) {}
 
-zmq::message_t ShardService::Handle(zmq::message_t request) {
+Frame ShardService::Handle(Frame request) {
   auto decoded = wire::DecodeRequest(std::move(request));
   if (!decoded.ok()) {
     spdlog::warn("server {}: dropping undecodable request: {}", server_id_,
@@ -63,12 +63,12 @@ zmq::message_t ShardService::Handle(zmq::message_t request) {
   return HandleDecoded(*decoded);
 }
 
-zmq::message_t ShardService::Error(uint64_t request_id, const Status& status) {
+Frame ShardService::Error(uint64_t request_id, const Status& status) {
   errors_.fetch_add(1, std::memory_order_relaxed);
   return wire::EncodeStatusResponse(request_id, ownership_.epoch(), status);
 }
 
-zmq::message_t ShardService::HandleDecoded(const wire::DecodedRequest& request) {
+Frame ShardService::HandleDecoded(const wire::DecodedRequest& request) {
   const wire::RequestHeader& header = request.header;
   if (auto* pull = std::get_if<wire::PullRequest>(&request.body)) return HandlePull(header, *pull);
   if (auto* push = std::get_if<wire::PushRequest>(&request.body)) return HandlePush(header, *push);
@@ -125,7 +125,7 @@ Status ShardService::CheckOwnership(const embedding::EmbeddingTable& table,
   return Status::Ok();
 }
 
-zmq::message_t ShardService::HandlePull(const wire::RequestHeader& header,
+Frame ShardService::HandlePull(const wire::RequestHeader& header,
                                         const wire::PullRequest& pull) {
   pull_requests_.fetch_add(1, std::memory_order_relaxed);
   auto table = FindTable(pull.table);
@@ -138,7 +138,7 @@ zmq::message_t ShardService::HandlePull(const wire::RequestHeader& header,
       };
   const size_t floats = pull.keys.size() * (*table)->spec().dim;
   bool pulled = false;
-  zmq::message_t response = wire::EncodePullResponse(
+  Frame response = wire::EncodePullResponse(
       header.request_id, ownership_.epoch(), floats,
       [&](std::span<float> rows) {
         Status status = (*table)->Pull(pull.keys, rows, owned);
@@ -154,7 +154,7 @@ zmq::message_t ShardService::HandlePull(const wire::RequestHeader& header,
   return response;
 }
 
-zmq::message_t ShardService::HandlePush(const wire::RequestHeader& header,
+Frame ShardService::HandlePush(const wire::RequestHeader& header,
                                         const wire::PushRequest& push) {
   push_requests_.fetch_add(1, std::memory_order_relaxed);
   auto table = FindTable(push.table);

@@ -14,8 +14,6 @@
 // Thread-safety: Handle() may be called from many threads at once; tables lock per partition.
 #pragma once
 
-#include <zmq.hpp>
-
 #include <atomic>
 #include <chrono>
 #include <map>
@@ -58,7 +56,7 @@ class ShardService {
 
   // Decodes one request frame and returns the response frame. Never fails: errors are encoded
   // into the response (request id 0 when the frame could not be decoded).
-  zmq::message_t Handle(zmq::message_t request);
+  Frame Handle(Frame request);
 
   uint32_t server_id() const { return server_id_; }
   uint64_t epoch() const { return ownership_.epoch(); }
@@ -92,30 +90,30 @@ class ShardService {
  private:
   ShardService(uint32_t server_id, const RoutingTable& routing);
 
-  zmq::message_t HandleDecoded(const wire::DecodedRequest& request);
-  zmq::message_t HandlePull(const wire::RequestHeader& header, const wire::PullRequest& pull);
-  zmq::message_t HandlePush(const wire::RequestHeader& header, const wire::PushRequest& push);
+  Frame HandleDecoded(const wire::DecodedRequest& request);
+  Frame HandlePull(const wire::RequestHeader& header, const wire::PullRequest& pull);
+  Frame HandlePush(const wire::RequestHeader& header, const wire::PushRequest& push);
   // Holds a deferred push, or applies one through the table (logging also_log's records with it).
   Status ApplyPush(embedding::EmbeddingTable& table, const wire::PushRequest& push,
                    const embedding::EmbeddingTable::PushLogHook* also_log);
   // In shard_service_clock.cc.
-  zmq::message_t HandleApplyClock(const wire::RequestHeader& header,
+  Frame HandleApplyClock(const wire::RequestHeader& header,
                                   const wire::ApplyClockRequest& apply);
   // In shard_service_checkpoint.cc.
-  zmq::message_t HandleCheckpoint(const wire::RequestHeader& header,
+  Frame HandleCheckpoint(const wire::RequestHeader& header,
                                   const wire::CheckpointRequest& checkpoint);
   Status WriteCheckpoint(const std::string& dir);
   // Reads and checks every owned partition's file; changes nothing.
   Status VerifyCheckpoint(const std::string& dir);
   // VerifyCheckpoint, then loads every owned partition's file.
   Status RestoreCheckpoint(const std::string& dir);
-  zmq::message_t HandlePartitionTransfer(const wire::RequestHeader& header,
+  Frame HandlePartitionTransfer(const wire::RequestHeader& header,
                                          const wire::PartitionTransferRequest& transfer);
   // Ends a move out of partition `p`: its state becomes `to`, nothing more is noted for it.
   void EndMoveOut(uint32_t p, PartitionState to);
   // Notes keys pushed into partitions being copied, so the hand-over sends their rows again.
   void NoteChangedKeys(const embedding::EmbeddingTable& table, std::span<const uint64_t> keys);
-  zmq::message_t Error(uint64_t request_id, const Status& status);
+  Frame Error(uint64_t request_id, const Status& status);
 
   Result<embedding::EmbeddingTable*> FindTable(const std::string& name);
   // FailedPrecondition naming the first key whose partition (partitions[i] of keys[i]) this

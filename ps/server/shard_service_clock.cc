@@ -3,7 +3,7 @@
 
 namespace ember::ps {
 
-zmq::message_t ShardService::HandleApplyClock(const wire::RequestHeader& header,
+Frame ShardService::HandleApplyClock(const wire::RequestHeader& header,
                                               const wire::ApplyClockRequest& apply) {
   std::shared_lock moves(transfer_mutex_);
   Status applied = deferred_.Apply(

@@ -25,7 +25,7 @@ void ShardService::NoteChangedKeys(const embedding::EmbeddingTable& table,
   }
 }
 
-zmq::message_t ShardService::HandlePartitionTransfer(const wire::RequestHeader& header,
+Frame ShardService::HandlePartitionTransfer(const wire::RequestHeader& header,
                                                      const wire::PartitionTransferRequest& transfer) {
   const uint32_t p = transfer.partition;
   if (p >= ownership_.size()) {

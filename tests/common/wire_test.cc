@@ -70,12 +70,12 @@ TEST(WireTest, BulkMessagesAreFullyDefinedInRecycledMemory) {
       auto encode = [&] {
         return EncodePushSubset({3, 4}, table, keys, grads, 1, {}, 11, RowFormat::kF16);
       };
-      zmq::message_t first = encode();
+      Frame first = encode();
       for (int i = 0; i < 4; ++i) {  // leave garbage where the next frame will likely be built
         std::vector<unsigned char> dirty(first.size() + 64 * i, 0xA5);
         ASSERT_EQ(dirty.back(), 0xA5);
       }
-      zmq::message_t second = encode();
+      Frame second = encode();
       ASSERT_EQ(first.size(), second.size());
       EXPECT_EQ(std::memcmp(first.data(), second.data(), first.size()), 0)
           << "name " << name_length << " keys " << n;
@@ -190,9 +190,9 @@ TEST(WireTest, Fp16RowsAndGradientsStayWithinTheRoundingBound) {
 
 TEST(WireTest, EveryTruncationOfARequestIsRejectedCleanly) {
   std::vector<uint64_t> keys(10, 7);
-  zmq::message_t full = EncodePull({1, 1}, "table", keys);
+  Frame full = EncodePull({1, 1}, "table", keys);
   for (size_t cut = 0; cut < full.size(); ++cut) {
-    auto decoded = DecodeRequest(zmq::message_t(full.data(), cut));
+    auto decoded = DecodeRequest(Frame(full.data(), cut));
     EXPECT_FALSE(decoded.ok()) << "truncated at " << cut << " of " << full.size();
   }
 }

@@ -12,6 +12,7 @@
 
 #include "app/local_cluster.h"
 #include "common/hash.h"
+#include "common/rpc_channel.h"
 #include "common/transport.h"
 #include "tests/integration/small_two_tower.h"
 #include "trainer/cpu_backend.h"
@@ -39,7 +40,7 @@ std::vector<TableSpec> CountingTable() {
 }
 
 Result<wire::ClusterStatus> ClusterStatusOf(const app::LocalCluster& cluster) {
-  zmq::context_t context(1);
+  Context context;
   RpcChannel scheduler(context, cluster.scheduler_endpoint());
   const uint64_t id = scheduler.NextRequestId();
   ASSIGN_OR_RETURN(auto reply,
@@ -49,7 +50,7 @@ Result<wire::ClusterStatus> ClusterStatusOf(const app::LocalCluster& cluster) {
 }
 
 Status Drain(const app::LocalCluster& cluster, uint32_t server) {
-  zmq::context_t context(1);
+  Context context;
   RpcChannel scheduler(context, cluster.scheduler_endpoint());
   const uint64_t id = scheduler.NextRequestId();
   ASSIGN_OR_RETURN(auto reply,

@@ -45,7 +45,7 @@ class Service {
     service_ = std::move(*service);
   }
 
-  Status Call(zmq::message_t request) {
+  Status Call(Frame request) {
     auto response = wire::DecodeResponse(service_->Handle(std::move(request)));
     EXPECT_TRUE(response.ok()) << response.status().ToString();
     return response.ok() ? response->status : response.status();
