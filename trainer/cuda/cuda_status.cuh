@@ -32,5 +32,3 @@ inline Status LaunchStatus(const char* what) { return CudaStatus(cudaGetLastErro
 // Returns Internal from the enclosing function when a CUDA runtime or cuBLAS call fails.
 #define CUDA_RETURN_IF_ERROR(expr) \
   RETURN_IF_ERROR(::ember::trainer::cuda::CudaStatus((expr), #expr))
-// The same check under its former cuBLAS-specific name, until its last user moves to the overload.
-#define CUBLAS_RETURN_IF_ERROR(expr) CUDA_RETURN_IF_ERROR(expr)
