@@ -6,13 +6,16 @@
 // A push that names its sender is applied once however often it arrives: a copy of one already
 // applied (a client resending what was in flight when its connection broke) is answered OK and
 // applied no more (PushLedger, whose records are logged with the push's rows when the server
-// logs pushes). It turns every failure into an error response: an unknown table, a row-width
+// logs pushes). A pull or push hashes each key to its partition once, in its table, which runs
+// the ownership check (for a push: PushGate, with the ledger's claim) on the partitions before it
+// touches any row. It turns every failure into an error response: an unknown table, a row-width
 // mismatch, a key in a partition this server does not own (FailedPrecondition carrying the
 // server's epoch, so the client refreshes its routing and retries), or an undecodable frame.
 // Nothing a peer sends can make it abort.
 //
 // Thread-safety: Handle() may be called from many threads at once; tables lock per partition.
 #pragma once
+
 
 #include <atomic>
 #include <chrono>
@@ -93,9 +96,6 @@ class ShardService {
   Frame HandleDecoded(const wire::DecodedRequest& request);
   Frame HandlePull(const wire::RequestHeader& header, const wire::PullRequest& pull);
   Frame HandlePush(const wire::RequestHeader& header, const wire::PushRequest& push);
-  // Holds a deferred push, or applies one through the table (logging also_log's records with it).
-  Status ApplyPush(embedding::EmbeddingTable& table, const wire::PushRequest& push,
-                   const embedding::EmbeddingTable::PushLogHook* also_log);
   // In shard_service_clock.cc.
   Frame HandleApplyClock(const wire::RequestHeader& header,
                                   const wire::ApplyClockRequest& apply);
@@ -112,17 +112,12 @@ class ShardService {
   // Ends a move out of partition `p`: its state becomes `to`, nothing more is noted for it.
   void EndMoveOut(uint32_t p, PartitionState to);
   // Notes keys pushed into partitions being copied, so the hand-over sends their rows again.
-  void NoteChangedKeys(const embedding::EmbeddingTable& table, std::span<const uint64_t> keys);
+  // `partitions` holds the partition of each key, or is empty: then the keys are hashed here.
+  void NoteChangedKeys(const embedding::EmbeddingTable& table, std::span<const uint64_t> keys,
+                       std::span<const uint32_t> partitions);
   Frame Error(uint64_t request_id, const Status& status);
 
   Result<embedding::EmbeddingTable*> FindTable(const std::string& name);
-  // FailedPrecondition naming the first key whose partition (partitions[i] of keys[i]) this
-  // server does not own; Unavailable ("retry") when that partition is being handed over.
-  Status CheckOwnership(const embedding::EmbeddingTable& table, std::span<const uint64_t> keys,
-                        std::span<const uint32_t> partitions) const;
-  // The same, hashing the keys to their partitions first.
-  Status CheckOwnership(const embedding::EmbeddingTable& table,
-                        std::span<const uint64_t> keys) const;
 
   const uint32_t server_id_;
   PartitionOwnership ownership_;

@@ -12,7 +12,7 @@ Frame ShardService::HandleApplyClock(const wire::RequestHeader& header,
              std::span<const float> gradients) -> Status {
         ASSIGN_OR_RETURN(embedding::EmbeddingTable * table, FindTable(name));
         RETURN_IF_ERROR(table->Push(keys, gradients));
-        NoteChangedKeys(*table, keys);
+        NoteChangedKeys(*table, keys, /*partitions=*/{});
         return Status::Ok();
       });
   if (!applied.ok()) {
