@@ -228,10 +228,11 @@ TEST(ClusterTest, BarrierReleasesWhenEveryoneArrived) {
   ASSERT_TRUE(a.ok() && b.ok());
   EXPECT_NE((*a)->trainer_id(), (*b)->trainer_id());
   // Alone, the barrier times out.
-  EXPECT_EQ((*a)->Barrier("solo", 2, Millis(200)).code(), StatusCode::kDeadlineExceeded);
+  EXPECT_EQ((*a)->scheduler().Barrier("solo", 2, Millis(200)).code(),
+            StatusCode::kDeadlineExceeded);
   Status from_b;
-  std::thread other([&] { from_b = (*b)->Barrier("start", 2, Millis(10'000)); });
-  EXPECT_TRUE((*a)->Barrier("start", 2, Millis(10'000)).ok());
+  std::thread other([&] { from_b = (*b)->scheduler().Barrier("start", 2, Millis(10'000)); });
+  EXPECT_TRUE((*a)->scheduler().Barrier("start", 2, Millis(10'000)).ok());
   other.join();
   EXPECT_TRUE(from_b.ok());
 }
