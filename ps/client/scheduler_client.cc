@@ -1,6 +1,7 @@
 // SchedulerClient implementation: a pool of connections, and each call as one CallAndCheck.
 #include "ps/client/scheduler_client.h"
 
+#include <algorithm>
 #include <mutex>
 #include <vector>
 
@@ -8,6 +9,12 @@
 #include "ps/client/rpc_call_internal.h"
 
 namespace ember::ps {
+namespace {
+
+// How long one registration attempt waits before asking again.
+constexpr Millis kRegisterRetry{1000};
+
+}  // namespace
 
 // Idle connections to the scheduler; a call takes one (or opens one) and gives it back after.
 class SchedulerClient::Channels {
@@ -56,13 +63,16 @@ Result<Body> SchedulerClient::Call(std::string_view what, Millis timeout, Encode
 
 Result<TrainerRegistration> SchedulerClient::RegisterTrainer(std::string_view name,
                                                              Millis timeout) {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  using Clock = std::chrono::steady_clock;
+  const auto deadline = Clock::now() + timeout;
   Status last = Unavailable("never tried");
-  while (std::chrono::steady_clock::now() < deadline) {
-    auto registration = Call<wire::Registration>("registering with the scheduler", Millis(1000),
-                                                 [&](const wire::RequestHeader& header) {
-                                                   return wire::EncodeRegisterTrainer(header, name);
-                                                 });
+  while (Clock::now() < deadline) {
+    const Millis left = std::chrono::ceil<Millis>(deadline - Clock::now());
+    auto registration =
+        Call<wire::Registration>("registering with the scheduler", std::min(left, kRegisterRetry),
+                                 [&](const wire::RequestHeader& header) {
+                                   return wire::EncodeRegisterTrainer(header, name);
+                                 });
     if (registration.ok()) {
       if (!registration->routing.ready()) {
         return Internal("scheduler answered a trainer registration without a ready routing table");
