@@ -5,8 +5,7 @@
 
 #include "app/command_support.h"
 #include "app/commands.h"
-#include "common/rpc_channel.h"
-#include "common/transport.h"
+#include "ps/client/scheduler_client.h"
 
 namespace ember::app {
 
@@ -29,12 +28,8 @@ int DrainCommand(int argc, char** argv) {
     std::fprintf(stderr, "ember drain: --scheduler and --server ID are required\n");
     return 2;
   }
-  Context context;
-  RpcChannel scheduler(context, flags->Get("scheduler"));
-  uint64_t id = scheduler.NextRequestId();
-  auto reply = scheduler.Call(id, wire::EncodeDrain({id, 0}, static_cast<uint32_t>(**server)),
-                              Millis(10'000));
-  Status status = reply.ok() ? reply->status : reply.status();
+  ps::SchedulerClient scheduler(flags->Get("scheduler"));
+  Status status = scheduler.Drain(static_cast<uint32_t>(**server), Millis(10'000));
   if (!status.ok()) {
     std::fprintf(stderr, "ember drain: %s\n", status.ToString().c_str());
     return 1;
@@ -42,15 +37,12 @@ int DrainCommand(int argc, char** argv) {
   std::printf("draining server %llu\n", static_cast<unsigned long long>(**server));
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(wait->value_or(0));
   while (std::chrono::steady_clock::now() < deadline) {
-    id = scheduler.NextRequestId();
-    auto state = scheduler.Call(id, wire::EncodeClusterStatusRequest({id, 0}), Millis(10'000));
-    if (state.ok() && state->status.ok()) {
-      if (auto* cluster = std::get_if<wire::ClusterStatus>(&state->body)) {
-        for (const wire::ServerStatus& s : cluster->servers) {
-          if (s.id == **server && s.partitions == 0) {
-            std::printf("server %u holds no partition any more\n", s.id);
-            return 0;
-          }
+    auto cluster = scheduler.GetClusterStatus(Millis(10'000));
+    if (cluster.ok()) {
+      for (const ServerStatus& s : cluster->servers) {
+        if (s.id == **server && s.partitions == 0) {
+          std::printf("server %u holds no partition any more\n", s.id);
+          return 0;
         }
       }
     }

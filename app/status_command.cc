@@ -4,8 +4,8 @@
 
 #include "app/command_support.h"
 #include "app/commands.h"
-#include "common/rpc_channel.h"
-#include "common/transport.h"
+#include "ps/client/scheduler_client.h"
+#include "ps/client/server_calls.h"
 
 namespace ember::app {
 namespace {
@@ -31,14 +31,8 @@ int StatusCommand(int argc, char** argv) {
     std::fprintf(stderr, "ember status: --scheduler is required\n");
     return 2;
   }
-  Context context;
-  RpcChannel scheduler(context, flags->Get("scheduler"));
-  const uint64_t id = scheduler.NextRequestId();
-  auto reply = scheduler.Call(id, wire::EncodeClusterStatusRequest({id, 0}), Millis(10'000));
-  if (!reply.ok()) return Fail(reply.status());
-  if (!reply->status.ok()) return Fail(reply->status);
-  auto* status = std::get_if<wire::ClusterStatus>(&reply->body);
-  if (status == nullptr) return Fail(Internal("the scheduler answered without a status"));
+  auto status = ps::SchedulerClient(flags->Get("scheduler")).GetClusterStatus(Millis(10'000));
+  if (!status.ok()) return Fail(status.status());
 
   std::printf("routing epoch %llu, %u partitions, %zu servers; moves: %u in flight, %u planned, "
               "%llu done\n",
@@ -47,24 +41,20 @@ int StatusCommand(int argc, char** argv) {
               status->moves_planned, static_cast<unsigned long long>(status->moves_done));
   std::printf("%-6s %-26s %-9s %10s %14s %12s\n", "server", "endpoint", "state", "partitions",
               "rows", "MiB");
-  for (const wire::ServerStatus& server : status->servers) {
+  for (const ServerStatus& server : status->servers) {
     std::string rows = "-", mib = "-";
     if (server.state == "live" || server.state == "draining") {
-      RpcChannel channel(context, server.endpoint);
-      const uint64_t stats_id = channel.NextRequestId();
-      auto stats = channel.Call(stats_id, wire::EncodeStatsRequest({stats_id, 0}), Millis(5'000));
-      if (stats.ok() && stats->status.ok()) {
-        if (auto* s = std::get_if<wire::ServerStats>(&stats->body)) {
-          uint64_t row_count = 0, bytes = 0;
-          for (const auto& table : s->tables) {
-            row_count += table.rows;
-            bytes += table.bytes;
-          }
-          rows = std::to_string(row_count);
-          char text[32];
-          std::snprintf(text, sizeof(text), "%.1f", bytes / 1048576.0);
-          mib = text;
+      auto stats = ps::GetServerStats(server.endpoint, Millis(5'000));
+      if (stats.ok()) {
+        uint64_t row_count = 0, bytes = 0;
+        for (const auto& table : stats->tables) {
+          row_count += table.rows;
+          bytes += table.bytes;
         }
+        rows = std::to_string(row_count);
+        char text[32];
+        std::snprintf(text, sizeof(text), "%.1f", bytes / 1048576.0);
+        mib = text;
       } else {
         rows = "(no answer)";
       }

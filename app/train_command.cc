@@ -51,7 +51,7 @@ struct EvalFigures {
 };
 
 std::string SummaryJson(const trainer::TrainSummary& s,
-                        const std::vector<wire::ServerStats>& servers,
+                        const std::vector<ServerStats>& servers,
                         const std::optional<EvalFigures>& eval) {
   std::ostringstream j;
   j.precision(6);
@@ -62,7 +62,7 @@ std::string SummaryJson(const trainer::TrainSummary& s,
     << "\",\n  \"loss_start\": " << s.first_window.loss
     << ",\n  \"loss_end\": " << s.last_window.loss << ",\n  \"servers\": [";
   for (size_t i = 0; i < servers.size(); ++i) {
-    wire::TableStats sum;  // over the server's tables
+    TableStats sum;  // over the server's tables
     for (const auto& t : servers[i].tables) {
       sum.rows += t.rows;
       sum.bytes += t.bytes;
@@ -97,7 +97,7 @@ std::string SummaryJson(const trainer::TrainSummary& s,
 }
 
 void PrintSummary(const trainer::TrainSummary& s, uint32_t batch_size,
-                  const std::vector<wire::ServerStats>& servers,
+                  const std::vector<ServerStats>& servers,
                   const std::vector<ServerInfo>& endpoints) {
   const trainer::WindowStats& a = s.first_window;
   const trainer::WindowStats& b = s.last_window;
@@ -117,7 +117,7 @@ void PrintSummary(const trainer::TrainSummary& s, uint32_t batch_size,
   std::printf("  per step    pull %.1f ms, compute %.1f ms, push %.1f ms, other trainers "
               "%.1f ms (waits, means)\n",
               pull / steps, compute / steps, push / steps, WaitPerStep(s));
-  for (const wire::ServerStats& server : servers) {
+  for (const ServerStats& server : servers) {
     uint64_t rows = 0, bytes = 0;
     for (const auto& t : server.tables) {
       rows += t.rows;
@@ -196,7 +196,7 @@ int TrainCommand(int argc, char** argv) {
   // In every mode: a checkpoint cut waits for the live trainers, so liveness matters in asp too.
   client_options.heartbeat_interval = train.sync.trainer_timeout / 5;
   if (flags->Has("wire-fp16")) train.wire_fp16 = true;
-  client_options.row_format = train.wire_fp16 ? wire::RowFormat::kF16 : wire::RowFormat::kF32;
+  client_options.row_format = train.wire_fp16 ? RowFormat::kF16 : RowFormat::kF32;
   if (client_options.scheduler_endpoint.find('*') != std::string::npos) {
     std::fprintf(stderr, "ember train: --scheduler is required (the config's scheduler address "
                          "is a wildcard)\n");
@@ -259,7 +259,7 @@ int TrainCommand(int argc, char** argv) {
   if (!servers.ok()) {
     std::fprintf(stderr, "ember train: no server figures: %s\n",
                  servers.status().ToString().c_str());
-    servers = std::vector<wire::ServerStats>{};
+    servers = std::vector<ServerStats>{};
   }
   PrintSummary(*summary, train.batch_size, *servers, routing.servers);
 

@@ -18,11 +18,10 @@
 #include <vector>
 
 #include "common/frame.h"
+#include "common/millis.h"
 #include "common/status.h"
 
 namespace ember {
-
-using Millis = std::chrono::milliseconds;
 
 // ZeroMQ's I/O threads and the inproc namespace of one process (or of one component in it).
 class Context {
