@@ -5,8 +5,8 @@
 #include <mutex>
 #include <vector>
 
+#include "common/rpc_channel.h"
 #include "common/transport.h"
-#include "ps/client/rpc_call_internal.h"
 
 namespace ember::ps {
 namespace {
@@ -54,7 +54,7 @@ template <typename Body, typename Encode>
 Result<Body> SchedulerClient::Call(std::string_view what, Millis timeout, Encode&& encode) {
   std::unique_ptr<RpcChannel> channel = channels_->Take();
   Result<Body> result =
-      internal::CallAndCheck<Body>(*channel, what, timeout, std::forward<Encode>(encode));
+      CallAndCheck<Body>(*channel, what, timeout, std::forward<Encode>(encode));
   channels_->Give(std::move(channel));
   return result;
 }

@@ -94,7 +94,7 @@ class SchedulerClient {
 
  private:
   class Channels;
-  // One call on a connection of its own: internal::CallAndCheck (ps/client/rpc_call_internal.h).
+  // One call on a connection of its own: CallAndCheck (common/rpc_channel.h).
   template <typename Body, typename Encode>
   Result<Body> Call(std::string_view what, Millis timeout, Encode&& encode);
 
