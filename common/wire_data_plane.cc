@@ -214,30 +214,52 @@ Frame EncodePush(const RequestHeader& header, std::string_view table,
   return EncodePushSubset(header, table, keys, gradients, 0, {}, clock, RowFormat::kF32);
 }
 
+struct PullReply::Builder {
+  Builder(size_t bytes) : message(bytes, 48) {}
+  FrameBuilder message;
+  kj::byte* bulk = nullptr;
+  std::vector<float> scratch;  // fp16 replies: the rows as float32, narrowed by Finish
+};
+
+PullReply::PullReply(uint64_t request_id, uint64_t epoch, size_t num_floats, RowFormat row_format)
+    : request_id_(request_id),
+      epoch_(epoch),
+      row_format_(row_format),
+      builder_(std::make_unique<Builder>(num_floats * BytesPerValue(row_format))) {
+  const size_t bytes = num_floats * BytesPerValue(row_format);
+  auto response = InitEnvelope(builder_->message, ResponseHead{request_id, epoch});
+  response.setRowFormat(ToSchema<schema::RowFormat>(row_format));
+  builder_->bulk =
+      builder_->message.InitBulk(bytes, [&](unsigned b) { return response.initPull(b); });
+  if (row_format == RowFormat::kF32) {
+    rows_ = std::span<float>(reinterpret_cast<float*>(builder_->bulk), num_floats);
+  } else {
+    builder_->scratch.resize(num_floats);
+    rows_ = builder_->scratch;
+  }
+}
+
+PullReply::~PullReply() = default;
+
+std::span<float> PullReply::rows() { return rows_; }
+
+Frame PullReply::Finish() {
+  if (row_format_ == RowFormat::kF16) {
+    FloatsToHalves(rows_.data(), rows_.size(), reinterpret_cast<uint16_t*>(builder_->bulk));
+  }
+  return builder_->message.Finish();
+}
+
+Frame PullReply::Fail(const Status& status) {
+  return EncodeStatusResponse(request_id_, epoch_, status);
+}
+
 Frame EncodePullResponse(uint64_t request_id, uint64_t epoch, size_t num_floats,
                          const std::function<Status(std::span<float>)>& fill,
                          RowFormat row_format) {
-  const size_t bytes = num_floats * BytesPerValue(row_format);
-  Status filled;
-  Frame frame = BuildInPlace(
-      ResponseHead{request_id, epoch}, bytes, 0,
-      [&](schema::Response::Builder response, FrameBuilder& builder) {
-        response.setRowFormat(ToSchema<schema::RowFormat>(row_format));
-        kj::byte* rows = builder.InitBulk(bytes, [&](unsigned b) { return response.initPull(b); });
-        if (row_format == RowFormat::kF32) {
-          filled = fill(std::span<float>(reinterpret_cast<float*>(rows), num_floats));
-        } else {
-          // Rows are read into float32 scratch once, then narrowed into the frame.
-          thread_local std::vector<float> scratch;
-          scratch.resize(num_floats);
-          filled = fill(scratch);
-          if (filled.ok()) {
-            FloatsToHalves(scratch.data(), num_floats, reinterpret_cast<uint16_t*>(rows));
-          }
-        }
-      });
-  if (!filled.ok()) return EncodeStatusResponse(request_id, epoch, filled);
-  return frame;
+  PullReply reply(request_id, epoch, num_floats, row_format);
+  Status filled = fill(reply.rows());
+  return filled.ok() ? reply.Finish() : reply.Fail(filled);
 }
 
 Frame EncodeStatsResponse(uint64_t request_id, uint64_t epoch, const ServerStats& stats) {

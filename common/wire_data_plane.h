@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <functional>
 #include <span>
 #include <string>
@@ -77,8 +78,36 @@ Frame EncodePush(const RequestHeader& header, std::string_view table,
 
 // ---- Responses (decoded as span<const float> rows and ServerStats) ----
 
-// A pull reply with room for `num_floats` rows values; `fill` writes them in place (called once).
-// If fill returns an error, the frame carries that error instead.
+// A pull reply under construction: the server writes the rows straight into the outgoing frame
+// (rows() is the frame's own memory for fp32, a float32 scratch narrowed by Finish for fp16),
+// then sends Finish(), or Fail(status) when it could not fill them.
+//
+// One thread; rows() is valid until Finish or Fail.
+class PullReply {
+ public:
+  PullReply(uint64_t request_id, uint64_t epoch, size_t num_floats,
+            RowFormat row_format = RowFormat::kF32);
+  ~PullReply();
+  PullReply(const PullReply&) = delete;
+  PullReply& operator=(const PullReply&) = delete;
+
+  std::span<float> rows();
+  // The reply carrying every value of rows().
+  Frame Finish();
+  // A reply carrying `status` (an error) instead of rows.
+  Frame Fail(const Status& status);
+
+ private:
+  struct Builder;  // the Cap'n Proto message, private to wire_data_plane.cc
+  const uint64_t request_id_;
+  const uint64_t epoch_;
+  const RowFormat row_format_;
+  std::unique_ptr<Builder> builder_;
+  std::span<float> rows_;
+};
+
+// A whole pull reply at once, through PullReply: `fill` writes the rows in place (called once);
+// if it returns an error, the frame carries that error instead.
 Frame EncodePullResponse(uint64_t request_id, uint64_t epoch, size_t num_floats,
                          const std::function<Status(std::span<float>)>& fill,
                          RowFormat row_format = RowFormat::kF32);

@@ -14,6 +14,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string_view>
@@ -64,6 +65,15 @@ class PartitionOwnership {
       if (!serves(partitions[i])) return NotServed(table, keys[i], partitions[i]);
     }
     return Status::Ok();
+  }
+
+  // CheckServed for the keys of `table`, as the check a table runs on a request's keys. Borrows
+  // this object and `table`.
+  std::function<Status(std::span<const uint64_t>, std::span<const uint32_t>)> ServedCheck(
+      std::string_view table) const {
+    return [this, table](std::span<const uint64_t> keys, std::span<const uint32_t> partitions) {
+      return CheckServed(table, keys, partitions);
+    };
   }
 
   uint64_t epoch() const { return epoch_.load(std::memory_order_acquire); }

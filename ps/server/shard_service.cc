@@ -97,21 +97,13 @@ Frame ShardService::HandlePull(const wire::RequestHeader& header,
   auto table = FindTable(pull.table);
   if (!table.ok()) return Error(header.request_id, table.status().WithContext("pull"));
   std::shared_lock moves(transfer_mutex_);
-  // The table hashes the keys to their partitions once, for the lookups and for this check.
-  const embedding::EmbeddingTable::RequestCheck owned =
-      [&](std::span<const uint64_t> keys, std::span<const uint32_t> partitions) {
-        return ownership_.CheckServed(pull.table, keys, partitions);
-      };
-  const size_t floats = pull.keys.size() * (*table)->spec().dim;
-  bool pulled = false;
-  Frame response = wire::EncodePullResponse(
-      header.request_id, ownership_.epoch(), floats,
-      [&](std::span<float> rows) {
-        Status status = (*table)->Pull(pull.keys, rows, owned);
-        pulled = status.ok();
-        return status;
-      },
-      pull.row_format);
+  // The table hashes the keys to their partitions once, for the lookups and for the ownership
+  // check, and copies the rows straight into the reply frame.
+  wire::PullReply reply(header.request_id, ownership_.epoch(),
+                        pull.keys.size() * (*table)->spec().dim, pull.row_format);
+  Status status = (*table)->Pull(pull.keys, reply.rows(), ownership_.ServedCheck(pull.table));
+  const bool pulled = status.ok();
+  Frame response = pulled ? reply.Finish() : reply.Fail(status);
   if (pulled) {
     keys_pulled_.fetch_add(pull.keys.size(), std::memory_order_relaxed);
   } else {
