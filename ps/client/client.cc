@@ -127,41 +127,41 @@ RoutingTable Client::routing() const {
   return impl_->routing_;
 }
 
-Ticket Client::Pull(std::string_view table, std::span<const uint64_t> keys, std::span<float> out) {
-  auto spec = FindTable(table);
-  if (!spec.ok()) return Ticket::Done(spec.status().WithContext("pull"));
-  if (out.size() != keys.size() * (*spec)->dim) {
-    return Ticket::Done(InvalidArgument(
-        "pull from '" + std::string(table) + "': " + std::to_string(keys.size()) + " keys of dim " +
-        std::to_string((*spec)->dim) + " need " + std::to_string(keys.size() * (*spec)->dim) +
-        " floats of output, got " + std::to_string(out.size())));
+Result<std::shared_ptr<Client::Impl::Operation>> Client::Impl::NewOperation(
+    const Client& client, Operation::Kind kind, std::string_view table,
+    std::span<const uint64_t> keys, size_t values) {
+  const bool pull = kind == Operation::Kind::kPull;
+  auto spec = client.FindTable(table);
+  if (!spec.ok()) return spec.status().WithContext(pull ? "pull" : "push");
+  if (values != keys.size() * (*spec)->dim) {
+    return InvalidArgument(
+        std::string(pull ? "pull from '" : "push to '") + std::string(table) + "': " +
+        std::to_string(keys.size()) + " keys of dim " + std::to_string((*spec)->dim) + " need " +
+        std::to_string(keys.size() * (*spec)->dim) +
+        (pull ? " floats of output, got " : " gradient floats, got ") + std::to_string(values));
   }
-  auto op = std::make_shared<Impl::Operation>();
-  op->kind = Impl::Operation::Kind::kPull;
+  auto op = std::make_shared<Operation>();
+  op->kind = kind;
   op->table = *spec;
   op->keys = keys;
-  op->rows = out;
-  return impl_->Submit(std::move(op));
+  return op;
+}
+
+Ticket Client::Pull(std::string_view table, std::span<const uint64_t> keys, std::span<float> out) {
+  auto op = Impl::NewOperation(*this, Impl::Operation::Kind::kPull, table, keys, out.size());
+  if (!op.ok()) return Ticket::Done(op.status());
+  (*op)->rows = out;
+  return impl_->Submit(std::move(*op));
 }
 
 Ticket Client::Push(std::string_view table, std::span<const uint64_t> keys,
                     std::span<const float> gradients, uint64_t clock, bool deferred) {
-  auto spec = FindTable(table);
-  if (!spec.ok()) return Ticket::Done(spec.status().WithContext("push"));
-  if (gradients.size() != keys.size() * (*spec)->dim) {
-    return Ticket::Done(InvalidArgument(
-        "push to '" + std::string(table) + "': " + std::to_string(keys.size()) + " keys of dim " +
-        std::to_string((*spec)->dim) + " need " + std::to_string(keys.size() * (*spec)->dim) +
-        " gradient floats, got " + std::to_string(gradients.size())));
-  }
-  auto op = std::make_shared<Impl::Operation>();
-  op->kind = Impl::Operation::Kind::kPush;
-  op->table = *spec;
-  op->keys = keys;
-  op->gradients = gradients;
-  op->clock = clock;
-  op->deferred = deferred;
-  return impl_->Submit(std::move(op));
+  auto op = Impl::NewOperation(*this, Impl::Operation::Kind::kPush, table, keys, gradients.size());
+  if (!op.ok()) return Ticket::Done(op.status());
+  (*op)->gradients = gradients;
+  (*op)->clock = clock;
+  (*op)->deferred = deferred;
+  return impl_->Submit(std::move(*op));
 }
 
 }  // namespace ember::ps

@@ -94,6 +94,12 @@ struct Client::Impl {
   // ---- Callers' side (client.cc, client_server_calls.cc) ----
   Status Register();
   Status Start();  // opens the sockets and starts the threads
+  // The operation of a pull (rows) or push (gradients) of `keys`, or the error naming why it
+  // cannot be: an unknown table, or `values` not keys.size() rows of the table's dim.
+  static Result<std::shared_ptr<Operation>> NewOperation(const Client& client, Operation::Kind kind,
+                                                         std::string_view table,
+                                                         std::span<const uint64_t> keys,
+                                                         size_t values);
   Ticket Submit(std::shared_ptr<Operation> op);
   // Sends encode({id, epoch}) to every server at once from the I/O thread and waits until all
   // answered (their bodies, by server id), the first error (with `what` and the server's
