@@ -91,9 +91,9 @@ TEST(Crc32Test, ChecksummedFileWrittenBeforeStillVerifies) {
   writer.PutArray(std::span<const float>(values, 3));
   const std::string again = dir.path() + "/new.bin";
   ASSERT_TRUE(WriteChecksummedFile(again, "EMBRTEST", 3, writer.bytes()).ok());
-  EXPECT_EQ(testing::ReadFile(again),
-            std::string(reinterpret_cast<const char*>(kOldChecksummedFile),
-                        sizeof(kOldChecksummedFile)));
+  EXPECT_EQ(
+      testing::ReadFile(again),
+      std::string(reinterpret_cast<const char*>(kOldChecksummedFile), sizeof(kOldChecksummedFile)));
 }
 
 TEST(Crc32Test, CheckpointWrittenBeforeStillVerifies) {
