@@ -2,36 +2,20 @@
 // partitions, rows and bytes, and the partition moves in progress.
 #include <cstdio>
 
-#include "app/command_support.h"
 #include "app/commands.h"
+#include "cluster/train_summary.h"
 #include "common/transport.h"
 
 namespace ember::app {
 namespace {
 
-int Fail(const Status& status) {
-  std::fprintf(stderr, "ember status: %s\n", status.ToString().c_str());
-  return 1;
-}
+int Fail(const Status& status) { return PrintError("status", status); }
 
 }  // namespace
 
-int StatusCommand(int argc, char** argv) {
-  const std::vector<FlagSpec> known = {
-      {"scheduler", "ENDPOINT", "the running cluster's scheduler"},
-  };
-  int exit_code = 0;
-  auto flags = ParseCommandFlags(argc, argv, "ember status --scheduler ENDPOINT",
-                                 "Prints the routing epoch, each server's state, partitions, rows "
-                                 "and bytes, and the partition moves in progress.",
-                                 known, &exit_code);
-  if (!flags) return exit_code;
-  if (!flags->Has("scheduler")) {
-    std::fprintf(stderr, "ember status: --scheduler is required\n");
-    return 2;
-  }
+int RunStatus(const StatusFlags& flags) {
   zmq::context_t context(1);
-  RpcChannel scheduler(context, flags->Get("scheduler"));
+  RpcChannel scheduler(context, flags.scheduler);
   const uint64_t id = scheduler.NextRequestId();
   auto reply = scheduler.Call(id, wire::EncodeClusterStatusRequest({id, 0}), Millis(10'000));
   if (!reply.ok()) return Fail(reply.status());
@@ -39,11 +23,12 @@ int StatusCommand(int argc, char** argv) {
   auto* status = std::get_if<wire::ClusterStatus>(&reply->body);
   if (status == nullptr) return Fail(Internal("the scheduler answered without a status"));
 
-  std::printf("routing epoch %llu, %u partitions, %zu servers; moves: %u in flight, %u planned, "
-              "%llu done\n",
-              static_cast<unsigned long long>(status->routing.epoch),
-              status->routing.num_partitions, status->servers.size(), status->moves_in_flight,
-              status->moves_planned, static_cast<unsigned long long>(status->moves_done));
+  std::printf(
+      "routing epoch %llu, %u partitions, %zu servers; moves: %u in flight, %u planned, "
+      "%llu done\n",
+      static_cast<unsigned long long>(status->routing.epoch), status->routing.num_partitions,
+      status->servers.size(), status->moves_in_flight, status->moves_planned,
+      static_cast<unsigned long long>(status->moves_done));
   std::printf("%-6s %-26s %-9s %10s %14s %12s\n", "server", "endpoint", "state", "partitions",
               "rows", "MiB");
   for (const wire::ServerStatus& server : status->servers) {
@@ -54,14 +39,10 @@ int StatusCommand(int argc, char** argv) {
       auto stats = channel.Call(stats_id, wire::EncodeStatsRequest({stats_id, 0}), Millis(5'000));
       if (stats.ok() && stats->status.ok()) {
         if (auto* s = std::get_if<wire::ServerStats>(&stats->body)) {
-          uint64_t row_count = 0, bytes = 0;
-          for (const auto& table : s->tables) {
-            row_count += table.rows;
-            bytes += table.bytes;
-          }
-          rows = std::to_string(row_count);
+          const wire::TableStats sum = cluster::SumTableStats(*s);
+          rows = std::to_string(sum.rows);
           char text[32];
-          std::snprintf(text, sizeof(text), "%.1f", bytes / 1048576.0);
+          std::snprintf(text, sizeof(text), "%.1f", sum.bytes / 1048576.0);
           mib = text;
         }
       } else {

@@ -17,7 +17,7 @@
 #include "ps/server/server.h"
 #include "scheduler/scheduler.h"
 
-namespace ember::app {
+namespace ember::cluster {
 
 struct LocalClusterOptions {
   uint32_t num_servers = 1;
@@ -68,4 +68,4 @@ class LocalCluster {
   std::vector<pid_t> server_thread_ids_;
 };
 
-}  // namespace ember::app
+}  // namespace ember::cluster
