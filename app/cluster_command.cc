@@ -47,7 +47,7 @@ std::string ReadFirstLine(const std::string& path) {
 struct ScratchDir {
   std::string path;
   ScratchDir() {
-    std::string pattern = std::filesystem::temp_directory_path().string() + "/ember_cluster_XXXXXX";
+    std::string pattern = std::filesystem::temp_directory_path().string() + "/ember_local_XXXXXX";
     if (mkdtemp(pattern.data()) != nullptr) path = pattern;
   }
   ~ScratchDir() {

@@ -167,8 +167,8 @@ void AddMemoryBudgetFlag(CLI::App* command, ConfigFlags* flags) {
       ->group("servers");
 }
 
-Result<cluster::ClusterConfig> LoadConfig(const ConfigFlags& flags) {
-  return cluster::LoadClusterConfig(flags.path, flags.data_root, flags.overrides());
+Result<local::ClusterConfig> LoadConfig(const ConfigFlags& flags) {
+  return local::LoadClusterConfig(flags.path, flags.data_root, flags.overrides());
 }
 
 std::vector<std::string> ConfigArgs(const ConfigFlags& flags) {

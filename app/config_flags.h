@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "app/command_line.h"
-#include "cluster/cluster_config.h"
 #include "common/config_override.h"
+#include "local/cluster_config.h"
 
 namespace ember::app {
 
@@ -41,7 +41,7 @@ void AddCheckpointFlags(CLI::App* command, ConfigFlags* flags);
 void AddMemoryBudgetFlag(CLI::App* command, ConfigFlags* flags);
 
 // Loads --config with --data-root and the overrides.
-Result<cluster::ClusterConfig> LoadConfig(const ConfigFlags& flags);
+Result<local::ClusterConfig> LoadConfig(const ConfigFlags& flags);
 
 // "--config PATH" and a "--set KEY=VALUE" per override, for a child process that is to load the
 // same config.

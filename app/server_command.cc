@@ -10,7 +10,7 @@ namespace ember::app {
 
 int RunServer(const ServerFlags& flags) {
   SetUpLogging("server");
-  cluster::ClusterShape shape;
+  local::ClusterShape shape;
   if (!flags.config.path.empty()) {
     auto config = LoadConfig(flags.config);
     if (!config.ok()) return PrintError("server", config.status(), 2);

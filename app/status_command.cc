@@ -3,8 +3,8 @@
 #include <cstdio>
 
 #include "app/commands.h"
-#include "cluster/train_summary.h"
 #include "common/transport.h"
+#include "local/train_summary.h"
 
 namespace ember::app {
 namespace {
@@ -39,7 +39,7 @@ int RunStatus(const StatusFlags& flags) {
       auto stats = channel.Call(stats_id, wire::EncodeStatsRequest({stats_id, 0}), Millis(5'000));
       if (stats.ok() && stats->status.ok()) {
         if (auto* s = std::get_if<wire::ServerStats>(&stats->body)) {
-          const wire::TableStats sum = cluster::SumTableStats(*s);
+          const wire::TableStats sum = local::SumTableStats(*s);
           rows = std::to_string(sum.rows);
           char text[32];
           std::snprintf(text, sizeof(text), "%.1f", sum.bytes / 1048576.0);

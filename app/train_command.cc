@@ -6,9 +6,9 @@
 #include "app/commands.h"
 #include "app/config_flags.h"
 #include "app/process_setup.h"
-#include "cluster/train_summary.h"
 #include "common/checkpoint_layout.h"
 #include "common/file_io.h"
+#include "local/train_summary.h"
 #include "ps/client/client.h"
 #include "trainer/backend.h"
 #include "trainer/data_config.h"
@@ -82,9 +82,9 @@ void PrintSummary(const trainer::TrainSummary& s, uint32_t batch_size,
   std::printf(
       "  per step    pull %.1f ms, compute %.1f ms, push %.1f ms, other trainers "
       "%.1f ms (waits, means)\n",
-      pull / steps, compute / steps, push / steps, cluster::WaitPerStepMs(s));
+      pull / steps, compute / steps, push / steps, local::WaitPerStepMs(s));
   for (const wire::ServerStats& server : servers) {
-    const wire::TableStats sum = cluster::SumTableStats(server);
+    const wire::TableStats sum = local::SumTableStats(server);
     const std::string endpoint =
         server.server_id < endpoints.size() ? endpoints[server.server_id].endpoint : "?";
     std::printf(
@@ -99,13 +99,13 @@ void PrintSummary(const trainer::TrainSummary& s, uint32_t batch_size,
 }
 
 // Leave-one-out evaluation of the trained model next to the most-popular baseline, printed.
-Result<cluster::EvalFigures> Evaluate(ps::Client& client, trainer::Backend& backend,
-                                      const trainer::InteractionDataset& dataset,
-                                      const cluster::ClusterConfig& config) {
+Result<local::EvalFigures> Evaluate(ps::Client& client, trainer::Backend& backend,
+                                    const trainer::InteractionDataset& dataset,
+                                    const local::ClusterConfig& config) {
   const trainer::TrainOptions& train = config.train;
   ASSIGN_OR_RETURN(trainer::RankingResult model,
                    trainer::EvaluateRanking(client, backend, dataset, config.model, train));
-  cluster::EvalFigures figures{model, trainer::EvaluatePopularity(dataset, train.eval_k)};
+  local::EvalFigures figures{model, trainer::EvaluatePopularity(dataset, train.eval_k)};
   std::printf(
       "  evaluation  leave-one-out, %zu users, %u sampled negatives each:\n"
       "              ember        HR@%u %.4f  NDCG@%u %.4f\n"
@@ -182,7 +182,7 @@ int RunTrain(const TrainFlags& flags) {
     servers = std::vector<wire::ServerStats>{};
   }
   PrintSummary(*summary, train.batch_size, *servers, routing.servers);
-  std::optional<cluster::EvalFigures> eval;
+  std::optional<local::EvalFigures> eval;
   if (data->dataset) {
     auto figures = Evaluate(**client, **backend, *data->dataset, *config);
     if (!figures.ok()) return Fail(figures.status());
@@ -190,8 +190,8 @@ int RunTrain(const TrainFlags& flags) {
   }
   std::fflush(stdout);
   if (!flags.summary_json.empty()) {
-    Status written = WriteFileAtomically(flags.summary_json,
-                                         cluster::TrainSummaryJson(*summary, *servers, eval));
+    Status written =
+        WriteFileAtomically(flags.summary_json, local::TrainSummaryJson(*summary, *servers, eval));
     if (!written.ok()) return Fail(written);
   }
   return 0;

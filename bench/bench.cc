@@ -17,10 +17,10 @@
 #include "bench/internal/process_usage.h"
 #include "bench/internal/request_driver.h"
 #include "bench/internal/rounds.h"
-#include "cluster/local_cluster.h"
 #include "embedding/embedding_table.h"
 #include "embedding/optimizer.h"
 #include "embedding/table_config.h"
+#include "local/local_cluster.h"
 #include "ps/client/client.h"
 #include "scheduler/scheduler.h"
 #include "trainer/zipf.h"
@@ -29,8 +29,8 @@ namespace ember::bench {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-using cluster::LocalCluster;
-using cluster::LocalClusterOptions;
+using local::LocalCluster;
+using local::LocalClusterOptions;
 
 constexpr size_t kMaxBatchesPerClient = 64;  // distinct key batches a client cycles through
 

@@ -34,7 +34,7 @@ Result<PhaseOutcome> RunRoundSide(Traffic& traffic, const PhaseLimits& limits,
 // after, and their ratio. With the cluster in this process, adds its server threads' CPU time
 // over ember's share.
 Status RunOperationRound(const BenchOptions& config, uint32_t round,
-                         const cluster::LocalCluster* cluster, OperationRounds* op) {
+                         const local::LocalCluster* cluster, OperationRounds* op) {
   const PhaseLimits limits = RoundLimits(config, round);
   const double cpu_before = cluster ? CpuSecondsOf(cluster->server_thread_ids()) : 0;
   ASSIGN_OR_RETURN(PhaseOutcome ember, RunRoundSide(op->ember, limits, &op->ember_total));
@@ -50,7 +50,7 @@ double PayloadBytesPerKey(uint32_t dim) { return dim * sizeof(float) + sizeof(ui
 
 }  // namespace
 
-Status RunRounds(const BenchOptions& config, const cluster::LocalCluster* cluster,
+Status RunRounds(const BenchOptions& config, const local::LocalCluster* cluster,
                  OperationRounds* pull, OperationRounds* push) {
   for (OperationRounds* op : {pull, push}) {
     RETURN_IF_ERROR(WarmUp(op->ember, config.seconds));

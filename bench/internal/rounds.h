@@ -8,8 +8,8 @@
 #include "bench/bench_options.h"
 #include "bench/bench_report.h"
 #include "bench/internal/phase.h"
-#include "cluster/local_cluster.h"
 #include "common/status.h"
+#include "local/local_cluster.h"
 
 namespace ember::bench {
 
@@ -27,7 +27,7 @@ struct OperationRounds {
 // Warms every side up once, then runs config.rounds rounds of ember pull, raw pull, ember push,
 // raw push. With the cluster in this process (else null), also measures its server threads' CPU
 // time over ember's share of the rounds.
-Status RunRounds(const BenchOptions& config, const cluster::LocalCluster* cluster,
+Status RunRounds(const BenchOptions& config, const local::LocalCluster* cluster,
                  OperationRounds* pull, OperationRounds* push);
 
 // The figures of one operation from its rounds: rates and latencies over all rounds together,

@@ -1,6 +1,6 @@
 // The job config loader with overrides: an override changes what every role loads, and a bad one
 // is reported naming it.
-#include "cluster/cluster_config.h"
+#include "local/cluster_config.h"
 
 #include <gtest/gtest.h>
 
@@ -12,17 +12,17 @@ namespace {
 
 const std::string kTtBench = std::string(EMBER_SOURCE_DIR) + "/configs/tt-bench.yaml";
 
-Result<cluster::ClusterConfig> LoadWith(const std::vector<std::string>& texts) {
+Result<local::ClusterConfig> LoadWith(const std::vector<std::string>& texts) {
   std::vector<config::Override> overrides;
   for (const std::string& text : texts) {
     ASSIGN_OR_RETURN(config::Override parsed, config::ParseOverride(text));
     overrides.push_back(parsed);
   }
-  return cluster::LoadClusterConfig(kTtBench, "", overrides);
+  return local::LoadClusterConfig(kTtBench, "", overrides);
 }
 
 TEST(ClusterConfigTest, OverridesChangeTheLoadedValues) {
-  auto plain = cluster::LoadClusterConfig(kTtBench);
+  auto plain = local::LoadClusterConfig(kTtBench);
   ASSERT_TRUE(plain.ok()) << plain.status().ToString();
   EXPECT_EQ(plain->cluster.servers, 2u);
 

@@ -7,7 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "bench/bench_report.h"
-#include "cluster/train_summary.h"
+#include "local/train_summary.h"
 
 namespace ember {
 namespace {
@@ -22,8 +22,8 @@ TEST(JsonOutputTest, ANanLossGivesParseableSummaryWithNull) {
   wire::ServerStats server;
   server.server_id = 1;
   server.tables = {{.name = "a", .rows = 3, .bytes = 30}, {.name = "b", .rows = 4, .bytes = 40}};
-  const std::string text = cluster::TrainSummaryJson(
-      summary, {server}, cluster::EvalFigures{.model = {.hit_rate = 0.5, .cases = 7}});
+  const std::string text = local::TrainSummaryJson(
+      summary, {server}, local::EvalFigures{.model = {.hit_rate = 0.5, .cases = 7}});
   ASSERT_TRUE(nlohmann::json::accept(text)) << text;
   const nlohmann::json json = nlohmann::json::parse(text);
   EXPECT_EQ(json["loss_start"], 4.5);
@@ -39,8 +39,7 @@ TEST(JsonOutputTest, ANanLossGivesParseableSummaryWithNull) {
 }
 
 TEST(JsonOutputTest, ASummaryWithoutEvaluationHasNoEvalObject) {
-  const nlohmann::json json =
-      nlohmann::json::parse(cluster::TrainSummaryJson({}, {}, std::nullopt));
+  const nlohmann::json json = nlohmann::json::parse(local::TrainSummaryJson({}, {}, std::nullopt));
   EXPECT_FALSE(json.contains("eval"));
   EXPECT_TRUE(json["servers"].is_array());
 }
@@ -68,7 +67,7 @@ TEST(JsonOutputTest, InvalidUtf8InAStringStillGivesParseableJson) {
   EXPECT_TRUE(nlohmann::json::accept(bench::BenchReportJson(report)));
   trainer::TrainSummary summary;
   summary.backend = "cpu\xc3";
-  EXPECT_TRUE(nlohmann::json::accept(cluster::TrainSummaryJson(summary, {}, std::nullopt)));
+  EXPECT_TRUE(nlohmann::json::accept(local::TrainSummaryJson(summary, {}, std::nullopt)));
 }
 
 }  // namespace

@@ -10,7 +10,7 @@
 #include <set>
 #include <thread>
 
-#include "cluster/local_cluster.h"
+#include "local/local_cluster.h"
 #include "common/hash.h"
 #include "common/transport.h"
 #include "tests/integration/small_two_tower.h"
@@ -38,7 +38,7 @@ std::vector<TableSpec> CountingTable() {
   return {spec};
 }
 
-Result<wire::ClusterStatus> ClusterStatusOf(const cluster::LocalCluster& cluster) {
+Result<wire::ClusterStatus> ClusterStatusOf(const local::LocalCluster& cluster) {
   zmq::context_t context(1);
   RpcChannel scheduler(context, cluster.scheduler_endpoint());
   const uint64_t id = scheduler.NextRequestId();
@@ -48,7 +48,7 @@ Result<wire::ClusterStatus> ClusterStatusOf(const cluster::LocalCluster& cluster
   return std::get<wire::ClusterStatus>(reply.body);
 }
 
-Status Drain(const cluster::LocalCluster& cluster, uint32_t server) {
+Status Drain(const local::LocalCluster& cluster, uint32_t server) {
   zmq::context_t context(1);
   RpcChannel scheduler(context, cluster.scheduler_endpoint());
   const uint64_t id = scheduler.NextRequestId();
@@ -58,7 +58,7 @@ Status Drain(const cluster::LocalCluster& cluster, uint32_t server) {
 }
 
 // Waits (bounded) until no move is planned or in flight; returns the last status seen.
-wire::ClusterStatus WaitForMoves(const cluster::LocalCluster& cluster) {
+wire::ClusterStatus WaitForMoves(const local::LocalCluster& cluster) {
   wire::ClusterStatus last;
   for (int i = 0; i < 600; ++i) {
     auto status = ClusterStatusOf(cluster);
@@ -72,7 +72,7 @@ wire::ClusterStatus WaitForMoves(const cluster::LocalCluster& cluster) {
 }
 
 TEST(ShardScalingTest, JoinAndDrainWhileClientsPushLoseNoUpdate) {
-  cluster::LocalCluster cluster(CountingTable(), {.num_servers = 2, .num_partitions = 32});
+  local::LocalCluster cluster(CountingTable(), {.num_servers = 2, .num_partitions = 32});
   ASSERT_TRUE(cluster.status().ok()) << cluster.status().ToString();
 
   constexpr int kClients = 3;
@@ -144,7 +144,7 @@ trainer::SyntheticOptions SmallData() { return testing::SmallSyntheticData(3000,
 
 // One bsp trainer (dense weights on the servers) for `steps` steps; `scale` runs on the trainer's
 // thread after each step. Returns the rows of every key the data uses, then the dense rows.
-std::vector<float> TrainBsp(uint32_t steps, const std::function<void(cluster::LocalCluster&, uint64_t)>& scale) {
+std::vector<float> TrainBsp(uint32_t steps, const std::function<void(local::LocalCluster&, uint64_t)>& scale) {
   std::vector<TableSpec> tables;
   for (const char* name : {"user", "item"}) {
     TableSpec spec;
@@ -157,9 +157,9 @@ std::vector<float> TrainBsp(uint32_t steps, const std::function<void(cluster::Lo
     tables.push_back(spec);
   }
   tables.push_back(trainer::DenseTableSpec(SmallModel()));
-  cluster::LocalClusterOptions options{.num_servers = 2, .num_partitions = 32};
+  local::LocalClusterOptions options{.num_servers = 2, .num_partitions = 32};
   options.sync.mode = SyncMode::kBsp;
-  cluster::LocalCluster cluster(tables, options);
+  local::LocalCluster cluster(tables, options);
   EXPECT_TRUE(cluster.status().ok()) << cluster.status().ToString();
   ps::ClientOptions client_options;
   client_options.heartbeat_interval = Millis(500);
@@ -206,8 +206,8 @@ std::vector<float> TrainBsp(uint32_t steps, const std::function<void(cluster::Lo
 }
 
 TEST(ShardScalingTest, BspTrainingWithAJoinAndADrainEqualsTrainingWithout) {
-  const std::vector<float> plain = TrainBsp(30, [](cluster::LocalCluster&, uint64_t) {});
-  const std::vector<float> scaled = TrainBsp(30, [](cluster::LocalCluster& cluster, uint64_t clock) {
+  const std::vector<float> plain = TrainBsp(30, [](local::LocalCluster&, uint64_t) {});
+  const std::vector<float> scaled = TrainBsp(30, [](local::LocalCluster& cluster, uint64_t clock) {
     std::this_thread::sleep_for(milliseconds(20));  // so the moves happen while it trains
     if (clock == 5) {
       auto joined = cluster.AddServer();

@@ -6,7 +6,7 @@
 
 #include "common/hash.h"
 #include "common/transport.h"
-#include "cluster/local_cluster.h"
+#include "local/local_cluster.h"
 
 namespace ember {
 namespace {
@@ -18,8 +18,8 @@ class BadInputTest : public ::testing::Test {
     spec.name = "rows";
     spec.dim = 4;
     spec.seed = 1;
-    cluster_ = std::make_unique<cluster::LocalCluster>(
-        std::vector<TableSpec>{spec}, cluster::LocalClusterOptions{.num_servers = 2});
+    cluster_ = std::make_unique<local::LocalCluster>(
+        std::vector<TableSpec>{spec}, local::LocalClusterOptions{.num_servers = 2});
     ASSERT_TRUE(cluster_->status().ok()) << cluster_->status().ToString();
     auto socket = MakeSocket(context_, zmq::socket_type::dealer);
     ASSERT_TRUE(socket.ok());
@@ -66,7 +66,7 @@ class BadInputTest : public ::testing::Test {
     }
   }
 
-  std::unique_ptr<cluster::LocalCluster> cluster_;
+  std::unique_ptr<local::LocalCluster> cluster_;
   zmq::context_t context_{1};
   zmq::socket_t socket_;
   uint64_t next_id_ = 100;

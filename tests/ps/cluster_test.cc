@@ -5,7 +5,7 @@
 #include <numeric>
 #include <random>
 
-#include "cluster/local_cluster.h"
+#include "local/local_cluster.h"
 #include "common/hash.h"
 
 namespace ember {
@@ -30,7 +30,7 @@ std::vector<TableSpec> TwoTables() {
 
 // Runs the same pulls and pushes against a cluster of `servers` shards; returns final rows.
 std::vector<float> TrainAndPull(uint32_t servers, const std::vector<uint64_t>& keys) {
-  cluster::LocalCluster cluster(TwoTables(), {.num_servers = servers});
+  local::LocalCluster cluster(TwoTables(), {.num_servers = servers});
   EXPECT_TRUE(cluster.status().ok()) << cluster.status().ToString();
   auto client = cluster.Connect();
   EXPECT_TRUE(client.ok()) << client.status().ToString();
@@ -59,7 +59,7 @@ TEST(ClusterTest, RowsDoNotDependOnTheNumberOfServers) {
 }
 
 TEST(ClusterTest, FanOutPlacesEveryRowAtItsPositionAndServersShareTheKeys) {
-  cluster::LocalCluster cluster(TwoTables(), {.num_servers = 3});
+  local::LocalCluster cluster(TwoTables(), {.num_servers = 3});
   ASSERT_TRUE(cluster.status().ok()) << cluster.status().ToString();
   auto client = cluster.Connect();
   ASSERT_TRUE(client.ok()) << client.status().ToString();
@@ -87,7 +87,7 @@ TEST(ClusterTest, FanOutPlacesEveryRowAtItsPositionAndServersShareTheKeys) {
 }
 
 TEST(ClusterTest, ManyConcurrentOperationsFromSeveralThreads) {
-  cluster::LocalCluster cluster(TwoTables(), {.num_servers = 2});
+  local::LocalCluster cluster(TwoTables(), {.num_servers = 2});
   ASSERT_TRUE(cluster.status().ok());
   auto client = cluster.Connect();
   ASSERT_TRUE(client.ok());
@@ -123,7 +123,7 @@ TEST(ClusterTest, ConcurrentPushesFromSeveralClientsLoseNoUpdate) {
   TableSpec table = MakeTable("sums", 4, OptimizerKind::kSgd);
   table.optimizer.learning_rate = 0.5f;
   table.initializer.kind = InitializerKind::kZeros;
-  cluster::LocalCluster cluster({table}, {.num_servers = 2, .worker_threads = 2});
+  local::LocalCluster cluster({table}, {.num_servers = 2, .worker_threads = 2});
   ASSERT_TRUE(cluster.status().ok()) << cluster.status().ToString();
   constexpr int kClients = 3, kThreadsPerClient = 2, kRounds = 30;
   constexpr uint64_t kKeys = 500;
@@ -179,7 +179,7 @@ TEST(ClusterTest, ConcurrentPushesFromSeveralClientsLoseNoUpdate) {
 }
 
 TEST(ClusterTest, Fp16WireRowsMatchFp32WithinRounding) {
-  cluster::LocalCluster cluster(TwoTables(), {.num_servers = 2});
+  local::LocalCluster cluster(TwoTables(), {.num_servers = 2});
   ASSERT_TRUE(cluster.status().ok());
   auto exact = cluster.Connect("fp32");
   ps::ClientOptions options;
@@ -205,7 +205,7 @@ TEST(ClusterTest, Fp16WireRowsMatchFp32WithinRounding) {
 }
 
 TEST(ClusterTest, ClientRejectsBadCallsWithClearErrors) {
-  cluster::LocalCluster cluster(TwoTables(), {.num_servers = 1});
+  local::LocalCluster cluster(TwoTables(), {.num_servers = 1});
   ASSERT_TRUE(cluster.status().ok());
   auto client = cluster.Connect();
   ASSERT_TRUE(client.ok());
@@ -221,7 +221,7 @@ TEST(ClusterTest, ClientRejectsBadCallsWithClearErrors) {
 }
 
 TEST(ClusterTest, BarrierReleasesWhenEveryoneArrived) {
-  cluster::LocalCluster cluster(TwoTables(), {.num_servers = 1});
+  local::LocalCluster cluster(TwoTables(), {.num_servers = 1});
   ASSERT_TRUE(cluster.status().ok());
   auto a = cluster.Connect("a");
   auto b = cluster.Connect("b");
@@ -238,7 +238,7 @@ TEST(ClusterTest, BarrierReleasesWhenEveryoneArrived) {
 
 TEST(ClusterTest, OperationsFailWithDeadlineWhenServersAreGone) {
   auto cluster =
-      std::make_unique<cluster::LocalCluster>(TwoTables(), cluster::LocalClusterOptions{.num_servers = 1});
+      std::make_unique<local::LocalCluster>(TwoTables(), local::LocalClusterOptions{.num_servers = 1});
   ASSERT_TRUE(cluster->status().ok());
   ps::ClientOptions options;
   options.scheduler_endpoint = cluster->scheduler_endpoint();

@@ -1,10 +1,10 @@
 // The training summary record.
-#include "cluster/train_summary.h"
+#include "local/train_summary.h"
 
 #include <algorithm>
 #include <nlohmann/json.hpp>
 
-namespace ember::cluster {
+namespace ember::local {
 
 using Json = nlohmann::ordered_json;  // keys in the order written
 
@@ -73,4 +73,4 @@ std::string TrainSummaryJson(const trainer::TrainSummary& s,
   return json.dump(2, ' ', false, Json::error_handler_t::replace) + "\n";
 }
 
-}  // namespace ember::cluster
+}  // namespace ember::local

@@ -1,5 +1,5 @@
 // ClusterConfig loader.
-#include "cluster/cluster_config.h"
+#include "local/cluster_config.h"
 
 #include <algorithm>
 #include <filesystem>
@@ -9,7 +9,7 @@
 #include "ps/server/server.h"
 #include "trainer/dense_table.h"
 
-namespace ember::cluster {
+namespace ember::local {
 namespace {
 
 Status ReadShape(const YAML::Node& node, ClusterShape* shape) {
@@ -103,4 +103,4 @@ Result<ClusterConfig> LoadClusterConfig(const std::string& path, const std::stri
   return config;
 }
 
-}  // namespace ember::cluster
+}  // namespace ember::local

@@ -12,7 +12,7 @@
 #include "trainer/ranking_metrics.h"
 #include "trainer/trainer.h"
 
-namespace ember::cluster {
+namespace ember::local {
 
 // Leave-one-out ranking of the trained model and of the most-popular-item baseline.
 struct EvalFigures {
@@ -33,4 +33,4 @@ std::string TrainSummaryJson(const trainer::TrainSummary& summary,
                              const std::vector<wire::ServerStats>& servers,
                              const std::optional<EvalFigures>& eval);
 
-}  // namespace ember::cluster
+}  // namespace ember::local

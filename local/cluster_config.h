@@ -19,7 +19,7 @@
 #include "trainer/model_config.h"
 #include "trainer/train_options.h"
 
-namespace ember::cluster {
+namespace ember::local {
 
 struct ClusterShape {
   std::string scheduler = "tcp://127.0.0.1:*";  // where the scheduler binds
@@ -56,4 +56,4 @@ Result<ClusterConfig> LoadClusterConfig(const std::string& path, const std::stri
 // the dense table accordingly.
 void ApplyTrainerCount(ClusterConfig* config, uint32_t trainers);
 
-}  // namespace ember::cluster
+}  // namespace ember::local
