@@ -4,29 +4,23 @@
 #include <thread>
 
 #include "app/commands.h"
-#include "common/transport.h"
+#include "ps/client/scheduler_client.h"
 
 namespace ember::app {
 
 int RunDrain(const DrainFlags& flags) {
-  zmq::context_t context(1);
-  RpcChannel scheduler(context, flags.scheduler);
-  uint64_t id = scheduler.NextRequestId();
-  auto reply = scheduler.Call(id, wire::EncodeDrain({id, 0}, flags.server), Millis(10'000));
-  Status status = reply.ok() ? reply->status : reply.status();
+  ps::SchedulerClient scheduler(flags.scheduler);
+  Status status = scheduler.Drain(flags.server, Millis(10'000));
   if (!status.ok()) return PrintError("drain", status);
   std::printf("draining server %u\n", flags.server);
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(flags.wait_s);
   while (std::chrono::steady_clock::now() < deadline) {
-    id = scheduler.NextRequestId();
-    auto state = scheduler.Call(id, wire::EncodeClusterStatusRequest({id, 0}), Millis(10'000));
-    if (state.ok() && state->status.ok()) {
-      if (auto* cluster = std::get_if<wire::ClusterStatus>(&state->body)) {
-        for (const wire::ServerStatus& s : cluster->servers) {
-          if (s.id == flags.server && s.partitions == 0) {
-            std::printf("server %u holds no partition any more\n", s.id);
-            return 0;
-          }
+    auto cluster = scheduler.GetClusterStatus(Millis(10'000));
+    if (cluster.ok()) {
+      for (const ServerStatus& s : cluster->servers) {
+        if (s.id == flags.server && s.partitions == 0) {
+          std::printf("server %u holds no partition any more\n", s.id);
+          return 0;
         }
       }
     }

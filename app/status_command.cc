@@ -3,8 +3,9 @@
 #include <cstdio>
 
 #include "app/commands.h"
-#include "common/transport.h"
 #include "local/train_summary.h"
+#include "ps/client/scheduler_client.h"
+#include "ps/client/server_calls.h"
 
 namespace ember::app {
 namespace {
@@ -14,14 +15,8 @@ int Fail(const Status& status) { return PrintError("status", status); }
 }  // namespace
 
 int RunStatus(const StatusFlags& flags) {
-  zmq::context_t context(1);
-  RpcChannel scheduler(context, flags.scheduler);
-  const uint64_t id = scheduler.NextRequestId();
-  auto reply = scheduler.Call(id, wire::EncodeClusterStatusRequest({id, 0}), Millis(10'000));
-  if (!reply.ok()) return Fail(reply.status());
-  if (!reply->status.ok()) return Fail(reply->status);
-  auto* status = std::get_if<wire::ClusterStatus>(&reply->body);
-  if (status == nullptr) return Fail(Internal("the scheduler answered without a status"));
+  auto status = ps::SchedulerClient(flags.scheduler).GetClusterStatus(Millis(10'000));
+  if (!status.ok()) return Fail(status.status());
 
   std::printf(
       "routing epoch %llu, %u partitions, %zu servers; moves: %u in flight, %u planned, "
@@ -31,20 +26,16 @@ int RunStatus(const StatusFlags& flags) {
       static_cast<unsigned long long>(status->moves_done));
   std::printf("%-6s %-26s %-9s %10s %14s %12s\n", "server", "endpoint", "state", "partitions",
               "rows", "MiB");
-  for (const wire::ServerStatus& server : status->servers) {
+  for (const ServerStatus& server : status->servers) {
     std::string rows = "-", mib = "-";
     if (server.state == "live" || server.state == "draining") {
-      RpcChannel channel(context, server.endpoint);
-      const uint64_t stats_id = channel.NextRequestId();
-      auto stats = channel.Call(stats_id, wire::EncodeStatsRequest({stats_id, 0}), Millis(5'000));
-      if (stats.ok() && stats->status.ok()) {
-        if (auto* s = std::get_if<wire::ServerStats>(&stats->body)) {
-          const wire::TableStats sum = local::SumTableStats(*s);
-          rows = std::to_string(sum.rows);
-          char text[32];
-          std::snprintf(text, sizeof(text), "%.1f", sum.bytes / 1048576.0);
-          mib = text;
-        }
+      auto stats = ps::GetServerStats(server.endpoint, Millis(5'000));
+      if (stats.ok()) {
+        const TableStats sum = local::SumTableStats(*stats);
+        rows = std::to_string(sum.rows);
+        char text[32];
+        std::snprintf(text, sizeof(text), "%.1f", sum.bytes / 1048576.0);
+        mib = text;
       } else {
         rows = "(no answer)";
       }

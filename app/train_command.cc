@@ -62,7 +62,7 @@ void PrintWindow(const trainer::WindowStats& w, uint32_t steps) {
 }
 
 void PrintSummary(const trainer::TrainSummary& s, uint32_t batch_size,
-                  const std::vector<wire::ServerStats>& servers,
+                  const std::vector<ServerStats>& servers,
                   const std::vector<ServerInfo>& endpoints) {
   const trainer::WindowStats& a = s.first_window;
   const trainer::WindowStats& b = s.last_window;
@@ -83,8 +83,8 @@ void PrintSummary(const trainer::TrainSummary& s, uint32_t batch_size,
       "  per step    pull %.1f ms, compute %.1f ms, push %.1f ms, other trainers "
       "%.1f ms (waits, means)\n",
       pull / steps, compute / steps, push / steps, local::WaitPerStepMs(s));
-  for (const wire::ServerStats& server : servers) {
-    const wire::TableStats sum = local::SumTableStats(server);
+  for (const ServerStats& server : servers) {
+    const TableStats sum = local::SumTableStats(server);
     const std::string endpoint =
         server.server_id < endpoints.size() ? endpoints[server.server_id].endpoint : "?";
     std::printf(
@@ -134,7 +134,7 @@ int RunTrain(const TrainFlags& flags) {
       train.sync.trainers > 1 ? "trainer-" + std::to_string(train.rank) : "trainer");
   // In every mode: a checkpoint cut waits for the live trainers, so liveness matters in asp too.
   client_options.heartbeat_interval = train.sync.trainer_timeout / 5;
-  client_options.row_format = train.wire_fp16 ? wire::RowFormat::kF16 : wire::RowFormat::kF32;
+  client_options.row_format = train.wire_fp16 ? RowFormat::kF16 : RowFormat::kF32;
   if (client_options.scheduler_endpoint.find('*') != std::string::npos) {
     return PrintError("train",
                       InvalidArgument("--scheduler is required (the config's scheduler address "
@@ -179,7 +179,7 @@ int RunTrain(const TrainFlags& flags) {
   if (!servers.ok()) {
     std::fprintf(stderr, "ember train: no server figures: %s\n",
                  servers.status().ToString().c_str());
-    servers = std::vector<wire::ServerStats>{};
+    servers = std::vector<ServerStats>{};
   }
   PrintSummary(*summary, train.batch_size, *servers, routing.servers);
   std::optional<local::EvalFigures> eval;

@@ -103,10 +103,10 @@ Status RunLookupPhases(const BenchOptions& config, const std::vector<KeyBatch>& 
 // its optimizer state, and, when known, the growth of resident memory per row.
 Status FillMemory(const BenchOptions& config, ps::Client& client,
                   std::optional<double> resident_growth, MemoryFigures* memory) {
-  ASSIGN_OR_RETURN(std::vector<wire::ServerStats> stats, client.Stats());
+  ASSIGN_OR_RETURN(std::vector<ServerStats> stats, client.Stats());
   uint64_t table_bytes = 0;
-  for (const wire::ServerStats& server : stats) {
-    for (const wire::TableStats& table : server.tables) {
+  for (const ServerStats& server : stats) {
+    for (const TableStats& table : server.tables) {
       if (table.name != config.table) continue;
       memory->rows += table.rows;
       table_bytes += table.bytes;

@@ -34,6 +34,10 @@ namespace ember {
 
 inline constexpr char kManifestName[] = "MANIFEST";
 
+// What a server does with its share of a checkpoint directory.
+enum class CheckpointAction : uint8_t { kWrite = 0, kRestore = 1, kVerify = 2 };
+
+
 std::string PartitionFilePath(const std::string& dir, const std::string& table,
                               uint32_t partition);
 std::string TrainerFilePath(const std::string& dir, uint32_t rank);

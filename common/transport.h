@@ -1,35 +1,103 @@
-// The ZeroMQ adapter: socket set-up, exception-free send/receive, connection monitors, and a
-// synchronous RPC channel.
+// The transport: ember's only window onto ZeroMQ. Contexts, sockets, polling, connection
+// monitors and frames (common/frame.h) are wrapped here, and no other code includes <zmq.hpp>;
+// a request/response channel to one peer over it is common/rpc_channel.h.
 //
-// cppzmq throws zmq::error_t; these helpers catch it and return Status, so nothing above this
-// layer handles ZeroMQ exceptions. A socket belongs to one thread at a time.
+// cppzmq throws zmq::error_t; these wrappers catch it and return Status, so nothing above this
+// layer handles ZeroMQ exceptions. Every socket gets ember's defaults: no linger on close,
+// inbound frames capped at wire::kMaxFrameBytes, unbounded high-water marks (flow control is
+// request/response).
+//
+// Thread-safety: a Context may be shared by every thread of a process; a Socket belongs to one
+// thread at a time (ZeroMQ's rule).
 #pragma once
 
-#include <zmq.hpp>
-
 #include <chrono>
+#include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
+#include "common/frame.h"
+#include "common/millis.h"
 #include "common/status.h"
-#include "common/wire.h"
 
 namespace ember {
 
-using Millis = std::chrono::milliseconds;
+// ZeroMQ's I/O threads and the inproc namespace of one process (or of one component in it).
+class Context {
+ public:
+  explicit Context(int io_threads = 1);
+  ~Context();
+  Context(const Context&) = delete;
+  Context& operator=(const Context&) = delete;
 
-// Creates a socket with ember's defaults: no linger on close, inbound frames capped at
-// wire::kMaxFrameBytes, unbounded high-water marks (flow control is request/response).
-Result<zmq::socket_t> MakeSocket(zmq::context_t& context, zmq::socket_type type);
+ private:
+  friend struct TransportAccess;
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
 
+// The ZeroMQ socket patterns ember uses.
+enum class SocketKind : uint8_t {
+  kRouter,  // a server's side: replies go to the peer a request came from
+  kDealer,  // a client's side: requests to one peer, replies in any order
+  kPush,    // one-way wake-ups inside a process
+  kPull,
+  kPair,    // connection events of a monitored socket
+};
+
+class Socket {
+ public:
+  Socket();  // closed; assign an opened one
+  Socket(Socket&& other) noexcept;
+  Socket& operator=(Socket&& other) noexcept;
+  ~Socket();
+
+  bool is_open() const;
+  void Close();
+
+ private:
+  friend struct TransportAccess;
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// Opens a socket of `kind` with ember's defaults.
+Result<Socket> MakeSocket(Context& context, SocketKind kind);
 // Binds `endpoint` (a "tcp://host:*" wildcard picks a free port) and returns the bound endpoint.
-Result<std::string> BindSocket(zmq::socket_t& socket, const std::string& endpoint);
-Status ConnectSocket(zmq::socket_t& socket, const std::string& endpoint);
+Result<std::string> BindSocket(Socket& socket, const std::string& endpoint);
+Status ConnectSocket(Socket& socket, const std::string& endpoint);
 
-// Sends the frames as one multipart message (non-blocking; Unavailable if it would block).
-Status SendFrames(zmq::socket_t& socket, std::vector<zmq::message_t>& frames);
+// Sends the frames as one multipart message (non-blocking; Unavailable if it would block). The
+// frames are consumed.
+Status SendFrames(Socket& socket, std::vector<Frame>& frames);
+// Sends one single-frame message (non-blocking, as SendFrames).
+Status SendFrame(Socket& socket, Frame frame);
 // Receives one multipart message, waiting at most `timeout` (DeadlineExceeded when none came).
-Result<std::vector<zmq::message_t>> ReceiveFrames(zmq::socket_t& socket, Millis timeout);
+Result<std::vector<Frame>> ReceiveFrames(Socket& socket, Millis timeout);
+
+// Waits until one of several sockets has a message to read.
+class Poller {
+ public:
+  Poller();
+  ~Poller();
+  Poller(const Poller&) = delete;
+  Poller& operator=(const Poller&) = delete;
+
+  // Forgets the sockets added so far.
+  void Clear();
+  // Watches `socket` (borrowed until Clear) for input; returns its index for Readable.
+  size_t Add(Socket& socket);
+  // Waits at most `timeout` for input on any of the sockets. OK also when none became readable
+  // (or a signal interrupted the wait).
+  Status Wait(Millis timeout);
+  // Whether the socket at `index` had input at the last Wait.
+  bool Readable(size_t index) const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
 
 // What happened to a connecting socket's connection (zmq_socket_monitor events).
 enum class LinkEvent : uint8_t {
@@ -41,34 +109,8 @@ enum class LinkEvent : uint8_t {
 // Events arrive on the returned PAIR socket, connected to the inproc endpoint `name` (unique in
 // `context`); poll it with the thread's other sockets and read it with ReceiveLinkEvent. Close it
 // after `socket`.
-Result<zmq::socket_t> MonitorLink(zmq::context_t& context, zmq::socket_t& socket,
-                                  const std::string& name);
+Result<Socket> MonitorLink(Context& context, Socket& socket, const std::string& name);
 // The next event waiting on a MonitorLink socket, without waiting; DeadlineExceeded when none is.
-Result<LinkEvent> ReceiveLinkEvent(zmq::socket_t& monitor);
-
-// A request/response channel to one peer over a DEALER socket. Replies whose request id does not
-// match the outstanding call (late replies to calls that timed out) are discarded. One thread.
-class RpcChannel {
- public:
-  // `context` is borrowed and must outlive the channel.
-  RpcChannel(zmq::context_t& context, std::string endpoint);
-
-  const std::string& endpoint() const { return endpoint_; }
-  uint64_t NextRequestId() { return next_request_id_++; }
-
-  // Sends `request` (encoded with header.request_id == the id passed) and waits for its reply.
-  // Transport failures give Unavailable/DeadlineExceeded; a remote error comes back as the
-  // response's status.
-  Result<wire::DecodedResponse> Call(uint64_t request_id, zmq::message_t request, Millis timeout);
-
- private:
-  Status EnsureConnected();
-
-  zmq::context_t& context_;
-  std::string endpoint_;
-  zmq::socket_t socket_;
-  bool connected_ = false;
-  uint64_t next_request_id_ = 1;
-};
+Result<LinkEvent> ReceiveLinkEvent(Socket& monitor);
 
 }  // namespace ember

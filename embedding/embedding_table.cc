@@ -38,6 +38,46 @@ void PrefetchRow(const float* row, size_t floats) {
   }
 }
 
+// Fills this thread's RequestGroups for `keys`, hashing each key to its partition of the table
+// `table_id` (the request's one hash per key); partition p is in stripe p % num_stripes, a power
+// of two.
+internal::RequestGroups& GroupByStripe(std::span<const uint64_t> keys, uint64_t table_id,
+                                       uint32_t num_partitions, uint32_t num_stripes) {
+  const uint32_t stripe_mask = num_stripes - 1;
+  thread_local internal::RequestGroups groups;
+  const uint32_t n = static_cast<uint32_t>(keys.size());
+  groups.partition.resize(n);
+  groups.order.resize(n);
+  groups.rows.resize(n);
+  groups.bounds.assign(num_stripes + 1, 0);
+  groups.scratch_used = 0;
+  for (uint32_t i = 0; i < n; ++i) {
+    groups.partition[i] = ember::PartitionOf(table_id, keys[i], num_partitions);
+    ++groups.bounds[(groups.partition[i] & stripe_mask) + 1];
+  }
+  for (uint32_t s = 0; s < num_stripes; ++s) groups.bounds[s + 1] += groups.bounds[s];
+  thread_local std::vector<uint32_t> next_slot;  // per stripe, where its next position goes
+  next_slot.assign(groups.bounds.begin(), groups.bounds.end() - 1);
+  for (uint32_t i = 0; i < n; ++i) groups.order[next_slot[groups.partition[i] & stripe_mask]++] = i;
+  return groups;
+}
+
+// The check of a push made with Push(keys, grads, also_log): it applies every push and adds
+// also_log's records.
+class LogHookOnly final : public EmbeddingTable::PushCheck {
+ public:
+  explicit LogHookOnly(const EmbeddingTable::PushLogHook& also_log) : also_log_(also_log) {}
+  Result<Verdict> Check(std::span<const uint64_t>, std::span<const uint32_t>) override {
+    return Verdict::kApply;
+  }
+  void AppendWrites(RowWrites& batch) override {
+    if (also_log_) also_log_(batch);
+  }
+
+ private:
+  const EmbeddingTable::PushLogHook& also_log_;
+};
+
 }  // namespace
 
 EmbeddingTable::EmbeddingTable(const TableSpec& spec, uint32_t num_partitions)
@@ -97,13 +137,19 @@ float* EmbeddingTable::FindOrCreateRow(uint32_t partition, uint64_t key) {
 
 template <typename Use>
 Status EmbeddingTable::ForEachRequestRow(std::span<const uint64_t> keys, size_t prefetch_floats,
-                                         bool push, Use&& use, const RequestCheck* check,
-                                         const PushLogHook* also_log) {
-  internal::RequestGroups& groups = internal::GroupByStripe(
-      keys, num_stripes_, [this](uint64_t key) { return PartitionOf(key); });
-  if (check != nullptr && *check) RETURN_IF_ERROR((*check)(keys, groups.partition));
+                                         Use&& use, const RequestCheck* pull_check,
+                                         PushCheck* push_check) {
+  internal::RequestGroups& groups =
+      GroupByStripe(keys, table_id_, num_partitions_, num_stripes_);
+  const bool push = push_check != nullptr;
+  if (push) {
+    ASSIGN_OR_RETURN(const PushCheck::Verdict verdict, push_check->Check(keys, groups.partition));
+    if (verdict == PushCheck::Verdict::kSkip) return Status::Ok();
+  } else if (pull_check != nullptr && *pull_check) {
+    RETURN_IF_ERROR((*pull_check)(keys, groups.partition));
+  }
   if (admission_ != nullptr) groups.ReserveScratch(keys.size(), stored_floats_);
-  if (tier_ != nullptr) return ForEachTieredRequestRow(keys, groups, push, use, also_log);
+  if (tier_ != nullptr) return ForEachTieredRequestRow(keys, groups, use, push_check);
   // Each key passes three stages kPrefetchDistance keys apart: its index entry is prefetched (for
   // any stripe: a prefetch reads nothing, see RowStore::Prefetch), its row is looked up under its
   // stripe's lock and prefetched, then the row is used. The entry stage runs across stripes, so a
@@ -157,15 +203,21 @@ Status EmbeddingTable::Pull(std::span<const uint64_t> keys, std::span<float> out
                            std::to_string(out.size()));
   }
   return ForEachRequestRow(
-      keys, dim, /*push=*/false,
+      keys, dim,
       [&](uint32_t position, const float* row) {
         std::copy_n(row, dim, out.data() + size_t{position} * dim);
       },
-      &check);
+      &check, /*push_check=*/nullptr);
 }
 
 Status EmbeddingTable::Push(std::span<const uint64_t> keys, std::span<const float> grads,
                             const PushLogHook& also_log) {
+  LogHookOnly check(also_log);
+  return Push(keys, grads, check);
+}
+
+Status EmbeddingTable::Push(std::span<const uint64_t> keys, std::span<const float> grads,
+                            PushCheck& check) {
   const size_t dim = spec_.dim;
   if (grads.size() != keys.size() * dim) {
     return InvalidArgument("push to table '" + spec_.name + "': " + std::to_string(keys.size()) +
@@ -175,13 +227,13 @@ Status EmbeddingTable::Push(std::span<const uint64_t> keys, std::span<const floa
   }
   const uint32_t state_floats = optimizer_.state_floats();
   return ForEachRequestRow(
-      keys, floats_per_row_, /*push=*/true,
+      keys, floats_per_row_,
       [&](uint32_t position, float* row) {
         optimizer_.Apply(std::span<float>(row, dim), std::span<float>(row + dim, state_floats),
                          grads.subspan(size_t{position} * dim, dim));
         StampUpdate(row);
       },
-      /*check=*/nullptr, also_log ? &also_log : nullptr);
+      /*pull_check=*/nullptr, &check);
 }
 
 uint64_t EmbeddingTable::bytes() const {

@@ -18,8 +18,13 @@
 // ForEach* visitors see exactly what an all-in-memory table would hold. With log_pushes, every
 // push's rows are written to disk (RocksDB's write-ahead log) before Push returns, and the stripe
 // locks of the request are held until then, so the log orders the writes of a key as memory does.
-// A caller may add records of its own to that write (Push's `also_log`), which then reach disk
-// atomically with the rows: the server records there which request a push was.
+// A caller may add records of its own to that write (Push's `also_log`, or its PushCheck), which
+// then reach disk atomically with the rows: the server records there which request a push was.
+//
+// A request hashes each key to its partition once. A caller that must vet the keys first (a
+// server: does it own their partitions?) hands the table a check (RequestCheck for a pull,
+// PushCheck for a push), which the table runs with those partitions before any row is read or
+// changed.
 //
 // With spec.admit_after > 1, a key without a row gets one only once it occurred in admit_after
 // requests (admission_filter.h); until then a pull reads its initial row and a push is dropped.
@@ -87,6 +92,24 @@ class EmbeddingTable {
   // Lets a caller vet the keys (a server: does it own them?) without hashing them again.
   using RequestCheck = std::function<Status(std::span<const uint64_t> keys,
                                             std::span<const uint32_t> partitions)>;
+  // A push's counterpart of RequestCheck, with the records to log with its rows (as PushLogHook).
+  // Both run on the thread that called Push.
+  class PushCheck {
+   public:
+    enum class Verdict {
+      kApply,  // apply the push
+      kSkip,   // apply nothing and return OK: the caller took care of the push
+    };
+    virtual ~PushCheck() = default;
+    // Looks at the push's keys with the partition of each (partitions[i] of keys[i]) before any
+    // row is read or changed, and before any stripe lock is taken (so it may wait). An error it
+    // returns ends the push with that error, nothing done.
+    virtual Result<Verdict> Check(std::span<const uint64_t> keys,
+                                  std::span<const uint32_t> partitions) = 0;
+    // When logs_pushes() and Check said kApply: called once with the batch of the push's rows,
+    // before it is written, under the request's stripe locks (it must not call the table).
+    virtual void AppendWrites(RowWrites& batch) = 0;
+  };
 
   // `spec` must pass ValidateTableSpec and num_partitions must be at least 1 (checked: a
   // violation aborts; validate specs from configs and peers first).
@@ -119,6 +142,9 @@ class EmbeddingTable {
   // and its records are written with them; otherwise it is not called.
   Status Push(std::span<const uint64_t> keys, std::span<const float> grads,
               const PushLogHook& also_log = nullptr);
+  // The same, with `check` deciding on the push first (after the size check) and adding the
+  // records to log with its rows.
+  Status Push(std::span<const uint64_t> keys, std::span<const float> grads, PushCheck& check);
   // Whether Push writes its rows to disk before returning (a tier with log_pushes).
   bool logs_pushes() const;
 
@@ -187,16 +213,17 @@ class EmbeddingTable {
   // request, dropped after it) and counts it; returns `row`.
   float* InitialRowNotStored(uint64_t key, bool push, float* row);
   // Calls use(position, row) for every key of the request, creating missing rows, stripe by
-  // stripe under the stripe's lock; rows are prefetched `prefetch_floats` floats deep. `push`
-  // marks the rows changed. `check` (if set) runs first; `also_log`: see Push (pushes only).
+  // stripe under the stripe's lock; rows are prefetched `prefetch_floats` floats deep. A push
+  // (`push_check` set) marks the rows changed. First the keys are hashed to their partitions and
+  // vetted: by `pull_check` (if set) for a pull, by push_check->Check for a push.
   template <typename Use>
-  Status ForEachRequestRow(std::span<const uint64_t> keys, size_t prefetch_floats, bool push,
-                           Use&& use, const RequestCheck* check,
-                           const PushLogHook* also_log = nullptr);
-  // The same for a tiered table (embedding_table_tier.cc), after the keys were grouped.
+  Status ForEachRequestRow(std::span<const uint64_t> keys, size_t prefetch_floats, Use&& use,
+                           const RequestCheck* pull_check, PushCheck* push_check);
+  // The same for a tiered table (embedding_table_tier.cc), after the keys were grouped and
+  // vetted; `push_check`'s records are logged with a push's rows.
   Status ForEachTieredRequestRow(std::span<const uint64_t> keys,
-                                 internal::RequestGroups& groups, bool push, const RowUse& use,
-                                 const PushLogHook* also_log);
+                                 internal::RequestGroups& groups, const RowUse& use,
+                                 PushCheck* push_check);
   // Tiered counterparts of the public methods of the same name.
   Status ForEachTieredRowInPartition(uint32_t partition, const RowVisitor& visit) const;
   Status RestoreTiered(uint32_t partition, uint64_t key, std::span<const float> row,

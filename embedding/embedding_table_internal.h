@@ -26,7 +26,8 @@ struct EmbeddingTable::Tier {
 namespace internal {
 
 // A request's key positions grouped by lock stripe (a stable counting sort, so duplicate keys keep
-// their order), with each key's partition and, once looked up, its row. Reused per thread.
+// their order), with each key's partition and, once looked up, its row. Reused per thread; filled
+// by EmbeddingTable::ForEachRequestRow (embedding_table.cc).
 struct RequestGroups {
   std::vector<uint32_t> partition;  // by position in the request
   std::vector<uint32_t> order;      // positions, stripe after stripe
@@ -52,30 +53,6 @@ struct RequestGroups {
     return row;
   }
 };
-
-// Fills this thread's RequestGroups for `keys`, given each key's partition; partition p is in
-// stripe p % num_stripes, a power of two.
-template <typename PartitionOf>
-RequestGroups& GroupByStripe(std::span<const uint64_t> keys, uint32_t num_stripes,
-                             PartitionOf&& partition_of) {
-  const uint32_t stripe_mask = num_stripes - 1;
-  thread_local RequestGroups groups;
-  const uint32_t n = static_cast<uint32_t>(keys.size());
-  groups.partition.resize(n);
-  groups.order.resize(n);
-  groups.rows.resize(n);
-  groups.bounds.assign(num_stripes + 1, 0);
-  groups.scratch_used = 0;
-  for (uint32_t i = 0; i < n; ++i) {
-    groups.partition[i] = partition_of(keys[i]);
-    ++groups.bounds[(groups.partition[i] & stripe_mask) + 1];
-  }
-  for (uint32_t s = 0; s < num_stripes; ++s) groups.bounds[s + 1] += groups.bounds[s];
-  thread_local std::vector<uint32_t> next_slot;  // per stripe, where its next position goes
-  next_slot.assign(groups.bounds.begin(), groups.bounds.end() - 1);
-  for (uint32_t i = 0; i < n; ++i) groups.order[next_slot[groups.partition[i] & stripe_mask]++] = i;
-  return groups;
-}
 
 // Tier flags, in the float after a tiered row's weights and state.
 enum RowFlag : uint32_t {

@@ -51,9 +51,10 @@ void EmbeddingTable::InitTier(const TierOptions& tier) {
 bool EmbeddingTable::logs_pushes() const { return tier_ != nullptr && tier_->options.log_pushes; }
 
 Status EmbeddingTable::ForEachTieredRequestRow(std::span<const uint64_t> keys,
-                                               internal::RequestGroups& groups, bool push,
-                                               const RowUse& use, const PushLogHook* also_log) {
+                                               internal::RequestGroups& groups, const RowUse& use,
+                                               PushCheck* push_check) {
   Tier& tier = *tier_;
+  const bool push = push_check != nullptr;
   const bool log = push && tier.options.log_pushes;
   const uint64_t row_bytes = uint64_t{stored_floats_} * sizeof(float);
   thread_local std::vector<uint32_t> missed;  // indexes into groups.order
@@ -166,7 +167,7 @@ Status EmbeddingTable::ForEachTieredRequestRow(std::span<const uint64_t> keys,
     }
   }
   if (!log) return Status::Ok();
-  if (also_log != nullptr) (*also_log)(writes);
+  push_check->AppendWrites(writes);
   // Every stripe of the request is still locked: the rows written are the rows in memory.
   RETURN_IF_ERROR(tier.options.disk->Write(writes).WithContext("logging a push"));
   for (size_t h = 0; h < held_stripes.size(); ++h) {

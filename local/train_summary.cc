@@ -14,9 +14,9 @@ double WaitPerStepMs(const trainer::TrainSummary& summary) {
   return wait / std::max<uint32_t>(summary.steps, 1);
 }
 
-wire::TableStats SumTableStats(const wire::ServerStats& server) {
-  wire::TableStats sum;
-  for (const wire::TableStats& t : server.tables) {
+TableStats SumTableStats(const ServerStats& server) {
+  TableStats sum;
+  for (const TableStats& t : server.tables) {
     sum.rows += t.rows;
     sum.bytes += t.bytes;
     sum.resident_rows += t.resident_rows;
@@ -32,11 +32,11 @@ wire::TableStats SumTableStats(const wire::ServerStats& server) {
 }
 
 std::string TrainSummaryJson(const trainer::TrainSummary& s,
-                             const std::vector<wire::ServerStats>& servers,
+                             const std::vector<ServerStats>& servers,
                              const std::optional<EvalFigures>& eval) {
   Json server_list = Json::array();
-  for (const wire::ServerStats& server : servers) {
-    const wire::TableStats sum = SumTableStats(server);
+  for (const ServerStats& server : servers) {
+    const TableStats sum = SumTableStats(server);
     server_list.push_back({{"id", server.server_id},
                            {"rows", sum.rows},
                            {"bytes", sum.bytes},

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "common/wire.h"
+#include "common/server_stats.h"
 #include "trainer/ranking_metrics.h"
 #include "trainer/trainer.h"
 
@@ -24,13 +24,13 @@ struct EvalFigures {
 double WaitPerStepMs(const trainer::TrainSummary& summary);
 
 // A server's table stats added up over its tables (name left empty).
-wire::TableStats SumTableStats(const wire::ServerStats& server);
+TableStats SumTableStats(const ServerStats& server);
 
 // {"steps", "samples", "seconds", "samples_per_second", "wait_ms_per_step", "backend",
 //  "loss_start", "loss_end", "servers": [{"id", "rows", ...}], "eval": {...} when given},
 // indented, ending in a newline.
 std::string TrainSummaryJson(const trainer::TrainSummary& summary,
-                             const std::vector<wire::ServerStats>& servers,
+                             const std::vector<ServerStats>& servers,
                              const std::optional<EvalFigures>& eval);
 
 }  // namespace ember::local

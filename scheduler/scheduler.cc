@@ -10,12 +10,12 @@ namespace {
 
 constexpr Millis kPollInterval{100};
 
-std::string IdentityKey(const zmq::message_t& identity) {
+std::string IdentityKey(const Frame& identity) {
   return std::string(static_cast<const char*>(identity.data()), identity.size());
 }
 
-zmq::message_t CopyFrame(const zmq::message_t& frame) {
-  zmq::message_t copy(frame.size());
+Frame CopyFrame(const Frame& frame) {
+  Frame copy(frame.size());
   if (frame.size() > 0) std::memcpy(copy.data(), frame.data(), frame.size());
   return copy;
 }
@@ -30,7 +30,7 @@ Scheduler::Scheduler(SchedulerOptions options)
       moves_(options_.server_timeout, options_.moves_per_server) {}
 
 Scheduler::~Scheduler() {
-  if (socket_.handle() != nullptr) socket_.close();
+  socket_.Close();
 }
 
 Status Scheduler::Start() {
@@ -46,7 +46,7 @@ Status Scheduler::Start() {
     return InvalidArgument("scheduler: periodic checkpoints need an absolute directory, got '" +
                            options_.checkpoints.dir + "'");
   }
-  ASSIGN_OR_RETURN(socket_, MakeSocket(context_, zmq::socket_type::router));
+  ASSIGN_OR_RETURN(socket_, MakeSocket(context_, SocketKind::kRouter));
   ASSIGN_OR_RETURN(endpoint_, BindSocket(socket_, options_.bind));
   routing_.num_partitions = options_.num_partitions;
   spdlog::info("scheduler: listening on {}, waiting for {} servers, {} partitions, {} tables",
@@ -71,17 +71,17 @@ void Scheduler::Run() {
   }
 }
 
-void Scheduler::Reply(const zmq::message_t& identity, zmq::message_t payload) {
-  std::vector<zmq::message_t> frames;
+void Scheduler::Reply(const Frame& identity, Frame payload) {
+  std::vector<Frame> frames;
   frames.push_back(CopyFrame(identity));
   frames.push_back(std::move(payload));
   Status sent = SendFrames(socket_, frames);
   if (!sent.ok()) spdlog::warn("scheduler: reply dropped: {}", sent.ToString());
 }
 
-void Scheduler::HandleMessage(std::vector<zmq::message_t> frames) {
+void Scheduler::HandleMessage(std::vector<Frame> frames) {
   if (frames.size() < 2) return;
-  zmq::message_t identity = std::move(frames.front());
+  Frame identity = std::move(frames.front());
   if (frames.size() > 2) {
     Reply(identity, wire::EncodeStatusResponse(
                         0, routing_.epoch,
@@ -137,7 +137,7 @@ wire::Registration Scheduler::RegistrationFor(uint32_t member_id) const {
   return registration;
 }
 
-void Scheduler::HandleRegisterServer(zmq::message_t identity, uint64_t request_id,
+void Scheduler::HandleRegisterServer(Frame identity, uint64_t request_id,
                                      const wire::RegisterServerRequest& registration) {
   const std::string& endpoint = registration.endpoint;
   if (endpoint.empty()) {
@@ -179,7 +179,7 @@ void Scheduler::HandleRegisterServer(zmq::message_t identity, uint64_t request_i
   if (servers_.size() == options_.num_servers) FormCluster();
 }
 
-void Scheduler::HandleRegisterTrainer(zmq::message_t identity, uint64_t request_id,
+void Scheduler::HandleRegisterTrainer(Frame identity, uint64_t request_id,
                                       const std::string& name) {
   auto [it, inserted] = trainer_ids_.emplace(name, static_cast<uint32_t>(trainer_ids_.size()));
   if (inserted) spdlog::info("scheduler: trainer '{}' registered as {}", name, it->second);
@@ -209,7 +209,7 @@ void Scheduler::FormCluster() {
   waiting_trainers_.clear();
 }
 
-void Scheduler::HandleBarrier(zmq::message_t identity, uint64_t request_id,
+void Scheduler::HandleBarrier(Frame identity, uint64_t request_id,
                               const wire::BarrierRequest& barrier) {
   if (barrier.count == 0) {
     Reply(identity, wire::EncodeStatusResponse(
@@ -228,7 +228,7 @@ void Scheduler::HandleBarrier(zmq::message_t identity, uint64_t request_id,
   barriers_.erase(barrier.name);
 }
 
-void Scheduler::HandleTrainerClock(zmq::message_t identity, uint64_t request_id,
+void Scheduler::HandleTrainerClock(Frame identity, uint64_t request_id,
                                    const wire::TrainerClockRequest& clock) {
   const auto now = std::chrono::steady_clock::now();
   Status recorded = clock.leave ? clocks_.Leave(clock.trainer, clock.clock, now)
@@ -245,7 +245,7 @@ void Scheduler::HandleTrainerClock(zmq::message_t identity, uint64_t request_id,
   ServeClockWaiters();
 }
 
-void Scheduler::HandleHeartbeat(const zmq::message_t& identity, uint64_t request_id,
+void Scheduler::HandleHeartbeat(const Frame& identity, uint64_t request_id,
                                 uint32_t trainer) {
   Status alive = clocks_.Heartbeat(trainer, std::chrono::steady_clock::now());
   if (alive.ok() && !clocks_.failure().ok()) alive = clocks_.failure();
@@ -270,7 +270,7 @@ void Scheduler::ServeClockWaiters() {
   clock_waiters_ = std::move(still_waiting);
 }
 
-void Scheduler::HandleCheckpointNow(zmq::message_t identity, uint64_t request_id,
+void Scheduler::HandleCheckpointNow(Frame identity, uint64_t request_id,
                                     const std::string& dir) {
   if (clocks_.live_trainers().empty()) {
     Reply(identity, wire::EncodeStatusResponse(
@@ -290,7 +290,7 @@ void Scheduler::HandleCheckpointNow(zmq::message_t identity, uint64_t request_id
   ServeCut();
 }
 
-void Scheduler::HandleCheckpointCut(zmq::message_t identity, uint64_t request_id,
+void Scheduler::HandleCheckpointCut(Frame identity, uint64_t request_id,
                                     const wire::CheckpointCutRequest& cut) {
   const auto now = std::chrono::steady_clock::now();
   if (cut.done) {

@@ -16,8 +16,6 @@
 // peer sends stops the loop.
 #pragma once
 
-#include <zmq.hpp>
-
 #include <atomic>
 #include <map>
 #include <string>
@@ -64,30 +62,30 @@ class Scheduler {
  private:
   // A request whose answer waits for something (all servers, a barrier).
   struct Waiter {
-    zmq::message_t identity;
+    Frame identity;
     uint64_t request_id = 0;
     uint32_t member_id = 0;  // server or trainer id
     uint64_t clock = 0;      // clock waiters: the clock the trainer completed
   };
 
-  void HandleMessage(std::vector<zmq::message_t> frames);
-  void HandleRegisterServer(zmq::message_t identity, uint64_t request_id,
+  void HandleMessage(std::vector<Frame> frames);
+  void HandleRegisterServer(Frame identity, uint64_t request_id,
                             const wire::RegisterServerRequest& registration);
   // In scheduler_moves.cc.
-  void HandleServerHeartbeat(const zmq::message_t& identity, uint64_t request_id, uint32_t server);
-  void HandleMoveDecision(const zmq::message_t& identity, uint64_t request_id,
+  void HandleServerHeartbeat(const Frame& identity, uint64_t request_id, uint32_t server);
+  void HandleMoveDecision(const Frame& identity, uint64_t request_id,
                           const wire::MoveDecisionRequest& decision);
-  void HandleDrain(const zmq::message_t& identity, uint64_t request_id, uint32_t server);
-  void HandleClusterStatus(const zmq::message_t& identity, uint64_t request_id);
-  void HandleRegisterTrainer(zmq::message_t identity, uint64_t request_id,
+  void HandleDrain(const Frame& identity, uint64_t request_id, uint32_t server);
+  void HandleClusterStatus(const Frame& identity, uint64_t request_id);
+  void HandleRegisterTrainer(Frame identity, uint64_t request_id,
                              const std::string& name);
-  void HandleBarrier(zmq::message_t identity, uint64_t request_id, const wire::BarrierRequest&);
-  void HandleTrainerClock(zmq::message_t identity, uint64_t request_id,
+  void HandleBarrier(Frame identity, uint64_t request_id, const wire::BarrierRequest&);
+  void HandleTrainerClock(Frame identity, uint64_t request_id,
                           const wire::TrainerClockRequest& clock);
-  void HandleHeartbeat(const zmq::message_t& identity, uint64_t request_id, uint32_t trainer);
-  void HandleCheckpointCut(zmq::message_t identity, uint64_t request_id,
+  void HandleHeartbeat(const Frame& identity, uint64_t request_id, uint32_t trainer);
+  void HandleCheckpointCut(Frame identity, uint64_t request_id,
                            const wire::CheckpointCutRequest& cut);
-  void HandleCheckpointNow(zmq::message_t identity, uint64_t request_id, const std::string& dir);
+  void HandleCheckpointNow(Frame identity, uint64_t request_id, const std::string& dir);
   // Hands the active cut to its coordinator once everyone arrived; fails it when it timed out;
   // fails a requested cut nobody is left to reach.
   void ServeCut();
@@ -97,12 +95,12 @@ class Scheduler {
   // Answers every clock waiter that may proceed (or must fail) now.
   void ServeClockWaiters();
   void FormCluster();
-  void Reply(const zmq::message_t& identity, zmq::message_t payload);
+  void Reply(const Frame& identity, Frame payload);
   wire::Registration RegistrationFor(uint32_t member_id) const;
 
   const SchedulerOptions options_;
-  zmq::context_t context_;
-  zmq::socket_t socket_;  // ROUTER
+  Context context_;
+  Socket socket_;  // ROUTER
   std::string endpoint_;
   std::atomic<bool> stop_requested_{false};
 

@@ -5,7 +5,7 @@
 
 namespace ember::scheduler {
 
-void Scheduler::HandleServerHeartbeat(const zmq::message_t& identity, uint64_t request_id,
+void Scheduler::HandleServerHeartbeat(const Frame& identity, uint64_t request_id,
                                       uint32_t server) {
   if (!routing_.ready()) {
     Reply(identity, wire::EncodeStatusResponse(
@@ -26,7 +26,7 @@ void Scheduler::HandleServerHeartbeat(const zmq::message_t& identity, uint64_t r
   Reply(identity, wire::EncodeServerOrdersResponse(request_id, orders));
 }
 
-void Scheduler::HandleMoveDecision(const zmq::message_t& identity, uint64_t request_id,
+void Scheduler::HandleMoveDecision(const Frame& identity, uint64_t request_id,
                                    const wire::MoveDecisionRequest& decision) {
   const PartitionMove move{decision.move.partition, decision.move.from, decision.move.to};
   if (move.partition >= routing_.owners.size() ||
@@ -64,7 +64,7 @@ void Scheduler::HandleMoveDecision(const zmq::message_t& identity, uint64_t requ
   Reply(identity, wire::EncodeRoutingResponse(request_id, routing_));
 }
 
-void Scheduler::HandleDrain(const zmq::message_t& identity, uint64_t request_id,
+void Scheduler::HandleDrain(const Frame& identity, uint64_t request_id,
                             uint32_t server) {
   Status drained = routing_.ready() ? moves_.Drain(server, routing_)
                                     : FailedPrecondition("the cluster has not formed yet");
@@ -75,7 +75,7 @@ void Scheduler::HandleDrain(const zmq::message_t& identity, uint64_t request_id,
   Reply(identity, wire::EncodeStatusResponse(request_id, routing_.epoch, drained));
 }
 
-void Scheduler::HandleClusterStatus(const zmq::message_t& identity, uint64_t request_id) {
+void Scheduler::HandleClusterStatus(const Frame& identity, uint64_t request_id) {
   wire::ClusterStatus status;
   status.routing = routing_;
   for (const ServerInfo& server : servers_) {

@@ -251,7 +251,7 @@ Result<TrainSummary> Trainer::Run(uint32_t steps,
     }
   }
   RETURN_IF_ERROR(drain_pushes().WithContext("final push"));
-  RETURN_IF_ERROR(client_->Leave(clock_).WithContext("leaving"));
+  RETURN_IF_ERROR(client_->scheduler().Leave(client_->trainer_id(), clock_));
   summary.steps = steps >= first_step ? steps - first_step + 1 : 0;
   summary.seconds = std::chrono::duration<double>(Clock::now() - run_start).count();
   summary.samples_per_second = summary.seconds > 0 ? summary.samples / summary.seconds : 0;
@@ -263,13 +263,13 @@ Result<TrainSummary> Trainer::Run(uint32_t steps,
 }
 
 Status Trainer::SynchroniseClock() {
-  ASSIGN_OR_RETURN(wire::ClockGrant grant,
-                   client_->ReportClock(clock_, options_.sync.clock_timeout));
+  ASSIGN_OR_RETURN(ClockGrant grant,
+                   client_->scheduler().ReportClock(client_->trainer_id(), clock_,
+                                                    options_.sync.clock_timeout));
   if (grant.cut.clock > clock_) pending_cut_ = grant.cut;
   if (options_.sync.mode != SyncMode::kBsp) return Status::Ok();
-  return client_->ApplyClock(
-      wire::ApplyClockRequest{clock_, std::move(grant.trainers), options_.sync.combine},
-      options_.sync.clock_timeout);
+  return client_->ApplyClock(clock_, grant.trainers, options_.sync.combine,
+                             options_.sync.clock_timeout);
 }
 
 Result<DenseState> Trainer::CurrentDenseState() {
@@ -285,8 +285,8 @@ Result<DenseState> Trainer::CurrentDenseState() {
 }
 
 Status Trainer::TakeCheckpoint(const Result<std::string>& data_position) {
-  const wire::CutInfo cut = pending_cut_;
-  pending_cut_ = wire::CutInfo{};
+  const CutInfo cut = pending_cut_;
+  pending_cut_ = CutInfo{};
   auto write_own_file = [&]() -> Status {
     TrainerCheckpoint file;
     file.step = clock_;
@@ -304,7 +304,8 @@ Status Trainer::TakeCheckpoint(const Result<std::string>& data_position) {
                   options_.rank, clock_, written.ToString());
   }
   // Arrive even without a file, so the others learn at once that this cut fails.
-  auto arrived = client_->ArriveAtCut(cut.clock, options_.sync.clock_timeout);
+  auto arrived = client_->scheduler().ArriveAtCut(client_->trainer_id(), cut.clock,
+                                                  options_.sync.clock_timeout);
   if (!arrived.ok()) {
     spdlog::warn("trainer {}: checkpoint after step {} into {} failed: {}; training goes on",
                  options_.rank, cut.clock, cut.dir, arrived.status().ToString());
@@ -319,10 +320,11 @@ Status Trainer::TakeCheckpoint(const Result<std::string>& data_position) {
     spdlog::error("trainer {}: checkpoint after step {} into {} failed: {}; training goes on",
                   options_.rank, cut.clock, cut.dir, outcome.ToString());
   }
-  return client_->FinishCut(cut.clock, outcome, options_.sync.clock_timeout);
+  return client_->scheduler().FinishCut(client_->trainer_id(), cut.clock, outcome,
+                                        options_.sync.clock_timeout);
 }
 
-Status Trainer::CompleteCut(const wire::CutInfo& cut) {
+Status Trainer::CompleteCut(const CutInfo& cut) {
   ASSIGN_OR_RETURN(Manifest manifest, ps::CheckpointServers(*client_, cut.dir, cut.clock,
                                                                 options_.sync.clock_timeout));
   manifest.trainers = options_.sync.trainers;
@@ -354,9 +356,9 @@ Status Trainer::Restore(const std::string& dir) {
     RETURN_IF_ERROR(ps::RestoreServers(*client_, absolute, options_.sync.clock_timeout).status());
   }
   if (options_.sync.trainers > 1) {
-    RETURN_IF_ERROR(client_
-                        ->Barrier("restore " + absolute, options_.sync.trainers,
-                                  options_.sync.clock_timeout)
+    RETURN_IF_ERROR(client_->scheduler()
+                        .Barrier("restore " + absolute, options_.sync.trainers,
+                                 options_.sync.clock_timeout)
                         .WithContext("waiting for trainer 0 to restore the servers"));
   }
   const std::string path = TrainerFilePath(absolute, options_.rank);

@@ -29,6 +29,7 @@
 #include <string>
 #include <vector>
 
+#include "common/clock_grant.h"
 #include "ps/client/client.h"
 #include "trainer/backend.h"
 #include "trainer/data_source.h"
@@ -103,7 +104,7 @@ class Trainer {
   Status TakeCheckpoint(const Result<std::string>& data_position);
   // The coordinator's part: the servers' partitions, every trainer file present, the manifest,
   // and pruning of older periodic checkpoints.
-  Status CompleteCut(const wire::CutInfo& cut);
+  Status CompleteCut(const CutInfo& cut);
   // The dense weights as the next step would start from them (pulled when they live on the
   // servers).
   Result<DenseState> CurrentDenseState();
@@ -117,7 +118,7 @@ class Trainer {
   uint32_t completed_steps_ = 0;
   std::unique_ptr<DenseTable> dense_;  // when the dense weights live on the servers
   ClockObserver observer_;
-  wire::CutInfo pending_cut_;  // announced cut (clock 0: none)
+  CutInfo pending_cut_;  // announced cut (clock 0: none)
 };
 
 }  // namespace ember::trainer

@@ -27,7 +27,7 @@ class EchoDriver : public RequestDriver {
 
   Status Connect(const std::vector<std::string>& endpoints) {
     for (const std::string& endpoint : endpoints) {
-      ASSIGN_OR_RETURN(zmq::socket_t socket, MakeSocket(context_, zmq::socket_type::dealer));
+      ASSIGN_OR_RETURN(Socket socket, MakeSocket(context_, SocketKind::kDealer));
       RETURN_IF_ERROR(ConnectSocket(socket, endpoint));
       sockets_.push_back(std::move(socket));
     }
@@ -39,7 +39,7 @@ class EchoDriver : public RequestDriver {
     size_t first = 0;
     for (size_t peer = 0; peer < sockets_.size(); ++peer) {
       const size_t share = ShareOf(keys.size(), peer, sockets_.size());
-      std::vector<zmq::message_t> request;
+      std::vector<Frame> request;
       request.emplace_back(share * (sizeof(uint64_t) + row_bytes));
       char* out = static_cast<char*>(request.back().data());
       std::memcpy(out, keys.data() + first, share * sizeof(uint64_t));
@@ -63,8 +63,8 @@ class EchoDriver : public RequestDriver {
   const Mode mode_;
   const uint32_t dim_;
   const std::vector<size_t> reply_bytes_;
-  zmq::context_t context_;
-  std::vector<zmq::socket_t> sockets_;
+  Context context_;
+  std::vector<Socket> sockets_;
   std::vector<float> gradients_;
 };
 

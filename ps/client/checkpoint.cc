@@ -13,8 +13,7 @@ Result<Manifest> CheckpointServers(Client& client, const std::string& dir, uint6
                                    Millis timeout) {
   const std::string absolute = std::filesystem::absolute(dir).lexically_normal().string();
   RETURN_IF_ERROR(MakeDirectories(absolute));
-  RETURN_IF_ERROR(client.Checkpoint(
-      wire::CheckpointRequest{absolute, wire::CheckpointAction::kWrite}, timeout));
+  RETURN_IF_ERROR(client.Checkpoint(absolute, CheckpointAction::kWrite, timeout));
   const RoutingTable routing = client.routing();
   Manifest manifest;
   manifest.step = step;
@@ -24,18 +23,10 @@ Result<Manifest> CheckpointServers(Client& client, const std::string& dir, uint6
   return manifest;
 }
 
-Result<wire::CutInfo> RequestCheckpoint(const std::string& scheduler_endpoint,
-                                        const std::string& dir, Millis timeout) {
+Result<CutInfo> RequestCheckpoint(const std::string& scheduler_endpoint, const std::string& dir,
+                                  Millis timeout) {
   const std::string absolute = std::filesystem::absolute(dir).lexically_normal().string();
-  zmq::context_t context(1);
-  RpcChannel channel(context, scheduler_endpoint);
-  const uint64_t id = channel.NextRequestId();
-  ASSIGN_OR_RETURN(auto reply,
-                   channel.Call(id, wire::EncodeCheckpointNow({id, 0}, absolute), timeout));
-  if (!reply.status.ok()) return reply.status;
-  auto* cut = std::get_if<wire::CutInfo>(&reply.body);
-  if (cut == nullptr) return Internal("the scheduler answered a checkpoint request without the cut");
-  return std::move(*cut);
+  return SchedulerClient(scheduler_endpoint).CheckpointNow(absolute, timeout);
 }
 
 Result<Manifest> RestoreServers(Client& client, const std::string& dir, Millis timeout) {
@@ -44,8 +35,8 @@ Result<Manifest> RestoreServers(Client& client, const std::string& dir, Millis t
   const RoutingTable routing = client.routing();
   if (manifest.partitions != routing.num_partitions) {
     return FailedPrecondition("checkpoint '" + absolute + "' has " +
-                              std::to_string(manifest.partitions) +
-                              " partitions, the cluster " + std::to_string(routing.num_partitions));
+                              std::to_string(manifest.partitions) + " partitions, the cluster " +
+                              std::to_string(routing.num_partitions));
   }
   for (const TableSpec& spec : client.tables()) {
     const bool present = std::any_of(
@@ -57,10 +48,8 @@ Result<Manifest> RestoreServers(Client& client, const std::string& dir, Millis t
     }
   }
   // Every server checks its files before any loads, so no server changes a row unless all can.
-  RETURN_IF_ERROR(client.Checkpoint(
-      wire::CheckpointRequest{absolute, wire::CheckpointAction::kVerify}, timeout));
-  RETURN_IF_ERROR(client.Checkpoint(
-      wire::CheckpointRequest{absolute, wire::CheckpointAction::kRestore}, timeout));
+  RETURN_IF_ERROR(client.Checkpoint(absolute, CheckpointAction::kVerify, timeout));
+  RETURN_IF_ERROR(client.Checkpoint(absolute, CheckpointAction::kRestore, timeout));
   return manifest;
 }
 

@@ -9,8 +9,9 @@
 #include <string>
 
 #include "common/checkpoint_layout.h"
+#include "common/clock_grant.h"
+#include "common/millis.h"
 #include "common/status.h"
-#include "common/transport.h"
 #include "ps/client/client.h"
 
 namespace ember::ps {
@@ -21,9 +22,10 @@ namespace ember::ps {
 Result<Manifest> CheckpointServers(Client& client, const std::string& dir, uint64_t step,
                                    Millis timeout);
 // Asks the scheduler at `scheduler_endpoint` for a checkpoint cut into `dir` (made absolute) and
-// waits until the trainers and servers wrote it; returns the cut (its clock is the step).
-Result<wire::CutInfo> RequestCheckpoint(const std::string& scheduler_endpoint,
-                                        const std::string& dir, Millis timeout);
+// waits until the trainers and servers wrote it (SchedulerClient::CheckpointNow); returns the cut
+// (its clock is the step).
+Result<CutInfo> RequestCheckpoint(const std::string& scheduler_endpoint, const std::string& dir,
+                                  Millis timeout);
 // Verifies the checkpoint in `dir` (ReadAndVerifyCheckpoint), checks that it fits the cluster
 // (same partition count and tables), then asks every server to load its partitions.
 Result<Manifest> RestoreServers(Client& client, const std::string& dir, Millis timeout);

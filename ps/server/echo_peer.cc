@@ -17,7 +17,7 @@ EchoPeer::~EchoPeer() { Stop(); }
 
 Status EchoPeer::Start() {
   if (thread_.joinable()) return FailedPrecondition("echo peer: already started");
-  ASSIGN_OR_RETURN(socket_, MakeSocket(context_, zmq::socket_type::router));
+  ASSIGN_OR_RETURN(socket_, MakeSocket(context_, SocketKind::kRouter));
   ASSIGN_OR_RETURN(endpoint_, BindSocket(socket_, options_.bind));
   stop_requested_.store(false, std::memory_order_relaxed);
   thread_ = std::thread([this] { AnswerLoop(); });
@@ -27,7 +27,7 @@ Status EchoPeer::Start() {
 void EchoPeer::Stop() {
   stop_requested_.store(true, std::memory_order_relaxed);
   if (thread_.joinable()) thread_.join();
-  if (socket_.handle() != nullptr) socket_.close();
+  socket_.Close();
 }
 
 void EchoPeer::AnswerLoop() {
@@ -36,7 +36,7 @@ void EchoPeer::AnswerLoop() {
     if (!frames.ok()) continue;  // timeout: check the stop flag
     if (frames->size() < 2) continue;  // a ROUTER message always starts with the identity
     request_bytes_received_.fetch_add(frames->back().size(), std::memory_order_relaxed);
-    std::vector<zmq::message_t> reply;
+    std::vector<Frame> reply;
     reply.push_back(std::move(frames->front()));
     reply.emplace_back(reply_template_.data(), reply_template_.size());
     Status sent = SendFrames(socket_, reply);

@@ -6,8 +6,6 @@
 // read from any thread.
 #pragma once
 
-#include <zmq.hpp>
-
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
@@ -47,8 +45,8 @@ class EchoPeer {
   void AnswerLoop();
 
   const EchoPeerOptions options_;
-  zmq::context_t context_;
-  zmq::socket_t socket_;  // ROUTER, owned by the answering thread once started
+  Context context_;
+  Socket socket_;  // ROUTER, owned by the answering thread once started
   std::string endpoint_;
   // The reply contents, copied into every reply frame as a server copies rows into its reply.
   std::vector<char> reply_template_;

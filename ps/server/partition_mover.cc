@@ -19,7 +19,7 @@ constexpr Millis kDrainedGrace{2000};
 
 }  // namespace
 
-PartitionMover::PartitionMover(ShardService& service, zmq::context_t& context,
+PartitionMover::PartitionMover(ShardService& service, Context& context,
                                MoverOptions options, std::function<void()> on_exit)
     : service_(service),
       context_(context),
@@ -36,29 +36,29 @@ void PartitionMover::Pause(Millis duration, const std::atomic<bool>& stop) {
 
 void PartitionMover::Run(const std::atomic<bool>& stop) {
   while (!stop.load()) {
-    const uint64_t id = scheduler_.NextRequestId();
-    auto reply = scheduler_.Call(
-        id, wire::EncodeServerHeartbeat({id, 0}, service_.server_id()), options_.heartbeat_interval * 5);
-    if (reply.ok() && reply->status.ok()) {
-      if (auto* orders = std::get_if<wire::ServerOrders>(&reply->body)) {
-        service_.ApplyRouting(orders->routing);
-        for (const wire::MoveOrder& move : orders->moves) {
-          if (stop.load()) break;
-          Status moved = RunMove(move, orders->routing);
-          if (!moved.ok()) {
-            spdlog::warn("server {}: move of partition {} from server {} failed: {}",
-                         service_.server_id(), move.partition, move.from, moved.ToString());
-          }
+    auto orders = CallAndCheck<wire::ServerOrders>(
+        scheduler_, "heartbeat", options_.heartbeat_interval * 5,
+        [&](const wire::RequestHeader& header) {
+          return wire::EncodeServerHeartbeat(header, service_.server_id());
+        });
+    if (orders.ok()) {
+      service_.ApplyRouting(orders->routing);
+      for (const wire::MoveOrder& move : orders->moves) {
+        if (stop.load()) break;
+        Status moved = RunMove(move, orders->routing);
+        if (!moved.ok()) {
+          spdlog::warn("server {}: move of partition {} from server {} failed: {}",
+                       service_.server_id(), move.partition, move.from, moved.ToString());
         }
-        if (orders->exit) {
-          // Clients with an old routing table still reach it for a moment: they get "not my
-          // partition" and ask the scheduler, instead of finding nobody.
-          spdlog::info("server {}: drained; stopping in {} ms", service_.server_id(),
-                       kDrainedGrace.count());
-          Pause(kDrainedGrace, stop);
-          on_exit_();
-          return;
-        }
+      }
+      if (orders->exit) {
+        // Clients with an old routing table still reach it for a moment: they get "not my
+        // partition" and ask the scheduler, instead of finding nobody.
+        spdlog::info("server {}: drained; stopping in {} ms", service_.server_id(),
+                     kDrainedGrace.count());
+        Pause(kDrainedGrace, stop);
+        on_exit_();
+        return;
       }
     }
     ResolveLongHolds();
@@ -68,14 +68,11 @@ void PartitionMover::Run(const std::atomic<bool>& stop) {
 
 Result<RoutingTable> PartitionMover::Decide(const wire::MoveOrder& move, bool commit,
                                             const std::string& reason) {
-  const uint64_t id = scheduler_.NextRequestId();
-  ASSIGN_OR_RETURN(auto reply,
-                   scheduler_.Call(id, wire::EncodeMoveDecision({id, 0}, {move, commit, reason}),
-                                   Millis(10'000)));
-  if (!reply.status.ok()) return reply.status;
-  auto* routing = std::get_if<RoutingTable>(&reply.body);
-  if (routing == nullptr) return Internal("the scheduler answered a move decision without routing");
-  return *routing;
+  return CallAndCheck<RoutingTable>(
+      scheduler_, commit ? "committing a move" : "aborting a move", Millis(10'000),
+      [&](const wire::RequestHeader& header) {
+        return wire::EncodeMoveDecision(header, {move, commit, reason});
+      });
 }
 
 Status PartitionMover::RunMove(const wire::MoveOrder& move, const RoutingTable& routing) {

@@ -25,14 +25,13 @@
 // Thread-safety: Run on one thread; the service's methods it calls are thread-safe.
 #pragma once
 
-#include <zmq.hpp>
-
 #include <atomic>
 #include <cstdint>
 #include <functional>
 #include <string>
 
 #include "common/status.h"
+#include "common/rpc_channel.h"
 #include "common/transport.h"
 #include "common/wire.h"
 #include "ps/server/shard_service.h"
@@ -50,7 +49,7 @@ struct MoverOptions {
 class PartitionMover {
  public:
   // `on_exit` runs (on the mover's thread) when the scheduler says the drained server may stop.
-  PartitionMover(ShardService& service, zmq::context_t& context, MoverOptions options,
+  PartitionMover(ShardService& service, Context& context, MoverOptions options,
                  std::function<void()> on_exit);
 
   // Heartbeats and runs moves until `stop` is set.
@@ -69,7 +68,7 @@ class PartitionMover {
   static void Pause(Millis duration, const std::atomic<bool>& stop);
 
   ShardService& service_;
-  zmq::context_t& context_;
+  Context& context_;
   const MoverOptions options_;
   std::function<void()> on_exit_;
   RpcChannel scheduler_;

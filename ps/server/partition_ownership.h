@@ -7,13 +7,19 @@
 //   kCopying     served, and its pushed keys are noted: a copy of it is on its way to the target
 //   kHandedOver  held: requests are answered "moving, retry" until the move is decided
 //   kIncoming    rows arriving from the source; not served until the move commits
+//
+// CheckServed is the ownership check of a pull or push, given the partitions its table hashed
+// the keys to.
 #pragma once
 
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <span>
+#include <string_view>
 
 #include "common/routing_table.h"
+#include "common/status.h"
 
 namespace ember::ps {
 
@@ -22,7 +28,8 @@ enum class PartitionState : uint8_t { kNotOwned, kOwned, kCopying, kHandedOver, 
 class PartitionOwnership {
  public:
   PartitionOwnership(const RoutingTable& routing, uint32_t server)
-      : size_(routing.num_partitions),
+      : server_(server),
+        size_(routing.num_partitions),
         states_(std::make_unique<std::atomic<uint8_t>[]>(routing.num_partitions)),
         epoch_(routing.epoch) {
     for (uint32_t p = 0; p < size_; ++p) {
@@ -48,6 +55,16 @@ class PartitionOwnership {
     for (uint32_t p = 0; p < size_; ++p) count += serves(p);
     return count;
   }
+  // OK when every partition of a request's keys (partitions[i] of keys[i], of table `table`) is
+  // served; otherwise FailedPrecondition naming the first key whose partition this server does
+  // not own (with the epoch), or Unavailable ("retry") when that partition is being handed over.
+  Status CheckServed(std::string_view table, std::span<const uint64_t> keys,
+                     std::span<const uint32_t> partitions) const {
+    for (size_t i = 0; i < keys.size(); ++i) {
+      if (!serves(partitions[i])) return NotServed(table, keys[i], partitions[i]);
+    }
+    return Status::Ok();
+  }
 
   uint64_t epoch() const { return epoch_.load(std::memory_order_acquire); }
   // Epochs only grow.
@@ -58,6 +75,10 @@ class PartitionOwnership {
   }
 
  private:
+  // The error of CheckServed for `key` in `partition` (partition_ownership.cc).
+  Status NotServed(std::string_view table, uint64_t key, uint32_t partition) const;
+
+  const uint32_t server_;
   const uint32_t size_;
   std::unique_ptr<std::atomic<uint8_t>[]> states_;
   std::atomic<uint64_t> epoch_;

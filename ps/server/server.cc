@@ -20,7 +20,7 @@ namespace {
 constexpr Millis kPollInterval{100};
 
 // Moves one multipart message from `from` to `to` without copying the frames.
-void ForwardMessage(zmq::socket_t& from, zmq::socket_t& to) {
+void ForwardMessage(Socket& from, Socket& to) {
   auto frames = ReceiveFrames(from, Millis(0));
   if (!frames.ok() || frames->empty()) return;
   Status sent = SendFrames(to, *frames);
@@ -60,7 +60,7 @@ Status Server::Start() {
   if (options_.memory_budget_bytes != 0 && options_.data_dir.empty()) {
     return InvalidArgument("server: a memory budget needs a data directory for the rows beyond it");
   }
-  ASSIGN_OR_RETURN(frontend_, MakeSocket(context_, zmq::socket_type::router));
+  ASSIGN_OR_RETURN(frontend_, MakeSocket(context_, SocketKind::kRouter));
   const std::string recorded = RecordedEndpoint();
   const std::string bind = recorded.empty() ? options_.bind : recorded;
   auto bound = BindSocket(frontend_, bind);
@@ -70,15 +70,15 @@ Status Server::Start() {
                                                              options_.data_dir + "'");
   }
   endpoint_ = *bound;
-  ASSIGN_OR_RETURN(backend_, MakeSocket(context_, zmq::socket_type::dealer));
+  ASSIGN_OR_RETURN(backend_, MakeSocket(context_, SocketKind::kDealer));
   backend_endpoint_ = "inproc://ember-server-workers";
   ASSIGN_OR_RETURN(std::string bound_backend, BindSocket(backend_, backend_endpoint_));
   (void)bound_backend;
   // The workers' sockets connect before registration: a client may send as soon as the cluster
   // forms, and the DEALER drops what it cannot hand to a connected worker.
-  std::vector<zmq::socket_t> worker_sockets;
+  std::vector<Socket> worker_sockets;
   for (uint32_t w = 0; w < options_.worker_threads; ++w) {
-    ASSIGN_OR_RETURN(zmq::socket_t socket, MakeSocket(context_, zmq::socket_type::dealer));
+    ASSIGN_OR_RETURN(Socket socket, MakeSocket(context_, SocketKind::kDealer));
     RETURN_IF_ERROR(ConnectSocket(socket, backend_endpoint_));
     worker_sockets.push_back(std::move(socket));
   }
@@ -199,31 +199,30 @@ Result<ShardStorage> Server::OpenStorage(const std::vector<TableSpec>& tables) {
 
 void Server::Run() {
   if (!started_) return;
-  zmq::pollitem_t items[] = {{frontend_.handle(), 0, ZMQ_POLLIN, 0},
-                             {backend_.handle(), 0, ZMQ_POLLIN, 0}};
+  Poller poller;
+  const size_t frontend = poller.Add(frontend_);
+  const size_t backend = poller.Add(backend_);
   while (!stop_requested_.load(std::memory_order_relaxed)) {
-    try {
-      zmq::poll(items, 2, kPollInterval);
-    } catch (const zmq::error_t& e) {
-      if (e.num() == EINTR) continue;
-      spdlog::error("server {}: poll failed: {}", service_->server_id(), e.what());
+    Status polled = poller.Wait(kPollInterval);
+    if (!polled.ok()) {
+      spdlog::error("server {}: {}", service_->server_id(), polled.ToString());
       break;
     }
-    if (items[0].revents & ZMQ_POLLIN) ForwardMessage(frontend_, backend_);
-    if (items[1].revents & ZMQ_POLLIN) ForwardMessage(backend_, frontend_);
+    if (poller.Readable(frontend)) ForwardMessage(frontend_, backend_);
+    if (poller.Readable(backend)) ForwardMessage(backend_, frontend_);
   }
   Shutdown();
 }
 
-void Server::WorkerLoop(uint32_t worker, zmq::socket_t& socket) {
+void Server::WorkerLoop(uint32_t worker, Socket& socket) {
   while (!workers_stop_.load(std::memory_order_relaxed)) {
     auto frames = ReceiveFrames(socket, kPollInterval);
     if (!frames.ok()) continue;  // timeout: check the stop flag
     // [peer identity] [optional empty delimiter] payload
     if (frames->size() < 2) continue;
-    std::vector<zmq::message_t> reply;
+    std::vector<Frame> reply;
     reply.push_back(std::move(frames->front()));
-    zmq::message_t response;
+    Frame response;
     const bool has_delimiter = frames->size() == 3 && (*frames)[1].size() == 0;
     if (frames->size() == 2 || has_delimiter) {
       if (has_delimiter) reply.emplace_back();
@@ -264,8 +263,8 @@ void Server::Shutdown() {
   for (std::thread& worker : workers_) worker.join();
   workers_.clear();
   if (expiry_thread_.joinable()) expiry_thread_.join();
-  if (frontend_.handle() != nullptr) frontend_.close();
-  if (backend_.handle() != nullptr) backend_.close();
+  frontend_.Close();
+  backend_.Close();
   if (service_ != nullptr && store_ != nullptr) {
     Status flushed = service_->Flush();
     if (flushed.ok()) flushed = store_->Flush();

@@ -22,8 +22,6 @@
 // thread or signal handler context via RequestStop().
 #pragma once
 
-#include <zmq.hpp>
-
 #include <atomic>
 #include <memory>
 #include <string>
@@ -99,15 +97,15 @@ class Server {
   // Opens the data directory's row store for `tables` (no-op without a data directory).
   Result<ShardStorage> OpenStorage(const std::vector<TableSpec>& tables);
   // Serves requests arriving on `socket` (connected to the dispatcher) until Shutdown().
-  void WorkerLoop(uint32_t worker, zmq::socket_t& socket);
+  void WorkerLoop(uint32_t worker, Socket& socket);
   // Deletes expired rows every options_.expiry_sweep until Shutdown().
   void ExpiryLoop();
   void Shutdown();
 
   ServerOptions options_;  // worker_threads resolved (never 0)
-  zmq::context_t context_;
-  zmq::socket_t frontend_;  // ROUTER, peers connect here
-  zmq::socket_t backend_;   // DEALER, inproc fan-out to workers
+  Context context_;
+  Socket frontend_;  // ROUTER, peers connect here
+  Socket backend_;   // DEALER, inproc fan-out to workers
   std::string endpoint_;
   std::string backend_endpoint_;
   // Declared before service_, which borrows them.

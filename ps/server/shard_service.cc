@@ -3,17 +3,10 @@
 
 #include <spdlog/spdlog.h>
 
-#include <optional>
-
 #include "embedding/table_config.h"
+#include "ps/server/push_gate.h"
 
 namespace ember::ps {
-namespace {
-
-// How long a copy of a push waits for another copy of it that is being applied.
-constexpr Millis kDuplicateWait{60'000};
-
-}  // namespace
 
 Result<std::unique_ptr<ShardService>> ShardService::Create(uint32_t server_id,
                                                            const std::vector<TableSpec>& tables,
@@ -53,7 +46,7 @@ Result<std::unique_ptr<ShardService>> ShardService::Create(uint32_t server_id,
 ShardService::ShardService(uint32_t server_id, const RoutingTable& routing)
     : server_id_(server_id), ownership_(routing, server_id) {}
 
-zmq::message_t ShardService::Handle(zmq::message_t request) {
+Frame ShardService::Handle(Frame request) {
   auto decoded = wire::DecodeRequest(std::move(request));
   if (!decoded.ok()) {
     spdlog::warn("server {}: dropping undecodable request: {}", server_id_,
@@ -63,12 +56,12 @@ zmq::message_t ShardService::Handle(zmq::message_t request) {
   return HandleDecoded(*decoded);
 }
 
-zmq::message_t ShardService::Error(uint64_t request_id, const Status& status) {
+Frame ShardService::Error(uint64_t request_id, const Status& status) {
   errors_.fetch_add(1, std::memory_order_relaxed);
   return wire::EncodeStatusResponse(request_id, ownership_.epoch(), status);
 }
 
-zmq::message_t ShardService::HandleDecoded(const wire::DecodedRequest& request) {
+Frame ShardService::HandleDecoded(const wire::DecodedRequest& request) {
   const wire::RequestHeader& header = request.header;
   if (auto* pull = std::get_if<wire::PullRequest>(&request.body)) return HandlePull(header, *pull);
   if (auto* push = std::get_if<wire::PushRequest>(&request.body)) return HandlePush(header, *push);
@@ -98,34 +91,7 @@ Result<embedding::EmbeddingTable*> ShardService::FindTable(const std::string& na
   return it->second.get();
 }
 
-Status ShardService::CheckOwnership(const embedding::EmbeddingTable& table,
-                                    std::span<const uint64_t> keys) const {
-  thread_local std::vector<uint32_t> partitions;
-  partitions.resize(keys.size());
-  for (size_t i = 0; i < keys.size(); ++i) partitions[i] = table.PartitionOf(keys[i]);
-  return CheckOwnership(table, keys, partitions);
-}
-
-Status ShardService::CheckOwnership(const embedding::EmbeddingTable& table,
-                                    std::span<const uint64_t> keys,
-                                    std::span<const uint32_t> partitions) const {
-  for (size_t i = 0; i < keys.size(); ++i) {
-    const uint64_t key = keys[i];
-    const uint32_t partition = partitions[i];
-    if (ownership_.serves(partition)) continue;
-    if (ownership_.state(partition) == PartitionState::kHandedOver) {
-      return Unavailable("partition " + std::to_string(partition) + " of server " +
-                         std::to_string(server_id_) + " is being handed over; retry");
-    }
-    return FailedPrecondition("key " + std::to_string(key) + " of table '" + table.spec().name +
-                              "' is in partition " + std::to_string(partition) +
-                              ", which server " + std::to_string(server_id_) +
-                              " does not own at epoch " + std::to_string(ownership_.epoch()));
-  }
-  return Status::Ok();
-}
-
-zmq::message_t ShardService::HandlePull(const wire::RequestHeader& header,
+Frame ShardService::HandlePull(const wire::RequestHeader& header,
                                         const wire::PullRequest& pull) {
   pull_requests_.fetch_add(1, std::memory_order_relaxed);
   auto table = FindTable(pull.table);
@@ -134,11 +100,11 @@ zmq::message_t ShardService::HandlePull(const wire::RequestHeader& header,
   // The table hashes the keys to their partitions once, for the lookups and for this check.
   const embedding::EmbeddingTable::RequestCheck owned =
       [&](std::span<const uint64_t> keys, std::span<const uint32_t> partitions) {
-        return CheckOwnership(**table, keys, partitions);
+        return ownership_.CheckServed(pull.table, keys, partitions);
       };
   const size_t floats = pull.keys.size() * (*table)->spec().dim;
   bool pulled = false;
-  zmq::message_t response = wire::EncodePullResponse(
+  Frame response = wire::EncodePullResponse(
       header.request_id, ownership_.epoch(), floats,
       [&](std::span<float> rows) {
         Status status = (*table)->Pull(pull.keys, rows, owned);
@@ -154,60 +120,34 @@ zmq::message_t ShardService::HandlePull(const wire::RequestHeader& header,
   return response;
 }
 
-zmq::message_t ShardService::HandlePush(const wire::RequestHeader& header,
+Frame ShardService::HandlePush(const wire::RequestHeader& header,
                                         const wire::PushRequest& push) {
   push_requests_.fetch_add(1, std::memory_order_relaxed);
   auto table = FindTable(push.table);
   if (!table.ok()) return Error(header.request_id, table.status().WithContext("push"));
-  const uint32_t dim = (*table)->spec().dim;
-  if (push.gradients.size() != push.keys.size() * dim) {
-    return Error(header.request_id,
-                 InvalidArgument("push to table '" + push.table + "': " +
-                                 std::to_string(push.keys.size()) + " keys of dim " +
-                                 std::to_string(dim) + " need " +
-                                 std::to_string(push.keys.size() * dim) +
-                                 " gradient floats, got " + std::to_string(push.gradients.size())));
-  }
   std::shared_lock moves(transfer_mutex_);
-  Status owned = CheckOwnership(**table, push.keys);
-  if (!owned.ok()) return Error(header.request_id, owned);
-  std::optional<PushLedger::Claim> claim;
-  if (push.sender.id != 0) {
-    claim = ledger_->Begin(push.sender, header.request_id, kDuplicateWait);
-    if (claim->verdict == PushLedger::Verdict::kDuplicate) {
+  // The table hashes the keys to their partitions once, for the rows and for the gate (the
+  // ownership check, then the ledger's claim; it holds a deferred push). Copying a partition
+  // takes transfer_mutex_ exclusively: copying_ stays as it is until this push is noted.
+  PushGate gate(ownership_, *ledger_, deferred_, header.request_id, push,
+                /*keep_partitions=*/copying_.load(std::memory_order_acquire) != 0);
+  Status applied = (*table)->Push(push.keys, push.gradients, gate);
+  switch (gate.outcome()) {
+    case PushGate::Outcome::kStopped:
+      return Error(header.request_id, applied);
+    case PushGate::Outcome::kDuplicate:
       duplicate_pushes_.fetch_add(1, std::memory_order_relaxed);
       spdlog::debug("server {}: push {} of sender {:x} was applied before; not applied again",
                     server_id_, header.request_id, push.sender.id);
       return wire::EncodeStatusResponse(header.request_id, ownership_.epoch(), Status::Ok());
-    }
-    if (claim->verdict == PushLedger::Verdict::kBusy) {
-      return Error(header.request_id,
-                   Unavailable("push " + std::to_string(header.request_id) +
-                               " is still being applied from an earlier copy"));
-    }
+    case PushGate::Outcome::kPassed:
+      break;
   }
-  // The record goes into the batch that logs the rows; a deferred push is held in memory only,
-  // and so is its record.
-  bool logged = false;
-  const embedding::EmbeddingTable::PushLogHook record = [&](embedding::RowWrites& batch) {
-    ledger_->AppendWrites(*claim, batch);
-    logged = true;
-  };
-  Status applied = ApplyPush(**table, push, claim && ledger_->persistent() ? &record : nullptr);
-  if (claim) ledger_->Finish(*claim, applied.ok(), logged);
+  gate.Finish(applied);
   if (!applied.ok()) return Error(header.request_id, applied.WithContext("push"));
-  if (!push.deferred) NoteChangedKeys(**table, push.keys);
+  if (!push.deferred) NoteChangedKeys(**table, push.keys, gate.partitions());
   keys_pushed_.fetch_add(push.keys.size(), std::memory_order_relaxed);
   return wire::EncodeStatusResponse(header.request_id, ownership_.epoch(), Status::Ok());
-}
-
-Status ShardService::ApplyPush(embedding::EmbeddingTable& table, const wire::PushRequest& push,
-                               const embedding::EmbeddingTable::PushLogHook* also_log) {
-  if (push.deferred) {
-    return deferred_.Add(push.clock, push.trainer, push.table, push.keys, push.gradients);
-  }
-  return also_log != nullptr ? table.Push(push.keys, push.gradients, *also_log)
-                             : table.Push(push.keys, push.gradients);
 }
 
 wire::ServerStats ShardService::Stats() const {

@@ -6,7 +6,9 @@
 // A push that names its sender is applied once however often it arrives: a copy of one already
 // applied (a client resending what was in flight when its connection broke) is answered OK and
 // applied no more (PushLedger, whose records are logged with the push's rows when the server
-// logs pushes). It turns every failure into an error response: an unknown table, a row-width
+// logs pushes). A pull or push hashes each key to its partition once, in its table, which runs
+// the ownership check (for a push: PushGate, with the ledger's claim) on the partitions before it
+// touches any row. It turns every failure into an error response: an unknown table, a row-width
 // mismatch, a key in a partition this server does not own (FailedPrecondition carrying the
 // server's epoch, so the client refreshes its routing and retries), or an undecodable frame.
 // Nothing a peer sends can make it abort.
@@ -14,7 +16,6 @@
 // Thread-safety: Handle() may be called from many threads at once; tables lock per partition.
 #pragma once
 
-#include <zmq.hpp>
 
 #include <atomic>
 #include <chrono>
@@ -58,7 +59,7 @@ class ShardService {
 
   // Decodes one request frame and returns the response frame. Never fails: errors are encoded
   // into the response (request id 0 when the frame could not be decoded).
-  zmq::message_t Handle(zmq::message_t request);
+  Frame Handle(Frame request);
 
   uint32_t server_id() const { return server_id_; }
   uint64_t epoch() const { return ownership_.epoch(); }
@@ -92,39 +93,31 @@ class ShardService {
  private:
   ShardService(uint32_t server_id, const RoutingTable& routing);
 
-  zmq::message_t HandleDecoded(const wire::DecodedRequest& request);
-  zmq::message_t HandlePull(const wire::RequestHeader& header, const wire::PullRequest& pull);
-  zmq::message_t HandlePush(const wire::RequestHeader& header, const wire::PushRequest& push);
-  // Holds a deferred push, or applies one through the table (logging also_log's records with it).
-  Status ApplyPush(embedding::EmbeddingTable& table, const wire::PushRequest& push,
-                   const embedding::EmbeddingTable::PushLogHook* also_log);
+  Frame HandleDecoded(const wire::DecodedRequest& request);
+  Frame HandlePull(const wire::RequestHeader& header, const wire::PullRequest& pull);
+  Frame HandlePush(const wire::RequestHeader& header, const wire::PushRequest& push);
   // In shard_service_clock.cc.
-  zmq::message_t HandleApplyClock(const wire::RequestHeader& header,
+  Frame HandleApplyClock(const wire::RequestHeader& header,
                                   const wire::ApplyClockRequest& apply);
   // In shard_service_checkpoint.cc.
-  zmq::message_t HandleCheckpoint(const wire::RequestHeader& header,
+  Frame HandleCheckpoint(const wire::RequestHeader& header,
                                   const wire::CheckpointRequest& checkpoint);
   Status WriteCheckpoint(const std::string& dir);
   // Reads and checks every owned partition's file; changes nothing.
   Status VerifyCheckpoint(const std::string& dir);
   // VerifyCheckpoint, then loads every owned partition's file.
   Status RestoreCheckpoint(const std::string& dir);
-  zmq::message_t HandlePartitionTransfer(const wire::RequestHeader& header,
+  Frame HandlePartitionTransfer(const wire::RequestHeader& header,
                                          const wire::PartitionTransferRequest& transfer);
   // Ends a move out of partition `p`: its state becomes `to`, nothing more is noted for it.
   void EndMoveOut(uint32_t p, PartitionState to);
   // Notes keys pushed into partitions being copied, so the hand-over sends their rows again.
-  void NoteChangedKeys(const embedding::EmbeddingTable& table, std::span<const uint64_t> keys);
-  zmq::message_t Error(uint64_t request_id, const Status& status);
+  // `partitions` holds the partition of each key, or is empty: then the keys are hashed here.
+  void NoteChangedKeys(const embedding::EmbeddingTable& table, std::span<const uint64_t> keys,
+                       std::span<const uint32_t> partitions);
+  Frame Error(uint64_t request_id, const Status& status);
 
   Result<embedding::EmbeddingTable*> FindTable(const std::string& name);
-  // FailedPrecondition naming the first key whose partition (partitions[i] of keys[i]) this
-  // server does not own; Unavailable ("retry") when that partition is being handed over.
-  Status CheckOwnership(const embedding::EmbeddingTable& table, std::span<const uint64_t> keys,
-                        std::span<const uint32_t> partitions) const;
-  // The same, hashing the keys to their partitions first.
-  Status CheckOwnership(const embedding::EmbeddingTable& table,
-                        std::span<const uint64_t> keys) const;
 
   const uint32_t server_id_;
   PartitionOwnership ownership_;

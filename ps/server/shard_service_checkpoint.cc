@@ -10,7 +10,7 @@
 
 namespace ember::ps {
 
-zmq::message_t ShardService::HandleCheckpoint(const wire::RequestHeader& header,
+Frame ShardService::HandleCheckpoint(const wire::RequestHeader& header,
                                               const wire::CheckpointRequest& checkpoint) {
   if (checkpoint.dir.empty() || checkpoint.dir.front() != '/' ||
       checkpoint.dir.find('\0') != std::string::npos) {

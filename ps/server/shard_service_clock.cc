@@ -3,7 +3,7 @@
 
 namespace ember::ps {
 
-zmq::message_t ShardService::HandleApplyClock(const wire::RequestHeader& header,
+Frame ShardService::HandleApplyClock(const wire::RequestHeader& header,
                                               const wire::ApplyClockRequest& apply) {
   std::shared_lock moves(transfer_mutex_);
   Status applied = deferred_.Apply(
@@ -12,7 +12,7 @@ zmq::message_t ShardService::HandleApplyClock(const wire::RequestHeader& header,
              std::span<const float> gradients) -> Status {
         ASSIGN_OR_RETURN(embedding::EmbeddingTable * table, FindTable(name));
         RETURN_IF_ERROR(table->Push(keys, gradients));
-        NoteChangedKeys(*table, keys);
+        NoteChangedKeys(*table, keys, /*partitions=*/{});
         return Status::Ok();
       });
   if (!applied.ok()) {

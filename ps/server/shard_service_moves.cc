@@ -14,18 +14,19 @@
 
 namespace ember::ps {
 void ShardService::NoteChangedKeys(const embedding::EmbeddingTable& table,
-                                   std::span<const uint64_t> keys) {
+                                   std::span<const uint64_t> keys,
+                                   std::span<const uint32_t> partitions) {
   if (copying_.load(std::memory_order_acquire) == 0) return;
   std::lock_guard lock(changed_mutex_);
-  for (uint64_t key : keys) {
-    const uint32_t partition = table.PartitionOf(key);
+  for (size_t i = 0; i < keys.size(); ++i) {
+    const uint32_t partition = partitions.empty() ? table.PartitionOf(keys[i]) : partitions[i];
     if (ownership_.state(partition) == PartitionState::kCopying) {
-      changed_[partition][table.spec().name].insert(key);
+      changed_[partition][table.spec().name].insert(keys[i]);
     }
   }
 }
 
-zmq::message_t ShardService::HandlePartitionTransfer(const wire::RequestHeader& header,
+Frame ShardService::HandlePartitionTransfer(const wire::RequestHeader& header,
                                                      const wire::PartitionTransferRequest& transfer) {
   const uint32_t p = transfer.partition;
   if (p >= ownership_.size()) {

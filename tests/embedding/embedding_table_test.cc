@@ -151,6 +151,71 @@ TEST(EmbeddingTableTest, RequestCheckSeesEachKeysPartitionAndCanRefuse) {
   for (float value : untouched) EXPECT_EQ(value, 42.0f);
 }
 
+// A PushCheck that records what it saw and answers `answer`.
+class ScriptedPushCheck final : public EmbeddingTable::PushCheck {
+ public:
+  explicit ScriptedPushCheck(Result<Verdict> answer) : answer_(std::move(answer)) {}
+  Result<Verdict> Check(std::span<const uint64_t> keys,
+                        std::span<const uint32_t> partitions) override {
+    ++checks;
+    seen_keys.assign(keys.begin(), keys.end());
+    seen_partitions.assign(partitions.begin(), partitions.end());
+    return answer_;
+  }
+  void AppendWrites(RowWrites&) override { ++appends; }
+
+  int checks = 0;
+  int appends = 0;
+  std::vector<uint64_t> seen_keys;
+  std::vector<uint32_t> seen_partitions;
+
+ private:
+  Result<Verdict> answer_;
+};
+
+TEST(EmbeddingTableTest, PushCheckSeesEachKeysPartitionAndCanApplySkipOrRefuse) {
+  using Verdict = EmbeddingTable::PushCheck::Verdict;
+  const std::vector<uint64_t> keys = {5, 77, 5, 123456789, 0, UINT64_MAX};
+  const std::vector<float> grads(keys.size() * SgdSpec().dim, 1.0f);
+
+  EmbeddingTable applied(SgdSpec(), 10);
+  EmbeddingTable reference(SgdSpec(), 10);
+  ScriptedPushCheck apply(Verdict::kApply);
+  ASSERT_TRUE(applied.Push(keys, grads, apply).ok());
+  ASSERT_TRUE(reference.Push(keys, grads).ok());
+  EXPECT_EQ(apply.checks, 1);
+  EXPECT_EQ(apply.seen_keys, keys);
+  ASSERT_EQ(apply.seen_partitions.size(), keys.size());
+  for (size_t i = 0; i < keys.size(); ++i) {
+    EXPECT_EQ(apply.seen_partitions[i], applied.PartitionOf(keys[i])) << keys[i];
+  }
+  EXPECT_EQ(apply.appends, 0) << "an in-memory table logs nothing";
+  EXPECT_EQ(Pull(applied, keys), Pull(reference, keys));
+
+  // Skipped: OK, and nothing created or changed.
+  EmbeddingTable skipped(SgdSpec(), 10);
+  ScriptedPushCheck skip(Verdict::kSkip);
+  ASSERT_TRUE(skipped.Push(keys, grads, skip).ok());
+  EXPECT_EQ(skip.checks, 1);
+  EXPECT_EQ(skipped.rows(), 0u) << "a skipped push created rows";
+  ASSERT_TRUE(applied.Push(keys, grads, skip).ok());
+  EXPECT_EQ(Pull(applied, keys), Pull(reference, keys)) << "a skipped push changed rows";
+
+  // Refused: the check's error, and nothing created.
+  EmbeddingTable refused(SgdSpec(), 10);
+  ScriptedPushCheck refuse(FailedPrecondition("not mine"));
+  Status status = refused.Push(keys, grads, refuse);
+  EXPECT_EQ(status.code(), StatusCode::kFailedPrecondition);
+  EXPECT_EQ(status.message(), "not mine");
+  EXPECT_EQ(refused.rows(), 0u) << "a refused push created rows";
+
+  // A push of the wrong size is refused before the check runs.
+  ScriptedPushCheck unused(Verdict::kApply);
+  EXPECT_EQ(refused.Push(keys, std::vector<float>(3), unused).code(),
+            StatusCode::kInvalidArgument);
+  EXPECT_EQ(unused.checks, 0);
+}
+
 TEST(EmbeddingTableTest, GrowingTablesUnderConcurrentRequestsLoseNoUpdate) {
   // Four threads push and pull batches that span every lock stripe while new keys keep growing
   // the partitions' indexes: a request prefetches index entries of stripes it has not locked

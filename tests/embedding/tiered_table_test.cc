@@ -230,6 +230,43 @@ TEST(TieredTableTest, RecordsAddedToALoggedPushAreWrittenWithItsRows) {
             (std::map<std::string, std::string>{{"test/b", "two"}}));
 }
 
+// A push's check adds its records to the write of the push's rows once, and only when it let
+// the push be applied.
+TEST(TieredTableTest, APushChecksRecordsAreWrittenOnlyWhenItLetsThePushApply) {
+  using Verdict = EmbeddingTable::PushCheck::Verdict;
+  // Answers `answer` and adds the record "test/<name>".
+  struct RecordingCheck final : EmbeddingTable::PushCheck {
+    RecordingCheck(Result<Verdict> answer, std::string name)
+        : answer(std::move(answer)), name(std::move(name)) {}
+    Result<Verdict> Check(std::span<const uint64_t>, std::span<const uint32_t>) override {
+      return answer;
+    }
+    void AppendWrites(RowWrites& batch) override {
+      ++appends;
+      batch.PutRecord("test/" + name, "");
+    }
+    Result<Verdict> answer;
+    std::string name;
+    int appends = 0;
+  };
+  testing::TempDir dir;
+  Tiered logged(Spec(OptimizerKind::kAdagrad), dir.path(), 0, /*log_pushes=*/true);
+  const std::vector<uint64_t> keys = {3, 4, 3};
+  const std::vector<float> grads(keys.size() * logged.table->dim(), 0.5f);
+  RecordingCheck skip(Verdict::kSkip, "skipped");
+  RecordingCheck refuse(Unavailable("later"), "refused");
+  RecordingCheck apply(Verdict::kApply, "applied");
+  ASSERT_TRUE(logged.table->Push(keys, grads, skip).ok());
+  EXPECT_EQ(logged.table->Push(keys, grads, refuse).code(), StatusCode::kUnavailable);
+  EXPECT_EQ(logged.table->rows(), 0u);
+  ASSERT_TRUE(logged.table->Push(keys, grads, apply).ok());
+  EXPECT_EQ(logged.table->rows(), 2u);
+  EXPECT_EQ(skip.appends + refuse.appends, 0);
+  EXPECT_EQ(apply.appends, 1);
+  EXPECT_EQ(Records(*logged.store, "test/"),
+            (std::map<std::string, std::string>{{"test/applied", ""}}));
+}
+
 // Admission works the same with and without the tier: param true = tiered.
 class AdmissionTest : public ::testing::TestWithParam<bool> {};
 

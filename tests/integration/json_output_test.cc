@@ -19,7 +19,7 @@ TEST(JsonOutputTest, ANanLossGivesParseableSummaryWithNull) {
   summary.first_window.loss = 4.5;
   summary.last_window.loss = std::nan("");
   summary.samples_per_second = std::numeric_limits<double>::infinity();
-  wire::ServerStats server;
+  ServerStats server;
   server.server_id = 1;
   server.tables = {{.name = "a", .rows = 3, .bytes = 30}, {.name = "b", .rows = 4, .bytes = 40}};
   const std::string text = local::TrainSummaryJson(

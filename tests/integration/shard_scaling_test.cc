@@ -10,9 +10,10 @@
 #include <set>
 #include <thread>
 
-#include "local/local_cluster.h"
 #include "common/hash.h"
+#include "common/rpc_channel.h"
 #include "common/transport.h"
+#include "local/local_cluster.h"
 #include "tests/integration/small_two_tower.h"
 #include "trainer/cpu_backend.h"
 #include "trainer/dense_table.h"
@@ -39,7 +40,7 @@ std::vector<TableSpec> CountingTable() {
 }
 
 Result<wire::ClusterStatus> ClusterStatusOf(const local::LocalCluster& cluster) {
-  zmq::context_t context(1);
+  Context context;
   RpcChannel scheduler(context, cluster.scheduler_endpoint());
   const uint64_t id = scheduler.NextRequestId();
   ASSIGN_OR_RETURN(auto reply,
@@ -49,7 +50,7 @@ Result<wire::ClusterStatus> ClusterStatusOf(const local::LocalCluster& cluster) 
 }
 
 Status Drain(const local::LocalCluster& cluster, uint32_t server) {
-  zmq::context_t context(1);
+  Context context;
   RpcChannel scheduler(context, cluster.scheduler_endpoint());
   const uint64_t id = scheduler.NextRequestId();
   ASSIGN_OR_RETURN(auto reply,
@@ -144,7 +145,8 @@ trainer::SyntheticOptions SmallData() { return testing::SmallSyntheticData(3000,
 
 // One bsp trainer (dense weights on the servers) for `steps` steps; `scale` runs on the trainer's
 // thread after each step. Returns the rows of every key the data uses, then the dense rows.
-std::vector<float> TrainBsp(uint32_t steps, const std::function<void(local::LocalCluster&, uint64_t)>& scale) {
+std::vector<float> TrainBsp(uint32_t steps,
+                            const std::function<void(local::LocalCluster&, uint64_t)>& scale) {
   std::vector<TableSpec> tables;
   for (const char* name : {"user", "item"}) {
     TableSpec spec;

@@ -5,6 +5,7 @@
 #include <random>
 
 #include "common/hash.h"
+#include "common/rpc_channel.h"
 #include "common/transport.h"
 #include "local/local_cluster.h"
 
@@ -18,17 +19,17 @@ class BadInputTest : public ::testing::Test {
     spec.name = "rows";
     spec.dim = 4;
     spec.seed = 1;
-    cluster_ = std::make_unique<local::LocalCluster>(
-        std::vector<TableSpec>{spec}, local::LocalClusterOptions{.num_servers = 2});
+    cluster_ = std::make_unique<local::LocalCluster>(std::vector<TableSpec>{spec},
+                                                     local::LocalClusterOptions{.num_servers = 2});
     ASSERT_TRUE(cluster_->status().ok()) << cluster_->status().ToString();
-    auto socket = MakeSocket(context_, zmq::socket_type::dealer);
+    auto socket = MakeSocket(context_, SocketKind::kDealer);
     ASSERT_TRUE(socket.ok());
     socket_ = std::move(*socket);
     ASSERT_TRUE(ConnectSocket(socket_, cluster_->server(0).endpoint()).ok());
   }
 
   // Sends the frames as one message and returns the decoded reply.
-  wire::DecodedResponse Exchange(std::vector<zmq::message_t> frames) {
+  wire::DecodedResponse Exchange(std::vector<Frame> frames) {
     EXPECT_TRUE(SendFrames(socket_, frames).ok());
     auto reply = ReceiveFrames(socket_, Millis(5000));
     EXPECT_TRUE(reply.ok()) << "no reply: " << reply.status().ToString();
@@ -37,8 +38,8 @@ class BadInputTest : public ::testing::Test {
     EXPECT_TRUE(decoded.ok()) << decoded.status().ToString();
     return decoded.ok() ? std::move(*decoded) : wire::DecodedResponse{};
   }
-  wire::DecodedResponse Exchange(zmq::message_t frame) {
-    std::vector<zmq::message_t> frames;
+  wire::DecodedResponse Exchange(Frame frame) {
+    std::vector<Frame> frames;
     frames.push_back(std::move(frame));
     return Exchange(std::move(frames));
   }
@@ -67,15 +68,15 @@ class BadInputTest : public ::testing::Test {
   }
 
   std::unique_ptr<local::LocalCluster> cluster_;
-  zmq::context_t context_{1};
-  zmq::socket_t socket_;
+  Context context_;
+  Socket socket_;
   uint64_t next_id_ = 100;
 };
 
 TEST_F(BadInputTest, RandomBytesGetAnErrorAndTheServerGoesOn) {
   std::mt19937_64 rng(11);
   for (size_t size : {0, 1, 7, 8, 16, 64, 1000, 100000}) {
-    zmq::message_t frame(size);
+    Frame frame(size);
     auto* bytes = static_cast<uint8_t*>(frame.data());
     for (size_t i = 0; i < size; ++i) bytes[i] = static_cast<uint8_t>(rng());
     auto reply = Exchange(std::move(frame));
@@ -87,9 +88,9 @@ TEST_F(BadInputTest, RandomBytesGetAnErrorAndTheServerGoesOn) {
 
 TEST_F(BadInputTest, TruncatedMessagesGetAnError) {
   std::vector<uint64_t> keys(100, 5);
-  zmq::message_t full = wire::EncodePull({1, 1}, "rows", keys);
+  Frame full = wire::EncodePull({1, 1}, "rows", keys);
   for (size_t cut : {size_t{4}, size_t{9}, full.size() / 2, full.size() - 1}) {
-    zmq::message_t truncated(full.data(), cut);
+    Frame truncated(full.data(), cut);
     auto reply = Exchange(std::move(truncated));
     EXPECT_EQ(reply.status.code(), StatusCode::kInvalidArgument) << "cut at " << cut;
   }
@@ -132,8 +133,8 @@ TEST_F(BadInputTest, KeyOfAnotherServerGetsFailedPreconditionWithTheEpoch) {
 }
 
 TEST_F(BadInputTest, ExtraFramesAreRejected) {
-  std::vector<zmq::message_t> frames;
-  frames.push_back(zmq::message_t(std::string("junk")));
+  std::vector<Frame> frames;
+  frames.push_back(Frame(std::string("junk")));
   frames.push_back(wire::EncodePing({12, 0}));
   auto reply = Exchange(std::move(frames));
   EXPECT_EQ(reply.status.code(), StatusCode::kInvalidArgument);

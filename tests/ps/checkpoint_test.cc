@@ -215,9 +215,8 @@ TEST_F(DamagedCheckpointTest, ServerVerifiesItsFilesBeforeLoadingAny) {
   }
   std::vector<float> owned_before(owned_keys.size() * kDim);
   ASSERT_TRUE(client_->Pull("items", owned_keys, owned_before).Wait().ok());
-  Status restored = client_->Checkpoint(
-      {std::filesystem::absolute(dir_.path()).string(), wire::CheckpointAction::kRestore},
-      kTimeout);
+  Status restored = client_->Checkpoint(std::filesystem::absolute(dir_.path()).string(),
+                                        wire::CheckpointAction::kRestore, kTimeout);
   ASSERT_FALSE(restored.ok());
   EXPECT_EQ(restored.code(), StatusCode::kDataLoss) << restored.ToString();
   EXPECT_NE(restored.message().find("part-63.bin"), std::string::npos) << restored.ToString();
@@ -228,7 +227,7 @@ TEST_F(DamagedCheckpointTest, ServerVerifiesItsFilesBeforeLoadingAny) {
 
 TEST_F(DamagedCheckpointTest, RelativeDirectoryIsRejectedAndServersKeepServing) {
   Status restored =
-      client_->Checkpoint({"relative/dir", wire::CheckpointAction::kRestore}, kTimeout);
+      client_->Checkpoint("relative/dir", wire::CheckpointAction::kRestore, kTimeout);
   EXPECT_EQ(restored.code(), StatusCode::kInvalidArgument) << restored.ToString();
   EXPECT_EQ(PullAll(*client_), before_);
 }

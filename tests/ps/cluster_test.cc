@@ -5,8 +5,8 @@
 #include <numeric>
 #include <random>
 
-#include "local/local_cluster.h"
 #include "common/hash.h"
+#include "local/local_cluster.h"
 
 namespace ember {
 namespace {
@@ -228,17 +228,18 @@ TEST(ClusterTest, BarrierReleasesWhenEveryoneArrived) {
   ASSERT_TRUE(a.ok() && b.ok());
   EXPECT_NE((*a)->trainer_id(), (*b)->trainer_id());
   // Alone, the barrier times out.
-  EXPECT_EQ((*a)->Barrier("solo", 2, Millis(200)).code(), StatusCode::kDeadlineExceeded);
+  EXPECT_EQ((*a)->scheduler().Barrier("solo", 2, Millis(200)).code(),
+            StatusCode::kDeadlineExceeded);
   Status from_b;
-  std::thread other([&] { from_b = (*b)->Barrier("start", 2, Millis(10'000)); });
-  EXPECT_TRUE((*a)->Barrier("start", 2, Millis(10'000)).ok());
+  std::thread other([&] { from_b = (*b)->scheduler().Barrier("start", 2, Millis(10'000)); });
+  EXPECT_TRUE((*a)->scheduler().Barrier("start", 2, Millis(10'000)).ok());
   other.join();
   EXPECT_TRUE(from_b.ok());
 }
 
 TEST(ClusterTest, OperationsFailWithDeadlineWhenServersAreGone) {
-  auto cluster =
-      std::make_unique<local::LocalCluster>(TwoTables(), local::LocalClusterOptions{.num_servers = 1});
+  auto cluster = std::make_unique<local::LocalCluster>(
+      TwoTables(), local::LocalClusterOptions{.num_servers = 1});
   ASSERT_TRUE(cluster->status().ok());
   ps::ClientOptions options;
   options.scheduler_endpoint = cluster->scheduler_endpoint();
@@ -249,6 +250,44 @@ TEST(ClusterTest, OperationsFailWithDeadlineWhenServersAreGone) {
   std::vector<uint64_t> keys = {5};
   std::vector<float> rows(8);
   EXPECT_EQ((*client)->Pull("users", keys, rows).Wait().code(), StatusCode::kDeadlineExceeded);
+}
+
+TEST(ClusterTest, CallToEveryServerNamesTheServerThatRefusedIt) {
+  local::LocalCluster cluster(TwoTables(), {.num_servers = 2});
+  ASSERT_TRUE(cluster.status().ok()) << cluster.status().ToString();
+  auto client = cluster.Connect();
+  ASSERT_TRUE(client.ok()) << client.status().ToString();
+  Status refused = (*client)->Checkpoint("relative/dir", CheckpointAction::kVerify, Millis(10'000));
+  EXPECT_EQ(refused.code(), StatusCode::kInvalidArgument) << refused.ToString();
+  const RoutingTable routing = (*client)->routing();
+  const bool names_a_server =
+      refused.message().find(routing.servers[0].endpoint) != std::string::npos ||
+      refused.message().find(routing.servers[1].endpoint) != std::string::npos;
+  EXPECT_TRUE(names_a_server) << refused.ToString();
+  // The servers' connections carry on: the next call to all of them succeeds.
+  auto stats = (*client)->Stats();
+  ASSERT_TRUE(stats.ok()) << stats.status().ToString();
+  EXPECT_EQ(stats->size(), 2u);
+}
+
+TEST(ClusterTest, CallsToEveryServerFailAtTheirDeadlineNamingTheSilentServer) {
+  std::unique_ptr<ps::Client> client;
+  std::string endpoint;
+  {
+    local::LocalCluster cluster(TwoTables(), {.num_servers = 1});
+    ASSERT_TRUE(cluster.status().ok());
+    // A short request timeout also bounds the I/O thread's routing refresh once servers are gone.
+    auto connected = cluster.Connect({.request_timeout = Millis(300)});
+    ASSERT_TRUE(connected.ok());
+    client = std::move(*connected);
+    endpoint = client->routing().servers[0].endpoint;
+  }
+  const std::vector<uint32_t> trainers = {0};
+  Status apply = client->ApplyClock(1, trainers, Combine::kMean, Millis(300));
+  EXPECT_EQ(apply.code(), StatusCode::kDeadlineExceeded) << apply.ToString();
+  EXPECT_NE(apply.message().find("applying clock 1"), std::string::npos) << apply.ToString();
+  EXPECT_NE(apply.message().find(endpoint), std::string::npos) << apply.ToString();
+  EXPECT_EQ(client->Stats(Millis(300)).status().code(), StatusCode::kDeadlineExceeded);
 }
 
 }  // namespace

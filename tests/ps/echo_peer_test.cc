@@ -14,12 +14,12 @@ TEST(EchoPeerTest, AnswersEveryRequestWithTheConfiguredSize) {
   ASSERT_TRUE(peer.Start().ok());
   EXPECT_NE(peer.endpoint().find("tcp://127.0.0.1:"), std::string::npos);
 
-  zmq::context_t context(1);
-  auto socket = MakeSocket(context, zmq::socket_type::dealer);
+  Context context;
+  auto socket = MakeSocket(context, SocketKind::kDealer);
   ASSERT_TRUE(socket.ok());
   ASSERT_TRUE(ConnectSocket(*socket, peer.endpoint()).ok());
   for (size_t request_bytes : {size_t{1}, size_t{8 * 1024}, size_t{300 * 1024}}) {
-    std::vector<zmq::message_t> request;
+    std::vector<Frame> request;
     request.emplace_back(request_bytes);
     ASSERT_TRUE(SendFrames(*socket, request).ok());
     auto reply = ReceiveFrames(*socket, Millis(5000));
@@ -35,13 +35,13 @@ TEST(EchoPeerTest, AnswersEveryRequestWithTheConfiguredSize) {
 TEST(EchoPeerTest, EmptyReplyAndSeveralClients) {
   ps::EchoPeer peer({.bind = "tcp://127.0.0.1:*", .reply_bytes = 0});
   ASSERT_TRUE(peer.Start().ok());
-  zmq::context_t context(1);
-  std::vector<zmq::socket_t> sockets;
+  Context context;
+  std::vector<Socket> sockets;
   for (int i = 0; i < 3; ++i) {
-    auto socket = MakeSocket(context, zmq::socket_type::dealer);
+    auto socket = MakeSocket(context, SocketKind::kDealer);
     ASSERT_TRUE(socket.ok());
     ASSERT_TRUE(ConnectSocket(*socket, peer.endpoint()).ok());
-    std::vector<zmq::message_t> request;
+    std::vector<Frame> request;
     request.emplace_back(16);
     ASSERT_TRUE(SendFrames(*socket, request).ok());
     sockets.push_back(std::move(*socket));

@@ -1,12 +1,16 @@
 // ShardService: a push that arrives again with the same (sender, request id) is applied once,
-// in memory, with a data directory, across a restart on that directory, and when deferred (bsp).
+// in memory, with a data directory, across a restart on that directory, and when deferred (bsp);
+// keys pushed into a partition being copied out are sent again at its hand-over.
 #include "ps/server/shard_service.h"
 
 #include <gtest/gtest.h>
 
 #include <memory>
 #include <numeric>
+#include <set>
 
+#include "common/checksummed_file.h"
+#include "embedding/partition_file.h"
 #include "embedding/rocks_store.h"
 #include "tests/test_util.h"
 
@@ -45,7 +49,7 @@ class Service {
     service_ = std::move(*service);
   }
 
-  Status Call(zmq::message_t request) {
+  Status Call(Frame request) {
     auto response = wire::DecodeResponse(service_->Handle(std::move(request)));
     EXPECT_TRUE(response.ok()) << response.status().ToString();
     return response.ok() ? response->status : response.status();
@@ -124,6 +128,19 @@ TEST_P(ExactlyOnceTest, ResentDeferredPushIsHeldOnce) {
   EXPECT_TRUE(service.Push(8, {kSender, 9}, batch.keys, batch.grads, true, 1).ok());
 }
 
+// Ownership is checked before the ledger: a copy of an applied push that arrives after its
+// partition moved away is refused (the client re-routes it), not answered as a duplicate.
+TEST_P(ExactlyOnceTest, CopyOfAnAppliedPushIsRefusedAfterItsPartitionMovedAway) {
+  Service service(DataDir());
+  const Batch batch;
+  ASSERT_TRUE(service.Push(5, {kSender, 5}, batch.keys, batch.grads).ok());
+  const embedding::EmbeddingTable reference(Spec(), kPartitions);
+  service->Release(reference.PartitionOf(batch.keys[0]));
+  EXPECT_EQ(service.Push(5, {kSender, 5}, batch.keys, batch.grads).code(),
+            StatusCode::kFailedPrecondition);
+  EXPECT_EQ(service->duplicate_pushes(), 0u);
+}
+
 INSTANTIATE_TEST_SUITE_P(Storage, ExactlyOnceTest, ::testing::Values("", "disk"),
                          [](const auto& info) { return info.param.empty() ? "Memory" : "Disk"; });
 
@@ -146,6 +163,54 @@ TEST(ExactlyOnceRestartTest, ResentPushAfterARestartIsNotAppliedAgain) {
   ASSERT_TRUE(service.Push(7, {kSender, 7}, batch.keys, batch.grads).ok());
   ASSERT_TRUE(service.Push(6, {kSender, 6}, batch.keys, batch.grads).ok());  // below the floor
   EXPECT_EQ(service.Pull(batch.keys), Expected(batch, 3));
+}
+
+// The keys of the rows a partition transfer of `phase` carries (one table).
+std::set<uint64_t> TransferredKeys(ShardService& service, uint32_t partition,
+                                   wire::TransferPhase phase) {
+  auto response = wire::DecodeResponse(
+      service.Handle(wire::EncodePartitionTransfer({3, 1}, {partition, phase})));
+  EXPECT_TRUE(response.ok() && response->status.ok());
+  auto* data = response.ok() ? std::get_if<wire::PartitionData>(&response->body) : nullptr;
+  if (data == nullptr) return {};
+  PayloadReader in(
+      std::string_view(reinterpret_cast<const char*>(data->bytes.data()), data->bytes.size()));
+  uint32_t tables = 0;
+  EXPECT_TRUE(in.Get(tables) && tables == 1);
+  auto rows = embedding::TakePartitionRows(in, "the transfer");
+  EXPECT_TRUE(rows.ok()) << rows.status().ToString();
+  return rows.ok() ? std::set<uint64_t>(rows->keys.begin(), rows->keys.end())
+                   : std::set<uint64_t>{};
+}
+
+TEST(ShardServiceMovesTest, KeysPushedWhileAPartitionIsCopiedAreSentAgainAtTheHandOver) {
+  Service service("");
+  const Batch batch;
+  const embedding::EmbeddingTable reference(Spec(), kPartitions);
+  const uint32_t partition = reference.PartitionOf(batch.keys[0]);
+  std::set<uint64_t> in_partition;
+  std::vector<uint64_t> elsewhere;
+  for (uint64_t key : batch.keys) {
+    if (reference.PartitionOf(key) == partition) {
+      in_partition.insert(key);
+    } else {
+      elsewhere.push_back(key);
+    }
+  }
+  ASSERT_TRUE(service.Push(1, {kSender, 1}, batch.keys, batch.grads).ok());
+  EXPECT_EQ(TransferredKeys(*service, partition, wire::TransferPhase::kCopy), in_partition);
+  // Pushes into other partitions are not noted, nor is a copy of a push applied before.
+  const std::vector<float> grads(elsewhere.size() * Spec().dim, 1.0f);
+  ASSERT_TRUE(service.Push(2, {kSender, 1}, elsewhere, grads).ok());
+  ASSERT_TRUE(service.Push(1, {kSender, 1}, batch.keys, batch.grads).ok());
+  EXPECT_EQ(service->duplicate_pushes(), 1u);
+  EXPECT_EQ(TransferredKeys(*service, partition, wire::TransferPhase::kHandover),
+            std::set<uint64_t>{});
+  // The move aborted; the next one notes the keys of a push into the partition.
+  service->Resume(partition);
+  EXPECT_EQ(TransferredKeys(*service, partition, wire::TransferPhase::kCopy), in_partition);
+  ASSERT_TRUE(service.Push(3, {kSender, 3}, batch.keys, batch.grads).ok());
+  EXPECT_EQ(TransferredKeys(*service, partition, wire::TransferPhase::kHandover), in_partition);
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 
 #include <thread>
 
+#include "common/rpc_channel.h"
 #include "common/transport.h"
 #include "scheduler/scheduler.h"
 
@@ -28,7 +29,7 @@ class SchedulerTest : public ::testing::Test {
     thread_.join();
   }
 
-  zmq::context_t context_{1};
+  Context context_;
   std::unique_ptr<Scheduler> scheduler_;
   std::thread thread_;
 };
@@ -72,12 +73,12 @@ TEST_F(SchedulerTest, RegistrationWaitsForAllServersThenHandsOutRouting) {
 }
 
 TEST_F(SchedulerTest, GarbageAndDataRequestsGetErrors) {
-  zmq::context_t context(1);
-  auto socket = MakeSocket(context, zmq::socket_type::dealer);
+  Context context;
+  auto socket = MakeSocket(context, SocketKind::kDealer);
   ASSERT_TRUE(socket.ok());
   ASSERT_TRUE(ConnectSocket(*socket, scheduler_->endpoint()).ok());
-  std::vector<zmq::message_t> frames;
-  frames.push_back(zmq::message_t(std::string("definitely not capnp")));
+  std::vector<Frame> frames;
+  frames.push_back(Frame(std::string("definitely not capnp")));
   ASSERT_TRUE(SendFrames(*socket, frames).ok());
   auto reply = ReceiveFrames(*socket, Millis(5000));
   ASSERT_TRUE(reply.ok());

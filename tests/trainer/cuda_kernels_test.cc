@@ -1,17 +1,25 @@
 // Tests for each CUDA kernel and fused op of the CUDA backend against a plain CPU computation, at
 // odd row counts (1, 7, 251, 4099) so partial blocks and warps are covered. Skipped when the
-// build has no CUDA support or the machine has no CUDA device.
+// build has no CUDA support or the machine has no CUDA device. The ops' argument checks run on
+// the host and are tested without a device.
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <climits>
 #include <cmath>
 #include <cstdint>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "trainer/backend.h"
 #if EMBER_HAVE_CUDA
+#include "trainer/cuda/adam_op.h"
+#include "trainer/cuda/gather_ops.h"
+#include "trainer/cuda/gemm.h"
 #include "trainer/cuda/kernel_ops.h"
+#include "trainer/cuda/loss_ops.h"
+#include "trainer/cuda/tower_ops.h"
 #endif
 
 namespace ember::trainer {
@@ -211,6 +219,115 @@ TEST_P(CudaKernelsTest, AdamMatchesReference) {
   ExpectClose(first, m_expected, "first_moment");
   ExpectClose(second, v_expected, "second_moment");
   ExpectClose(weights, w_expected, "weights");
+}
+
+// A device address that is never dereferenced: the argument checks only look at pointers.
+template <typename T>
+T* FakeDevicePointer(uintptr_t address = 4096) {
+  return reinterpret_cast<T*>(address);
+}
+
+void ExpectInvalidArgumentNaming(const Status& status, const std::string& words) {
+  EXPECT_EQ(status.code(), StatusCode::kInvalidArgument) << status.ToString();
+  EXPECT_NE(status.message().find(words), std::string::npos) << status.ToString();
+}
+
+cuda::SlotColumns ValidSlot() {
+  return cuda::SlotColumns{FakeDevicePointer<const uint32_t>(), 7, 24, 72, 48};
+}
+
+TEST(CudaOpArgumentsTest, WellFormedArgumentsAreAccepted) {
+  float* data = FakeDevicePointer<float>();
+  EXPECT_TRUE((cuda::GatherSlotRows{ValidSlot(), data, data}.CanImplement().ok()));
+  EXPECT_TRUE((cuda::ScatterAddSlotGrads{ValidSlot(), data, data}.CanImplement().ok()));
+  EXPECT_TRUE((cuda::AddBiasActivate{data, data, 7, 37, true}.CanImplement().ok()));
+  EXPECT_TRUE((cuda::ReluBackward{data, data, 0}.CanImplement().ok()));
+  EXPECT_TRUE((cuda::L2Normalize{data, 7, 12, 1e-12f, data, data}.CanImplement().ok()));
+  EXPECT_TRUE((cuda::L2NormalizeBackward{data, data, data, 7, 12, data}.CanImplement().ok()));
+  EXPECT_TRUE((cuda::Fill{data, 7, 1.0f}.CanImplement().ok()));
+  EXPECT_TRUE((cuda::SoftmaxCrossEntropy{data, 7, nullptr, data, data}.CanImplement().ok()));
+  EXPECT_TRUE((cuda::SoftmaxCrossEntropy{data, 7, data, data, data}.CanImplement().ok()));
+  EXPECT_TRUE((cuda::Adam{data, data, data, data, 7, FakeDevicePointer<const cuda::AdamStep>()}
+                   .CanImplement()
+                   .ok()));
+  EXPECT_TRUE((cuda::RowMajorGemm{.m = 7, .n = 5, .k = 3, .a = data, .b = data, .c = data}
+                   .CanImplement()
+                   .ok()));
+  EXPECT_TRUE((cuda::ColumnSums{7, 5, data, data, data}.CanImplement().ok()));
+}
+
+TEST(CudaOpArgumentsTest, NullPointerIsRejectedByName) {
+  float* data = FakeDevicePointer<float>();
+  cuda::SlotColumns slot = ValidSlot();
+  slot.inverse = nullptr;
+  ExpectInvalidArgumentNaming(cuda::GatherSlotRows{slot, data, data}.CanImplement(),
+                              "GatherSlotRows: inverse is null");
+  ExpectInvalidArgumentNaming(cuda::ScatterAddSlotGrads{ValidSlot(), data, nullptr}.CanImplement(),
+                              "ScatterAddSlotGrads: unique_grads is null");
+  ExpectInvalidArgumentNaming(cuda::L2Normalize{data, 7, 12, 1e-12f, data, nullptr}.CanImplement(),
+                              "L2Normalize: norms is null");
+  ExpectInvalidArgumentNaming(cuda::Adam{data, data, data, data, 7, nullptr}.CanImplement(),
+                              "Adam: step is null");
+  ExpectInvalidArgumentNaming(
+      cuda::RowMajorGemm{.m = 7, .n = 5, .k = 3, .a = data, .b = nullptr, .c = data}.CanImplement(),
+      "RowMajorGemm: b is null");
+}
+
+TEST(CudaOpArgumentsTest, MisalignedPointerIsRejected) {
+  float* data = FakeDevicePointer<float>();
+  float* misaligned = FakeDevicePointer<float>(4098);
+  ExpectInvalidArgumentNaming(cuda::Fill{misaligned, 7, 0.0f}.CanImplement(),
+                              "Fill: data is not aligned to 4 bytes");
+  ExpectInvalidArgumentNaming(
+      cuda::SoftmaxCrossEntropy{data, 7, misaligned, data, data}.CanImplement(),
+      "column_offset is not aligned");
+}
+
+TEST(CudaOpArgumentsTest, SlotReachingPastTheInputIsRejected) {
+  float* data = FakeDevicePointer<float>();
+  cuda::SlotColumns slot = ValidSlot();
+  slot.slot_offset = slot.input_width - slot.dim + 1;
+  ExpectInvalidArgumentNaming(cuda::GatherSlotRows{slot, data, data}.CanImplement(),
+                              "slot_offset + dim is 73, over the limit of 72");
+  slot = ValidSlot();
+  slot.dim = 0;
+  ExpectInvalidArgumentNaming(cuda::ScatterAddSlotGrads{slot, data, data}.CanImplement(),
+                              "dim is 0");
+}
+
+TEST(CudaOpArgumentsTest, SizesTheKernelsDivideByMustNotBeZero) {
+  float* data = FakeDevicePointer<float>();
+  ExpectInvalidArgumentNaming(
+      cuda::SoftmaxCrossEntropy{data, 0, nullptr, data, data}.CanImplement(),
+      "SoftmaxCrossEntropy: batch is 0");
+  ExpectInvalidArgumentNaming(cuda::AddBiasActivate{data, data, 7, 0, false}.CanImplement(),
+                              "AddBiasActivate: cols is 0");
+  ExpectInvalidArgumentNaming(
+      cuda::L2NormalizeBackward{data, data, data, 7, 0, data}.CanImplement(), "dim is 0");
+}
+
+TEST(CudaOpArgumentsTest, GemmBeyondWhatCublasTakesIsRejected) {
+  float* data = FakeDevicePointer<float>();
+  const uint32_t too_big = uint32_t{INT_MAX} + 1;
+  ExpectInvalidArgumentNaming(
+      cuda::RowMajorGemm{.m = 7, .n = too_big, .k = 3, .a = data, .b = data, .c = data}
+          .CanImplement(),
+      "RowMajorGemm: n is 2147483648, over the limit of 2147483647");
+  ExpectInvalidArgumentNaming(cuda::ColumnSums{0, 5, data, data, data}.CanImplement(),
+                              "ColumnSums: rows is 0");
+}
+
+// Run checks first: a rejected op reports InvalidArgument, where a launch (with or without a
+// device) would have reported a CUDA error as Internal.
+TEST(CudaOpArgumentsTest, RunOfARejectedOpLaunchesNothing) {
+  float* data = FakeDevicePointer<float>();
+  EXPECT_EQ((cuda::Fill{nullptr, 7, 0.0f}.Run(nullptr).code()), StatusCode::kInvalidArgument);
+  EXPECT_EQ((cuda::SoftmaxCrossEntropy{data, 0, nullptr, data, data}.Run(nullptr).code()),
+            StatusCode::kInvalidArgument);
+  EXPECT_EQ((cuda::RowMajorGemm{.m = 0, .n = 5, .k = 3, .a = data, .b = data, .c = data}
+                 .Run(nullptr)
+                 .code()),
+            StatusCode::kInvalidArgument);
 }
 
 #else

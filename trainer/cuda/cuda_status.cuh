@@ -1,5 +1,6 @@
 // Turns CUDA runtime and cuBLAS error codes into ember Status values (kInternal), so device
-// failures travel up like every other error instead of aborting.
+// failures travel up like every other error instead of aborting. One check, overloaded for both
+// kinds of code, and one macro for both.
 #pragma once
 
 #include <cublas_v2.h>
@@ -17,7 +18,7 @@ inline Status CudaStatus(cudaError_t error, const char* what) {
                   cudaGetErrorString(error) + ")");
 }
 
-inline Status CublasStatus(cublasStatus_t status, const char* what) {
+inline Status CudaStatus(cublasStatus_t status, const char* what) {
   if (status == CUBLAS_STATUS_SUCCESS) return Status::Ok();
   return Internal(std::string("cuBLAS error in ") + what + ": " + cublasGetStatusName(status) +
                   " (" + cublasGetStatusString(status) + ")");
@@ -28,9 +29,6 @@ inline Status LaunchStatus(const char* what) { return CudaStatus(cudaGetLastErro
 
 }  // namespace ember::trainer::cuda
 
-// Returns Internal from the enclosing function when a CUDA runtime call fails.
+// Returns Internal from the enclosing function when a CUDA runtime or cuBLAS call fails.
 #define CUDA_RETURN_IF_ERROR(expr) \
   RETURN_IF_ERROR(::ember::trainer::cuda::CudaStatus((expr), #expr))
-// Same for cuBLAS calls.
-#define CUBLAS_RETURN_IF_ERROR(expr) \
-  RETURN_IF_ERROR(::ember::trainer::cuda::CublasStatus((expr), #expr))

@@ -1,9 +1,11 @@
-// Owning arrays in GPU memory and in pinned host memory, grown on demand and reused.
+// Owning arrays in GPU memory and in pinned host memory, grown on demand and reused. Move-only:
+// a move hands over the same allocation, so pointers into it (a captured graph's) stay valid.
 #pragma once
 
 #include <cuda_runtime.h>
 
 #include <cstddef>
+#include <utility>
 
 #include "common/status.h"
 #include "trainer/cuda/cuda_status.cuh"
@@ -19,6 +21,16 @@ class CudaArray {
   CudaArray() = default;
   CudaArray(const CudaArray&) = delete;
   CudaArray& operator=(const CudaArray&) = delete;
+  CudaArray(CudaArray&& other) noexcept
+      : data_(std::exchange(other.data_, nullptr)), capacity_(std::exchange(other.capacity_, 0)) {}
+  CudaArray& operator=(CudaArray&& other) noexcept {
+    if (this != &other) {
+      Free();
+      data_ = std::exchange(other.data_, nullptr);
+      capacity_ = std::exchange(other.capacity_, 0);
+    }
+    return *this;
+  }
   ~CudaArray() { Free(); }
 
   // Makes room for at least `count` elements. Growing discards the contents.

@@ -1,18 +1,22 @@
-// The host entry points of kernel_ops.h: upload, launch on the default stream, download.
+// The host entry points of kernel_ops.h: stage the inputs on the device, run the backend's op on
+// the default stream, wait, and copy the results back. The launches themselves are the ops'.
+#include "trainer/cuda/kernel_ops.h"
+
 #include <cuda_runtime.h>
 
 #include <vector>
 
-#include "trainer/cuda/adam_kernel.cuh"
+#include "trainer/cuda/adam_op.h"
 #include "trainer/cuda/cuda_status.cuh"
 #include "trainer/cuda/device_buffer.cuh"
-#include "trainer/cuda/kernel_ops.h"
-#include "trainer/cuda/launch.cuh"
-#include "trainer/cuda/loss_kernels.cuh"
-#include "trainer/cuda/tower_kernels.cuh"
+#include "trainer/cuda/gather_ops.h"
+#include "trainer/cuda/loss_ops.h"
+#include "trainer/cuda/tower_ops.h"
 
 namespace ember::trainer::cuda {
 namespace {
+
+constexpr cudaStream_t kDefaultStream = nullptr;
 
 // A device copy of a host array (at least one element, so empty inputs still get a pointer).
 template <typename T>
@@ -42,10 +46,28 @@ class DeviceCopy {
   size_t count_ = 0;
 };
 
-// Waits for the launched kernel and reports its launch or execution error.
-Status Finish(const char* what) {
-  RETURN_IF_ERROR(LaunchStatus(what));
+// Runs `op` on the default stream and waits for it, reporting its launch or execution error.
+template <typename Op>
+Status RunAndWait(const Op& op, const char* what) {
+  RETURN_IF_ERROR(op.Run(kDefaultStream));
   return CudaStatus(cudaDeviceSynchronize(), what);
+}
+
+// Gather and scatter-add alike: `source` and the inverse indices go up, `target` goes up, is
+// updated in place by the op and comes back.
+template <typename SlotOp>
+Status RunSlotOp(std::span<const float> source, std::span<const uint32_t> inverse, uint32_t dim,
+                 uint32_t input_width, uint32_t slot_offset, std::vector<float>& target,
+                 const char* what) {
+  DeviceCopy<float> source_d, target_d;
+  DeviceCopy<uint32_t> inverse_d;
+  RETURN_IF_ERROR(source_d.Upload(source));
+  RETURN_IF_ERROR(inverse_d.Upload(inverse));
+  RETURN_IF_ERROR(target_d.Upload(target));
+  const SlotColumns slot{inverse_d.data(), static_cast<uint32_t>(inverse.size()), dim, input_width,
+                         slot_offset};
+  RETURN_IF_ERROR(RunAndWait(SlotOp{slot, source_d.data(), target_d.data()}, what));
+  return target_d.Download(target);
 }
 
 }  // namespace
@@ -53,32 +75,15 @@ Status Finish(const char* what) {
 Status RunGatherSlotRows(std::span<const float> rows, std::span<const uint32_t> inverse,
                          uint32_t dim, uint32_t input_width, uint32_t slot_offset,
                          std::vector<float>& input) {
-  DeviceCopy<float> rows_d, input_d;
-  DeviceCopy<uint32_t> inverse_d;
-  RETURN_IF_ERROR(rows_d.Upload(rows));
-  RETURN_IF_ERROR(inverse_d.Upload(inverse));
-  RETURN_IF_ERROR(input_d.Upload(input));
-  const auto batch = static_cast<uint32_t>(inverse.size());
-  GatherSlotRowsKernel<<<BlocksFor(size_t{batch} * dim), kThreadsPerBlock>>>(
-      rows_d.data(), inverse_d.data(), batch, dim, input_width, slot_offset, input_d.data());
-  RETURN_IF_ERROR(Finish("GatherSlotRowsKernel"));
-  return input_d.Download(input);
+  return RunSlotOp<GatherSlotRows>(rows, inverse, dim, input_width, slot_offset, input,
+                                   "GatherSlotRows");
 }
 
-Status RunScatterAddSlotGrads(std::span<const float> grad_input,
-                              std::span<const uint32_t> inverse, uint32_t dim,
-                              uint32_t input_width, uint32_t slot_offset,
+Status RunScatterAddSlotGrads(std::span<const float> grad_input, std::span<const uint32_t> inverse,
+                              uint32_t dim, uint32_t input_width, uint32_t slot_offset,
                               std::vector<float>& unique_grads) {
-  DeviceCopy<float> grad_d, unique_d;
-  DeviceCopy<uint32_t> inverse_d;
-  RETURN_IF_ERROR(grad_d.Upload(grad_input));
-  RETURN_IF_ERROR(inverse_d.Upload(inverse));
-  RETURN_IF_ERROR(unique_d.Upload(unique_grads));
-  const auto batch = static_cast<uint32_t>(inverse.size());
-  ScatterAddSlotGradsKernel<<<BlocksFor(size_t{batch} * dim), kThreadsPerBlock>>>(
-      grad_d.data(), inverse_d.data(), batch, dim, input_width, slot_offset, unique_d.data());
-  RETURN_IF_ERROR(Finish("ScatterAddSlotGradsKernel"));
-  return unique_d.Download(unique_grads);
+  return RunSlotOp<ScatterAddSlotGrads>(grad_input, inverse, dim, input_width, slot_offset,
+                                        unique_grads, "ScatterAddSlotGrads");
 }
 
 Status RunAddBiasActivate(std::vector<float>& z, std::span<const float> bias, uint32_t rows,
@@ -87,9 +92,8 @@ Status RunAddBiasActivate(std::vector<float>& z, std::span<const float> bias, ui
   RETURN_IF_ERROR(z_d.Upload(z));
   RETURN_IF_ERROR(bias_d.Upload(bias));
   const auto cols = static_cast<uint32_t>(bias.size());
-  AddBiasActivateKernel<<<BlocksFor(size_t{rows} * cols), kThreadsPerBlock>>>(
-      z_d.data(), bias_d.data(), rows, cols, relu);
-  RETURN_IF_ERROR(Finish("AddBiasActivateKernel"));
+  RETURN_IF_ERROR(
+      RunAndWait(AddBiasActivate{z_d.data(), bias_d.data(), rows, cols, relu}, "AddBiasActivate"));
   return z_d.Download(z);
 }
 
@@ -97,10 +101,8 @@ Status RunReluBackward(std::vector<float>& grad, std::span<const float> activati
   DeviceCopy<float> grad_d, activation_d;
   RETURN_IF_ERROR(grad_d.Upload(grad));
   RETURN_IF_ERROR(activation_d.Upload(activation));
-  ReluBackwardKernel<<<BlocksFor(grad.size()), kThreadsPerBlock>>>(grad_d.data(),
-                                                                   activation_d.data(),
-                                                                   grad.size());
-  RETURN_IF_ERROR(Finish("ReluBackwardKernel"));
+  RETURN_IF_ERROR(
+      RunAndWait(ReluBackward{grad_d.data(), activation_d.data(), grad.size()}, "ReluBackward"));
   return grad_d.Download(grad);
 }
 
@@ -110,9 +112,8 @@ Status RunL2Normalize(std::span<const float> y, uint32_t rows, uint32_t dim, flo
   RETURN_IF_ERROR(y_d.Upload(y));
   RETURN_IF_ERROR(u_d.Allocate(size_t{rows} * dim));
   RETURN_IF_ERROR(norms_d.Allocate(rows));
-  L2NormalizeKernel<<<RowBlocksFor(rows), kThreadsPerBlock>>>(y_d.data(), rows, dim, min_norm,
-                                                              u_d.data(), norms_d.data());
-  RETURN_IF_ERROR(Finish("L2NormalizeKernel"));
+  RETURN_IF_ERROR(RunAndWait(
+      L2Normalize{y_d.data(), rows, dim, min_norm, u_d.data(), norms_d.data()}, "L2Normalize"));
   RETURN_IF_ERROR(u_d.Download(u));
   return norms_d.Download(norms);
 }
@@ -125,9 +126,9 @@ Status RunL2NormalizeBackward(std::span<const float> u, std::span<const float> n
   RETURN_IF_ERROR(norms_d.Upload(norms));
   RETURN_IF_ERROR(du_d.Upload(du));
   RETURN_IF_ERROR(dy_d.Allocate(size_t{rows} * dim));
-  L2NormalizeBackwardKernel<<<RowBlocksFor(rows), kThreadsPerBlock>>>(
-      u_d.data(), norms_d.data(), du_d.data(), rows, dim, dy_d.data());
-  RETURN_IF_ERROR(Finish("L2NormalizeBackwardKernel"));
+  RETURN_IF_ERROR(RunAndWait(
+      L2NormalizeBackward{u_d.data(), norms_d.data(), du_d.data(), rows, dim, dy_d.data()},
+      "L2NormalizeBackward"));
   return dy_d.Download(dy);
 }
 
@@ -139,12 +140,10 @@ Status RunSoftmaxCrossEntropy(std::vector<float>& logits, uint32_t batch,
   RETURN_IF_ERROR(offset_d.Upload(column_offset));
   RETURN_IF_ERROR(row_loss_d.Allocate(batch));
   RETURN_IF_ERROR(mean_d.Allocate(1));
-  SoftmaxCrossEntropyKernel<<<SoftmaxBlocksFor(batch), kThreadsPerBlock>>>(
-      logits_d.data(), batch, column_offset.empty() ? nullptr : offset_d.data(),
-      row_loss_d.data());
-  RETURN_IF_ERROR(LaunchStatus("SoftmaxCrossEntropyKernel"));
-  MeanKernel<<<1, kThreadsPerBlock>>>(row_loss_d.data(), batch, mean_d.data());
-  RETURN_IF_ERROR(Finish("MeanKernel"));
+  RETURN_IF_ERROR(RunAndWait(
+      SoftmaxCrossEntropy{logits_d.data(), batch, column_offset.empty() ? nullptr : offset_d.data(),
+                          row_loss_d.data(), mean_d.data()},
+      "SoftmaxCrossEntropy"));
   RETURN_IF_ERROR(logits_d.Download(logits));
   RETURN_IF_ERROR(row_loss_d.Download(row_loss));
   std::vector<float> mean;
@@ -165,10 +164,9 @@ Status RunAdam(std::vector<float>& weights, std::span<const float> grads,
   const AdamStep step = MakeAdamStep(settings.learning_rate, settings.beta1, settings.beta2,
                                      settings.epsilon, settings.step);
   RETURN_IF_ERROR(step_d.Upload(std::span<const AdamStep>(&step, 1)));
-  AdamKernel<<<BlocksFor(weights.size()), kThreadsPerBlock>>>(
-      weights_d.data(), grads_d.data(), first_d.data(), second_d.data(), weights.size(),
-      step_d.data());
-  RETURN_IF_ERROR(Finish("AdamKernel"));
+  RETURN_IF_ERROR(RunAndWait(Adam{weights_d.data(), grads_d.data(), first_d.data(), second_d.data(),
+                                  weights.size(), step_d.data()},
+                             "Adam"));
   RETURN_IF_ERROR(weights_d.Download(weights));
   RETURN_IF_ERROR(first_d.Download(first_moment));
   return second_d.Download(second_moment);

@@ -1,7 +1,8 @@
-// Host entry points to the CUDA backend's kernels, one call per kernel or fused op, for tests
-// that check each against a plain CPU computation. Each call copies its inputs to the current
-// device, launches the kernel with the backend's launch geometry, waits, and copies the results
-// back. Plain C++: compiled by the host compiler too; defined only when EMBER_HAVE_CUDA is.
+// Host entry points to the CUDA backend's ops, one call per op, for tests that check each
+// against a plain CPU computation. Each call copies its inputs to the current device, runs the op
+// the backend runs (so with the same launch geometry) on the default stream, waits, and copies
+// the results back. Plain C++: compiled by the host compiler too; defined only when
+// EMBER_HAVE_CUDA is.
 #pragma once
 
 #include <cstdint>

@@ -1,4 +1,6 @@
-// Fused Adam update over one flat parameter array (all dense weights of both towers).
+// The fused Adam update over one flat parameter array (all dense weights of both towers), and
+// the per-step constants it reads. An op in the shape gather_ops.h describes; kernel in
+// adam_op.cu.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -6,6 +8,8 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+
+#include "common/status.h"
 
 namespace ember::trainer::cuda {
 
@@ -31,19 +35,18 @@ inline AdamStep MakeAdamStep(float learning_rate, float beta1, float beta2, floa
   return constants;
 }
 
-// m = b1 m + (1-b1) g;  v = b2 v + (1-b2) g^2;  w -= step_size * m / (sqrt(v)/sqrt(bc2) + eps).
-static __global__ void AdamKernel(float* weights, const float* grads, float* first_moment,
-                                  float* second_moment, size_t count, const AdamStep* step_in) {
-  const AdamStep step = *step_in;
-  for (size_t i = blockIdx.x * size_t{blockDim.x} + threadIdx.x; i < count;
-       i += size_t{gridDim.x} * blockDim.x) {
-    const float g = grads[i];
-    const float m = step.beta1 * first_moment[i] + (1.0f - step.beta1) * g;
-    const float v = step.beta2 * second_moment[i] + (1.0f - step.beta2) * g * g;
-    first_moment[i] = m;
-    second_moment[i] = v;
-    weights[i] -= step.step_size * m / (sqrtf(v) * step.inverse_sqrt_bias2 + step.epsilon);
-  }
-}
+// For i < count: m = b1 m + (1-b1) g; v = b2 v + (1-b2) g^2;
+// w -= step_size * m / (sqrt(v) / sqrt(1 - b2^t) + eps), with the constants read from `step`.
+struct Adam {
+  float* weights = nullptr;
+  const float* grads = nullptr;
+  float* first_moment = nullptr;
+  float* second_moment = nullptr;
+  size_t count = 0;
+  const AdamStep* step = nullptr;  // device memory, read when the kernel runs
+
+  Status CanImplement() const;
+  Status Run(cudaStream_t stream) const;
+};
 
 }  // namespace ember::trainer::cuda

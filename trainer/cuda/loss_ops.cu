@@ -1,20 +1,19 @@
-// The in-batch softmax cross-entropy over a B x B logit matrix whose diagonal holds the
-// positives, and its gradient.
-#pragma once
+// The softmax cross-entropy op of loss_ops.h: its two kernels, argument checks and launches.
+#include "trainer/cuda/loss_ops.h"
 
-#include <cuda_runtime.h>
-
-#include <cstdint>
+#include <cstddef>
 
 #include "trainer/cuda/launch.cuh"
+#include "trainer/cuda/op_checks.h"
 
 namespace ember::trainer::cuda {
+namespace {
 
 // One block per row b of the row-major logits: row_loss[b] = logsumexp(row) - row[b], and the
 // row is overwritten with its gradient of the mean loss, (softmax(row) - onehot(b)) / batch.
 // `column_offset` (nullable, `batch` values) is first subtracted from every row's columns.
-static __global__ void SoftmaxCrossEntropyKernel(float* logits, uint32_t batch,
-                                                 const float* column_offset, float* row_loss) {
+__global__ void SoftmaxCrossEntropyKernel(float* logits, uint32_t batch, const float* column_offset,
+                                          float* row_loss) {
   __shared__ float scratch[kWarpSize];
   __shared__ float positive;
   const float inverse_batch = 1.0f / static_cast<float>(batch);
@@ -44,10 +43,11 @@ static __global__ void SoftmaxCrossEntropyKernel(float* logits, uint32_t batch,
 }
 
 // Blocks for SoftmaxCrossEntropyKernel: one per row, capped (the kernel loops over the rest).
-inline unsigned SoftmaxBlocksFor(uint32_t batch) { return batch < 65535u ? batch : 65535u; }
+unsigned SoftmaxBlocksFor(uint32_t batch) { return batch < 65535u ? batch : 65535u; }
 
-// One block: *mean = sum(row_loss) / count, in a fixed order (deterministic).
-static __global__ void MeanKernel(const float* row_loss, uint32_t count, float* mean) {
+// One block: *mean = sum(row_loss) / count, in a fixed order (deterministic). Launched with
+// kThreadsPerBlock threads, a power of two (the tree below halves it).
+__global__ void MeanKernel(const float* row_loss, uint32_t count, float* mean) {
   __shared__ double partial[kThreadsPerBlock];
   double sum = 0;
   for (uint32_t i = threadIdx.x; i < count; i += blockDim.x) sum += row_loss[i];
@@ -58,6 +58,26 @@ static __global__ void MeanKernel(const float* row_loss, uint32_t count, float* 
     __syncthreads();
   }
   if (threadIdx.x == 0) *mean = static_cast<float>(partial[0] / count);
+}
+
+static_assert((kThreadsPerBlock & (kThreadsPerBlock - 1)) == 0,
+              "MeanKernel's tree reduction needs a power-of-two block");
+
+}  // namespace
+
+Status SoftmaxCrossEntropy::CanImplement() const {
+  return OpChecks("SoftmaxCrossEntropy")
+      .Pointers(logits, "logits", row_loss, "row_loss", mean_loss, "mean_loss")
+      .OptionalPointer(column_offset, "column_offset")
+      .NonZero(batch, "batch")  // the mean and the gradient divide by it
+      .status();
+}
+
+Status SoftmaxCrossEntropy::Run(cudaStream_t stream) const {
+  RETURN_IF_ERROR(CheckAndLaunch(*this, SoftmaxCrossEntropyKernel, "SoftmaxCrossEntropyKernel",
+                                 SoftmaxBlocksFor(batch), stream, logits, batch, column_offset,
+                                 row_loss));
+  return CheckAndLaunch(*this, MeanKernel, "MeanKernel", 1, stream, row_loss, batch, mean_loss);
 }
 
 }  // namespace ember::trainer::cuda

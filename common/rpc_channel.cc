@@ -1,0 +1,43 @@
+// RpcChannel implementation: send, then wait for the reply with the same request id.
+#include "common/rpc_channel.h"
+
+#include <vector>
+
+namespace ember {
+
+RpcChannel::RpcChannel(Context& context, std::string endpoint)
+    : context_(context), endpoint_(std::move(endpoint)) {}
+
+Status RpcChannel::EnsureConnected() {
+  if (connected_) return Status::Ok();
+  ASSIGN_OR_RETURN(socket_, MakeSocket(context_, SocketKind::kDealer));
+  RETURN_IF_ERROR(ConnectSocket(socket_, endpoint_));
+  connected_ = true;
+  return Status::Ok();
+}
+
+Result<wire::DecodedResponse> RpcChannel::Call(uint64_t request_id, Frame request,
+                                               Millis timeout) {
+  RETURN_IF_ERROR(EnsureConnected());
+  RETURN_IF_ERROR(SendFrame(socket_, std::move(request)).WithContext("calling " + endpoint_));
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  for (;;) {
+    const auto left = std::chrono::duration_cast<Millis>(deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) {
+      return DeadlineExceeded("no reply from " + endpoint_ + " within " +
+                              std::to_string(timeout.count()) + " ms");
+    }
+    auto received = ReceiveFrames(socket_, left);
+    if (!received.ok()) {
+      if (received.status().code() == StatusCode::kDeadlineExceeded) continue;
+      return received.status();
+    }
+    if (received->empty()) continue;
+    auto response = wire::DecodeResponse(std::move(received->back()));
+    if (!response.ok()) return response.status().WithContext("reply from " + endpoint_);
+    if (response->request_id != request_id) continue;  // a late reply to an earlier call
+    return response;
+  }
+}
+
+}  // namespace ember

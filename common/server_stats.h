@@ -1,0 +1,36 @@
+// ServerStats: one server's counters and the sizes of its tables, as `ember status`, `ember
+// train`'s summary and the benchmarks report them.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace ember {
+
+struct TableStats {
+  std::string name;
+  uint64_t rows = 0;
+  uint64_t bytes = 0;
+  uint64_t resident_rows = 0;
+  uint64_t disk_bytes = 0;
+  uint64_t hits = 0;
+  uint64_t misses = 0;
+  uint64_t evictions = 0;
+  uint64_t not_admitted = 0;
+  uint64_t updates_dropped = 0;
+  uint64_t expired = 0;
+};
+
+struct ServerStats {
+  uint32_t server_id = 0;
+  std::vector<TableStats> tables;
+  uint64_t pull_requests = 0;
+  uint64_t push_requests = 0;
+  uint64_t keys_pulled = 0;
+  uint64_t keys_pushed = 0;
+  uint64_t errors = 0;
+  uint32_t partitions_owned = 0;
+};
+
+}  // namespace ember

@@ -1,0 +1,249 @@
+// The data plane of the wire codec: pull, push, ping and stats, encoded and read. Pulls, pushes
+// and pull replies are built in place (BuildInPlace); the rest are small messages (BuildMessage).
+#include "common/wire_data_plane.h"
+
+#include <cstring>
+#include <vector>
+
+#include "common/half.h"
+#include "common/wire_internal.h"
+
+namespace ember::wire {
+namespace {
+
+size_t BytesPerValue(RowFormat format) { return format == RowFormat::kF16 ? 2 : 4; }
+
+// Row values of `format` as float32: a view into the frame, or (fp16) widened into `storage`.
+Result<std::span<const float>> RowsAs(::capnp::Data::Reader data, schema::RowFormat format,
+                                      FrameStorage& storage, std::string_view what) {
+  if (format == schema::RowFormat::F32) return DataAs<float>(data, what);
+  if (format != schema::RowFormat::F16) {
+    return InvalidArgument(std::string(what) + " in unknown row format " +
+                           std::to_string(static_cast<unsigned>(format)));
+  }
+  ASSIGN_OR_RETURN(auto halves, DataAs<uint16_t>(data, what));
+  storage.widened.resize(halves.size());
+  HalvesToFloats(halves.data(), halves.size(), storage.widened.data());
+  return std::span<const float>(storage.widened);
+}
+
+Result<PullRequest> ReadPull(schema::PullRequest::Reader pull) {
+  PullRequest out;
+  out.table = ToString(pull.getTable());
+  ASSIGN_OR_RETURN(out.keys, DataAs<uint64_t>(pull.getKeys(), "pull keys"));
+  const auto format = FromSchema(pull.getRowFormat(), RowFormat::kF16);
+  if (!format) return InvalidArgument("pull asks for an unknown row format");
+  out.row_format = *format;
+  return out;
+}
+
+Result<PushRequest> ReadPush(schema::PushRequest::Reader push, FrameStorage& storage) {
+  PushRequest out;
+  out.table = ToString(push.getTable());
+  ASSIGN_OR_RETURN(out.keys, DataAs<uint64_t>(push.getKeys(), "push keys"));
+  ASSIGN_OR_RETURN(out.gradients, RowsAs(push.getGradients(), push.getGradientFormat(), storage,
+                                         "push gradients"));
+  out.clock = push.getClock();
+  out.trainer = push.getTrainer();
+  out.deferred = push.getDeferred();
+  out.sender = PushSender{push.getSender(), push.getAckedBelow()};
+  return out;
+}
+
+// The counters of the stats, each once for both directions; the names, the server id and the
+// partition count are written out below.
+constexpr Field<TableStats, schema::TableStats, uint64_t> kTableCounters[] = {
+    EMBER_WIRE_FIELD(TableStats, rows, Rows),
+    EMBER_WIRE_FIELD(TableStats, bytes, Bytes),
+    EMBER_WIRE_FIELD(TableStats, resident_rows, ResidentRows),
+    EMBER_WIRE_FIELD(TableStats, disk_bytes, DiskBytes),
+    EMBER_WIRE_FIELD(TableStats, hits, Hits),
+    EMBER_WIRE_FIELD(TableStats, misses, Misses),
+    EMBER_WIRE_FIELD(TableStats, evictions, Evictions),
+    EMBER_WIRE_FIELD(TableStats, not_admitted, NotAdmitted),
+    EMBER_WIRE_FIELD(TableStats, updates_dropped, UpdatesDropped),
+    EMBER_WIRE_FIELD(TableStats, expired, Expired)};
+constexpr Field<ServerStats, schema::ServerStats, uint64_t> kServerCounters[] = {
+    EMBER_WIRE_FIELD(ServerStats, pull_requests, PullRequests),
+    EMBER_WIRE_FIELD(ServerStats, push_requests, PushRequests),
+    EMBER_WIRE_FIELD(ServerStats, keys_pulled, KeysPulled),
+    EMBER_WIRE_FIELD(ServerStats, keys_pushed, KeysPushed),
+    EMBER_WIRE_FIELD(ServerStats, errors, Errors)};
+
+void WriteStats(schema::ServerStats::Builder out, const ServerStats& stats) {
+  out.setServerId(stats.server_id);
+  out.setPartitionsOwned(stats.partitions_owned);
+  WriteFields(kServerCounters, stats, out);
+  auto tables = out.initTables(static_cast<unsigned>(stats.tables.size()));
+  for (size_t i = 0; i < stats.tables.size(); ++i) {
+    tables[i].setName(stats.tables[i].name);
+    WriteFields(kTableCounters, stats.tables[i], tables[i]);
+  }
+}
+
+ServerStats ReadStats(schema::ServerStats::Reader in) {
+  ServerStats stats;
+  stats.server_id = in.getServerId();
+  stats.partitions_owned = in.getPartitionsOwned();
+  ReadFields(kServerCounters, in, stats);
+  for (auto table : in.getTables()) {
+    stats.tables.push_back(TableStats{ToString(table.getName())});
+    ReadFields(kTableCounters, table, stats.tables.back());
+  }
+  return stats;
+}
+
+// Bytes a table's stats take beyond the fixed fields: its struct (12 words) and name.
+size_t StatsBytes(const ServerStats& stats) {
+  size_t bytes = 0;
+  for (const auto& table : stats.tables) bytes += 12 * sizeof(::capnp::word) + table.name.size();
+  return bytes;
+}
+
+}  // namespace
+
+std::optional<Result<RequestBody>> ReadDataPlaneRequest(schema::Request::Reader request,
+                                                        FrameStorage& storage) {
+  switch (request.which()) {
+    case schema::Request::PULL:
+      return AsBody<RequestBody>(ReadPull(request.getPull()));
+    case schema::Request::PUSH:
+      return AsBody<RequestBody>(ReadPush(request.getPush(), storage));
+    case schema::Request::PING:
+      return AsBody<RequestBody>(PingRequest{});
+    case schema::Request::STATS:
+      return AsBody<RequestBody>(StatsRequest{});
+    default:
+      return std::nullopt;
+  }
+}
+
+std::optional<Result<ResponseBody>> ReadDataPlaneResponse(schema::Response::Reader response,
+                                                          FrameStorage& storage) {
+  switch (response.which()) {
+    case schema::Response::PULL:
+      return AsBody<ResponseBody>(
+          RowsAs(response.getPull(), response.getRowFormat(), storage, "pulled rows"));
+    case schema::Response::STATS:
+      return AsBody<ResponseBody>(ReadStats(response.getStats()));
+    default:
+      return std::nullopt;
+  }
+}
+
+Frame EncodePing(const RequestHeader& header) {
+  return BuildMessage(header, 0, [](schema::Request::Builder request) { request.setPing(); });
+}
+
+Frame EncodeStatsRequest(const RequestHeader& header) {
+  return BuildMessage(header, 0, [](schema::Request::Builder request) { request.setStats(); });
+}
+
+Frame EncodePullSubset(const RequestHeader& header, std::string_view table,
+                       std::span<const uint64_t> keys, std::span<const uint32_t> positions,
+                       RowFormat row_format) {
+  const size_t n = positions.empty() ? keys.size() : positions.size();
+  return BuildInPlace(header, n * sizeof(uint64_t), table.size(),
+                      [&](schema::Request::Builder request, FrameBuilder& builder) {
+                        auto pull = request.initPull();
+                        pull.setTable(TextOf(table));
+                        pull.setRowFormat(ToSchema<schema::RowFormat>(row_format));
+                        auto* dst = reinterpret_cast<uint64_t*>(builder.InitBulk(
+                            n * sizeof(uint64_t), [&](unsigned b) { return pull.initKeys(b); }));
+                        if (positions.empty()) {
+                          if (n > 0) std::memcpy(dst, keys.data(), n * sizeof(uint64_t));
+                        } else {
+                          for (size_t i = 0; i < n; ++i) dst[i] = keys[positions[i]];
+                        }
+                      });
+}
+
+Frame EncodePull(const RequestHeader& header, std::string_view table,
+                 std::span<const uint64_t> keys) {
+  return EncodePullSubset(header, table, keys, {}, RowFormat::kF32);
+}
+
+Frame EncodePushSubset(const RequestHeader& header, std::string_view table,
+                       std::span<const uint64_t> keys, std::span<const float> gradients,
+                       uint32_t dim, std::span<const uint32_t> positions, uint64_t clock,
+                       RowFormat gradient_format, uint32_t trainer, bool deferred,
+                       const PushSender& sender) {
+  const size_t n = positions.empty() ? keys.size() : positions.size();
+  const size_t grad_values = positions.empty() ? gradients.size() : n * dim;
+  const size_t value_bytes = BytesPerValue(gradient_format);
+  // Two blobs, each padded to a word.
+  const size_t bulk_bytes =
+      n * sizeof(uint64_t) + grad_values * value_bytes + sizeof(::capnp::word);
+  return BuildInPlace(
+      header, bulk_bytes, table.size(),
+      [&](schema::Request::Builder request, FrameBuilder& builder) {
+        auto push = request.initPush();
+        push.setTable(TextOf(table));
+        push.setClock(clock);
+        push.setTrainer(trainer);
+        push.setDeferred(deferred);
+        push.setSender(sender.id);
+        push.setAckedBelow(sender.acked_below);
+        push.setGradientFormat(ToSchema<schema::RowFormat>(gradient_format));
+        auto* key_dst = reinterpret_cast<uint64_t*>(
+            builder.InitBulk(n * sizeof(uint64_t), [&](unsigned b) { return push.initKeys(b); }));
+        kj::byte* grad_out = builder.InitBulk(grad_values * value_bytes,
+                                              [&](unsigned b) { return push.initGradients(b); });
+        auto put_values = [&](const float* src, size_t count, size_t offset) {
+          if (count == 0) return;
+          if (gradient_format == RowFormat::kF16) {
+            FloatsToHalves(src, count, reinterpret_cast<uint16_t*>(grad_out) + offset);
+          } else {
+            std::memcpy(reinterpret_cast<float*>(grad_out) + offset, src, count * sizeof(float));
+          }
+        };
+        if (positions.empty()) {
+          if (n > 0) std::memcpy(key_dst, keys.data(), n * sizeof(uint64_t));
+          put_values(gradients.data(), grad_values, 0);
+        } else {
+          for (size_t i = 0; i < n; ++i) {
+            key_dst[i] = keys[positions[i]];
+            put_values(gradients.data() + size_t{positions[i]} * dim, dim, i * dim);
+          }
+        }
+      });
+}
+
+Frame EncodePush(const RequestHeader& header, std::string_view table,
+                 std::span<const uint64_t> keys, std::span<const float> gradients, uint64_t clock) {
+  return EncodePushSubset(header, table, keys, gradients, 0, {}, clock, RowFormat::kF32);
+}
+
+Frame EncodePullResponse(uint64_t request_id, uint64_t epoch, size_t num_floats,
+                         const std::function<Status(std::span<float>)>& fill,
+                         RowFormat row_format) {
+  const size_t bytes = num_floats * BytesPerValue(row_format);
+  Status filled;
+  Frame frame = BuildInPlace(
+      ResponseHead{request_id, epoch}, bytes, 0,
+      [&](schema::Response::Builder response, FrameBuilder& builder) {
+        response.setRowFormat(ToSchema<schema::RowFormat>(row_format));
+        kj::byte* rows = builder.InitBulk(bytes, [&](unsigned b) { return response.initPull(b); });
+        if (row_format == RowFormat::kF32) {
+          filled = fill(std::span<float>(reinterpret_cast<float*>(rows), num_floats));
+        } else {
+          // Rows are read into float32 scratch once, then narrowed into the frame.
+          thread_local std::vector<float> scratch;
+          scratch.resize(num_floats);
+          filled = fill(scratch);
+          if (filled.ok()) {
+            FloatsToHalves(scratch.data(), num_floats, reinterpret_cast<uint16_t*>(rows));
+          }
+        }
+      });
+  if (!filled.ok()) return EncodeStatusResponse(request_id, epoch, filled);
+  return frame;
+}
+
+Frame EncodeStatsResponse(uint64_t request_id, uint64_t epoch, const ServerStats& stats) {
+  return BuildMessage(
+      ResponseHead{request_id, epoch}, StatsBytes(stats),
+      [&](schema::Response::Builder response) { WriteStats(response.initStats(), stats); });
+}
+
+}  // namespace ember::wire

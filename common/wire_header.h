@@ -1,0 +1,22 @@
+// What every ember message starts with: the protocol version and the request header.
+//
+// Part of the wire codec (common/wire.h); the topic headers (common/wire_*.h) declare their
+// encoders with it.
+#pragma once
+
+#include <cstdint>
+
+#include "common/frame.h"
+
+namespace ember::wire {
+
+constexpr uint32_t kProtocolVersion = 1;  // == protocolVersion in ember.capnp
+
+using ember::kMaxFrameBytes;
+
+struct RequestHeader {
+  uint64_t request_id = 0;
+  uint64_t epoch = 0;  // routing epoch the sender used
+};
+
+}  // namespace ember::wire

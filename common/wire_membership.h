@@ -1,0 +1,96 @@
+// Membership and clocks on the wire: servers and trainers registering with the scheduler, the
+// routing table, barriers, trainers' heartbeats and step clocks, the bsp apply-clock order to
+// servers, draining a server and the cluster status, with their replies.
+//
+// Part of common/wire.h, which includes this header and decodes these messages.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/clock_grant.h"
+#include "common/cluster_status.h"
+#include "common/frame.h"
+#include "common/routing_table.h"
+#include "common/sync_options.h"
+#include "common/table_spec.h"
+#include "common/wire_header.h"
+
+namespace ember::wire {
+
+using ember::ClockGrant;
+using ember::ClusterStatus;
+using ember::ServerStatus;
+
+// ---- Requests ----
+
+struct RegisterServerRequest {
+  static constexpr std::string_view kName = "register-server";
+  std::string endpoint;
+  bool join = false;  // join a formed cluster
+};
+struct RegisterTrainerRequest {
+  static constexpr std::string_view kName = "register-trainer";
+  std::string name;
+};
+struct GetRoutingRequest {
+  static constexpr std::string_view kName = "get-routing";
+};
+struct BarrierRequest {
+  static constexpr std::string_view kName = "barrier";
+  std::string name;
+  uint32_t count = 0;
+};
+struct ApplyClockRequest {
+  static constexpr std::string_view kName = "apply-clock";
+  uint64_t clock = 0;
+  std::vector<uint32_t> trainers;  // whose deferred pushes of `clock` count
+  Combine combine = Combine::kMean;
+};
+struct TrainerClockRequest {
+  static constexpr std::string_view kName = "trainer-clock";
+  uint32_t trainer = 0;
+  uint64_t clock = 0;  // steps completed
+  bool leave = false;
+};
+struct HeartbeatRequest {
+  static constexpr std::string_view kName = "heartbeat";
+  uint32_t trainer = 0;
+};
+struct DrainRequest {
+  static constexpr std::string_view kName = "drain";
+  uint32_t server = 0;
+};
+struct ClusterStatusRequest {
+  static constexpr std::string_view kName = "cluster-status";
+};
+
+Frame EncodeRegisterServer(const RequestHeader& header, std::string_view endpoint,
+                           bool join = false);
+Frame EncodeRegisterTrainer(const RequestHeader& header, std::string_view name);
+Frame EncodeGetRouting(const RequestHeader& header);
+Frame EncodeBarrier(const RequestHeader& header, std::string_view name, uint32_t count);
+Frame EncodeApplyClock(const RequestHeader& header, const ApplyClockRequest& apply);
+Frame EncodeTrainerClock(const RequestHeader& header, const TrainerClockRequest& clock);
+Frame EncodeHeartbeat(const RequestHeader& header, uint32_t trainer);
+Frame EncodeDrain(const RequestHeader& header, uint32_t server);
+Frame EncodeClusterStatusRequest(const RequestHeader& header);
+
+// ---- Responses (decoded as these structs, RoutingTable and ClockGrant) ----
+
+struct Registration {
+  uint32_t id = 0;
+  std::vector<TableSpec> tables;
+  RoutingTable routing;
+  uint64_t clock = 0;  // trainers: the clock to start from
+};
+
+// The responses that carry a routing table carry its epoch as theirs.
+Frame EncodeRegistrationResponse(uint64_t request_id, const Registration& registration);
+Frame EncodeRoutingResponse(uint64_t request_id, const RoutingTable& routing);
+Frame EncodeClockGrantResponse(uint64_t request_id, uint64_t epoch, const ClockGrant& grant);
+Frame EncodeClusterStatusResponse(uint64_t request_id, const ClusterStatus& status);
+
+}  // namespace ember::wire

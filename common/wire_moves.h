@@ -1,0 +1,98 @@
+// Partition moves and checkpoints on the wire: servers' heartbeats and the orders the scheduler
+// answers them with, move decisions, the transfer of a partition's rows between servers, and the
+// checkpoint requests to servers and the scheduler (write/restore/verify, cuts, checkpoint now),
+// with their replies. scheduler/shard_moves.h and ps/server/partition_mover.h drive the moves.
+//
+// Part of common/wire.h, which includes this header and decodes these messages. A partition's
+// rows are built in place in the outgoing frame.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/checkpoint_layout.h"
+#include "common/clock_grant.h"
+#include "common/frame.h"
+#include "common/routing_table.h"
+#include "common/wire_header.h"
+
+namespace ember::wire {
+
+using ember::CheckpointAction;
+using ember::CutInfo;
+
+// ---- Requests ----
+
+struct MoveOrder {
+  uint32_t partition = 0;
+  uint32_t from = 0;  // server ids
+  uint32_t to = 0;
+  bool operator==(const MoveOrder&) const = default;
+};
+struct ServerHeartbeatRequest {
+  static constexpr std::string_view kName = "server-heartbeat";
+  uint32_t server = 0;
+};
+struct MoveDecisionRequest {
+  static constexpr std::string_view kName = "move-decision";
+  MoveOrder move;
+  bool commit = false;  // false: abort
+  std::string reason;   // abort: why
+};
+enum class TransferPhase : uint8_t { kCopy = 0, kHandover = 1, kRelease = 2, kResume = 3 };
+struct PartitionTransferRequest {
+  static constexpr std::string_view kName = "partition-transfer";
+  uint32_t partition = 0;
+  TransferPhase phase = TransferPhase::kCopy;
+};
+struct CheckpointRequest {
+  static constexpr std::string_view kName = "checkpoint";
+  std::string dir;  // checkpoint directory as the server sees it
+  CheckpointAction action = CheckpointAction::kWrite;
+};
+struct CheckpointCutRequest {
+  static constexpr std::string_view kName = "checkpoint-cut";
+  uint32_t trainer = 0;
+  uint64_t clock = 0;
+  bool done = false;  // false: arrive
+  std::string error;  // done: why the coordinator failed (empty: it succeeded)
+};
+struct CheckpointNowRequest {
+  static constexpr std::string_view kName = "checkpoint-now";
+  std::string dir;
+};
+
+Frame EncodeServerHeartbeat(const RequestHeader& header, uint32_t server);
+Frame EncodeMoveDecision(const RequestHeader& header, const MoveDecisionRequest& decision);
+Frame EncodePartitionTransfer(const RequestHeader& header,
+                              const PartitionTransferRequest& transfer);
+Frame EncodeCheckpoint(const RequestHeader& header, const CheckpointRequest& checkpoint);
+Frame EncodeCheckpointCut(const RequestHeader& header, const CheckpointCutRequest& cut);
+Frame EncodeCheckpointNow(const RequestHeader& header, std::string_view dir);
+
+// ---- Responses (decoded as these structs and CutInfo) ----
+
+struct ServerOrders {
+  RoutingTable routing;
+  std::vector<MoveOrder> moves;  // moves this server runs (as target) now
+  bool exit = false;             // drained: the server may stop
+};
+
+// The rows a partition transfer carries; points into the decoded frame.
+struct PartitionData {
+  std::span<const uint8_t> bytes;
+};
+
+// Carries the routing table's epoch as its own.
+Frame EncodeServerOrdersResponse(uint64_t request_id, const ServerOrders& orders);
+Frame EncodeCutInfoResponse(uint64_t request_id, uint64_t epoch, const CutInfo& cut);
+// A partition transfer's reply with room for `bytes`; `fill` writes every one of them in place
+// (the frame's memory is not cleared first).
+Frame EncodePartitionDataResponse(uint64_t request_id, uint64_t epoch, size_t bytes,
+                                  const std::function<void(std::span<uint8_t>)>& fill);
+
+}  // namespace ember::wire

@@ -1,0 +1,75 @@
+// PushGate: what a push must pass on a server before its table applies it, in this order: the
+// ownership check (are the partitions of all its keys served here? PartitionOwnership), then the
+// ledger's claim (was this push applied before? PushLedger), then, for a deferred (bsp) push,
+// being held for its clock (PushAccumulator) in place of being applied.
+//
+// ShardService hands it to EmbeddingTable::Push as the push's check, so the table hashes each key
+// to its partition once, for this check and for the rows; when the table logs its pushes, the
+// gate adds the claim's records to the batch that logs the push's rows. After Push returns, the
+// server reads the outcome() and Finish()es a passed push with the table's answer.
+//
+// One gate per push, used on the thread that handles it; the objects it is given are borrowed
+// and must outlive it.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <vector>
+
+#include "common/status.h"
+#include "common/wire.h"
+#include "embedding/embedding_table.h"
+#include "ps/server/partition_ownership.h"
+#include "ps/server/push_accumulator.h"
+#include "ps/server/push_ledger.h"
+
+namespace ember::ps {
+
+class PushGate final : public embedding::EmbeddingTable::PushCheck {
+ public:
+  enum class Outcome {
+    kStopped,    // did not pass (ownership, or a copy still being applied): nothing claimed or
+                 // applied; answer the table's error as it is
+    kDuplicate,  // a copy of a push applied before: answer OK, nothing applied
+    kPassed,     // claimed (when it names its sender): applied by the table, or held; Finish()
+  };
+
+  // `request_id` and `push` are the request's; `keep_partitions`: remember the partitions of
+  // the keys for partitions() (a server does while a partition is being copied).
+  PushGate(const PartitionOwnership& ownership, PushLedger& ledger, PushAccumulator& deferred,
+           uint64_t request_id, const wire::PushRequest& push, bool keep_partitions)
+      : ownership_(ownership),
+        ledger_(ledger),
+        deferred_(deferred),
+        request_id_(request_id),
+        push_(push),
+        keep_partitions_(keep_partitions) {}
+
+  Result<Verdict> Check(std::span<const uint64_t> keys,
+                        std::span<const uint32_t> partitions) override;
+  void AppendWrites(embedding::RowWrites& batch) override;
+
+  Outcome outcome() const { return outcome_; }
+  // Ends the claim of a passed push with the table's answer: OK records it as applied (on disk
+  // too when its records were logged); otherwise a later copy may apply it.
+  void Finish(const Status& applied);
+  // The partition of each key of a passed push that is applied (not deferred), when kept; empty
+  // otherwise.
+  std::span<const uint32_t> partitions() const { return partitions_; }
+
+ private:
+  const PartitionOwnership& ownership_;
+  PushLedger& ledger_;
+  PushAccumulator& deferred_;
+  const uint64_t request_id_;
+  const wire::PushRequest& push_;
+  const bool keep_partitions_;
+
+  Outcome outcome_ = Outcome::kStopped;
+  std::optional<PushLedger::Claim> claim_;  // when the push names its sender
+  bool logged_ = false;                     // the claim's records went into the rows' batch
+  std::vector<uint32_t> partitions_;
+};
+
+}  // namespace ember::ps
