@@ -1,19 +1,22 @@
-// The `ember` subcommands. Each takes the full argv (argv[1] is the subcommand's name) and
-// returns the process exit code: 0 success, 1 runtime failure, 2 bad usage or config.
+// What each `ember` subcommand does with its parsed flags (app/command_flags.h), one file per
+// command. Each returns the process exit code: 0 success, 1 runtime failure, 2 bad usage or
+// config.
 #pragma once
+
+#include "app/command_flags.h"
 
 namespace ember::app {
 
-int SchedulerCommand(int argc, char** argv);
-int ServerCommand(int argc, char** argv);
-int TrainCommand(int argc, char** argv);
-int ClusterCommand(int argc, char** argv);
-int BenchCommand(int argc, char** argv);
-int DenseBenchCommand(int argc, char** argv);
-int TierBenchCommand(int argc, char** argv);
-int ExportCommand(int argc, char** argv);
-int CheckpointCommand(int argc, char** argv);
-int StatusCommand(int argc, char** argv);
-int DrainCommand(int argc, char** argv);
+int RunCluster(const ClusterFlags& flags);
+int RunScheduler(const SchedulerFlags& flags);
+int RunServer(const ServerFlags& flags);
+int RunTrain(const TrainFlags& flags);
+int RunBench(const BenchFlags& flags);
+int RunDenseBench(const DenseBenchFlags& flags);
+int RunTierBench(const TierBenchFlags& flags);
+int RunCheckpoint(const CheckpointFlags& flags);
+int RunStatus(const StatusFlags& flags);
+int RunDrain(const DrainFlags& flags);
+int RunExport(const ExportFlags& flags);
 
 }  // namespace ember::app

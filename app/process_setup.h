@@ -1,8 +1,13 @@
-// Process-wide set-up shared by the subcommands: the allocator, log format and stop signals.
+// Process-wide set-up shared by the subcommands: the allocator, log format and stop signals, and
+// serving until a stop signal.
 #pragma once
 
 #include <atomic>
+#include <functional>
 #include <string_view>
+
+#include "app/command_line.h"
+#include "common/status.h"
 
 namespace ember::app {
 
@@ -16,5 +21,20 @@ void KeepLargeAllocationsInTheHeap();
 
 // Makes SIGINT and SIGTERM store true into *flag (an atomic store, safe in a signal handler).
 void StopOnSignals(std::atomic<bool>* flag);
+
+// Runs `service` (a ps::Server or a scheduler::Scheduler) until SIGINT or SIGTERM: Start(), then
+// `started` when given (to say where it listens, say), then Run(). Returns the exit code, having
+// printed why as "ember <command>: ..." when it failed.
+template <typename Service>
+int ServeUntilStopped(std::string_view command, Service& service,
+                      const std::function<Status()>& started = nullptr) {
+  StopOnSignals(service.stop_flag());
+  if (Status status = service.Start(); !status.ok()) return PrintError(command, status);
+  if (started) {
+    if (Status status = started(); !status.ok()) return PrintError(command, status);
+  }
+  service.Run();
+  return 0;
+}
 
 }  // namespace ember::app

@@ -1,5 +1,6 @@
 // Crc32: the CRC-32 (IEEE 802.3, as zlib and PNG compute it) of a byte range, used to detect
-// corrupt or truncated checkpoint files. Reentrant.
+// corrupt or truncated checkpoint files. zlib computes it, so files written by any earlier ember
+// (which computed the same polynomial byte by byte) still verify. Reentrant.
 #pragma once
 
 #include <cstddef>

@@ -26,9 +26,13 @@ Status ReadOptional(const YAML::Node& node, std::string_view path, const char* k
   try {
     *out = value.as<T>();
   } catch (const YAML::Exception& e) {
+    // Values set by an override (common/config_override.h) come from no line of the file.
+    const std::string line = value.Mark().is_null()
+                                 ? std::string()
+                                 : " (line " + std::to_string(value.Mark().line + 1) + ")";
     return InvalidArgument(std::string(path) + "." + key + ": cannot read '" +
                            (value.IsScalar() ? value.Scalar() : std::string("<non-scalar>")) +
-                           "' (line " + std::to_string(value.Mark().line + 1) + ")");
+                           "'" + line);
   }
   return Status::Ok();
 }

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "app/bench_report.h"
+#include "bench/bench_report.h"
 #include "common/child_process.h"
 #include "tests/test_util.h"
 
@@ -143,7 +143,7 @@ TEST(BenchTest, BadFlagsAreUsageErrors) {
 
 // Every figure of the printed table is also in the JSON, with the same value.
 TEST(BenchReportTest, TableFiguresAreInTheJson) {
-  app::BenchReport report;
+  bench::BenchReport report;
   report.pull = {.requests = 10, .keys = 1000, .seconds = 0.5, .keys_per_second = 2000,
                  .gb_per_second = 0.25, .latency_p50_ms = 1.5, .latency_p99_ms = 2.5,
                  .latency_p999_ms = 3.5, .server_cpu_seconds_per_million_keys = 0.75,
@@ -155,8 +155,8 @@ TEST(BenchReportTest, TableFiguresAreInTheJson) {
   report.push.server_cpu_seconds_per_million_keys.reset();
   report.memory = {.rows = 42, .bytes_per_row = 300.5, .raw_bytes_per_row = 256,
                    .rss_bytes_per_row = 512.25};
-  const std::string table = app::FormatBenchTable(report);
-  const std::string json = app::BenchReportJson(report);
+  const std::string table = bench::FormatBenchTable(report);
+  const std::string json = bench::BenchReportJson(report);
   for (const char* printed : {"2000", "0.250", "1.50", "2.50", "3.50", "0.750", "4000", "0.500",
                               "0.50x", "9000", "42 rows", "300.5", "512.2", "n/a", "in 3 rounds",
                               "median of 3 interleaved rounds, range 0.40-0.60x"}) {

@@ -10,7 +10,7 @@
 #include <regex>
 #include <thread>
 
-#include "app/cluster_config.h"
+#include "local/cluster_config.h"
 #include "common/child_process.h"
 #include "tests/test_util.h"
 
@@ -410,7 +410,7 @@ TEST(ClusterProcessTest, ServersAndTrainerOnSeparateHostsInNetworkNamespaces) {
 
 TEST(ClusterProcessTest, ShippedConfigsLoad) {
   for (const char* name : {"tt-bench.yaml", "tt-bench-gpu.yaml", "movielens-100k.yaml"}) {
-    auto config = app::LoadClusterConfig(std::string(EMBER_SOURCE_DIR) + "/configs/" + name);
+    auto config = local::LoadClusterConfig(std::string(EMBER_SOURCE_DIR) + "/configs/" + name);
     EXPECT_TRUE(config.ok()) << name << ": " << config.status().ToString();
   }
 }

@@ -14,7 +14,7 @@
 #include <random>
 #include <thread>
 
-#include "app/local_cluster.h"
+#include "local/local_cluster.h"
 #include "trainer/dense_table.h"
 #include "trainer/trainer.h"
 
@@ -175,7 +175,7 @@ struct TrainerRun {
 // Connects `count` trainers (trainer k reads offset k * batch of each block) and runs them in
 // threads for `steps` each; `delay_of(k)` slows trainer k; `hook(k, loop)` installs observers.
 std::vector<TrainerRun> RunTrainers(
-    app::LocalCluster& cluster, uint32_t count, uint32_t batch, uint32_t steps, SyncOptions sync,
+    local::LocalCluster& cluster, uint32_t count, uint32_t batch, uint32_t steps, SyncOptions sync,
     const std::vector<std::pair<uint64_t, uint64_t>>& pairs,
     const std::function<std::chrono::milliseconds(uint32_t)>& delay_of,
     const std::function<void(uint32_t, trainer::Trainer&)>& hook = {},
@@ -215,7 +215,7 @@ std::vector<std::pair<uint64_t, uint64_t>> RandomPairs(size_t n) {
 }
 
 // Every row the pairs touch, and the dense table, as read from the cluster.
-std::vector<float> Snapshot(app::LocalCluster& cluster) {
+std::vector<float> Snapshot(local::LocalCluster& cluster) {
   auto client = cluster.Connect("reader");
   EXPECT_TRUE(client.ok());
   std::vector<float> all;
@@ -235,8 +235,8 @@ std::vector<float> Snapshot(app::LocalCluster& cluster) {
   return all;
 }
 
-app::LocalClusterOptions ClusterOptions(SyncOptions sync) {
-  app::LocalClusterOptions options;
+local::LocalClusterOptions ClusterOptions(SyncOptions sync) {
+  local::LocalClusterOptions options;
   options.num_servers = 2;
   options.num_partitions = 16;
   options.sync = sync;
@@ -252,7 +252,7 @@ TEST_P(BspEquivalenceTest, TwoTrainersOfBatchBAveragedEqualOneTrainerOfBatch2B) 
   auto no_delay = [](uint32_t) { return std::chrono::milliseconds(0); };
 
   SyncOptions single;  // one trainer, pushes applied on arrival
-  app::LocalCluster reference(Tables(GetParam(), model), ClusterOptions(single));
+  local::LocalCluster reference(Tables(GetParam(), model), ClusterOptions(single));
   ASSERT_TRUE(reference.status().ok()) << reference.status().ToString();
   auto one = RunTrainers(reference, 1, 2 * kBatch, kSteps, single, pairs, no_delay);
   ASSERT_EQ(one.size(), 1u);
@@ -262,7 +262,7 @@ TEST_P(BspEquivalenceTest, TwoTrainersOfBatchBAveragedEqualOneTrainerOfBatch2B) 
   bsp.mode = SyncMode::kBsp;
   bsp.trainers = 2;
   bsp.clock_timeout = std::chrono::seconds(20);
-  app::LocalCluster cluster(Tables(GetParam(), model), ClusterOptions(bsp));
+  local::LocalCluster cluster(Tables(GetParam(), model), ClusterOptions(bsp));
   ASSERT_TRUE(cluster.status().ok()) << cluster.status().ToString();
   // Trainer 1 is slower, so a read before the other's pushes were applied would show.
   auto two = RunTrainers(cluster, 2, kBatch, kSteps, bsp, pairs, [](uint32_t k) {
@@ -300,7 +300,7 @@ uint64_t LargestSpreadAtPulls(uint32_t staleness) {
   ssp.staleness = staleness;
   ssp.trainers = kTrainers;
   ssp.clock_timeout = std::chrono::seconds(20);
-  app::LocalCluster cluster(Tables(OptimizerKind::kSgd, TinyModel()), ClusterOptions(ssp));
+  local::LocalCluster cluster(Tables(OptimizerKind::kSgd, TinyModel()), ClusterOptions(ssp));
   EXPECT_TRUE(cluster.status().ok());
   std::atomic<uint64_t> done[kTrainers] = {};
   std::atomic<uint64_t> largest{0};
@@ -333,7 +333,7 @@ TEST(SspTest, StalenessZeroReadsLikeBsp) { EXPECT_EQ(LargestSpreadAtPulls(0), 0u
 TEST(AspTest, ASlowTrainerDoesNotSlowTheOthers) {
   SyncOptions asp;
   asp.trainers = 2;
-  app::LocalCluster cluster(Tables(OptimizerKind::kSgd, TinyModel()), ClusterOptions(asp));
+  local::LocalCluster cluster(Tables(OptimizerKind::kSgd, TinyModel()), ClusterOptions(asp));
   ASSERT_TRUE(cluster.status().ok());
   constexpr uint32_t kFastSteps = 60, kSlowSteps = 15;
   std::atomic<uint64_t> slow_steps{0}, slow_steps_when_fast_done{0};

@@ -10,10 +10,10 @@
 #include <set>
 #include <thread>
 
-#include "app/local_cluster.h"
 #include "common/hash.h"
 #include "common/rpc_channel.h"
 #include "common/transport.h"
+#include "local/local_cluster.h"
 #include "tests/integration/small_two_tower.h"
 #include "trainer/cpu_backend.h"
 #include "trainer/dense_table.h"
@@ -39,7 +39,7 @@ std::vector<TableSpec> CountingTable() {
   return {spec};
 }
 
-Result<wire::ClusterStatus> ClusterStatusOf(const app::LocalCluster& cluster) {
+Result<wire::ClusterStatus> ClusterStatusOf(const local::LocalCluster& cluster) {
   Context context;
   RpcChannel scheduler(context, cluster.scheduler_endpoint());
   const uint64_t id = scheduler.NextRequestId();
@@ -49,7 +49,7 @@ Result<wire::ClusterStatus> ClusterStatusOf(const app::LocalCluster& cluster) {
   return std::get<wire::ClusterStatus>(reply.body);
 }
 
-Status Drain(const app::LocalCluster& cluster, uint32_t server) {
+Status Drain(const local::LocalCluster& cluster, uint32_t server) {
   Context context;
   RpcChannel scheduler(context, cluster.scheduler_endpoint());
   const uint64_t id = scheduler.NextRequestId();
@@ -59,7 +59,7 @@ Status Drain(const app::LocalCluster& cluster, uint32_t server) {
 }
 
 // Waits (bounded) until no move is planned or in flight; returns the last status seen.
-wire::ClusterStatus WaitForMoves(const app::LocalCluster& cluster) {
+wire::ClusterStatus WaitForMoves(const local::LocalCluster& cluster) {
   wire::ClusterStatus last;
   for (int i = 0; i < 600; ++i) {
     auto status = ClusterStatusOf(cluster);
@@ -73,7 +73,7 @@ wire::ClusterStatus WaitForMoves(const app::LocalCluster& cluster) {
 }
 
 TEST(ShardScalingTest, JoinAndDrainWhileClientsPushLoseNoUpdate) {
-  app::LocalCluster cluster(CountingTable(), {.num_servers = 2, .num_partitions = 32});
+  local::LocalCluster cluster(CountingTable(), {.num_servers = 2, .num_partitions = 32});
   ASSERT_TRUE(cluster.status().ok()) << cluster.status().ToString();
 
   constexpr int kClients = 3;
@@ -145,7 +145,8 @@ trainer::SyntheticOptions SmallData() { return testing::SmallSyntheticData(3000,
 
 // One bsp trainer (dense weights on the servers) for `steps` steps; `scale` runs on the trainer's
 // thread after each step. Returns the rows of every key the data uses, then the dense rows.
-std::vector<float> TrainBsp(uint32_t steps, const std::function<void(app::LocalCluster&, uint64_t)>& scale) {
+std::vector<float> TrainBsp(uint32_t steps,
+                            const std::function<void(local::LocalCluster&, uint64_t)>& scale) {
   std::vector<TableSpec> tables;
   for (const char* name : {"user", "item"}) {
     TableSpec spec;
@@ -158,9 +159,9 @@ std::vector<float> TrainBsp(uint32_t steps, const std::function<void(app::LocalC
     tables.push_back(spec);
   }
   tables.push_back(trainer::DenseTableSpec(SmallModel()));
-  app::LocalClusterOptions options{.num_servers = 2, .num_partitions = 32};
+  local::LocalClusterOptions options{.num_servers = 2, .num_partitions = 32};
   options.sync.mode = SyncMode::kBsp;
-  app::LocalCluster cluster(tables, options);
+  local::LocalCluster cluster(tables, options);
   EXPECT_TRUE(cluster.status().ok()) << cluster.status().ToString();
   ps::ClientOptions client_options;
   client_options.heartbeat_interval = Millis(500);
@@ -207,8 +208,8 @@ std::vector<float> TrainBsp(uint32_t steps, const std::function<void(app::LocalC
 }
 
 TEST(ShardScalingTest, BspTrainingWithAJoinAndADrainEqualsTrainingWithout) {
-  const std::vector<float> plain = TrainBsp(30, [](app::LocalCluster&, uint64_t) {});
-  const std::vector<float> scaled = TrainBsp(30, [](app::LocalCluster& cluster, uint64_t clock) {
+  const std::vector<float> plain = TrainBsp(30, [](local::LocalCluster&, uint64_t) {});
+  const std::vector<float> scaled = TrainBsp(30, [](local::LocalCluster& cluster, uint64_t clock) {
     std::this_thread::sleep_for(milliseconds(20));  // so the moves happen while it trains
     if (clock == 5) {
       auto joined = cluster.AddServer();

@@ -14,7 +14,7 @@
 #include <future>
 #include <set>
 
-#include "app/local_cluster.h"
+#include "local/local_cluster.h"
 #include "common/hash.h"
 #include "ps/client/checkpoint.h"
 #include "scheduler/checkpoint_cuts.h"
@@ -89,7 +89,7 @@ struct RunResult {
 RunResult Train(const RunOptions& options,
                 const std::function<void(const std::string&)>& during = {}) {
   const bool dense_on_servers = options.trainers > 1;
-  app::LocalClusterOptions cluster_options;
+  local::LocalClusterOptions cluster_options;
   cluster_options.num_servers = options.servers;
   cluster_options.num_partitions = kPartitions;
   cluster_options.sync.mode = options.mode;
@@ -97,7 +97,7 @@ RunResult Train(const RunOptions& options,
   cluster_options.checkpoints.every = options.checkpoint_every;
   cluster_options.checkpoints.dir = options.checkpoint_dir;
   cluster_options.checkpoints.keep = 0;
-  app::LocalCluster cluster(Tables(dense_on_servers), cluster_options);
+  local::LocalCluster cluster(Tables(dense_on_servers), cluster_options);
   EXPECT_TRUE(cluster.status().ok()) << cluster.status().ToString();
 
   RunResult result;

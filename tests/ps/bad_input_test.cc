@@ -7,7 +7,7 @@
 #include "common/hash.h"
 #include "common/rpc_channel.h"
 #include "common/transport.h"
-#include "app/local_cluster.h"
+#include "local/local_cluster.h"
 
 namespace ember {
 namespace {
@@ -19,8 +19,8 @@ class BadInputTest : public ::testing::Test {
     spec.name = "rows";
     spec.dim = 4;
     spec.seed = 1;
-    cluster_ = std::make_unique<app::LocalCluster>(
-        std::vector<TableSpec>{spec}, app::LocalClusterOptions{.num_servers = 2});
+    cluster_ = std::make_unique<local::LocalCluster>(std::vector<TableSpec>{spec},
+                                                     local::LocalClusterOptions{.num_servers = 2});
     ASSERT_TRUE(cluster_->status().ok()) << cluster_->status().ToString();
     auto socket = MakeSocket(context_, SocketKind::kDealer);
     ASSERT_TRUE(socket.ok());
@@ -67,7 +67,7 @@ class BadInputTest : public ::testing::Test {
     }
   }
 
-  std::unique_ptr<app::LocalCluster> cluster_;
+  std::unique_ptr<local::LocalCluster> cluster_;
   Context context_;
   Socket socket_;
   uint64_t next_id_ = 100;

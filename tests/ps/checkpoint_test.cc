@@ -9,7 +9,7 @@
 #include <numeric>
 #include <random>
 
-#include "app/local_cluster.h"
+#include "local/local_cluster.h"
 #include "common/hash.h"
 #include "common/wire.h"
 #include "ps/client/checkpoint_export.h"
@@ -64,7 +64,7 @@ uint64_t RowsStored(ps::Client& client) {
 
 // A cluster of two servers trained three steps and checkpointed into `dir`; returns its rows.
 std::vector<float> TrainAndCheckpoint(const std::string& dir) {
-  app::LocalCluster cluster(Tables(), {.num_servers = 2});
+  local::LocalCluster cluster(Tables(), {.num_servers = 2});
   EXPECT_TRUE(cluster.status().ok()) << cluster.status().ToString();
   auto client = cluster.Connect();
   EXPECT_TRUE(client.ok()) << client.status().ToString();
@@ -81,7 +81,7 @@ TEST(CheckpointTest, RestoreIntoOneAndThreeServersGivesSameRowsAndSameNextStep) 
   const std::vector<float> saved = TrainAndCheckpoint(dir.path());
   std::vector<float> next_step;
   for (uint32_t servers : {1u, 3u}) {
-    app::LocalCluster cluster(Tables(), {.num_servers = servers});
+    local::LocalCluster cluster(Tables(), {.num_servers = servers});
     ASSERT_TRUE(cluster.status().ok()) << cluster.status().ToString();
     auto client = cluster.Connect();
     ASSERT_TRUE(client.ok()) << client.status().ToString();
@@ -165,7 +165,7 @@ class DamagedCheckpointTest : public ::testing::Test {
   }
 
   testing::TempDir dir_;
-  app::LocalCluster cluster_{Tables(), {.num_servers = 3}};
+  local::LocalCluster cluster_{Tables(), {.num_servers = 3}};
   std::unique_ptr<ps::Client> client_;
   std::vector<float> before_;
 };

@@ -5,8 +5,8 @@
 #include <numeric>
 #include <random>
 
-#include "app/local_cluster.h"
 #include "common/hash.h"
+#include "local/local_cluster.h"
 
 namespace ember {
 namespace {
@@ -30,7 +30,7 @@ std::vector<TableSpec> TwoTables() {
 
 // Runs the same pulls and pushes against a cluster of `servers` shards; returns final rows.
 std::vector<float> TrainAndPull(uint32_t servers, const std::vector<uint64_t>& keys) {
-  app::LocalCluster cluster(TwoTables(), {.num_servers = servers});
+  local::LocalCluster cluster(TwoTables(), {.num_servers = servers});
   EXPECT_TRUE(cluster.status().ok()) << cluster.status().ToString();
   auto client = cluster.Connect();
   EXPECT_TRUE(client.ok()) << client.status().ToString();
@@ -59,7 +59,7 @@ TEST(ClusterTest, RowsDoNotDependOnTheNumberOfServers) {
 }
 
 TEST(ClusterTest, FanOutPlacesEveryRowAtItsPositionAndServersShareTheKeys) {
-  app::LocalCluster cluster(TwoTables(), {.num_servers = 3});
+  local::LocalCluster cluster(TwoTables(), {.num_servers = 3});
   ASSERT_TRUE(cluster.status().ok()) << cluster.status().ToString();
   auto client = cluster.Connect();
   ASSERT_TRUE(client.ok()) << client.status().ToString();
@@ -87,7 +87,7 @@ TEST(ClusterTest, FanOutPlacesEveryRowAtItsPositionAndServersShareTheKeys) {
 }
 
 TEST(ClusterTest, ManyConcurrentOperationsFromSeveralThreads) {
-  app::LocalCluster cluster(TwoTables(), {.num_servers = 2});
+  local::LocalCluster cluster(TwoTables(), {.num_servers = 2});
   ASSERT_TRUE(cluster.status().ok());
   auto client = cluster.Connect();
   ASSERT_TRUE(client.ok());
@@ -123,7 +123,7 @@ TEST(ClusterTest, ConcurrentPushesFromSeveralClientsLoseNoUpdate) {
   TableSpec table = MakeTable("sums", 4, OptimizerKind::kSgd);
   table.optimizer.learning_rate = 0.5f;
   table.initializer.kind = InitializerKind::kZeros;
-  app::LocalCluster cluster({table}, {.num_servers = 2, .worker_threads = 2});
+  local::LocalCluster cluster({table}, {.num_servers = 2, .worker_threads = 2});
   ASSERT_TRUE(cluster.status().ok()) << cluster.status().ToString();
   constexpr int kClients = 3, kThreadsPerClient = 2, kRounds = 30;
   constexpr uint64_t kKeys = 500;
@@ -179,7 +179,7 @@ TEST(ClusterTest, ConcurrentPushesFromSeveralClientsLoseNoUpdate) {
 }
 
 TEST(ClusterTest, Fp16WireRowsMatchFp32WithinRounding) {
-  app::LocalCluster cluster(TwoTables(), {.num_servers = 2});
+  local::LocalCluster cluster(TwoTables(), {.num_servers = 2});
   ASSERT_TRUE(cluster.status().ok());
   auto exact = cluster.Connect("fp32");
   ps::ClientOptions options;
@@ -205,7 +205,7 @@ TEST(ClusterTest, Fp16WireRowsMatchFp32WithinRounding) {
 }
 
 TEST(ClusterTest, ClientRejectsBadCallsWithClearErrors) {
-  app::LocalCluster cluster(TwoTables(), {.num_servers = 1});
+  local::LocalCluster cluster(TwoTables(), {.num_servers = 1});
   ASSERT_TRUE(cluster.status().ok());
   auto client = cluster.Connect();
   ASSERT_TRUE(client.ok());
@@ -221,7 +221,7 @@ TEST(ClusterTest, ClientRejectsBadCallsWithClearErrors) {
 }
 
 TEST(ClusterTest, BarrierReleasesWhenEveryoneArrived) {
-  app::LocalCluster cluster(TwoTables(), {.num_servers = 1});
+  local::LocalCluster cluster(TwoTables(), {.num_servers = 1});
   ASSERT_TRUE(cluster.status().ok());
   auto a = cluster.Connect("a");
   auto b = cluster.Connect("b");
@@ -238,8 +238,8 @@ TEST(ClusterTest, BarrierReleasesWhenEveryoneArrived) {
 }
 
 TEST(ClusterTest, OperationsFailWithDeadlineWhenServersAreGone) {
-  auto cluster =
-      std::make_unique<app::LocalCluster>(TwoTables(), app::LocalClusterOptions{.num_servers = 1});
+  auto cluster = std::make_unique<local::LocalCluster>(
+      TwoTables(), local::LocalClusterOptions{.num_servers = 1});
   ASSERT_TRUE(cluster->status().ok());
   ps::ClientOptions options;
   options.scheduler_endpoint = cluster->scheduler_endpoint();
@@ -253,7 +253,7 @@ TEST(ClusterTest, OperationsFailWithDeadlineWhenServersAreGone) {
 }
 
 TEST(ClusterTest, CallToEveryServerNamesTheServerThatRefusedIt) {
-  app::LocalCluster cluster(TwoTables(), {.num_servers = 2});
+  local::LocalCluster cluster(TwoTables(), {.num_servers = 2});
   ASSERT_TRUE(cluster.status().ok()) << cluster.status().ToString();
   auto client = cluster.Connect();
   ASSERT_TRUE(client.ok()) << client.status().ToString();
@@ -274,7 +274,7 @@ TEST(ClusterTest, CallsToEveryServerFailAtTheirDeadlineNamingTheSilentServer) {
   std::unique_ptr<ps::Client> client;
   std::string endpoint;
   {
-    app::LocalCluster cluster(TwoTables(), {.num_servers = 1});
+    local::LocalCluster cluster(TwoTables(), {.num_servers = 1});
     ASSERT_TRUE(cluster.status().ok());
     // A short request timeout also bounds the I/O thread's routing refresh once servers are gone.
     auto connected = cluster.Connect({.request_timeout = Millis(300)});

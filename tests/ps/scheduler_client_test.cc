@@ -6,7 +6,7 @@
 
 #include <future>
 
-#include "app/local_cluster.h"
+#include "local/local_cluster.h"
 
 namespace ember {
 namespace {
@@ -23,7 +23,7 @@ class SchedulerClientTest : public ::testing::Test {
  protected:
   void SetUp() override { ASSERT_TRUE(cluster_.status().ok()) << cluster_.status().ToString(); }
 
-  app::LocalCluster cluster_{OneTable(), {.num_servers = 2}};
+  local::LocalCluster cluster_{OneTable(), {.num_servers = 2}};
   ps::SchedulerClient scheduler_{cluster_.scheduler_endpoint()};
 };
 
@@ -72,7 +72,7 @@ TEST(SchedulerClientDownTest, UnreachableSchedulerFailsAtTheDeadlineNamingTheCal
   // A port nothing listens on (the cluster that used it is gone).
   std::string endpoint;
   {
-    app::LocalCluster cluster(OneTable(), {.num_servers = 1});
+    local::LocalCluster cluster(OneTable(), {.num_servers = 1});
     ASSERT_TRUE(cluster.status().ok()) << cluster.status().ToString();
     endpoint = cluster.scheduler_endpoint();
   }

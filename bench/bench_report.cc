@@ -1,12 +1,13 @@
 // Bench report rendering: the printed table and the JSON record.
-#include "app/bench_report.h"
+#include "bench/bench_report.h"
 
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <nlohmann/json.hpp>
 #include <sstream>
 
-namespace ember::app {
+namespace ember::bench {
 namespace {
 
 std::string Format(const char* format, double value) {
@@ -19,61 +20,25 @@ std::string OptionalFigure(const std::optional<double>& value, const char* forma
   return value ? Format(format, *value) : std::string("n/a");
 }
 
-// A JSON number (finite doubles only; anything else becomes null).
-std::string JsonNumber(double value) {
-  if (!std::isfinite(value)) return "null";
-  std::ostringstream out;
-  out.precision(8);
-  out << value;
-  return out.str();
-}
+using Json = nlohmann::ordered_json;  // keys in the order written
 
-std::string JsonNumber(const std::optional<double>& value) {
-  return value ? JsonNumber(*value) : "null";
-}
+// An optional figure: null when unknown (non-finite numbers are written as null by the library).
+Json Figure(const std::optional<double>& value) { return value ? Json(*value) : Json(nullptr); }
 
-std::string JsonArray(const std::vector<double>& values) {
-  std::string out = "[";
-  for (size_t i = 0; i < values.size(); ++i) {
-    out += (i > 0 ? ", " : "") + JsonNumber(values[i]);
-  }
-  return out + "]";
-}
-
-std::string JsonString(const std::string& text) {
-  std::string out = "\"";
-  for (char c : text) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += c;
-    } else if (static_cast<unsigned char>(c) < 0x20) {
-      char escaped[8];
-      std::snprintf(escaped, sizeof(escaped), "\\u%04x", c);
-      out += escaped;
-    } else {
-      out += c;
-    }
-  }
-  return out + "\"";
-}
-
-std::string OperationJson(const OperationFigures& op) {
-  std::ostringstream j;
-  j << "{\"requests\": " << op.requests << ", \"keys\": " << op.keys
-    << ", \"seconds\": " << JsonNumber(op.seconds)
-    << ", \"keys_per_second\": " << JsonNumber(op.keys_per_second)
-    << ", \"gb_per_second\": " << JsonNumber(op.gb_per_second)
-    << ", \"latency_ms\": {\"p50\": " << JsonNumber(op.latency_p50_ms)
-    << ", \"p99\": " << JsonNumber(op.latency_p99_ms)
-    << ", \"p999\": " << JsonNumber(op.latency_p999_ms) << "}"
-    << ", \"server_cpu_seconds_per_million_keys\": "
-    << JsonNumber(op.server_cpu_seconds_per_million_keys)
-    << ", \"raw_keys_per_second\": " << JsonNumber(op.raw_keys_per_second)
-    << ", \"raw_gb_per_second\": " << JsonNumber(op.raw_gb_per_second)
-    << ", \"ratio_to_raw\": " << JsonNumber(op.ratio_to_raw)
-    << ", \"ratio_rounds\": " << JsonArray(op.ratio_rounds)
-    << ", \"lookup_keys_per_second\": " << JsonNumber(op.lookup_keys_per_second) << "}";
-  return j.str();
+Json OperationJson(const OperationFigures& op) {
+  return {{"requests", op.requests},
+          {"keys", op.keys},
+          {"seconds", op.seconds},
+          {"keys_per_second", op.keys_per_second},
+          {"gb_per_second", op.gb_per_second},
+          {"latency_ms",
+           {{"p50", op.latency_p50_ms}, {"p99", op.latency_p99_ms}, {"p999", op.latency_p999_ms}}},
+          {"server_cpu_seconds_per_million_keys", Figure(op.server_cpu_seconds_per_million_keys)},
+          {"raw_keys_per_second", op.raw_keys_per_second},
+          {"raw_gb_per_second", op.raw_gb_per_second},
+          {"ratio_to_raw", op.ratio_to_raw},
+          {"ratio_rounds", op.ratio_rounds},
+          {"lookup_keys_per_second", Figure(op.lookup_keys_per_second)}};
 }
 
 std::string OperationLine(const char* name, const OperationFigures& op) {
@@ -100,7 +65,7 @@ std::string RatioText(const OperationFigures& op) {
 }  // namespace
 
 std::string FormatBenchTable(const BenchReport& report) {
-  const BenchConfig& c = report.config;
+  const BenchOptions& c = report.config;
   std::ostringstream t;
   t << "ember bench: " << (c.scheduler.empty() ? "in-process cluster" : "cluster at " + c.scheduler)
     << ", " << c.servers << " servers x " << c.server_threads << " threads, table '" << c.table
@@ -136,30 +101,40 @@ std::string FormatBenchTable(const BenchReport& report) {
 }
 
 std::string BenchReportJson(const BenchReport& report) {
-  const BenchConfig& c = report.config;
-  std::ostringstream j;
-  j << "{\n  \"config\": {\"scheduler\": " << JsonString(c.scheduler)
-    << ", \"table\": " << JsonString(c.table) << ", \"servers\": " << c.servers
-    << ", \"server_threads\": " << c.server_threads << ", \"clients\": " << c.clients
-    << ", \"keys_per_request\": " << c.keys_per_request
-    << ", \"max_keys_per_message\": " << c.max_keys_per_message << ", \"dim\": " << c.dim
-    << ", \"optimizer\": " << JsonString(c.optimizer)
-    << ", \"learning_rate\": " << JsonNumber(c.learning_rate)
-    << ", \"exponent\": " << JsonNumber(c.exponent) << ", \"vocabulary\": " << c.vocabulary
-    << ", \"populate\": " << c.populate << ", \"seed\": " << c.seed
-    << ", \"requests\": " << c.requests << ", \"seconds\": " << JsonNumber(c.seconds)
-    << ", \"rounds\": " << c.rounds << "},\n";
+  const BenchOptions& c = report.config;
   const PopulateFigures& p = report.populate;
-  j << "  \"populate\": {\"rows\": " << p.rows << ", \"seconds\": " << JsonNumber(p.seconds)
-    << ", \"rows_per_second\": " << JsonNumber(p.rows_per_second) << "},\n";
-  j << "  \"pull\": " << OperationJson(report.pull) << ",\n";
-  j << "  \"push\": " << OperationJson(report.push) << ",\n";
   const MemoryFigures& m = report.memory;
-  j << "  \"memory\": {\"rows\": " << m.rows
-    << ", \"bytes_per_row\": " << JsonNumber(m.bytes_per_row)
-    << ", \"raw_bytes_per_row\": " << JsonNumber(m.raw_bytes_per_row)
-    << ", \"rss_bytes_per_row\": " << JsonNumber(m.rss_bytes_per_row) << "}\n}\n";
-  return j.str();
+  const Json json = {
+      {"config",
+       {{"scheduler", c.scheduler},
+        {"table", c.table},
+        {"servers", c.servers},
+        {"server_threads", c.server_threads},
+        {"clients", c.clients},
+        {"keys_per_request", c.keys_per_request},
+        {"max_keys_per_message", c.max_keys_per_message},
+        {"dim", c.dim},
+        {"optimizer", c.optimizer},
+        {"learning_rate", c.learning_rate},
+        {"exponent", c.exponent},
+        {"vocabulary", c.vocabulary},
+        {"populate", c.populate},
+        {"seed", c.seed},
+        {"requests", c.requests},
+        {"seconds", c.seconds},
+        {"rounds", c.rounds}}},
+      {"populate",
+       {{"rows", p.rows}, {"seconds", p.seconds}, {"rows_per_second", p.rows_per_second}}},
+      {"pull", OperationJson(report.pull)},
+      {"push", OperationJson(report.push)},
+      {"memory",
+       {{"rows", m.rows},
+        {"bytes_per_row", m.bytes_per_row},
+        {"raw_bytes_per_row", m.raw_bytes_per_row},
+        {"rss_bytes_per_row", Figure(m.rss_bytes_per_row)}}},
+  };
+  // Invalid UTF-8 in a string (a table name, say) is replaced rather than thrown about.
+  return json.dump(2, ' ', false, Json::error_handler_t::replace) + "\n";
 }
 
-}  // namespace ember::app
+}  // namespace ember::bench

@@ -8,30 +8,9 @@
 #include <string>
 #include <vector>
 
-#include "ps/client/client.h"
+#include "bench/bench_options.h"
 
-namespace ember::app {
-
-// Every option of the run, as used (defaults filled in).
-struct BenchConfig {
-  std::string scheduler;  // empty: the cluster was started in-process
-  std::string table = "bench";
-  uint32_t servers = 1;
-  uint32_t server_threads = 0;  // per server (flag or ps::DefaultWorkerThreads); 0: unknown
-  uint32_t clients = 1;
-  uint32_t keys_per_request = 16384;
-  uint32_t max_keys_per_message = ps::ClientOptions().max_keys_per_message;
-  uint32_t dim = 64;
-  std::string optimizer = "adagrad";
-  double learning_rate = 0.05;
-  double exponent = 1.05;
-  uint64_t vocabulary = 10'000'000;
-  uint64_t populate = 10'000'000;  // rows created (by pulling keys in rank order) before timing
-  uint64_t seed = 1;
-  uint32_t requests = 200;  // timed requests per client per operation, over all rounds
-  double seconds = 30;      // time limit per operation, over all rounds (ember and raw each)
-  uint32_t rounds = 5;      // each round: ember pull, raw pull, ember push, raw push
-};
+namespace ember::bench {
 
 // One operation (pull or push) against ember, and the same traffic against raw ZeroMQ, measured in
 // rounds that alternate between the two; totals are over all rounds.
@@ -57,9 +36,9 @@ struct OperationFigures {
 };
 
 struct MemoryFigures {
-  uint64_t rows = 0;               // rows stored in the table, all servers
-  double bytes_per_row = 0;        // the servers' own account (rows, optimizer state, index)
-  double raw_bytes_per_row = 0;    // the row values and optimizer state alone, 4 bytes a float
+  uint64_t rows = 0;             // rows stored in the table, all servers
+  double bytes_per_row = 0;      // the servers' own account (rows, optimizer state, index)
+  double raw_bytes_per_row = 0;  // the row values and optimizer state alone, 4 bytes a float
   // Growth of this process's resident memory over the run per row; in-process cluster only.
   std::optional<double> rss_bytes_per_row;
 };
@@ -72,7 +51,7 @@ struct PopulateFigures {
 };
 
 struct BenchReport {
-  BenchConfig config;
+  BenchOptions config;  // as used: defaults filled in, and a running cluster's table and servers
   PopulateFigures populate;
   OperationFigures pull;
   OperationFigures push;
@@ -82,7 +61,8 @@ struct BenchReport {
 // The human-readable table, several lines ending in a newline.
 std::string FormatBenchTable(const BenchReport& report);
 // The JSON record: {"config": {...}, "populate": {...}, "pull": {...}, "push": {...},
-// "memory": {...}}. Figures that are not known (see the optionals) are null.
+// "memory": {...}}. Figures that are not known (see the optionals) and those that are not finite
+// are null.
 std::string BenchReportJson(const BenchReport& report);
 
-}  // namespace ember::app
+}  // namespace ember::bench

@@ -17,14 +17,14 @@
 #include "ps/server/server.h"
 #include "scheduler/scheduler.h"
 
-namespace ember::app {
+namespace ember::local {
 
 struct LocalClusterOptions {
   uint32_t num_servers = 1;
   uint32_t num_partitions = 64;
   uint32_t worker_threads = 0;  // per server; 0: ps::DefaultWorkerThreads(num_servers)
   Millis register_timeout{30'000};
-  SyncOptions sync;  // the scheduler's clocks and their gating
+  SyncOptions sync;                            // the scheduler's clocks and their gating
   scheduler::PeriodicCheckpoints checkpoints;  // the scheduler's periodic cuts (every 0: none)
 };
 
@@ -68,4 +68,4 @@ class LocalCluster {
   std::vector<pid_t> server_thread_ids_;
 };
 
-}  // namespace ember::app
+}  // namespace ember::local

@@ -1,5 +1,5 @@
 // LocalCluster implementation.
-#include "app/local_cluster.h"
+#include "local/local_cluster.h"
 
 #include <dirent.h>
 
@@ -8,7 +8,7 @@
 
 #include "common/thread_name.h"
 
-namespace ember::app {
+namespace ember::local {
 namespace {
 
 std::set<pid_t> ThreadIdsOfThisProcess() {
@@ -111,4 +111,4 @@ Result<std::unique_ptr<ps::Client>> LocalCluster::Connect(ps::ClientOptions opti
   return ps::Client::Connect(std::move(options));
 }
 
-}  // namespace ember::app
+}  // namespace ember::local

@@ -1,15 +1,15 @@
 // ClusterConfig loader.
-#include "app/cluster_config.h"
+#include "local/cluster_config.h"
 
 #include <algorithm>
 #include <filesystem>
 
 #include "common/yaml_util.h"
 #include "embedding/table_config.h"
-#include "trainer/dense_table.h"
 #include "ps/server/server.h"
+#include "trainer/dense_table.h"
 
-namespace ember::app {
+namespace ember::local {
 namespace {
 
 Status ReadShape(const YAML::Node& node, ClusterShape* shape) {
@@ -26,8 +26,8 @@ Status ReadShape(const YAML::Node& node, ClusterShape* shape) {
   RETURN_IF_ERROR(config::ReadOptional(node, "cluster", "server_bind", &shape->server_bind));
   RETURN_IF_ERROR(config::ReadOptional(node, "cluster", "server_threads", &shape->server_threads));
   RETURN_IF_ERROR(config::ReadOptional(node, "cluster", "partitions", &shape->partitions));
-  RETURN_IF_ERROR(config::ReadOptional(node, "cluster", "server_memory_budget",
-                                       &shape->server_memory_budget));
+  RETURN_IF_ERROR(
+      config::ReadOptional(node, "cluster", "server_memory_budget", &shape->server_memory_budget));
   RETURN_IF_ERROR(
       config::ReadOptional(node, "cluster", "server_durability", &shape->server_durability));
   if (auto durability = ps::ParseDurability(shape->server_durability); !durability.ok()) {
@@ -54,18 +54,24 @@ void ApplyTrainerCount(ClusterConfig* config, uint32_t trainers) {
   config->cluster.trainers = trainers;
   config->train.sync.trainers = trainers;
   auto& tables = config->tables;
-  tables.erase(std::remove_if(tables.begin(), tables.end(),
-                              [](const TableSpec& t) { return t.name == trainer::kDenseTableName; }),
-               tables.end());
+  tables.erase(
+      std::remove_if(tables.begin(), tables.end(),
+                     [](const TableSpec& t) { return t.name == trainer::kDenseTableName; }),
+      tables.end());
   if (config->train.dense_on_servers()) tables.push_back(trainer::DenseTableSpec(config->model));
 }
 
-Result<ClusterConfig> LoadClusterConfig(const std::string& path, const std::string& data_root) {
+Result<ClusterConfig> LoadClusterConfig(const std::string& path, const std::string& data_root,
+                                        std::span<const config::Override> overrides) {
   ASSIGN_OR_RETURN(YAML::Node root, config::LoadYamlFile(path));
-  auto fail = [&](const Status& status) { return status.WithContext(path); };
+  RETURN_IF_ERROR_CTX(config::ApplyOverrides(root, overrides), path);
+  auto fail = [&](const Status& status) {
+    return config::BlameOverride(status, overrides).WithContext(path);
+  };
   ClusterConfig config;
   config.path = path;
-  Status known = config::RejectUnknownKeys(root, "config", {"cluster", "tables", "model", "data", "train"});
+  Status known =
+      config::RejectUnknownKeys(root, "config", {"cluster", "tables", "model", "data", "train"});
   if (!known.ok()) return fail(known);
   if (Status s = ReadShape(root["cluster"], &config.cluster); !s.ok()) return fail(s);
   auto tables = embedding::TableSpecsFromYaml(root["tables"], "tables");
@@ -82,8 +88,8 @@ Result<ClusterConfig> LoadClusterConfig(const std::string& path, const std::stri
     if (!model.ok()) return fail(model.status());
     config.model = *model;
   }
-  std::string dir = data_root.empty() ? std::filesystem::path(path).parent_path().string()
-                                      : data_root;
+  std::string dir =
+      data_root.empty() ? std::filesystem::path(path).parent_path().string() : data_root;
   if (dir.empty()) dir = ".";
   if (root["data"].IsDefined()) {
     auto data = trainer::DataConfigFromYaml(root["data"], "data", dir);
@@ -97,4 +103,4 @@ Result<ClusterConfig> LoadClusterConfig(const std::string& path, const std::stri
   return config;
 }
 
-}  // namespace ember::app
+}  // namespace ember::local

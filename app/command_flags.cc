@@ -1,0 +1,347 @@
+// Every subcommand's help text and flags.
+#include "app/command_flags.h"
+
+#include "app/commands.h"
+
+namespace ember::app {
+namespace {
+
+constexpr CommandText kClusterCommand = {
+    .name = "cluster",
+    .summary = "start a local cluster (scheduler, servers, trainer) from a config and train",
+    .usage = "ember cluster --config FILE [options]",
+    .description =
+        "Starts a local cluster (scheduler, cluster.servers servers, cluster.trainers trainers; "
+        "each its own process on loopback), trains, prints the trainers' summaries, and stops "
+        "everything. Every process loads the config with the same overrides.",
+};
+
+void AddClusterFlags(CLI::App* command, ClusterFlags* flags) {
+  AddConfigFlags(command, &flags->config, /*required=*/true);
+  AddDataRootFlag(command, &flags->config);
+  AddTrainingFlags(command, &flags->config);
+  AddSyncFlags(command, &flags->config);
+  AddValue(command, "--data-dir", &flags->data_dir, "DIR",
+           "servers keep their rows in RocksDB under DIR/server-I (needed for "
+           "cluster.server_memory_budget; a fresh directory per run)")
+      ->group("servers");
+  AddMemoryBudgetFlag(command, &flags->config);
+  AddCheckpointFlags(command, &flags->config);
+  AddValue(command, "--restore", &flags->restore, "DIR",
+           "resume from a checkpoint (or the newest complete one under DIR) into this cluster, "
+           "whatever its server count")
+      ->group("checkpoints");
+  AddValue(command, "--summary-json", &flags->summary_json, "FILE",
+           "the trainers also write their final figures here as JSON (trainer r > 0 to FILE.r)")
+      ->group("output");
+}
+
+constexpr CommandText kSchedulerCommand = {
+    .name = "scheduler",
+    .summary = "run the scheduler: membership, routing table, barriers",
+    .usage = "ember scheduler --config FILE [options]",
+    .description =
+        "Runs the scheduler: servers and trainers register with it; it owns the routing table "
+        "and the barriers.",
+};
+
+void AddSchedulerFlags(CLI::App* command, SchedulerFlags* flags) {
+  AddConfigFlags(command, &flags->config, /*required=*/true);
+  AddValue(command, "--bind", &flags->bind, "ENDPOINT",
+           "address to bind (default: cluster.scheduler from the config)");
+  // Internal: how `ember cluster` learns where its scheduler listens.
+  command->add_option("--endpoint-file", flags->endpoint_file)->group("");
+  AddSyncFlags(command, &flags->config);
+  AddCheckpointFlags(command, &flags->config);
+}
+
+constexpr CommandText kServerCommand = {
+    .name = "server",
+    .summary = "run one parameter server",
+    .usage = "ember server --scheduler ENDPOINT [options]",
+    .description =
+        "Runs one parameter server: it registers with the scheduler, hosts the partitions it is "
+        "given and serves pulls and pushes.",
+};
+
+void AddServerFlags(CLI::App* command, ServerFlags* flags) {
+  AddValue(command, "--scheduler", &flags->scheduler, "ENDPOINT",
+           "the scheduler's endpoint (default: cluster.scheduler)");
+  AddConfigFlags(command, &flags->config, /*required=*/false);
+  AddValue(command, "--bind", &flags->bind, "ENDPOINT",
+           "data socket address (default: cluster.server_bind)");
+  AddCount(command, "--threads", &flags->threads, "N",
+           "worker threads (default: cluster.server_threads, or the cores less one)");
+  const std::string storage = "storage";
+  AddValue(command, "--data-dir", &flags->data_dir, "DIR",
+           "keep rows in a RocksDB instance here and come back with them after a restart")
+      ->group(storage);
+  AddCount(command, "--memory-budget", &flags->memory_budget, "BYTES",
+           "bytes of rows kept in memory, the rest on disk; needs --data-dir (default: "
+           "cluster.server_memory_budget, 0 = no limit)")
+      ->group(storage);
+  AddValue(command, "--durability", &flags->durability, "MODE",
+           "with --data-dir: ack (a push is in the log before its ack), sync (and fsynced) or "
+           "flush (rows reach disk on eviction and clean shutdown) (default: "
+           "cluster.server_durability)")
+      ->check(CLI::IsMember({"ack", "sync", "flush"}))
+      ->group(storage);
+  const std::string joining = "joining a running cluster";
+  command
+      ->add_flag("--join", flags->join,
+                 "join a running cluster: the scheduler moves a fair share of partitions here")
+      ->group(joining);
+  AddCount(command, "--move-bandwidth", &flags->move_bandwidth, "BYTES",
+           "pace the partition copies this server receives (bytes/s; default: unpaced)")
+      ->group(joining);
+}
+
+constexpr CommandText kTrainCommand = {
+    .name = "train",
+    .summary = "run one trainer against a running cluster",
+    .usage = "ember train --config FILE --scheduler ENDPOINT [options]",
+    .description =
+        "Runs one trainer against a running cluster: pulls rows, trains the two-tower model, "
+        "pushes gradients, then reports.",
+};
+
+void AddTrainFlags(CLI::App* command, TrainFlags* flags) {
+  AddConfigFlags(command, &flags->config, /*required=*/true);
+  AddDataRootFlag(command, &flags->config);
+  AddValue(command, "--scheduler", &flags->scheduler, "ENDPOINT",
+           "the scheduler's endpoint (default: cluster.scheduler)");
+  AddValue(command, "--name", &flags->name, "NAME",
+           "trainer name to register under (default: trainer, or trainer-R of many)");
+  AddTrainingFlags(command, &flags->config);
+  AddSyncFlags(command, &flags->config);
+  AddCount(command, "--rank", &flags->rank, "R",
+           "this trainer's share of the data, in [0, trainers) (default 0)")
+      ->group("many trainers");
+  AddValue(command, "--restore", &flags->restore, "DIR",
+           "resume from a checkpoint (or the newest complete one under DIR): rank 0 loads the "
+           "servers, every trainer its step, data position and dense state; training continues "
+           "to the same total of steps")
+      ->group("checkpoints");
+  AddValue(command, "--summary-json", &flags->summary_json, "FILE",
+           "also write the final figures as JSON")
+      ->group("output");
+}
+
+constexpr CommandText kBenchCommand = {
+    .name = "bench",
+    .summary = "drive synthetic pull/push traffic at a cluster and compare with raw ZeroMQ",
+    .usage = "ember bench [options]",
+    .description =
+        "Measures the data plane: pull and push throughput, latency, server CPU and memory per "
+        "row, against a cluster started in this process (or --scheduler), and the same traffic "
+        "against bare ZeroMQ echo peers for comparison, the two alternating in --rounds rounds "
+        "so that both see the same load. Always bounded by --requests and --seconds.",
+};
+
+void AddBenchFlags(CLI::App* command, BenchFlags* flags) {
+  bench::BenchOptions& o = flags->options;
+  const std::string cluster = "cluster", traffic = "traffic", limits = "limits";
+  AddCount(command, "--servers", &o.servers, "N", "servers of the in-process cluster (default 1)")
+      ->group(cluster);
+  AddCount(command, "--server-threads", &flags->server_threads, "N",
+           "worker threads per server (default: the cores less one per server, at least 1)")
+      ->group(cluster);
+  CLI::Option* scheduler = AddValue(command, "--scheduler", &o.scheduler, "ENDPOINT",
+                                    "benchmark a running cluster instead of an in-process one")
+                               ->group(cluster);
+  AddValue(command, "--table", &o.table, "NAME",
+           "table to use on a running cluster (default bench)")
+      ->needs(scheduler)
+      ->group(cluster);
+  AddCount(command, "--clients", &o.clients, "N",
+           "client threads, each with its own connection (default 1)")
+      ->group(traffic);
+  AddCount(command, "--keys-per-request", &o.keys_per_request, "K",
+           "distinct keys per pull or push (default 16384)")
+      ->group(traffic);
+  AddCount(command, "--max-keys-per-message", &o.max_keys_per_message, "K",
+           "a server's share of a request goes in messages of at most K keys (default 4096)")
+      ->group(traffic);
+  AddValue(command, "--exponent", &o.exponent, "X",
+           "Zipf exponent of key popularity (default 1.05)")
+      ->group(traffic);
+  AddCount(command, "--vocabulary", &o.vocabulary, "N",
+           "number of distinct keys (default 10000000)")
+      ->group(traffic);
+  AddCount(command, "--populate", &flags->populate, "N",
+           "rows created before timing, the N most popular keys (default: the whole vocabulary)")
+      ->group(traffic);
+  AddCount(command, "--seed", &o.seed, "N", "seed of the key draws and the table (default 1)")
+      ->group(traffic);
+  AddCount(command, "--dim", &o.dim, "N", "row width of the benchmark table (default 64)")
+      ->group("table");
+  AddValue(command, "--optimizer", &o.optimizer, "KIND",
+           "sgd, adagrad, adam or ftrl, learning rate 0.05 (default adagrad)")
+      ->group("table");
+  AddCount(command, "--requests", &o.requests, "N",
+           "timed requests per client per operation, over all rounds (default 200)")
+      ->group(limits);
+  AddValue(command, "--seconds", &o.seconds, "S",
+           "time limit per operation over all rounds, for ember and raw ZeroMQ each (default 30)")
+      ->group(limits);
+  AddCount(command, "--rounds", &flags->rounds, "R",
+           "split the requests and the time limit into R rounds of ember pull, raw pull, ember "
+           "push, raw push; 'vs raw' is the median of the rounds' ratios (default 5, at most "
+           "--requests)")
+      ->group(limits);
+  AddValue(command, "--json", &flags->json, "FILE", "also write every figure as JSON")
+      ->group("output");
+}
+
+constexpr CommandText kBenchDenseCommand = {
+    .name = "bench-dense",
+    .summary = "time the dense two-tower step alone on the configured backend",
+    .usage = "ember bench-dense [--batches 4096,16384] [--backend cuda|cpu]",
+    .description =
+        "Times training steps of the default two-tower model on random pre-gathered embedding "
+        "rows (no servers) and prints steps/s, samples/s and ms/step per batch size.",
+};
+
+void AddDenseBenchFlags(CLI::App* command, DenseBenchFlags* flags) {
+  AddValue(command, "--batches", &flags->batches, "LIST",
+           "comma-separated batch sizes (default: 4096,16384)")
+      ->delimiter(',')
+      ->check(CLI::Range(1u, 1u << 20))
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  AddValue(command, "--backend", &flags->options.backend, "KIND", "cuda or cpu (default: cuda)")
+      ->check(CLI::IsMember({"cuda", "cpu"}));
+  AddValue(command, "--windows", &flags->options.windows, "N",
+           "timed windows per batch size; the median is reported (default: 7)")
+      ->check(CLI::Range(1, 1'000'000));
+  AddValue(command, "--steps", &flags->options.steps, "N",
+           "training steps per window (default: 50)")
+      ->check(CLI::Range(1, 1'000'000));
+  command->add_flag("--tf32", flags->tf32, "TF32 tensor-core matrix products (model.tf32)");
+  command->add_flag("--no-graphs", flags->no_graphs,
+                    "launch every kernel instead of replaying CUDA graphs");
+}
+
+constexpr CommandText kBenchTierCommand = {
+    .name = "bench-tier",
+    .summary = "compare a table over RocksDB with a memory budget against one in memory",
+    .usage = "ember bench-tier --data-dir DIR [options]",
+    .description =
+        "Compares a table with a RocksDB tier and a memory budget with the same table all in "
+        "memory, and times recovery after SIGKILL.",
+};
+
+void AddTierBenchFlags(CLI::App* command, TierBenchFlags* flags) {
+  bench::TierBenchOptions& o = flags->options;
+  AddValue(command, "--data-dir", &o.data_dir, "DIR",
+           "where the tiered table's RocksDB goes (required; new or empty)")
+      ->required();
+  AddCount(command, "--rows", &o.rows, "N", "rows in the table (default 20000000)");
+  AddCount(command, "--dim", &o.dim, "N", "row width (default 16)");
+  AddValue(command, "--optimizer", &o.optimizer, "NAME", "sgd, adagrad (default), adam or ftrl");
+  AddCount(command, "--budget-percent", &flags->budget_percent, "P",
+           "memory budget as a percentage of the rows (default 25)");
+  AddCount(command, "--threads", &o.threads, "N", "request threads (default 2)");
+  AddCount(command, "--keys-per-request", &o.keys_per_request, "N",
+           "distinct keys per request (default 4096)");
+  AddCount(command, "--seconds", &o.seconds, "S", "seconds per measured phase (default 10)");
+  AddValue(command, "--durability", &flags->durability, "MODE",
+           "ack (default), sync or flush, for the tiered pushes")
+      ->check(CLI::IsMember({"ack", "sync", "flush"}));
+  // Internal: the recovery measurement's child.
+  command->add_flag("--push-until-killed", flags->push_until_killed)->group("");
+}
+
+constexpr CommandText kCheckpointCommand = {
+    .name = "checkpoint",
+    .summary = "have a running cluster write a consistent checkpoint",
+    .usage = "ember checkpoint --scheduler ENDPOINT --dir DIR",
+    .description =
+        "Has every trainer stop after the same step, the servers write their partitions and the "
+        "trainers their step, data position and dense state into DIR, then training goes on. "
+        "Restore with `ember train --restore DIR` (or `ember cluster --restore DIR`).",
+};
+
+void AddCheckpointCommandFlags(CLI::App* command, CheckpointFlags* flags) {
+  AddValue(command, "--scheduler", &flags->scheduler, "ENDPOINT", "the running cluster's scheduler")
+      ->required();
+  AddValue(command, "--dir", &flags->dir, "DIR",
+           "where the checkpoint goes (a path every server and trainer can write)")
+      ->required();
+  AddCount(command, "--timeout-s", &flags->timeout_s, "S", "give up after S seconds (default 600)");
+}
+
+constexpr CommandText kStatusCommand = {
+    .name = "status",
+    .summary = "a running cluster's servers, partitions, rows and moves",
+    .usage = "ember status --scheduler ENDPOINT",
+    .description =
+        "Prints the routing epoch, each server's state, partitions, rows and bytes, and the "
+        "partition moves in progress.",
+};
+
+void AddStatusFlags(CLI::App* command, StatusFlags* flags) {
+  AddValue(command, "--scheduler", &flags->scheduler, "ENDPOINT", "the running cluster's scheduler")
+      ->required();
+}
+
+constexpr CommandText kDrainCommand = {
+    .name = "drain",
+    .summary = "move every partition off a server of a running cluster; it then exits",
+    .usage = "ember drain --scheduler ENDPOINT --server ID",
+    .description =
+        "Moves every partition of a server to the others (fair shares, paced by their "
+        "--move-bandwidth) while training goes on; the drained server then exits.",
+};
+
+void AddDrainFlags(CLI::App* command, DrainFlags* flags) {
+  AddValue(command, "--scheduler", &flags->scheduler, "ENDPOINT", "the running cluster's scheduler")
+      ->required();
+  AddCount(command, "--server", &flags->server, "ID",
+           "the server to drain (ids as `ember status` shows them)")
+      ->required();
+  AddCount(command, "--wait-s", &flags->wait_s, "S",
+           "wait up to S seconds for the partitions to move (default 0: do not wait)");
+}
+
+constexpr CommandText kExportCommand = {
+    .name = "export",
+    .summary = "write a checkpoint's tables and dense towers as NumPy .npy files",
+    .usage = "ember export (--checkpoint DIR | --scheduler ENDPOINT) --out DIR",
+    .description =
+        "Verifies a checkpoint and writes each table's keys (uint64, [n], ascending) and rows "
+        "(float32, [n, dim]) as .npy files, and the dense towers as "
+        "dense/<tower>.<layer>.{weight,bias}.npy (float32, [out, in] and [out]).",
+};
+
+void AddExportFlags(CLI::App* command, ExportFlags* flags) {
+  CLI::Option* checkpoint =
+      AddValue(command, "--checkpoint", &flags->checkpoint, "DIR",
+               "checkpoint directory (with its MANIFEST), or a folder of periodic step-* "
+               "checkpoints (the newest complete one)");
+  AddValue(command, "--scheduler", &flags->scheduler, "ENDPOINT",
+           "instead: a running cluster, checkpointed into OUT/checkpoint first")
+      ->excludes(checkpoint);
+  AddValue(command, "--out", &flags->out, "DIR",
+           "where to write <table>.keys.npy, <table>.rows.npy and dense/*.npy")
+      ->required();
+}
+
+}  // namespace
+
+std::vector<Command> AddCommands(CLI::App& ember) {
+  return {
+      MakeCommand(ember, kClusterCommand, AddClusterFlags, RunCluster),
+      MakeCommand(ember, kSchedulerCommand, AddSchedulerFlags, RunScheduler),
+      MakeCommand(ember, kServerCommand, AddServerFlags, RunServer),
+      MakeCommand(ember, kTrainCommand, AddTrainFlags, RunTrain),
+      MakeCommand(ember, kBenchCommand, AddBenchFlags, RunBench),
+      MakeCommand(ember, kBenchDenseCommand, AddDenseBenchFlags, RunDenseBench),
+      MakeCommand(ember, kBenchTierCommand, AddTierBenchFlags, RunTierBench),
+      MakeCommand(ember, kCheckpointCommand, AddCheckpointCommandFlags, RunCheckpoint),
+      MakeCommand(ember, kStatusCommand, AddStatusFlags, RunStatus),
+      MakeCommand(ember, kDrainCommand, AddDrainFlags, RunDrain),
+      MakeCommand(ember, kExportCommand, AddExportFlags, RunExport),
+  };
+}
+
+}  // namespace ember::app

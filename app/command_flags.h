@@ -1,0 +1,103 @@
+// The command line of every `ember` subcommand in one place: the struct its flags are parsed
+// into, and (command_flags.cc) its help text and flags: names, values, help and groups. What a
+// command then does with its flags is its Run function (app/commands.h).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "app/command_line.h"
+#include "app/config_flags.h"
+#include "bench/bench_options.h"
+#include "bench/dense_bench.h"
+#include "bench/tier_bench.h"
+
+namespace ember::app {
+
+// `ember cluster`: a whole local cluster, each role its own process (app/cluster_command.cc).
+struct ClusterFlags {
+  ConfigFlags config;
+  std::string data_dir, summary_json, restore;
+};
+
+// `ember scheduler`.
+struct SchedulerFlags {
+  ConfigFlags config;
+  std::optional<std::string> bind;  // unset: the config's
+  std::string endpoint_file;        // internal: how `ember cluster` learns where it listens
+};
+
+// `ember server`; without --config the defaults are ClusterShape's.
+struct ServerFlags {
+  ConfigFlags config;
+  std::optional<std::string> scheduler, bind, durability;  // unset: the config's
+  std::optional<uint32_t> threads;
+  std::optional<uint64_t> memory_budget;
+  std::string data_dir;
+  bool join = false;
+  uint64_t move_bandwidth = 0;
+};
+
+// `ember train`.
+struct TrainFlags {
+  ConfigFlags config;
+  uint32_t rank = 0;
+  std::optional<std::string> scheduler, name;  // unset: the config's, and trainer[-R]
+  std::string summary_json, restore;
+};
+
+// `ember bench` (bench/bench.h).
+struct BenchFlags {
+  bench::BenchOptions options;
+  // Defaults that depend on other flags.
+  std::optional<uint32_t> server_threads;  // ps::DefaultWorkerThreads(servers)
+  std::optional<uint32_t> rounds;          // 5, but at most --requests
+  std::optional<uint64_t> populate;        // the whole vocabulary
+  std::string json;
+};
+
+// `ember bench-dense` (bench/dense_bench.h).
+struct DenseBenchFlags {
+  bench::DenseBenchOptions options;
+  std::vector<uint32_t> batches = {4096, 16384};
+  bool tf32 = false;
+  bool no_graphs = false;
+};
+
+// `ember bench-tier` (bench/tier_bench.h).
+struct TierBenchFlags {
+  bench::TierBenchOptions options;
+  uint32_t budget_percent = 25;
+  std::string durability = "ack";
+  bool push_until_killed = false;  // internal: the recovery measurement's child
+};
+
+// `ember checkpoint`.
+struct CheckpointFlags {
+  std::string scheduler, dir;
+  uint64_t timeout_s = 600;
+};
+
+// `ember status`.
+struct StatusFlags {
+  std::string scheduler;
+};
+
+// `ember drain`.
+struct DrainFlags {
+  std::string scheduler;
+  uint32_t server = 0;
+  uint64_t wait_s = 0;
+};
+
+// `ember export`: one of --checkpoint or --scheduler.
+struct ExportFlags {
+  std::string checkpoint, scheduler, out;
+};
+
+// Adds every subcommand to `ember`, in the order `ember --help` lists them.
+std::vector<Command> AddCommands(CLI::App& ember);
+
+}  // namespace ember::app

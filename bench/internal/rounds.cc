@@ -1,0 +1,89 @@
+// Rounds: the interleaving of ember and raw traffic, and the figures from it.
+#include "bench/internal/rounds.h"
+
+#include <algorithm>
+
+#include "bench/internal/key_batches.h"
+#include "bench/internal/process_usage.h"
+
+namespace ember::bench {
+namespace {
+
+// What round `round` of config.rounds may send of each operation, on each side: an even share of
+// the requests per client and of the time limit.
+PhaseLimits RoundLimits(const BenchOptions& config, uint32_t round) {
+  return {.requests_per_client = ShareStart(config.requests, round + 1, config.rounds) -
+                                 ShareStart(config.requests, round, config.rounds),
+          .seconds = config.seconds / config.rounds};
+}
+
+// Runs one side's share of a round and adds it to that side's total.
+Result<PhaseOutcome> RunRoundSide(Traffic& traffic, const PhaseLimits& limits,
+                                  PhaseOutcome* total) {
+  PhaseOutcome round = RunPhase(traffic, limits);
+  RETURN_IF_ERROR(round.status);
+  total->requests += round.requests;
+  total->keys += round.keys;
+  total->seconds += round.seconds;
+  total->latencies_ms.insert(total->latencies_ms.end(), round.latencies_ms.begin(),
+                             round.latencies_ms.end());
+  return round;
+}
+
+// Round `round` of one operation: ember's share, then the same share to the echo peers right
+// after, and their ratio. With the cluster in this process, adds its server threads' CPU time
+// over ember's share.
+Status RunOperationRound(const BenchOptions& config, uint32_t round,
+                         const local::LocalCluster* cluster, OperationRounds* op) {
+  const PhaseLimits limits = RoundLimits(config, round);
+  const double cpu_before = cluster ? CpuSecondsOf(cluster->server_thread_ids()) : 0;
+  ASSIGN_OR_RETURN(PhaseOutcome ember, RunRoundSide(op->ember, limits, &op->ember_total));
+  if (cluster) op->server_cpu_seconds += CpuSecondsOf(cluster->server_thread_ids()) - cpu_before;
+  ASSIGN_OR_RETURN(PhaseOutcome raw, RunRoundSide(op->raw, limits, &op->raw_total));
+  const double raw_keys_per_second = KeysPerSecond(raw);
+  op->ratios.push_back(raw_keys_per_second > 0 ? KeysPerSecond(ember) / raw_keys_per_second : 0);
+  return Status::Ok();
+}
+
+// Payload of one key: its row (pull) or gradient (push), plus the key itself.
+double PayloadBytesPerKey(uint32_t dim) { return dim * sizeof(float) + sizeof(uint64_t); }
+
+}  // namespace
+
+Status RunRounds(const BenchOptions& config, const local::LocalCluster* cluster,
+                 OperationRounds* pull, OperationRounds* push) {
+  for (OperationRounds* op : {pull, push}) {
+    RETURN_IF_ERROR(WarmUp(op->ember, config.seconds));
+    RETURN_IF_ERROR(WarmUp(op->raw, config.seconds));
+  }
+  for (uint32_t round = 0; round < config.rounds; ++round) {
+    for (OperationRounds* op : {pull, push}) {
+      RETURN_IF_ERROR(RunOperationRound(config, round, cluster, op));
+    }
+  }
+  return Status::Ok();
+}
+
+void FillOperation(const OperationRounds& rounds, uint32_t dim, bool cpu_known,
+                   OperationFigures* op) {
+  const PhaseOutcome& ember = rounds.ember_total;
+  op->requests = ember.requests;
+  op->keys = ember.keys;
+  op->seconds = ember.seconds;
+  op->keys_per_second = KeysPerSecond(ember);
+  op->gb_per_second = op->keys_per_second * PayloadBytesPerKey(dim) / 1e9;
+  std::vector<double> sorted = ember.latencies_ms;
+  std::sort(sorted.begin(), sorted.end());
+  op->latency_p50_ms = Percentile(sorted, 0.50);
+  op->latency_p99_ms = Percentile(sorted, 0.99);
+  op->latency_p999_ms = Percentile(sorted, 0.999);
+  if (cpu_known && ember.keys > 0) {
+    op->server_cpu_seconds_per_million_keys = rounds.server_cpu_seconds / (ember.keys / 1e6);
+  }
+  op->raw_keys_per_second = KeysPerSecond(rounds.raw_total);
+  op->raw_gb_per_second = op->raw_keys_per_second * PayloadBytesPerKey(dim) / 1e9;
+  op->ratio_rounds = rounds.ratios;
+  op->ratio_to_raw = Median(rounds.ratios);
+}
+
+}  // namespace ember::bench

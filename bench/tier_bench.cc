@@ -1,0 +1,372 @@
+// The tier benchmark: bulk load, phases, and the recovery measurement.
+#include "bench/tier_bench.h"
+
+#include <signal.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdarg>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <thread>
+#include <unordered_set>
+
+#include "common/child_process.h"
+#include "embedding/embedding_table.h"
+#include "embedding/initializer.h"
+#include "embedding/rocks_store.h"
+#include "embedding/table_config.h"
+#include "trainer/zipf.h"
+
+namespace ember::bench {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double SecondsSince(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+// printf into a string (one line of the account, without its newline).
+[[gnu::format(printf, 1, 2)]] std::string Line(const char* format, ...) {
+  char buffer[512];
+  va_list args;
+  va_start(args, format);
+  std::vsnprintf(buffer, sizeof(buffer), format, args);
+  va_end(args);
+  return buffer;
+}
+
+std::string PhaseLine(const char* what, const TierPhaseFigures& figures) {
+  return Line("  %-22s %12.0f keys/s   p50 %8.3f ms   p99 %8.3f ms", what, figures.keys_per_second,
+              figures.p50_ms, figures.p99_ms);
+}
+
+const char* DurabilityName(ps::Durability durability) {
+  switch (durability) {
+    case ps::Durability::kAck:
+      return "ack";
+    case ps::Durability::kSync:
+      return "sync";
+    case ps::Durability::kFlush:
+      return "flush";
+  }
+  return "?";
+}
+
+TableSpec BenchSpec(const TierBenchOptions& config) {
+  TableSpec spec;
+  spec.name = "bench";
+  spec.dim = config.dim;
+  spec.seed = 1;
+  spec.optimizer.kind = *embedding::OptimizerKindFromName(config.optimizer);
+  return spec;
+}
+
+uint32_t FloatsPerRow(const TableSpec& spec) {
+  return embedding::EmbeddingTable::PersistedFloatsPerRow(spec);
+}
+
+Result<std::unique_ptr<embedding::RocksStore>> OpenStore(const TierBenchOptions& config) {
+  const TableSpec spec = BenchSpec(config);
+  return embedding::RocksStore::Open({config.data_dir + "/rows"},
+                                     {{spec.name, FloatsPerRow(spec)}});
+}
+
+// Writes every row's initial value straight to disk (a bulk load, as a restore would).
+Status BulkLoad(const TierBenchOptions& config, embedding::RocksTable& disk,
+                const embedding::EmbeddingTable& shape) {
+  const TableSpec spec = BenchSpec(config);
+  auto optimizer = embedding::RowOptimizer::Create(spec.optimizer, spec.dim);
+  std::vector<float> row(FloatsPerRow(spec));
+  embedding::RowWrites writes(disk);
+  for (uint64_t key = 0; key < config.rows; ++key) {
+    embedding::InitializeRow(spec, key, std::span<float>(row.data(), spec.dim));
+    optimizer->InitState(std::span<float>(row.data() + spec.dim, row.size() - spec.dim));
+    writes.Put(shape.PartitionOf(key), key, row);
+    if (writes.size() == 65536) RETURN_IF_ERROR(disk.Write(writes));
+  }
+  return disk.Write(writes);
+}
+
+constexpr uint64_t kSamplerSalt = 7;
+
+// Pulls the `count` most popular keys, most popular first, as a server that has run for a while
+// holds them.
+Status PullHottest(const TierBenchOptions& config, embedding::EmbeddingTable& table,
+                   uint64_t count) {
+  const trainer::ZipfSampler sampler(config.rows, config.exponent, true, kSamplerSalt);
+  std::vector<uint64_t> keys;
+  std::vector<float> rows;
+  for (uint64_t first = 0; first < count; first += config.keys_per_request) {
+    keys.clear();
+    for (uint64_t rank = first; rank < std::min(count, first + config.keys_per_request); ++rank) {
+      keys.push_back(sampler.KeyOfRank(rank) % config.rows);
+    }
+    rows.resize(keys.size() * config.dim);
+    RETURN_IF_ERROR(table.Pull(keys, rows));
+  }
+  return Status::Ok();
+}
+
+// Runs Zipf requests (pulls, or pushes) from config.threads threads for config.seconds.
+Result<TierPhaseFigures> RunPhase(const TierBenchOptions& config, embedding::EmbeddingTable& table,
+                                  bool push, double seconds, uint64_t hot_rows = 0) {
+  const trainer::ZipfSampler sampler(config.rows, config.exponent, true, kSamplerSalt);
+  std::atomic<bool> stop{false};
+  std::vector<std::vector<double>> latencies(config.threads);
+  std::vector<uint64_t> keys_done(config.threads, 0);
+  std::vector<uint64_t> hot_keys(config.threads, 0);
+  std::vector<Status> statuses(config.threads);
+  std::vector<std::thread> threads;
+  const auto start = Clock::now();
+  for (uint32_t t = 0; t < config.threads; ++t) {
+    threads.emplace_back([&, t] {
+      std::mt19937_64 rng(100 + t);
+      std::unordered_set<uint64_t> unique;
+      std::unordered_set<uint64_t> hot;
+      std::vector<uint64_t> keys;
+      std::vector<float> values(size_t{config.keys_per_request} * config.dim, 1e-3f);
+      while (!stop.load(std::memory_order_relaxed) && statuses[t].ok()) {
+        unique.clear();
+        hot.clear();
+        // Bounded: at most 4x the request size in draws.
+        for (uint32_t draw = 0;
+             draw < 4 * config.keys_per_request && unique.size() < config.keys_per_request;
+             ++draw) {
+          const uint64_t rank = sampler.Rank(trainer::UniformDouble(rng));
+          const uint64_t key = sampler.KeyOfRank(rank) % config.rows;
+          unique.insert(key);
+          if (rank < hot_rows) hot.insert(key);
+        }
+        hot_keys[t] += hot.size();
+        keys.assign(unique.begin(), unique.end());
+        std::span<float> rows(values.data(), keys.size() * config.dim);
+        const auto begin = Clock::now();
+        statuses[t] = push ? table.Push(keys, rows) : table.Pull(keys, rows);
+        latencies[t].push_back(
+            std::chrono::duration<double, std::milli>(Clock::now() - begin).count());
+        keys_done[t] += keys.size();
+      }
+    });
+  }
+  std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
+  stop.store(true);
+  for (auto& thread : threads) thread.join();
+  const double elapsed = std::chrono::duration<double>(Clock::now() - start).count();
+  for (const Status& status : statuses) RETURN_IF_ERROR(status);
+  std::vector<double> all;
+  uint64_t keys = 0, hot = 0;
+  for (uint32_t t = 0; t < config.threads; ++t) {
+    all.insert(all.end(), latencies[t].begin(), latencies[t].end());
+    keys += keys_done[t];
+    hot += hot_keys[t];
+  }
+  std::sort(all.begin(), all.end());
+  TierPhaseFigures figures;
+  figures.keys_per_second = keys / elapsed;
+  figures.hot_share = keys > 0 ? static_cast<double>(hot) / keys : 0;
+  if (!all.empty()) {
+    figures.p50_ms = all[all.size() / 2];
+    figures.p99_ms = all[std::min(all.size() - 1, all.size() * 99 / 100)];
+  }
+  return figures;
+}
+
+uint64_t DirectoryBytes(const std::string& path) {
+  uint64_t bytes = 0;
+  std::error_code error;
+  for (const auto& entry : std::filesystem::recursive_directory_iterator(path, error)) {
+    if (entry.is_regular_file(error)) bytes += entry.file_size(error);
+  }
+  return bytes;
+}
+
+Result<std::unique_ptr<embedding::EmbeddingTable>> OpenTiered(const TierBenchOptions& config,
+                                                              embedding::RocksStore& store,
+                                                              embedding::MemoryBudget* budget) {
+  embedding::TierOptions tier{store.Table("bench"), budget,
+                              config.durability != ps::Durability::kFlush,
+                              config.durability == ps::Durability::kSync};
+  return embedding::EmbeddingTable::Create(BenchSpec(config), 1024, tier);
+}
+
+uint64_t RowBytes(const TierBenchOptions& config) {
+  return uint64_t{FloatsPerRow(BenchSpec(config)) + 1} * sizeof(float);  // with the flags word
+}
+
+uint64_t BudgetBytes(const TierBenchOptions& config) {
+  return static_cast<uint64_t>(config.rows * config.budget_fraction) * RowBytes(config);
+}
+
+// The same table all in memory: created by pulling every row, then the two phases.
+Status MeasureInMemory(const TierBenchOptions& config, TierBenchReport* report,
+                       const std::function<void(const std::string&)>& progress) {
+  embedding::EmbeddingTable memory(BenchSpec(config), 1024);
+  const auto start = Clock::now();
+  std::vector<uint64_t> keys;
+  std::vector<float> rows;
+  for (uint64_t first = 0; first < config.rows; first += 65536) {
+    keys.clear();
+    for (uint64_t key = first; key < std::min(config.rows, first + 65536); ++key) {
+      keys.push_back(key);
+    }
+    rows.resize(keys.size() * config.dim);
+    RETURN_IF_ERROR(memory.Pull(keys, rows));
+  }
+  report->memory_populate_seconds = SecondsSince(start);
+  report->memory_bytes = static_cast<double>(memory.bytes());
+  progress(Line("in memory: populated in %.1f s, %.2f GB held", report->memory_populate_seconds,
+                report->memory_bytes / 1e9));
+  ASSIGN_OR_RETURN(report->memory_pull, RunPhase(config, memory, false, config.seconds));
+  ASSIGN_OR_RETURN(report->memory_push, RunPhase(config, memory, true, config.seconds));
+  progress(PhaseLine("pull, in memory", report->memory_pull));
+  progress(PhaseLine("push, in memory", report->memory_push));
+  return Status::Ok();
+}
+
+// Tiered, a budget of budget_fraction of the rows: bulk load, warm up with the hottest rows (as a
+// running server's memory would hold them), the two phases, and what is on disk after.
+Status MeasureTiered(const TierBenchOptions& config, TierBenchReport* report,
+                     const std::function<void(const std::string&)>& progress) {
+  ASSIGN_OR_RETURN(auto store, OpenStore(config));
+  report->budget_bytes = BudgetBytes(config);
+  report->hot_rows = report->budget_bytes / RowBytes(config);
+  embedding::MemoryBudget budget(report->budget_bytes);
+  {
+    ASSIGN_OR_RETURN(auto shape, OpenTiered(config, *store, nullptr));
+    const auto start = Clock::now();
+    RETURN_IF_ERROR(BulkLoad(config, *store->Table("bench"), *shape));
+    RETURN_IF_ERROR(store->Flush());
+    report->bulk_load_seconds = SecondsSince(start);
+    progress(Line("tiered: bulk-loaded in %.1f s; budget %.2f GB (%.0f%% of the rows)",
+                  report->bulk_load_seconds, report->budget_bytes / 1e9,
+                  100 * config.budget_fraction));
+  }
+  ASSIGN_OR_RETURN(auto tiered, OpenTiered(config, *store, &budget));
+  const auto start = Clock::now();
+  RETURN_IF_ERROR(PullHottest(config, *tiered, report->hot_rows));
+  report->warm_up_seconds = SecondsSince(start);
+  progress(Line("tiered: %.0f hottest rows pulled into memory in %.1f s",
+                static_cast<double>(report->hot_rows), report->warm_up_seconds));
+  const embedding::TierStats before = tiered->tier_stats();
+  ASSIGN_OR_RETURN(report->tiered_pull,
+                   RunPhase(config, *tiered, false, config.seconds, report->hot_rows));
+  ASSIGN_OR_RETURN(report->tiered_push,
+                   RunPhase(config, *tiered, true, config.seconds, report->hot_rows));
+  const embedding::TierStats after = tiered->tier_stats();
+  progress(PhaseLine("pull, tiered", report->tiered_pull));
+  progress(PhaseLine((std::string("push, tiered, ") + DurabilityName(config.durability)).c_str(),
+                     report->tiered_push));
+  const double lookups =
+      static_cast<double>(after.hits + after.misses - before.hits - before.misses);
+  report->hit_rate = lookups > 0 ? (after.hits - before.hits) / lookups : 0.0;
+  report->evictions = after.evictions - before.evictions;
+  report->writebacks = after.writebacks - before.writebacks;
+  report->resident_rows = after.resident_rows;
+  progress(
+      Line("  hit rate %.3f (CLOCK; the hottest rows alone would give %.3f), evictions "
+           "%llu, write-backs %llu, resident rows %llu",
+           report->hit_rate, (report->tiered_pull.hot_share + report->tiered_push.hot_share) / 2,
+           static_cast<unsigned long long>(report->evictions),
+           static_cast<unsigned long long>(report->writebacks),
+           static_cast<unsigned long long>(report->resident_rows)));
+  RETURN_IF_ERROR(tiered->FlushDirtyRows());
+  RETURN_IF_ERROR(store->Flush());
+  report->disk_bytes = DirectoryBytes(config.data_dir + "/rows");
+  report->disk_bytes_per_row = static_cast<double>(report->disk_bytes) / tiered->rows();
+  report->raw_row_bytes = FloatsPerRow(BenchSpec(config)) * static_cast<uint32_t>(sizeof(float));
+  progress(Line("  on disk: %.2f GB, %.1f bytes per row (raw row with state: %u bytes)",
+                report->disk_bytes / 1e9, report->disk_bytes_per_row, report->raw_row_bytes));
+  return Status::Ok();
+}
+
+// Recovery: the pusher pushes with logging; it is killed; reopening is timed.
+Status MeasureRecovery(const TierBenchOptions& config, TierBenchReport* report,
+                       const std::function<void(const std::string&)>& progress) {
+  {
+    ChildProcess child(config.pusher_command);
+    const auto deadline = Clock::now() + std::chrono::seconds(120);
+    while (!std::filesystem::exists(config.data_dir + "/pushing") && Clock::now() < deadline &&
+           child.running()) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    std::this_thread::sleep_for(std::chrono::duration<double>(config.seconds / 2));
+    child.Signal(SIGKILL);
+    if (child.WaitExit(std::chrono::seconds(30)) != 128 + SIGKILL) {
+      return Internal("the pushing child was not killed by SIGKILL");
+    }
+  }
+  const auto start = Clock::now();
+  ASSIGN_OR_RETURN(auto store, OpenStore(config));
+  report->recovery_open_seconds = SecondsSince(start);
+  embedding::MemoryBudget budget(BudgetBytes(config));
+  ASSIGN_OR_RETURN(auto tiered, OpenTiered(config, *store, &budget));
+  report->recovery_seconds = SecondsSince(start);
+  report->recovered_rows = tiered->rows();
+  progress(
+      Line("recovery after SIGKILL while pushing: %.2f s (RocksDB open with log replay "
+           "%.2f s, counting %llu rows the rest)",
+           *report->recovery_seconds, report->recovery_open_seconds,
+           static_cast<unsigned long long>(report->recovered_rows)));
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status CheckTierBenchOptions(const TierBenchOptions& options) {
+  if (options.data_dir.empty()) return InvalidArgument("--data-dir is required");
+  if (!embedding::OptimizerKindFromName(options.optimizer).ok()) {
+    return InvalidArgument("--optimizer '" + options.optimizer + "' is unknown");
+  }
+  for (auto [flag, value] : {std::pair{"dim", options.dim}, std::pair{"threads", options.threads},
+                             std::pair{"keys-per-request", options.keys_per_request}}) {
+    if (value == 0 || value > 1'000'000) {
+      return InvalidArgument(std::string("--") + flag + " must be in 1..1000000");
+    }
+  }
+  if (options.rows < 4 * uint64_t{options.keys_per_request} || !(options.seconds > 0) ||
+      !(options.budget_fraction > 0) || options.budget_fraction > 1) {
+    return InvalidArgument(
+        "--rows must be at least 4x --keys-per-request, --seconds and "
+        "--budget-percent (1..100) positive");
+  }
+  return Status::Ok();
+}
+
+Result<TierBenchReport> RunTierBench(const TierBenchOptions& config,
+                                     const std::function<void(const std::string&)>& progress) {
+  RETURN_IF_ERROR(CheckTierBenchOptions(config));
+  std::error_code error;
+  if (std::filesystem::exists(config.data_dir) &&
+      !std::filesystem::is_empty(config.data_dir, error)) {
+    return InvalidArgument("--data-dir '" + config.data_dir + "' is not empty");
+  }
+  std::filesystem::create_directories(config.data_dir, error);
+  const TableSpec spec = BenchSpec(config);
+  progress(
+      Line("table: %llu rows of dim %u, %s (%u floats per row with state), Zipf %.2f, "
+           "%u keys per request, %u threads, %.0f s per phase",
+           static_cast<unsigned long long>(config.rows), config.dim, config.optimizer.c_str(),
+           FloatsPerRow(spec), config.exponent, config.keys_per_request, config.threads,
+           config.seconds));
+  TierBenchReport report;
+  RETURN_IF_ERROR(MeasureInMemory(config, &report, progress));
+  RETURN_IF_ERROR(MeasureTiered(config, &report, progress));
+  if (!config.pusher_command.empty()) RETURN_IF_ERROR(MeasureRecovery(config, &report, progress));
+  return report;
+}
+
+Status PushUntilKilled(const TierBenchOptions& config) {
+  RETURN_IF_ERROR(CheckTierBenchOptions(config));
+  ASSIGN_OR_RETURN(auto store, OpenStore(config));
+  embedding::MemoryBudget budget(BudgetBytes(config));
+  ASSIGN_OR_RETURN(auto table, OpenTiered(config, *store, &budget));
+  std::ofstream(config.data_dir + "/pushing") << "1\n";
+  return RunPhase(config, *table, /*push=*/true, 60).status();
+}
+
+}  // namespace ember::bench

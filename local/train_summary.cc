@@ -1,0 +1,76 @@
+// The training summary record.
+#include "local/train_summary.h"
+
+#include <algorithm>
+#include <nlohmann/json.hpp>
+
+namespace ember::local {
+
+using Json = nlohmann::ordered_json;  // keys in the order written
+
+double WaitPerStepMs(const trainer::TrainSummary& summary) {
+  double wait = 0;
+  for (const auto& w : summary.windows) wait += w.wait_ms * (w.last_step - w.first_step + 1);
+  return wait / std::max<uint32_t>(summary.steps, 1);
+}
+
+TableStats SumTableStats(const ServerStats& server) {
+  TableStats sum;
+  for (const TableStats& t : server.tables) {
+    sum.rows += t.rows;
+    sum.bytes += t.bytes;
+    sum.resident_rows += t.resident_rows;
+    sum.disk_bytes += t.disk_bytes;
+    sum.hits += t.hits;
+    sum.misses += t.misses;
+    sum.evictions += t.evictions;
+    sum.not_admitted += t.not_admitted;
+    sum.updates_dropped += t.updates_dropped;
+    sum.expired += t.expired;
+  }
+  return sum;
+}
+
+std::string TrainSummaryJson(const trainer::TrainSummary& s,
+                             const std::vector<ServerStats>& servers,
+                             const std::optional<EvalFigures>& eval) {
+  Json server_list = Json::array();
+  for (const ServerStats& server : servers) {
+    const TableStats sum = SumTableStats(server);
+    server_list.push_back({{"id", server.server_id},
+                           {"rows", sum.rows},
+                           {"bytes", sum.bytes},
+                           {"resident_rows", sum.resident_rows},
+                           {"disk_bytes", sum.disk_bytes},
+                           {"hits", sum.hits},
+                           {"misses", sum.misses},
+                           {"evictions", sum.evictions},
+                           {"not_admitted", sum.not_admitted},
+                           {"updates_dropped", sum.updates_dropped},
+                           {"expired", sum.expired},
+                           {"keys_pulled", server.keys_pulled},
+                           {"keys_pushed", server.keys_pushed},
+                           {"errors", server.errors}});
+  }
+  // NaN and infinities become null (nlohmann::json writes any non-finite number so).
+  Json json = {{"steps", s.steps},
+               {"samples", s.samples},
+               {"seconds", s.seconds},
+               {"samples_per_second", s.samples_per_second},
+               {"wait_ms_per_step", WaitPerStepMs(s)},
+               {"backend", s.backend},
+               {"loss_start", s.first_window.loss},
+               {"loss_end", s.last_window.loss},
+               {"servers", std::move(server_list)}};
+  if (eval) {
+    json["eval"] = {{"users", eval->model.cases},
+                    {"hit_rate", eval->model.hit_rate},
+                    {"ndcg", eval->model.ndcg},
+                    {"popularity_hit_rate", eval->popularity.hit_rate},
+                    {"popularity_ndcg", eval->popularity.ndcg}};
+  }
+  // Invalid UTF-8 in a string (a table name, say) is replaced rather than thrown about.
+  return json.dump(2, ' ', false, Json::error_handler_t::replace) + "\n";
+}
+
+}  // namespace ember::local

@@ -1,0 +1,84 @@
+// The job config loader with overrides: an override changes what every role loads, and a bad one
+// is reported naming it.
+#include "local/cluster_config.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+namespace ember {
+namespace {
+
+const std::string kTtBench = std::string(EMBER_SOURCE_DIR) + "/configs/tt-bench.yaml";
+
+Result<local::ClusterConfig> LoadWith(const std::vector<std::string>& texts) {
+  std::vector<config::Override> overrides;
+  for (const std::string& text : texts) {
+    ASSIGN_OR_RETURN(config::Override parsed, config::ParseOverride(text));
+    overrides.push_back(parsed);
+  }
+  return local::LoadClusterConfig(kTtBench, "", overrides);
+}
+
+TEST(ClusterConfigTest, OverridesChangeTheLoadedValues) {
+  auto plain = local::LoadClusterConfig(kTtBench);
+  ASSERT_TRUE(plain.ok()) << plain.status().ToString();
+  EXPECT_EQ(plain->cluster.servers, 2u);
+
+  auto config = LoadWith({"cluster.servers=3", "cluster.trainers=2", "train.mode=bsp",
+                          "tables.item_id.dim=32", "model.hidden=[64, 32]",
+                          "cluster.checkpoint_dir=\"ckpt dir\"", "cluster.checkpoint_every=5"});
+  ASSERT_TRUE(config.ok()) << config.status().ToString();
+  EXPECT_EQ(config->cluster.servers, 3u);
+  // Derived values follow: the trainer count reaches the sync options and the dense table.
+  EXPECT_EQ(config->train.sync.trainers, 2u);
+  EXPECT_EQ(config->train.sync.mode, SyncMode::kBsp);
+  EXPECT_EQ(config->model.hidden, (std::vector<uint32_t>{64, 32}));
+  EXPECT_EQ(config->cluster.checkpoint_dir, "ckpt dir");
+  EXPECT_EQ(config->cluster.checkpoint_every, 5u);
+  bool found = false;
+  for (const TableSpec& table : config->tables) {
+    if (table.name == "item_id") {
+      found = true;
+      EXPECT_EQ(table.dim, 32u);
+    } else if (table.name == "user_id") {
+      EXPECT_EQ(table.dim, 64u);
+    }
+  }
+  EXPECT_TRUE(found);
+}
+
+TEST(ClusterConfigTest, AMisspeltKeyIsRejectedNamingTheOverride) {
+  for (const char* text : {"cluster.sevrers=3", "clustr.servers=3"}) {
+    auto config = LoadWith({text});
+    ASSERT_FALSE(config.ok()) << text;
+    EXPECT_EQ(config.status().code(), StatusCode::kInvalidArgument);
+    const std::string message(config.status().message());
+    EXPECT_NE(message.find(std::string("overriding ") + text), std::string::npos) << message;
+    EXPECT_NE(message.find("unknown field"), std::string::npos) << message;
+  }
+}
+
+TEST(ClusterConfigTest, ABadValueIsRejectedNamingTheOverride) {
+  auto config = LoadWith({"cluster.servers=many"});
+  ASSERT_FALSE(config.ok());
+  EXPECT_NE(config.status().message().find(
+                "overriding cluster.servers=many: cluster.servers: cannot read 'many'"),
+            std::string_view::npos)
+      << config.status().ToString();
+  auto invalid = LoadWith({"train.backend=tpu"});
+  ASSERT_FALSE(invalid.ok());
+  EXPECT_NE(invalid.status().message().find("overriding train.backend=tpu"), std::string_view::npos)
+      << invalid.status().ToString();
+}
+
+TEST(ClusterConfigTest, AnOverrideTheTreeCannotTakeIsRejected) {
+  auto config = LoadWith({"train.steps.fast=1"});
+  ASSERT_FALSE(config.ok());
+  EXPECT_NE(config.status().message().find("override train.steps.fast=1"), std::string_view::npos)
+      << config.status().ToString();
+}
+
+}  // namespace
+}  // namespace ember
