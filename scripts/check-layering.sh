@@ -35,6 +35,8 @@ forbid ps/client 'ps/server/|scheduler/|trainer/|app/|bench/|local/' "the client
 forbid scheduler 'embedding/|ps/|trainer/|app/|bench/|local/' "the scheduler meets the others only on the wire"
 forbid trainer 'ps/server/|scheduler/|app/|bench/|local/|common/(transport|rpc_channel|wire|frame)' \
   "the trainer reaches servers only through the client's API"
+forbid local 'app/' "local/ is a library the command line uses, not the other way round"
+forbid bench 'app/' "bench/ is a library the command line uses, not the other way round"
 
 if ((failed)); then
   echo "layering: violations above (see docs/architecture.md)" >&2
