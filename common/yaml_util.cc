@@ -19,6 +19,10 @@ Status RejectUnknownKeys(const YAML::Node& node, std::string_view path,
                          std::initializer_list<std::string_view> known) {
   if (!node.IsMap()) return InvalidArgument(std::string(path) + ": expected a mapping");
   for (const auto& entry : node) {
+    if (!entry.first.IsScalar()) {
+      return InvalidArgument(std::string(path) + ": keys must be plain names (line " +
+                             std::to_string(entry.first.Mark().line + 1) + ")");
+    }
     const std::string key = entry.first.as<std::string>();
     if (std::find(known.begin(), known.end(), key) == known.end()) {
       std::string list;

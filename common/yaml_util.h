@@ -16,6 +16,18 @@ namespace ember::config {
 // Parses a YAML file; the error names the file and the line that failed.
 Result<YAML::Node> LoadYamlFile(const std::string& path);
 
+// Returns `parse()`, or InvalidArgument naming `file` when yaml-cpp throws from inside it (a node
+// of a type the loader did not expect, a complex key): the one place a config loader's yaml-cpp
+// exceptions stop. The loaders' own checks name the key path; this names the file and the line.
+template <typename Parse>
+auto CatchYamlErrors(const std::string& file, Parse&& parse) -> decltype(parse()) {
+  try {
+    return parse();
+  } catch (const YAML::Exception& e) {
+    return InvalidArgument("config file '" + file + "': " + e.what());
+  }
+}
+
 // Reads node[key] into *out when present; leaves *out (its default) when absent. A present value
 // of the wrong type gives InvalidArgument naming "path.key".
 template <typename T>

@@ -61,8 +61,10 @@ void ApplyTrainerCount(ClusterConfig* config, uint32_t trainers) {
   if (config->train.dense_on_servers()) tables.push_back(trainer::DenseTableSpec(config->model));
 }
 
-Result<ClusterConfig> LoadClusterConfig(const std::string& path, const std::string& data_root,
-                                        std::span<const config::Override> overrides) {
+namespace {
+
+Result<ClusterConfig> ParseClusterConfig(const std::string& path, const std::string& data_root,
+                                         std::span<const config::Override> overrides) {
   ASSIGN_OR_RETURN(YAML::Node root, config::LoadYamlFile(path));
   RETURN_IF_ERROR_CTX(config::ApplyOverrides(root, overrides), path);
   auto fail = [&](const Status& status) {
@@ -101,6 +103,14 @@ Result<ClusterConfig> LoadClusterConfig(const std::string& path, const std::stri
   config.train = std::move(*train);
   ApplyTrainerCount(&config, config.cluster.trainers);
   return config;
+}
+
+}  // namespace
+
+Result<ClusterConfig> LoadClusterConfig(const std::string& path, const std::string& data_root,
+                                        std::span<const config::Override> overrides) {
+  return config::CatchYamlErrors(path,
+                                 [&] { return ParseClusterConfig(path, data_root, overrides); });
 }
 
 }  // namespace ember::local
