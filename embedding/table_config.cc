@@ -200,9 +200,29 @@ Status ValidateInitializerSpec(const InitializerSpec& spec) {
   return Status::Ok();
 }
 
+Status ValidateTableName(std::string_view name) {
+  const std::string context = "table '" + std::string(name) + "'";
+  if (name.empty()) return InvalidArgument(context + ": name must not be empty");
+  if (name.size() > kMaxTableNameLength) {
+    return InvalidArgument(context + ": name must be at most " +
+                           std::to_string(kMaxTableNameLength) + " characters (got " +
+                           std::to_string(name.size()) + ")");
+  }
+  if (name.front() == '.') return InvalidArgument(context + ": name must not start with '.'");
+  for (char c : name) {
+    const bool safe = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+                      (c >= '0' && c <= '9') || c == '_' || c == '-' || c == '.';
+    if (!safe) {
+      return InvalidArgument(context +
+                             ": name may hold only letters, digits, '_', '-' and '.'");
+    }
+  }
+  return Status::Ok();
+}
+
 Status ValidateTableSpec(const TableSpec& spec) {
   const std::string context = "table '" + spec.name + "'";
-  if (spec.name.empty()) return InvalidArgument(context + ": name must not be empty");
+  RETURN_IF_ERROR(ValidateTableName(spec.name));
   RETURN_IF_ERROR_CTX(Require(spec.dim >= 1 && spec.dim <= kMaxTableDim, "dim",
                               "in [1, " + std::to_string(kMaxTableDim) + "]", spec.dim),
                       context);

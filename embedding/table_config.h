@@ -29,6 +29,12 @@ namespace ember::embedding {
 
 // The widest row a table may declare.
 inline constexpr uint32_t kMaxTableDim = 4096;
+// The longest table name. Names use letters, digits, '_', '-' and '.', and do not start with '.'
+// (they become parts of file names in checkpoints).
+inline constexpr size_t kMaxTableNameLength = 128;
+
+// OK when `name` is a valid table name; InvalidArgument naming it and the rule otherwise.
+Status ValidateTableName(std::string_view name);
 
 // Config names of the kinds: "sgd", "adagrad", "adam", "ftrl"; "zeros", "normal", "uniform".
 std::string_view OptimizerKindName(OptimizerKind kind);
@@ -41,7 +47,7 @@ Result<InitializerKind> InitializerKindFromName(std::string_view name);
 // Every field is checked whatever the kind, so a valid spec stays valid if its kind changes.
 Status ValidateOptimizerSpec(const OptimizerSpec& spec);
 Status ValidateInitializerSpec(const InitializerSpec& spec);
-// Non-empty name, 1 <= dim <= kMaxTableDim, and both sections valid. The message names the table
+// A valid name (ValidateTableName), 1 <= dim <= kMaxTableDim, and both sections valid. The message names the table
 // and the field: "table 'user_id': optimizer.learning_rate must be > 0 (got -1)".
 Status ValidateTableSpec(const TableSpec& spec);
 
