@@ -54,10 +54,12 @@ Result<PartitionRows> TakePartitionRows(PayloadReader& in, const std::string& wh
   in.Get(count);
   if (!in.ok()) return DataLoss(where + " is corrupt: truncated header");
   const uint64_t floats_per_row = uint64_t{rows.dim} + rows.state_floats;
-  if (count * (sizeof(uint64_t) + floats_per_row * sizeof(float)) > in.remaining()) {
-    return DataLoss(where + " is corrupt: " + std::to_string(count) +
-                    " rows do not fit the " + std::to_string(in.remaining()) +
-                    " bytes that follow the header");
+  const uint64_t row_bytes = sizeof(uint64_t) + floats_per_row * sizeof(float);  // < 2^35
+  uint64_t rows_bytes = 0;
+  if (__builtin_mul_overflow(count, row_bytes, &rows_bytes) || rows_bytes > in.remaining()) {
+    return DataLoss(where + " is corrupt: " + std::to_string(count) + " rows of " +
+                    std::to_string(row_bytes) + " bytes do not fit the " +
+                    std::to_string(in.remaining()) + " bytes that follow the header");
   }
   rows.keys.resize(count);
   rows.values.resize(count * floats_per_row);

@@ -41,7 +41,11 @@ bool GetWeights(PayloadReader& in, DenseWeights& weights) {
     for (LinearWeights& layer : layers) {
       if (!in.Get(layer.in) || !in.Get(layer.out)) return false;
       const uint64_t floats = uint64_t{layer.in} * layer.out;
-      if ((floats + layer.out) * sizeof(float) > in.remaining()) return false;
+      uint64_t bytes = 0;  // floats + out < 2^64, but the byte count may not be
+      if (__builtin_mul_overflow(floats + layer.out, sizeof(float), &bytes) ||
+          bytes > in.remaining()) {
+        return false;
+      }
       layer.weight.resize(floats);
       layer.bias.resize(layer.out);
       if (!in.GetArray<float>(layer.weight) || !in.GetArray<float>(layer.bias)) return false;
