@@ -13,6 +13,26 @@
 #include "ps/server/shard_service.h"
 
 namespace ember::ps {
+namespace {
+
+std::string_view StateName(PartitionState state) {
+  switch (state) {
+    case PartitionState::kNotOwned:
+      return "not owned";
+    case PartitionState::kOwned:
+      return "owned with no move under way";
+    case PartitionState::kCopying:
+      return "being copied";
+    case PartitionState::kHandedOver:
+      return "handed over";
+    case PartitionState::kIncoming:
+      return "incoming";
+  }
+  return "in an unknown state";
+}
+
+}  // namespace
+
 void ShardService::NoteChangedKeys(const embedding::EmbeddingTable& table,
                                    std::span<const uint64_t> keys,
                                    std::span<const uint32_t> partitions) {
@@ -96,6 +116,13 @@ Frame ShardService::HandlePartitionTransfer(const wire::RequestHeader& header,
       break;
     }
     case wire::TransferPhase::kRelease:
+      // Only a partition handed over (or already released: a repeated release) may be dropped;
+      // one served here with no move under way keeps its rows and its ownership.
+      if (state != PartitionState::kHandedOver && state != PartitionState::kNotOwned) {
+        return Error(header.request_id,
+                     FailedPrecondition(where + " cannot be released: it is " +
+                                        std::string(StateName(state)) + ", not handed over"));
+      }
       Release(p);
       return wire::EncodeStatusResponse(header.request_id, ownership_.epoch(), Status::Ok());
     case wire::TransferPhase::kResume:

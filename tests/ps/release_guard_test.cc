@@ -1,0 +1,84 @@
+// A partitionTransfer release (or hand-over) for a partition a server simply owns, with no move
+// under way, is refused and changes nothing: the rows stay, and so does the ownership.
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <vector>
+
+#include "embedding/embedding_table.h"
+#include "ps/server/shard_service.h"
+
+namespace ember::ps {
+namespace {
+
+constexpr uint32_t kPartitions = 8;
+
+TableSpec Spec() {
+  TableSpec spec;
+  spec.name = "item";
+  spec.dim = 4;
+  spec.seed = 3;
+  return spec;
+}
+
+class ReleaseGuardTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto service = ShardService::Create(
+        0, {Spec()}, MakeBalancedRouting(kPartitions, {{0, "tcp://127.0.0.1:1"}}, 1), {});
+    ASSERT_TRUE(service.ok()) << service.status().ToString();
+    service_ = std::move(*service);
+    const std::vector<float> grads(keys_.size() * Spec().dim, 0.5f);
+    auto pushed = wire::DecodeResponse(service_->Handle(wire::EncodePushSubset(
+        {1, 1}, "item", keys_, grads, Spec().dim, {}, 0, wire::RowFormat::kF32, 0, false, {7, 1})));
+    ASSERT_TRUE(pushed.ok() && pushed->status.ok());
+  }
+
+  uint32_t PartitionOfFirstKey() const {
+    return embedding::EmbeddingTable(Spec(), kPartitions).PartitionOf(keys_[0]);
+  }
+
+  Status Transfer(uint32_t partition, wire::TransferPhase phase) {
+    auto response = wire::DecodeResponse(
+        service_->Handle(wire::EncodePartitionTransfer({2, 1}, {partition, phase})));
+    EXPECT_TRUE(response.ok()) << response.status().ToString();
+    return response.ok() ? response->status : response.status();
+  }
+
+  std::vector<float> Pull() {
+    auto response = wire::DecodeResponse(service_->Handle(wire::EncodePull({3, 1}, "item", keys_)));
+    EXPECT_TRUE(response.ok() && response->status.ok());
+    auto* rows = response.ok() ? std::get_if<std::span<const float>>(&response->body) : nullptr;
+    return rows ? std::vector<float>(rows->begin(), rows->end()) : std::vector<float>{};
+  }
+
+  std::vector<uint64_t> keys_ = {1, 2, 3, 1000, 77777};
+  std::unique_ptr<ShardService> service_;
+};
+
+TEST_F(ReleaseGuardTest, ReleaseOfAnOwnedPartitionWithoutAMoveIsRefused) {
+  const std::vector<float> before = Pull();
+  ASSERT_EQ(before.size(), keys_.size() * Spec().dim);
+  const uint32_t partition = PartitionOfFirstKey();
+  for (wire::TransferPhase phase : {wire::TransferPhase::kRelease,
+                                    wire::TransferPhase::kHandover}) {
+    Status status = Transfer(partition, phase);
+    EXPECT_EQ(status.code(), StatusCode::kFailedPrecondition) << status.ToString();
+    EXPECT_NE(status.message().find("partition " + std::to_string(partition)), std::string::npos)
+        << status.ToString();
+  }
+  EXPECT_NE(Transfer(partition, wire::TransferPhase::kRelease).message().find("owned"),
+            std::string::npos);
+  EXPECT_EQ(Pull(), before);
+}
+
+TEST_F(ReleaseGuardTest, ReleaseAfterAHandOverStillDropsThePartition) {
+  const uint32_t partition = PartitionOfFirstKey();
+  ASSERT_TRUE(Transfer(partition, wire::TransferPhase::kCopy).ok());
+  ASSERT_TRUE(Transfer(partition, wire::TransferPhase::kHandover).ok());
+  EXPECT_TRUE(Transfer(partition, wire::TransferPhase::kRelease).ok());
+  EXPECT_TRUE(Transfer(partition, wire::TransferPhase::kRelease).ok());  // repeated: no-op
+}
+
+}  // namespace
+}  // namespace ember::ps
