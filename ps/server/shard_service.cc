@@ -96,11 +96,17 @@ Frame ShardService::HandlePull(const wire::RequestHeader& header,
   pull_requests_.fetch_add(1, std::memory_order_relaxed);
   auto table = FindTable(pull.table);
   if (!table.ok()) return Error(header.request_id, table.status().WithContext("pull"));
+  const size_t num_floats = pull.keys.size() * (*table)->spec().dim;
+  if (Status fits = wire::CheckPullReplySize(num_floats, pull.row_format); !fits.ok()) {
+    return Error(header.request_id,
+                 fits.WithContext("pull of " + std::to_string(pull.keys.size()) +
+                                  " keys of table '" + pull.table + "' (dim " +
+                                  std::to_string((*table)->spec().dim) + ")"));
+  }
   std::shared_lock moves(transfer_mutex_);
   // The table hashes the keys to their partitions once, for the lookups and for the ownership
   // check, and copies the rows straight into the reply frame.
-  wire::PullReply reply(header.request_id, ownership_.epoch(),
-                        pull.keys.size() * (*table)->spec().dim, pull.row_format);
+  wire::PullReply reply(header.request_id, ownership_.epoch(), num_floats, pull.row_format);
   Status status = (*table)->Pull(pull.keys, reply.rows(), ownership_.ServedCheck(pull.table));
   const bool pulled = status.ok();
   Frame response = pulled ? reply.Finish() : reply.Fail(status);
