@@ -3,6 +3,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "common/catch_exceptions.h"
 #include "embedding/table_config.h"
 #include "ps/server/push_gate.h"
 
@@ -47,13 +48,25 @@ ShardService::ShardService(uint32_t server_id, const RoutingTable& routing)
     : server_id_(server_id), ownership_(routing, server_id) {}
 
 Frame ShardService::Handle(Frame request) {
-  auto decoded = wire::DecodeRequest(std::move(request));
-  if (!decoded.ok()) {
-    spdlog::warn("server {}: dropping undecodable request: {}", server_id_,
-                 decoded.status().ToString());
-    return Error(0, decoded.status());
-  }
-  return HandleDecoded(*decoded);
+  // Known once decoded, for the error an exception escaping the handler becomes.
+  std::string_view kind = "undecoded";
+  uint64_t request_id = 0;
+  auto handled = CatchExceptions([&]() -> Frame {
+    auto decoded = wire::DecodeRequest(std::move(request));
+    if (!decoded.ok()) {
+      spdlog::warn("server {}: dropping undecodable request: {}", server_id_,
+                   decoded.status().ToString());
+      return Error(0, decoded.status());
+    }
+    kind = wire::RequestKindName(decoded->body);
+    request_id = decoded->header.request_id;
+    return HandleDecoded(*decoded);
+  });
+  if (handled.ok()) return std::move(handled).value();
+  const Status failed =
+      handled.status().WithContext("server: handling a '" + std::string(kind) + "' request");
+  spdlog::error("server {}: request {}: {}", server_id_, request_id, failed.ToString());
+  return Error(request_id, failed);
 }
 
 Frame ShardService::Error(uint64_t request_id, const Status& status) {
