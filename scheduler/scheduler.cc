@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "common/catch_exceptions.h"
+#include "common/quote_for_error.h"
 
 namespace ember::scheduler {
 namespace {
@@ -198,7 +199,7 @@ void Scheduler::HandleRegisterServer(Frame identity, uint64_t request_id,
 void Scheduler::HandleRegisterTrainer(Frame identity, uint64_t request_id,
                                       const std::string& name) {
   auto [it, inserted] = trainer_ids_.emplace(name, static_cast<uint32_t>(trainer_ids_.size()));
-  if (inserted) spdlog::info("scheduler: trainer '{}' registered as {}", name, it->second);
+  if (inserted) spdlog::info("scheduler: trainer {} registered as {}", QuoteForError(name), it->second);
   clocks_.Join(it->second, name, std::chrono::steady_clock::now());
   ServeClockWaiters();  // the expected number of trainers may be complete now
   if (routing_.ready()) {
@@ -230,7 +231,7 @@ void Scheduler::HandleBarrier(Frame identity, uint64_t request_id,
   if (barrier.count == 0) {
     Reply(identity, wire::EncodeStatusResponse(
                         request_id, routing_.epoch,
-                        InvalidArgument("barrier '" + barrier.name + "' with count 0")));
+                        InvalidArgument("barrier " + QuoteForError(barrier.name) + " with count 0")));
     return;
   }
   auto& arrived = barriers_[barrier.name];

@@ -4,6 +4,7 @@
 #include <spdlog/spdlog.h>
 
 #include "common/catch_exceptions.h"
+#include "common/quote_for_error.h"
 #include "embedding/table_config.h"
 #include "ps/server/push_gate.h"
 
@@ -100,7 +101,7 @@ Frame ShardService::HandleDecoded(const wire::DecodedRequest& request) {
 
 Result<embedding::EmbeddingTable*> ShardService::FindTable(const std::string& name) {
   auto it = tables_.find(name);
-  if (it == tables_.end()) return NotFound("unknown table '" + name + "'");
+  if (it == tables_.end()) return NotFound("unknown table " + QuoteForError(name));
   return it->second.get();
 }
 

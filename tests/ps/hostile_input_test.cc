@@ -96,5 +96,17 @@ TEST_F(HostileInputTest, PullTooLargeForOneReplyIsRefusedBeforeAnyRowIsMade) {
   EXPECT_EQ(Pull("wide", few).size(), few.size() * kWideDim);
 }
 
+TEST_F(HostileInputTest, UnknownTableWithAMegabyteNameIsEchoedCutShort) {
+  const std::string huge(size_t{1} << 20, 'n');
+  std::vector<uint64_t> keys = {1};
+  auto reply = Exchange(wire::EncodePull({8, 1}, huge, keys));
+  EXPECT_EQ(reply.request_id, 8u);
+  EXPECT_EQ(reply.status.code(), StatusCode::kNotFound);
+  const std::string message(reply.status.message());
+  EXPECT_LT(message.size(), 200u) << message.substr(0, 200);
+  EXPECT_NE(message.find("...' (1048576 bytes)"), std::string::npos) << message.substr(0, 200);
+  EXPECT_EQ(Pull("rows", keys).size(), 4u);
+}
+
 }  // namespace
 }  // namespace ember
