@@ -3,6 +3,9 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+#include <cmath>
+
 #include "common/catch_exceptions.h"
 #include "common/quote_for_error.h"
 #include "embedding/table_config.h"
@@ -132,11 +135,30 @@ Frame ShardService::HandlePull(const wire::RequestHeader& header,
   return response;
 }
 
+namespace {
+
+// InvalidArgument naming the table and the first key whose gradient is NaN or infinite.
+Status CheckFinite(const wire::PushRequest& push, uint32_t dim) {
+  const auto bad = std::find_if(push.gradients.begin(), push.gradients.end(),
+                                [](float g) { return !std::isfinite(g); });
+  if (bad == push.gradients.end()) return Status::Ok();
+  const size_t row = dim == 0 ? 0 : static_cast<size_t>(bad - push.gradients.begin()) / dim;
+  const std::string key = row < push.keys.size() ? std::to_string(push.keys[row]) : "?";
+  return InvalidArgument("push to table " + QuoteForError(push.table) + ": the gradient of key " +
+                         key + " is not finite (" + std::to_string(*bad) + "); nothing applied");
+}
+
+}  // namespace
+
 Frame ShardService::HandlePush(const wire::RequestHeader& header,
                                         const wire::PushRequest& push) {
   push_requests_.fetch_add(1, std::memory_order_relaxed);
   auto table = FindTable(push.table);
   if (!table.ok()) return Error(header.request_id, table.status().WithContext("push"));
+  // Before the gate claims the push: a refused push changes no row and no optimizer state.
+  if (Status finite = CheckFinite(push, (*table)->spec().dim); !finite.ok()) {
+    return Error(header.request_id, finite);
+  }
   std::shared_lock moves(transfer_mutex_);
   // The table hashes the keys to their partitions once, for the rows and for the gate (the
   // ownership check, then the ledger's claim; it holds a deferred push). Copying a partition

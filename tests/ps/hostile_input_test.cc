@@ -108,5 +108,28 @@ TEST_F(HostileInputTest, UnknownTableWithAMegabyteNameIsEchoedCutShort) {
   EXPECT_EQ(Pull("rows", keys).size(), 4u);
 }
 
+TEST_F(HostileInputTest, NonFiniteGradientsAreRefusedAndChangeNothing) {
+  std::vector<uint64_t> keys = {11, 12, 13};
+  std::vector<float> finite(keys.size() * 4, 0.5f);
+  ASSERT_TRUE(Exchange(wire::EncodePush({next_id_++, 1}, "rows", keys, finite, 0)).status.ok());
+  const std::vector<float> before = Pull("rows", keys);
+  for (float bad : {std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::infinity(),
+                    -std::numeric_limits<float>::infinity()}) {
+    std::vector<float> gradients = finite;
+    gradients[6] = bad;  // key 12
+    auto reply = Exchange(wire::EncodePush({next_id_++, 1}, "rows", keys, gradients, 0));
+    EXPECT_EQ(reply.status.code(), StatusCode::kInvalidArgument) << reply.status.ToString();
+    const std::string message(reply.status.message());
+    EXPECT_NE(message.find("'rows'"), std::string::npos) << message;
+    EXPECT_NE(message.find("key 12"), std::string::npos) << message;
+    const std::vector<float> after = Pull("rows", keys);
+    ASSERT_EQ(after.size(), before.size());
+    EXPECT_EQ(std::memcmp(after.data(), before.data(), before.size() * sizeof(float)), 0);
+  }
+  // A finite push applies as before (Adam's state was not touched by the refused ones).
+  ASSERT_TRUE(Exchange(wire::EncodePush({next_id_++, 1}, "rows", keys, finite, 0)).status.ok());
+  EXPECT_NE(Pull("rows", keys), before);
+}
+
 }  // namespace
 }  // namespace ember
