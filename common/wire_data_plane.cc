@@ -214,6 +214,14 @@ Frame EncodePush(const RequestHeader& header, std::string_view table,
   return EncodePushSubset(header, table, keys, gradients, 0, {}, clock, RowFormat::kF32);
 }
 
+Status CheckPullReplySize(size_t num_floats, RowFormat row_format) {
+  const size_t bytes = num_floats * BytesPerValue(row_format);
+  if (bytes <= kMaxBulkBytes) return Status::Ok();
+  return InvalidArgument("a reply of " + std::to_string(num_floats) + " values (" +
+                         std::to_string(bytes) + " bytes) exceeds the " +
+                         std::to_string(kMaxBulkBytes) + " bytes one message carries");
+}
+
 struct PullReply::Builder {
   Builder(size_t bytes) : message(bytes, 48) {}
   FrameBuilder message;

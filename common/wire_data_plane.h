@@ -78,11 +78,19 @@ Frame EncodePush(const RequestHeader& header, std::string_view table,
 
 // ---- Responses (decoded as span<const float> rows and ServerStats) ----
 
+// The most bytes one bulk blob (a pull reply's rows, a request's keys or gradients) can carry:
+// Cap'n Proto counts a Data blob's bytes in 29 bits.
+constexpr size_t kMaxBulkBytes = (size_t{1} << 29) - 1;
+
+// OK when a pull reply of `num_floats` values in `row_format` fits in one frame; otherwise
+// InvalidArgument naming the reply's size and the limit. Checked before any row is looked up.
+Status CheckPullReplySize(size_t num_floats, RowFormat row_format = RowFormat::kF32);
+
 // A pull reply under construction: the server writes the rows straight into the outgoing frame
 // (rows() is the frame's own memory for fp32, a float32 scratch narrowed by Finish for fp16),
 // then sends Finish(), or Fail(status) when it could not fill them.
 //
-// One thread; rows() is valid until Finish or Fail.
+// One thread; rows() is valid until Finish or Fail. The reply must fit: CheckPullReplySize.
 class PullReply {
  public:
   PullReply(uint64_t request_id, uint64_t epoch, size_t num_floats,

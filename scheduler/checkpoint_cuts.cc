@@ -3,6 +3,8 @@
 
 #include <cstdio>
 
+#include "common/quote_for_error.h"
+
 namespace ember::scheduler {
 
 std::string PeriodicCutDir(const std::string& dir, uint64_t clock) {
@@ -13,7 +15,8 @@ std::string PeriodicCutDir(const std::string& dir, uint64_t clock) {
 
 Result<uint64_t> CheckpointCuts::Request(const std::string& dir, uint64_t highest_clock) {
   if (dir.empty() || dir.front() != '/') {
-    return InvalidArgument("checkpoint directory '" + dir + "' is not an absolute path");
+    return InvalidArgument("checkpoint directory " + QuoteForError(dir, kMaxQuotedPath) +
+                           " is not an absolute path");
   }
   if (requested_) {
     return FailedPrecondition("a checkpoint into '" + requested_->dir + "' at clock " +

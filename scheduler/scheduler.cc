@@ -5,6 +5,9 @@
 
 #include <cstring>
 
+#include "common/catch_exceptions.h"
+#include "common/quote_for_error.h"
+
 namespace ember::scheduler {
 namespace {
 
@@ -95,38 +98,52 @@ void Scheduler::HandleMessage(std::vector<Frame> frames) {
     Reply(identity, wire::EncodeStatusResponse(0, routing_.epoch, request.status()));
     return;
   }
-  const uint64_t id = request->header.request_id;
-  if (auto* reg = std::get_if<wire::RegisterServerRequest>(&request->body)) {
+  // The identity is handed to the handler (some keep it to answer later): a copy answers the
+  // error an exception escaping the handler becomes.
+  Frame reply_to = CopyFrame(identity);
+  Status handled = CatchExceptions([&] { Dispatch(std::move(identity), *request); });
+  if (!handled.ok()) {
+    const Status failed = handled.WithContext(
+        "scheduler: handling a '" + std::string(wire::RequestKindName(request->body)) +
+        "' request");
+    spdlog::error("scheduler: request {}: {}", request->header.request_id, failed.ToString());
+    Reply(reply_to, wire::EncodeStatusResponse(request->header.request_id, routing_.epoch, failed));
+  }
+}
+
+void Scheduler::Dispatch(Frame identity, const wire::DecodedRequest& request) {
+  const uint64_t id = request.header.request_id;
+  if (auto* reg = std::get_if<wire::RegisterServerRequest>(&request.body)) {
     HandleRegisterServer(std::move(identity), id, *reg);
-  } else if (auto* beat = std::get_if<wire::ServerHeartbeatRequest>(&request->body)) {
+  } else if (auto* beat = std::get_if<wire::ServerHeartbeatRequest>(&request.body)) {
     HandleServerHeartbeat(identity, id, beat->server);
-  } else if (auto* decision = std::get_if<wire::MoveDecisionRequest>(&request->body)) {
+  } else if (auto* decision = std::get_if<wire::MoveDecisionRequest>(&request.body)) {
     HandleMoveDecision(identity, id, *decision);
-  } else if (auto* drain = std::get_if<wire::DrainRequest>(&request->body)) {
+  } else if (auto* drain = std::get_if<wire::DrainRequest>(&request.body)) {
     HandleDrain(identity, id, drain->server);
-  } else if (std::holds_alternative<wire::ClusterStatusRequest>(request->body)) {
+  } else if (std::holds_alternative<wire::ClusterStatusRequest>(request.body)) {
     HandleClusterStatus(identity, id);
-  } else if (auto* trainer = std::get_if<wire::RegisterTrainerRequest>(&request->body)) {
+  } else if (auto* trainer = std::get_if<wire::RegisterTrainerRequest>(&request.body)) {
     HandleRegisterTrainer(std::move(identity), id, trainer->name);
-  } else if (std::holds_alternative<wire::GetRoutingRequest>(request->body)) {
+  } else if (std::holds_alternative<wire::GetRoutingRequest>(request.body)) {
     Reply(identity, wire::EncodeRoutingResponse(id, routing_));
-  } else if (auto* barrier = std::get_if<wire::BarrierRequest>(&request->body)) {
+  } else if (auto* barrier = std::get_if<wire::BarrierRequest>(&request.body)) {
     HandleBarrier(std::move(identity), id, *barrier);
-  } else if (auto* clock = std::get_if<wire::TrainerClockRequest>(&request->body)) {
+  } else if (auto* clock = std::get_if<wire::TrainerClockRequest>(&request.body)) {
     HandleTrainerClock(std::move(identity), id, *clock);
-  } else if (auto* heartbeat = std::get_if<wire::HeartbeatRequest>(&request->body)) {
+  } else if (auto* heartbeat = std::get_if<wire::HeartbeatRequest>(&request.body)) {
     HandleHeartbeat(identity, id, heartbeat->trainer);
-  } else if (auto* cut = std::get_if<wire::CheckpointCutRequest>(&request->body)) {
+  } else if (auto* cut = std::get_if<wire::CheckpointCutRequest>(&request.body)) {
     HandleCheckpointCut(std::move(identity), id, *cut);
-  } else if (auto* now = std::get_if<wire::CheckpointNowRequest>(&request->body)) {
+  } else if (auto* now = std::get_if<wire::CheckpointNowRequest>(&request.body)) {
     HandleCheckpointNow(std::move(identity), id, now->dir);
-  } else if (std::holds_alternative<wire::PingRequest>(request->body)) {
+  } else if (std::holds_alternative<wire::PingRequest>(request.body)) {
     Reply(identity, wire::EncodeStatusResponse(id, routing_.epoch, Status::Ok()));
   } else {
     Reply(identity, wire::EncodeStatusResponse(
                         id, routing_.epoch,
                         InvalidArgument("the scheduler does not handle '" +
-                                        std::string(wire::RequestKindName(request->body)) +
+                                        std::string(wire::RequestKindName(request.body)) +
                                         "' requests")));
   }
 }
@@ -182,7 +199,7 @@ void Scheduler::HandleRegisterServer(Frame identity, uint64_t request_id,
 void Scheduler::HandleRegisterTrainer(Frame identity, uint64_t request_id,
                                       const std::string& name) {
   auto [it, inserted] = trainer_ids_.emplace(name, static_cast<uint32_t>(trainer_ids_.size()));
-  if (inserted) spdlog::info("scheduler: trainer '{}' registered as {}", name, it->second);
+  if (inserted) spdlog::info("scheduler: trainer {} registered as {}", QuoteForError(name), it->second);
   clocks_.Join(it->second, name, std::chrono::steady_clock::now());
   ServeClockWaiters();  // the expected number of trainers may be complete now
   if (routing_.ready()) {
@@ -214,7 +231,7 @@ void Scheduler::HandleBarrier(Frame identity, uint64_t request_id,
   if (barrier.count == 0) {
     Reply(identity, wire::EncodeStatusResponse(
                         request_id, routing_.epoch,
-                        InvalidArgument("barrier '" + barrier.name + "' with count 0")));
+                        InvalidArgument("barrier " + QuoteForError(barrier.name) + " with count 0")));
     return;
   }
   auto& arrived = barriers_[barrier.name];

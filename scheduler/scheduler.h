@@ -69,6 +69,8 @@ class Scheduler {
   };
 
   void HandleMessage(std::vector<Frame> frames);
+  // Runs the handler of one decoded request; HandleMessage answers an exception escaping it.
+  void Dispatch(Frame identity, const wire::DecodedRequest& request);
   void HandleRegisterServer(Frame identity, uint64_t request_id,
                             const wire::RegisterServerRequest& registration);
   // In scheduler_moves.cc.

@@ -6,11 +6,13 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "common/quote_for_error.h"
+
 namespace ember::scheduler {
 
 std::string TrainerClocks::Describe(uint32_t trainer) const {
   const auto& member = members_[trainer];
-  return "trainer " + std::to_string(trainer) + " ('" + member->name + "')";
+  return "trainer " + std::to_string(trainer) + " (" + QuoteForError(member->name) + ")";
 }
 
 uint64_t TrainerClocks::min_live_clock() const {

@@ -3,6 +3,11 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+#include <cmath>
+
+#include "common/catch_exceptions.h"
+#include "common/quote_for_error.h"
 #include "embedding/table_config.h"
 #include "ps/server/push_gate.h"
 
@@ -47,13 +52,25 @@ ShardService::ShardService(uint32_t server_id, const RoutingTable& routing)
     : server_id_(server_id), ownership_(routing, server_id) {}
 
 Frame ShardService::Handle(Frame request) {
-  auto decoded = wire::DecodeRequest(std::move(request));
-  if (!decoded.ok()) {
-    spdlog::warn("server {}: dropping undecodable request: {}", server_id_,
-                 decoded.status().ToString());
-    return Error(0, decoded.status());
-  }
-  return HandleDecoded(*decoded);
+  // Known once decoded, for the error an exception escaping the handler becomes.
+  std::string_view kind = "undecoded";
+  uint64_t request_id = 0;
+  auto handled = CatchExceptions([&]() -> Frame {
+    auto decoded = wire::DecodeRequest(std::move(request));
+    if (!decoded.ok()) {
+      spdlog::warn("server {}: dropping undecodable request: {}", server_id_,
+                   decoded.status().ToString());
+      return Error(0, decoded.status());
+    }
+    kind = wire::RequestKindName(decoded->body);
+    request_id = decoded->header.request_id;
+    return HandleDecoded(*decoded);
+  });
+  if (handled.ok()) return std::move(handled).value();
+  const Status failed =
+      handled.status().WithContext("server: handling a '" + std::string(kind) + "' request");
+  spdlog::error("server {}: request {}: {}", server_id_, request_id, failed.ToString());
+  return Error(request_id, failed);
 }
 
 Frame ShardService::Error(uint64_t request_id, const Status& status) {
@@ -87,7 +104,7 @@ Frame ShardService::HandleDecoded(const wire::DecodedRequest& request) {
 
 Result<embedding::EmbeddingTable*> ShardService::FindTable(const std::string& name) {
   auto it = tables_.find(name);
-  if (it == tables_.end()) return NotFound("unknown table '" + name + "'");
+  if (it == tables_.end()) return NotFound("unknown table " + QuoteForError(name));
   return it->second.get();
 }
 
@@ -96,11 +113,17 @@ Frame ShardService::HandlePull(const wire::RequestHeader& header,
   pull_requests_.fetch_add(1, std::memory_order_relaxed);
   auto table = FindTable(pull.table);
   if (!table.ok()) return Error(header.request_id, table.status().WithContext("pull"));
+  const size_t num_floats = pull.keys.size() * (*table)->spec().dim;
+  if (Status fits = wire::CheckPullReplySize(num_floats, pull.row_format); !fits.ok()) {
+    return Error(header.request_id,
+                 fits.WithContext("pull of " + std::to_string(pull.keys.size()) +
+                                  " keys of table '" + pull.table + "' (dim " +
+                                  std::to_string((*table)->spec().dim) + ")"));
+  }
   std::shared_lock moves(transfer_mutex_);
   // The table hashes the keys to their partitions once, for the lookups and for the ownership
   // check, and copies the rows straight into the reply frame.
-  wire::PullReply reply(header.request_id, ownership_.epoch(),
-                        pull.keys.size() * (*table)->spec().dim, pull.row_format);
+  wire::PullReply reply(header.request_id, ownership_.epoch(), num_floats, pull.row_format);
   Status status = (*table)->Pull(pull.keys, reply.rows(), ownership_.ServedCheck(pull.table));
   const bool pulled = status.ok();
   Frame response = pulled ? reply.Finish() : reply.Fail(status);
@@ -112,11 +135,30 @@ Frame ShardService::HandlePull(const wire::RequestHeader& header,
   return response;
 }
 
+namespace {
+
+// InvalidArgument naming the table and the first key whose gradient is NaN or infinite.
+Status CheckFinite(const wire::PushRequest& push, uint32_t dim) {
+  const auto bad = std::find_if(push.gradients.begin(), push.gradients.end(),
+                                [](float g) { return !std::isfinite(g); });
+  if (bad == push.gradients.end()) return Status::Ok();
+  const size_t row = dim == 0 ? 0 : static_cast<size_t>(bad - push.gradients.begin()) / dim;
+  const std::string key = row < push.keys.size() ? std::to_string(push.keys[row]) : "?";
+  return InvalidArgument("push to table " + QuoteForError(push.table) + ": the gradient of key " +
+                         key + " is not finite (" + std::to_string(*bad) + "); nothing applied");
+}
+
+}  // namespace
+
 Frame ShardService::HandlePush(const wire::RequestHeader& header,
                                         const wire::PushRequest& push) {
   push_requests_.fetch_add(1, std::memory_order_relaxed);
   auto table = FindTable(push.table);
   if (!table.ok()) return Error(header.request_id, table.status().WithContext("push"));
+  // Before the gate claims the push: a refused push changes no row and no optimizer state.
+  if (Status finite = CheckFinite(push, (*table)->spec().dim); !finite.ok()) {
+    return Error(header.request_id, finite);
+  }
   std::shared_lock moves(transfer_mutex_);
   // The table hashes the keys to their partitions once, for the rows and for the gate (the
   // ownership check, then the ledger's claim; it holds a deferred push). Copying a partition

@@ -4,6 +4,7 @@
 #include <filesystem>
 
 #include "common/file_io.h"
+#include "common/quote_for_error.h"
 #include "embedding/partition_file.h"
 #include "common/checkpoint_layout.h"
 #include "ps/server/shard_service.h"
@@ -14,8 +15,9 @@ Frame ShardService::HandleCheckpoint(const wire::RequestHeader& header,
                                               const wire::CheckpointRequest& checkpoint) {
   if (checkpoint.dir.empty() || checkpoint.dir.front() != '/' ||
       checkpoint.dir.find('\0') != std::string::npos) {
-    return Error(header.request_id, InvalidArgument("checkpoint directory '" + checkpoint.dir +
-                                                    "' is not an absolute path"));
+    return Error(header.request_id, InvalidArgument("checkpoint directory " +
+                                                    QuoteForError(checkpoint.dir, kMaxQuotedPath) +
+                                                    " is not an absolute path"));
   }
   Status done;
   const char* what = "";
