@@ -60,7 +60,7 @@ Status Scheduler::Start() {
 void Scheduler::Run() {
   while (!stop_requested_.load(std::memory_order_relaxed)) {
     auto frames = ReceiveFrames(socket_, kPollInterval);
-    if (frames.ok()) HandleMessage(std::move(*frames));
+    if (frames.ok()) HandleMessage(std::move(*frames), Peer{});
     const auto now = std::chrono::steady_clock::now();
     if (!clocks_.ExpireSilent(now).empty()) ServeClockWaiters();
     if (routing_.ready()) {
@@ -82,7 +82,7 @@ void Scheduler::Reply(const Frame& identity, Frame payload) {
   if (!sent.ok()) spdlog::warn("scheduler: reply dropped: {}", sent.ToString());
 }
 
-void Scheduler::HandleMessage(std::vector<Frame> frames) {
+void Scheduler::HandleMessage(std::vector<Frame> frames, const Peer& peer) {
   if (frames.size() < 2) return;
   Frame identity = std::move(frames.front());
   if (frames.size() > 2) {
@@ -101,7 +101,7 @@ void Scheduler::HandleMessage(std::vector<Frame> frames) {
   // The identity is handed to the handler (some keep it to answer later): a copy answers the
   // error an exception escaping the handler becomes.
   Frame reply_to = CopyFrame(identity);
-  Status handled = CatchExceptions([&] { Dispatch(std::move(identity), *request); });
+  Status handled = CatchExceptions([&] { Dispatch(std::move(identity), *request, peer); });
   if (!handled.ok()) {
     const Status failed = handled.WithContext(
         "scheduler: handling a '" + std::string(wire::RequestKindName(request->body)) +
@@ -111,7 +111,8 @@ void Scheduler::HandleMessage(std::vector<Frame> frames) {
   }
 }
 
-void Scheduler::Dispatch(Frame identity, const wire::DecodedRequest& request) {
+void Scheduler::Dispatch(Frame identity, const wire::DecodedRequest& request,
+                         [[maybe_unused]] const Peer& peer) {
   const uint64_t id = request.header.request_id;
   if (auto* reg = std::get_if<wire::RegisterServerRequest>(&request.body)) {
     HandleRegisterServer(std::move(identity), id, *reg);

@@ -21,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "common/peer.h"
 #include "common/routing_table.h"
 #include "common/status.h"
 #include "common/sync_options.h"
@@ -68,9 +69,9 @@ class Scheduler {
     uint64_t clock = 0;      // clock waiters: the clock the trainer completed
   };
 
-  void HandleMessage(std::vector<Frame> frames);
+  void HandleMessage(std::vector<Frame> frames, const Peer& peer);
   // Runs the handler of one decoded request; HandleMessage answers an exception escaping it.
-  void Dispatch(Frame identity, const wire::DecodedRequest& request);
+  void Dispatch(Frame identity, const wire::DecodedRequest& request, const Peer& peer);
   void HandleRegisterServer(Frame identity, uint64_t request_id,
                             const wire::RegisterServerRequest& registration);
   // In scheduler_moves.cc.

@@ -226,7 +226,7 @@ void Server::WorkerLoop(uint32_t worker, Socket& socket) {
     const bool has_delimiter = frames->size() == 3 && (*frames)[1].size() == 0;
     if (frames->size() == 2 || has_delimiter) {
       if (has_delimiter) reply.emplace_back();
-      response = service_->Handle(std::move(frames->back()));
+      response = service_->Handle(std::move(frames->back()), Peer{});
     } else {
       spdlog::warn("server {}: request with {} frames, expected one payload frame",
                    service_->server_id(), frames->size() - 1);

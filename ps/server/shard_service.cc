@@ -51,7 +51,7 @@ Result<std::unique_ptr<ShardService>> ShardService::Create(uint32_t server_id,
 ShardService::ShardService(uint32_t server_id, const RoutingTable& routing)
     : server_id_(server_id), ownership_(routing, server_id) {}
 
-Frame ShardService::Handle(Frame request) {
+Frame ShardService::Handle(Frame request, const Peer& peer) {
   // Known once decoded, for the error an exception escaping the handler becomes.
   std::string_view kind = "undecoded";
   uint64_t request_id = 0;
@@ -64,7 +64,7 @@ Frame ShardService::Handle(Frame request) {
     }
     kind = wire::RequestKindName(decoded->body);
     request_id = decoded->header.request_id;
-    return HandleDecoded(*decoded);
+    return HandleDecoded(*decoded, peer);
   });
   if (handled.ok()) return std::move(handled).value();
   const Status failed =
@@ -78,7 +78,8 @@ Frame ShardService::Error(uint64_t request_id, const Status& status) {
   return wire::EncodeStatusResponse(request_id, ownership_.epoch(), status);
 }
 
-Frame ShardService::HandleDecoded(const wire::DecodedRequest& request) {
+Frame ShardService::HandleDecoded(const wire::DecodedRequest& request,
+                                  [[maybe_unused]] const Peer& peer) {
   const wire::RequestHeader& header = request.header;
   if (auto* pull = std::get_if<wire::PullRequest>(&request.body)) return HandlePull(header, *pull);
   if (auto* push = std::get_if<wire::PushRequest>(&request.body)) return HandlePush(header, *push);

@@ -27,6 +27,7 @@
 #include <string>
 #include <vector>
 
+#include "common/peer.h"
 #include "common/routing_table.h"
 #include "common/status.h"
 #include "common/table_spec.h"
@@ -57,9 +58,9 @@ class ShardService {
                                                       const RoutingTable& routing,
                                                       const ShardStorage& storage = {});
 
-  // Decodes one request frame and returns the response frame. Never fails: errors are encoded
-  // into the response (request id 0 when the frame could not be decoded).
-  Frame Handle(Frame request);
+  // Decodes one request frame from `peer` and returns the response frame. Never fails: errors are
+  // encoded into the response (request id 0 when the frame could not be decoded).
+  Frame Handle(Frame request, const Peer& peer);
 
   uint32_t server_id() const { return server_id_; }
   uint64_t epoch() const { return ownership_.epoch(); }
@@ -93,7 +94,7 @@ class ShardService {
  private:
   ShardService(uint32_t server_id, const RoutingTable& routing);
 
-  Frame HandleDecoded(const wire::DecodedRequest& request);
+  Frame HandleDecoded(const wire::DecodedRequest& request, const Peer& peer);
   Frame HandlePull(const wire::RequestHeader& header, const wire::PullRequest& pull);
   Frame HandlePush(const wire::RequestHeader& header, const wire::PushRequest& push);
   // In shard_service_clock.cc.

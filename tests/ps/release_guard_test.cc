@@ -30,7 +30,8 @@ class ReleaseGuardTest : public ::testing::Test {
     service_ = std::move(*service);
     const std::vector<float> grads(keys_.size() * Spec().dim, 0.5f);
     auto pushed = wire::DecodeResponse(service_->Handle(wire::EncodePushSubset(
-        {1, 1}, "item", keys_, grads, Spec().dim, {}, 0, wire::RowFormat::kF32, 0, false, {7, 1})));
+        {1, 1}, "item", keys_, grads, Spec().dim, {}, 0, wire::RowFormat::kF32, 0, false, {7, 1}),
+        Peer{}));
     ASSERT_TRUE(pushed.ok() && pushed->status.ok());
   }
 
@@ -40,13 +41,13 @@ class ReleaseGuardTest : public ::testing::Test {
 
   Status Transfer(uint32_t partition, wire::TransferPhase phase) {
     auto response = wire::DecodeResponse(
-        service_->Handle(wire::EncodePartitionTransfer({2, 1}, {partition, phase})));
+        service_->Handle(wire::EncodePartitionTransfer({2, 1}, {partition, phase}), Peer{}));
     EXPECT_TRUE(response.ok()) << response.status().ToString();
     return response.ok() ? response->status : response.status();
   }
 
   std::vector<float> Pull() {
-    auto response = wire::DecodeResponse(service_->Handle(wire::EncodePull({3, 1}, "item", keys_)));
+    auto response = wire::DecodeResponse(service_->Handle(wire::EncodePull({3, 1}, "item", keys_), Peer{}));
     EXPECT_TRUE(response.ok() && response->status.ok());
     auto* rows = response.ok() ? std::get_if<std::span<const float>>(&response->body) : nullptr;
     return rows ? std::vector<float>(rows->begin(), rows->end()) : std::vector<float>{};

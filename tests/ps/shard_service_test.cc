@@ -50,7 +50,7 @@ class Service {
   }
 
   Status Call(Frame request) {
-    auto response = wire::DecodeResponse(service_->Handle(std::move(request)));
+    auto response = wire::DecodeResponse(service_->Handle(std::move(request), Peer{}));
     EXPECT_TRUE(response.ok()) << response.status().ToString();
     return response.ok() ? response->status : response.status();
   }
@@ -60,7 +60,7 @@ class Service {
                                        wire::RowFormat::kF32, 0, deferred, sender));
   }
   std::vector<float> Pull(std::span<const uint64_t> keys) {
-    auto response = wire::DecodeResponse(service_->Handle(wire::EncodePull({1, 1}, "item", keys)));
+    auto response = wire::DecodeResponse(service_->Handle(wire::EncodePull({1, 1}, "item", keys), Peer{}));
     EXPECT_TRUE(response.ok() && response->status.ok());
     auto* rows = response.ok() ? std::get_if<std::span<const float>>(&response->body) : nullptr;
     return rows ? std::vector<float>(rows->begin(), rows->end()) : std::vector<float>{};
@@ -169,7 +169,7 @@ TEST(ExactlyOnceRestartTest, ResentPushAfterARestartIsNotAppliedAgain) {
 std::set<uint64_t> TransferredKeys(ShardService& service, uint32_t partition,
                                    wire::TransferPhase phase) {
   auto response = wire::DecodeResponse(
-      service.Handle(wire::EncodePartitionTransfer({3, 1}, {partition, phase})));
+      service.Handle(wire::EncodePartitionTransfer({3, 1}, {partition, phase}), Peer{}));
   EXPECT_TRUE(response.ok() && response->status.ok());
   auto* data = response.ok() ? std::get_if<wire::PartitionData>(&response->body) : nullptr;
   if (data == nullptr) return {};
