@@ -70,6 +70,7 @@ struct TableSpec {
 struct ServerInfo {
   id @0 :UInt32;        # server index in the routing table, 0-based
   endpoint @1 :Text;    # ZeroMQ endpoint its data socket is bound to, e.g. tcp://127.0.0.1:5001
+  publicKey @2 :Text;   # its CurveZMQ public key (Z85); empty when authentication is off
 }
 
 struct RoutingTable {

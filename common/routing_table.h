@@ -16,6 +16,7 @@ namespace ember {
 struct ServerInfo {
   uint32_t id = 0;        // index into RoutingTable::servers
   std::string endpoint;   // ZeroMQ endpoint of the server's data socket
+  std::string public_key;  // its CurveZMQ public key (Z85); empty when authentication is off
 };
 
 struct RoutingTable {

@@ -160,6 +160,7 @@ void WriteRouting(schema::RoutingTable::Builder out, const RoutingTable& routing
   for (size_t i = 0; i < routing.servers.size(); ++i) {
     servers[i].setId(routing.servers[i].id);
     servers[i].setEndpoint(routing.servers[i].endpoint);
+    servers[i].setPublicKey(routing.servers[i].public_key);
   }
   out.setOwners(DataOf(routing.owners));
 }
@@ -169,7 +170,8 @@ Result<RoutingTable> ReadRouting(schema::RoutingTable::Reader in) {
   routing.epoch = in.getEpoch();
   routing.num_partitions = in.getNumPartitions();
   for (auto server : in.getServers()) {
-    routing.servers.push_back(ServerInfo{server.getId(), ToString(server.getEndpoint())});
+    routing.servers.push_back(ServerInfo{server.getId(), ToString(server.getEndpoint()),
+                                         ToString(server.getPublicKey())});
     if (routing.servers.back().id != routing.servers.size() - 1) {
       return InvalidArgument("routing table: server ids are not 0..n-1 in order");
     }
@@ -192,7 +194,7 @@ Result<RoutingTable> ReadRouting(schema::RoutingTable::Reader in) {
 size_t RoutingBytes(const RoutingTable& routing) {
   size_t bytes = routing.owners.size() * sizeof(uint32_t);
   for (const auto& server : routing.servers)
-    bytes += 3 * sizeof(::capnp::word) + server.endpoint.size();
+    bytes += 4 * sizeof(::capnp::word) + server.endpoint.size() + server.public_key.size();
   return bytes;
 }
 
