@@ -24,6 +24,7 @@ enum StatusCode {
   deadlineExceeded @7;
   dataLoss @8;
   internal @9;
+  permissionDenied @10;
 }
 
 struct OptimizerSpec {

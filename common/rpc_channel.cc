@@ -5,13 +5,13 @@
 
 namespace ember {
 
-RpcChannel::RpcChannel(Context& context, std::string endpoint)
-    : context_(context), endpoint_(std::move(endpoint)) {}
+RpcChannel::RpcChannel(Context& context, std::string endpoint, std::string server_key)
+    : context_(context), endpoint_(std::move(endpoint)), server_key_(std::move(server_key)) {}
 
 Status RpcChannel::EnsureConnected() {
   if (connected_) return Status::Ok();
   ASSIGN_OR_RETURN(socket_, MakeSocket(context_, SocketKind::kDealer));
-  RETURN_IF_ERROR(ConnectSocket(socket_, endpoint_));
+  RETURN_IF_ERROR(ConnectSocket(socket_, endpoint_, server_key_));
   connected_ = true;
   return Status::Ok();
 }
@@ -24,8 +24,11 @@ Result<wire::DecodedResponse> RpcChannel::Call(uint64_t request_id, Frame reques
   for (;;) {
     const auto left = std::chrono::duration_cast<Millis>(deadline - std::chrono::steady_clock::now());
     if (left.count() <= 0) {
-      return DeadlineExceeded("no reply from " + endpoint_ + " within " +
-                              std::to_string(timeout.count()) + " ms");
+      return DeadlineExceeded(
+          "no reply from " + endpoint_ + " within " + std::to_string(timeout.count()) + " ms" +
+          (context_.security().enabled()
+               ? " (connections are authenticated: check that the peer trusts this process's key)"
+               : ""));
     }
     auto received = ReceiveFrames(socket_, left);
     if (!received.ok()) {

@@ -21,8 +21,9 @@ namespace ember {
 
 class RpcChannel {
  public:
-  // `context` is borrowed and must outlive the channel.
-  RpcChannel(Context& context, std::string endpoint);
+  // `context` is borrowed and must outlive the channel. `server_key` is the peer's public key,
+  // needed when the context authenticates (common/transport.h).
+  RpcChannel(Context& context, std::string endpoint, std::string server_key = "");
 
   const std::string& endpoint() const { return endpoint_; }
   uint64_t NextRequestId() { return next_request_id_++; }
@@ -37,6 +38,7 @@ class RpcChannel {
 
   Context& context_;
   std::string endpoint_;
+  std::string server_key_;
   Socket socket_;
   bool connected_ = false;
   uint64_t next_request_id_ = 1;

@@ -32,6 +32,8 @@ enum class StatusCode : uint16_t {
   kDeadlineExceeded = 7,
   kDataLoss = 8,
   kInternal = 9,
+  kPermissionDenied = 10,  // the peer's role may not send this request
+  kLastCode = kPermissionDenied,
 };
 
 std::string_view StatusCodeName(StatusCode code);
@@ -79,6 +81,9 @@ inline Status DeadlineExceeded(std::string msg) {
 }
 inline Status DataLoss(std::string msg) { return Status(StatusCode::kDataLoss, std::move(msg)); }
 inline Status Internal(std::string msg) { return Status(StatusCode::kInternal, std::move(msg)); }
+inline Status PermissionDenied(std::string msg) {
+  return Status(StatusCode::kPermissionDenied, std::move(msg));
+}
 
 // Either a T or a non-OK Status.
 template <typename T>

@@ -1,12 +1,20 @@
-// The ZeroMQ adapter: the only file that includes <zmq.hpp>. Frames, contexts, sockets, polling
-// and connection monitors over cppzmq, with every zmq::error_t turned into a Status.
+// The ZeroMQ adapter: the only file that includes <zmq.hpp>. Frames, contexts, sockets, polling,
+// connection monitors and CurveZMQ (with the ZAP handler that admits trusted keys) over cppzmq,
+// with every zmq::error_t turned into a Status.
 #include "common/transport.h"
+
+#include <spdlog/spdlog.h>
 
 #include <zmq.hpp>
 
+#include <array>
+#include <atomic>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
+#include <set>
+#include <thread>
 
 namespace ember {
 namespace {
@@ -26,17 +34,149 @@ zmq::socket_type ToZmq(SocketKind kind) {
   return zmq::socket_type::pair;
 }
 
+// The ZAP domain of ember's Curve servers, and the metadata property carrying a peer's role.
+constexpr const char* kZapDomain = "ember";
+constexpr const char* kRoleProperty = "Role";
+constexpr const char* kZapEndpoint = "inproc://zeromq.zap.01";  // fixed by RFC 27
+constexpr std::chrono::milliseconds kZapPoll{100};
+
+std::string Z85Key(const void* bytes32) {
+  std::array<char, 41> text{};
+  if (zmq_z85_encode(text.data(), static_cast<const uint8_t*>(bytes32), 32) == nullptr) return "";
+  return text.data();
+}
+
+// ZMTP metadata: 1-byte name length, name, 4-byte big-endian value length, value.
+std::string Metadata(std::string_view name, std::string_view value) {
+  std::string out;
+  out.push_back(static_cast<char>(name.size()));
+  out.append(name);
+  const uint32_t size = static_cast<uint32_t>(value.size());
+  for (int shift = 24; shift >= 0; shift -= 8) out.push_back(static_cast<char>(size >> shift));
+  out.append(value);
+  return out;
+}
+
 }  // namespace
 
 struct Frame::Impl {
   zmq::message_t message;
 };
+
+// The ZAP handler (RFC 27): answers the Curve handshakes of the context's bound sockets, admitting
+// the trusted keys with their role as metadata, refusing the rest (logged once per peer).
+class ZapHandler {
+ public:
+  ZapHandler(zmq::context_t& context, const TransportSecurity& security)
+      : security_(security), socket_(context, zmq::socket_type::rep) {
+    socket_.set(zmq::sockopt::linger, 0);
+    socket_.bind(kZapEndpoint);
+    thread_ = std::thread([this] { Run(); });
+  }
+  ~ZapHandler() {
+    stop_.store(true);
+    thread_.join();
+  }
+
+ private:
+  void Run() {
+    while (!stop_.load()) {
+      zmq::pollitem_t item{socket_.handle(), 0, ZMQ_POLLIN, 0};
+      try {
+        if (zmq::poll(&item, 1, kZapPoll) == 0) continue;
+        std::vector<zmq::message_t> request;
+        do {
+          request.emplace_back();
+          if (!socket_.recv(request.back(), zmq::recv_flags::dontwait)) break;
+        } while (socket_.get(zmq::sockopt::rcvmore));
+        Answer(request);
+      } catch (const zmq::error_t& e) {
+        if (e.num() != EINTR) spdlog::error("transport: ZAP handler: {}", e.what());
+      }
+    }
+  }
+
+  // request: version, request id, domain, address, routing id, mechanism, credentials...
+  void Answer(std::vector<zmq::message_t>& request) {
+    if (request.size() < 6) return;  // not a ZAP request; REP needs no reply to garbage
+    const std::string address = request[3].to_string();
+    const std::string mechanism = request[5].to_string();
+    std::string key;
+    if (mechanism == "CURVE" && request.size() >= 7 && request[6].size() == 32) {
+      key = Z85Key(request[6].data());
+    }
+    const TrustedKey* trusted = key.empty() ? nullptr : security_.Find(key);
+    std::array<zmq::message_t, 6> reply;
+    reply[0] = zmq::message_t(std::string_view("1.0"));
+    reply[1] = zmq::message_t(request[1].data(), request[1].size());
+    if (trusted != nullptr) {
+      reply[2] = zmq::message_t(std::string_view("200"));
+      reply[3] = zmq::message_t(std::string_view("OK"));
+      reply[4] = zmq::message_t(key.data(), key.size());
+      const std::string metadata = Metadata(kRoleProperty, PeerRoleName(trusted->role));
+      reply[5] = zmq::message_t(metadata.data(), metadata.size());
+    } else {
+      reply[2] = zmq::message_t(std::string_view("400"));
+      reply[3] = zmq::message_t(std::string_view("key not trusted"));
+      LogRefusal(address, mechanism, key);
+    }
+    for (size_t i = 0; i < reply.size(); ++i) {
+      socket_.send(reply[i], i + 1 < reply.size() ? zmq::send_flags::sndmore
+                                                  : zmq::send_flags::none);
+    }
+  }
+
+  void LogRefusal(const std::string& address, const std::string& mechanism,
+                  const std::string& key) {
+    const std::string who = address + " " + (key.empty() ? mechanism : key);
+    if (refused_.size() >= kRefusalsRemembered) {
+      if (refused_.size() == kRefusalsRemembered) {
+        spdlog::warn("transport: {} peers refused; further refusals are not logged",
+                     kRefusalsRemembered);
+        refused_.insert("");  // logs that once
+      }
+      return;
+    }
+    if (!refused_.insert(who).second) return;
+    if (key.empty()) {
+      spdlog::warn("transport: refused a connection from {} without a CurveZMQ key (mechanism {})",
+                   address, mechanism);
+    } else {
+      spdlog::warn("transport: refused a connection from {}: key '{}...' is not trusted", address,
+                   key.substr(0, 8));
+    }
+  }
+
+  const TransportSecurity& security_;
+  zmq::socket_t socket_;
+  std::atomic<bool> stop_{false};
+  // Peers already logged, bounded: a flood of strangers cannot grow it without limit.
+  static constexpr size_t kRefusalsRemembered = 4096;
+  std::set<std::string> refused_;
+  std::thread thread_;
+};
+
 struct Context::Impl {
+  Impl(int io_threads, TransportSecurity settings)
+      : security(std::move(settings)), context(io_threads) {
+    if (security.enabled()) zap = std::make_unique<ZapHandler>(context, security);
+  }
+  ~Impl() { zap.reset(); }  // its socket closes before the context terminates
+
+  TransportSecurity security;
   zmq::context_t context;
+  std::unique_ptr<ZapHandler> zap;
 };
 struct Socket::Impl {
   zmq::socket_t socket;
+  const TransportSecurity* security = nullptr;  // the context's, which outlives the socket
 };
+
+namespace {
+
+bool IsTcp(const std::string& endpoint) { return endpoint.rfind("tcp://", 0) == 0; }
+
+}  // namespace
 
 // The ZeroMQ objects behind the transport's types, for this file alone.
 struct TransportAccess {
@@ -46,11 +186,12 @@ struct TransportAccess {
   }
   static zmq::context_t& Of(Context& context) { return context.impl_->context; }
   static zmq::socket_t& Of(Socket& socket) { return socket.impl_->socket; }
-  static Socket Wrap(zmq::socket_t socket) {
+  static Socket Wrap(zmq::socket_t socket, const TransportSecurity* security) {
     Socket wrapped;
-    wrapped.impl_.reset(new Socket::Impl{std::move(socket)});
+    wrapped.impl_.reset(new Socket::Impl{std::move(socket), security});
     return wrapped;
   }
+  static const TransportSecurity* SecurityOf(Socket& socket) { return socket.impl_->security; }
 };
 
 namespace {
@@ -78,8 +219,10 @@ size_t Frame::size() const { return impl_ ? impl_->message.size() : 0; }
 
 // ---- Context and Socket ----
 
-Context::Context(int io_threads) : impl_(new Impl{zmq::context_t(io_threads)}) {}
+Context::Context(int io_threads, TransportSecurity security)
+    : impl_(new Impl(io_threads, std::move(security))) {}
 Context::~Context() = default;
+const TransportSecurity& Context::security() const { return impl_->security; }
 
 Socket::Socket() = default;
 Socket::Socket(Socket&& other) noexcept = default;
@@ -96,15 +239,37 @@ Result<Socket> MakeSocket(Context& context, SocketKind kind) {
     socket.set(zmq::sockopt::maxmsgsize, static_cast<int64_t>(kMaxFrameBytes));
     socket.set(zmq::sockopt::sndhwm, 0);
     socket.set(zmq::sockopt::rcvhwm, 0);
-    return Access::Wrap(std::move(socket));
+    return Access::Wrap(std::move(socket), &context.security());
   } catch (const zmq::error_t& e) {
     return Internal(ZmqError("creating socket", e));
   }
 }
 
+bool IsLoopbackEndpoint(const std::string& endpoint) {
+  if (!IsTcp(endpoint)) return true;  // inproc, ipc: this machine only
+  const std::string address = endpoint.substr(6);
+  const size_t colon = address.rfind(':');
+  const std::string host = colon == std::string::npos ? address : address.substr(0, colon);
+  return host.rfind("127.", 0) == 0 || host == "localhost" || host == "[::1]" || host == "::1";
+}
+
 Result<std::string> BindSocket(Socket& socket, const std::string& endpoint) {
   if (!socket.is_open()) return Internal("binding " + endpoint + ": the socket is closed");
+  const TransportSecurity& security = *Access::SecurityOf(socket);
+  if (!security.enabled() && !security.insecure && !IsLoopbackEndpoint(endpoint)) {
+    return FailedPrecondition(
+        "refusing to bind " + endpoint +
+        " without keys: anyone who can reach it could read and change every row. Make keys "
+        "with `ember keygen`, trust them in the config's security section and pass --key, or "
+        "pass --insecure to bind without authentication");
+  }
   try {
+    if (security.enabled() && IsTcp(endpoint)) {
+      zmq::socket_t& zsocket = Access::Of(socket);
+      zsocket.set(zmq::sockopt::curve_server, 1);
+      zsocket.set(zmq::sockopt::curve_secretkey, security.own.secret_key);
+      zsocket.set(zmq::sockopt::zap_domain, kZapDomain);
+    }
     Access::Of(socket).bind(endpoint);
     return Access::Of(socket).get(zmq::sockopt::last_endpoint);
   } catch (const zmq::error_t& e) {
@@ -112,9 +277,22 @@ Result<std::string> BindSocket(Socket& socket, const std::string& endpoint) {
   }
 }
 
-Status ConnectSocket(Socket& socket, const std::string& endpoint) {
+Status ConnectSocket(Socket& socket, const std::string& endpoint, const std::string& server_key) {
   if (!socket.is_open()) return Internal("connecting to " + endpoint + ": the socket is closed");
+  const TransportSecurity& security = *Access::SecurityOf(socket);
   try {
+    if (security.enabled() && IsTcp(endpoint)) {
+      if (server_key.empty()) {
+        return FailedPrecondition("connecting to " + endpoint +
+                                  ": no public key is known for it, and this process "
+                                  "authenticates every connection");
+      }
+      RETURN_IF_ERROR(CheckKey(server_key, "the public key of " + endpoint));
+      zmq::socket_t& zsocket = Access::Of(socket);
+      zsocket.set(zmq::sockopt::curve_serverkey, server_key);
+      zsocket.set(zmq::sockopt::curve_publickey, security.own.public_key);
+      zsocket.set(zmq::sockopt::curve_secretkey, security.own.secret_key);
+    }
     Access::Of(socket).connect(endpoint);
     return Status::Ok();
   } catch (const zmq::error_t& e) {
@@ -160,6 +338,32 @@ Result<std::vector<Frame>> ReceiveFrames(Socket& socket, Millis timeout) {
   } catch (const zmq::error_t& e) {
     return Unavailable(ZmqError("receive", e));
   }
+}
+
+namespace {
+
+// The peer the ZAP handler admitted for the message `frames` came in, from their metadata.
+Peer PeerOf(std::vector<Frame>& frames) {
+  for (Frame& frame : frames) {
+    zmq_msg_t* message = Access::Message(frame).handle();
+    const char* key = zmq_msg_gets(message, "User-Id");
+    const char* role = zmq_msg_gets(message, kRoleProperty);
+    if (key == nullptr || role == nullptr) continue;
+    for (PeerRole candidate : {PeerRole::kTrainer, PeerRole::kServer, PeerRole::kAdmin}) {
+      if (PeerRoleName(candidate) == role) return Peer{candidate, key};
+    }
+  }
+  return Peer{};
+}
+
+}  // namespace
+
+Result<ReceivedMessage> ReceiveMessage(Socket& socket, Millis timeout) {
+  ASSIGN_OR_RETURN(std::vector<Frame> frames, ReceiveFrames(socket, timeout));
+  ReceivedMessage message;
+  message.peer = Access::SecurityOf(socket)->enabled() ? PeerOf(frames) : Peer{};
+  message.frames = std::move(frames);
+  return message;
 }
 
 // ---- Poller ----

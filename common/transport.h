@@ -7,6 +7,13 @@
 // inbound frames capped at wire::kMaxFrameBytes, unbounded high-water marks (flow control is
 // request/response).
 //
+// Authentication: a Context made with a key pair (common/transport_security.h) makes every TCP
+// socket it opens a CurveZMQ socket. A bound socket is a Curve server: the Context's ZAP handler
+// admits only trusted public keys (logging each refused peer once) and tags every message with
+// the sender's key and role, which ReceiveMessage returns as a Peer. A connecting socket is a
+// Curve client and must name the public key of the server it connects to. inproc sockets stay
+// plain. Without keys, a TCP bind to anything but loopback is refused unless `insecure` is set.
+//
 // Thread-safety: a Context may be shared by every thread of a process; a Socket belongs to one
 // thread at a time (ZeroMQ's rule).
 #pragma once
@@ -19,17 +26,21 @@
 
 #include "common/frame.h"
 #include "common/millis.h"
+#include "common/peer.h"
 #include "common/status.h"
+#include "common/transport_security.h"
 
 namespace ember {
 
 // ZeroMQ's I/O threads and the inproc namespace of one process (or of one component in it).
 class Context {
  public:
-  explicit Context(int io_threads = 1);
+  explicit Context(int io_threads = 1, TransportSecurity security = {});
   ~Context();
   Context(const Context&) = delete;
   Context& operator=(const Context&) = delete;
+
+  const TransportSecurity& security() const;
 
  private:
   friend struct TransportAccess;
@@ -65,8 +76,15 @@ class Socket {
 // Opens a socket of `kind` with ember's defaults.
 Result<Socket> MakeSocket(Context& context, SocketKind kind);
 // Binds `endpoint` (a "tcp://host:*" wildcard picks a free port) and returns the bound endpoint.
+// FailedPrecondition for a non-loopback TCP address when the context has no keys and is not
+// insecure.
 Result<std::string> BindSocket(Socket& socket, const std::string& endpoint);
-Status ConnectSocket(Socket& socket, const std::string& endpoint);
+// Connects to `endpoint`. With keys, a TCP endpoint needs the public key of the server there
+// (`server_key`); FailedPrecondition when it is empty.
+Status ConnectSocket(Socket& socket, const std::string& endpoint,
+                     const std::string& server_key = "");
+// Whether `endpoint` is local to this machine: inproc, ipc, or TCP on a loopback address.
+bool IsLoopbackEndpoint(const std::string& endpoint);
 
 // Sends the frames as one multipart message (non-blocking; Unavailable if it would block). The
 // frames are consumed.
@@ -75,6 +93,14 @@ Status SendFrames(Socket& socket, std::vector<Frame>& frames);
 Status SendFrame(Socket& socket, Frame frame);
 // Receives one multipart message, waiting at most `timeout` (DeadlineExceeded when none came).
 Result<std::vector<Frame>> ReceiveFrames(Socket& socket, Millis timeout);
+
+// A message and who sent it: the key and role the ZAP handler admitted, or Peer{} (insecure)
+// when the socket does not authenticate (no keys, or inproc).
+struct ReceivedMessage {
+  std::vector<Frame> frames;
+  Peer peer;
+};
+Result<ReceivedMessage> ReceiveMessage(Socket& socket, Millis timeout);
 
 // Waits until one of several sockets has a message to read.
 class Poller {

@@ -117,7 +117,7 @@ Result<DecodedResponse> DecodeResponse(Frame frame) {
         decoded.request_id = root.getRequestId();
         decoded.epoch = root.getEpoch();
         const auto code = static_cast<uint16_t>(root.getStatus());
-        if (code > static_cast<uint16_t>(StatusCode::kInternal)) {
+        if (code > static_cast<uint16_t>(StatusCode::kLastCode)) {
           return InvalidArgument("response carries unknown status code " + std::to_string(code));
         }
         if (code != 0) {
