@@ -23,10 +23,11 @@ Result<Manifest> CheckpointServers(Client& client, const std::string& dir, uint6
   return manifest;
 }
 
-Result<CutInfo> RequestCheckpoint(const std::string& scheduler_endpoint, const std::string& dir,
+Result<CutInfo> RequestCheckpoint(const std::string& scheduler_endpoint,
+                                  const TransportSecurity& security, const std::string& dir,
                                   Millis timeout) {
   const std::string absolute = std::filesystem::absolute(dir).lexically_normal().string();
-  return SchedulerClient(scheduler_endpoint).CheckpointNow(absolute, timeout);
+  return SchedulerClient(scheduler_endpoint, security).CheckpointNow(absolute, timeout);
 }
 
 Result<Manifest> RestoreServers(Client& client, const std::string& dir, Millis timeout) {

@@ -24,7 +24,8 @@ Result<Manifest> CheckpointServers(Client& client, const std::string& dir, uint6
 // Asks the scheduler at `scheduler_endpoint` for a checkpoint cut into `dir` (made absolute) and
 // waits until the trainers and servers wrote it (SchedulerClient::CheckpointNow); returns the cut
 // (its clock is the step).
-Result<CutInfo> RequestCheckpoint(const std::string& scheduler_endpoint, const std::string& dir,
+Result<CutInfo> RequestCheckpoint(const std::string& scheduler_endpoint,
+                                  const TransportSecurity& security, const std::string& dir,
                                   Millis timeout);
 // Verifies the checkpoint in `dir` (ReadAndVerifyCheckpoint), checks that it fits the cluster
 // (same partition count and tables), then asks every server to load its partitions.

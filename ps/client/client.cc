@@ -21,7 +21,7 @@ uint64_t RandomSenderId() {
 Client::Impl::Impl(ClientOptions options)
     : options_(std::move(options)),
       sender_id_(RandomSenderId()),
-      context_(std::make_shared<Context>(1)),
+      context_(std::make_shared<Context>(1, options_.security)),
       scheduler_(options_.scheduler_endpoint, context_) {}
 
 Client::Impl::~Impl() {

@@ -39,6 +39,7 @@
 #include <string_view>
 #include <vector>
 
+#include "common/transport_security.h"
 #include "common/checkpoint_layout.h"
 #include "common/millis.h"
 #include "common/routing_table.h"
@@ -63,6 +64,7 @@ struct ClientOptions {
   // the server's threads work on them in parallel while earlier replies are on the wire.
   uint32_t max_keys_per_message = 4096;
   Millis heartbeat_interval{0};  // > 0: tell the scheduler this often that the trainer lives
+  TransportSecurity security;    // this process's key and the scheduler's (none: plain)
 };
 
 class Client {

@@ -84,6 +84,7 @@ struct Client::Impl {
     Socket monitor;  // the socket's connection events (MonitorLink); closed after it
     Socket socket;   // DEALER
     std::string endpoint;
+    std::string public_key;  // the server's, as the routing table had it when connecting
     bool down = false;  // lost, not back yet
   };
 

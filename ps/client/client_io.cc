@@ -21,7 +21,10 @@ constexpr Millis kRetryDelay{5};
 Status Client::Impl::EnsureServerSockets() {
   const RoutingTable& current = routing_;  // only this thread writes it
   for (const ServerInfo& server : current.servers) {
-    if (server.id < links_.size() && links_[server.id].endpoint == server.endpoint) continue;
+    if (server.id < links_.size() && links_[server.id].endpoint == server.endpoint &&
+        links_[server.id].public_key == server.public_key) {
+      continue;
+    }
     if (server.id >= links_.size()) links_.resize(server.id + 1);
     ServerLink& link = links_[server.id];
     // The monitor of an old socket is closed after it.
@@ -30,8 +33,9 @@ Status Client::Impl::EnsureServerSockets() {
     ASSIGN_OR_RETURN(fresh.monitor,
                      MonitorLink(*context_, fresh.socket,
                                  "inproc://ember-client-link-" + std::to_string(links_made_++)));
-    RETURN_IF_ERROR(ConnectSocket(fresh.socket, server.endpoint));
+    RETURN_IF_ERROR(ConnectSocket(fresh.socket, server.endpoint, server.public_key));
     fresh.endpoint = server.endpoint;
+    fresh.public_key = server.public_key;
     link.socket.Close();
     link = std::move(fresh);
   }

@@ -24,7 +24,9 @@ class SchedulerClient::Channels {
 
   std::unique_ptr<RpcChannel> Take() {
     std::lock_guard lock(mutex_);
-    if (idle_.empty()) return std::make_unique<RpcChannel>(*context_, endpoint_);
+    if (idle_.empty()) {
+      return std::make_unique<RpcChannel>(*context_, endpoint_, context_->security().scheduler_key);
+    }
     std::unique_ptr<RpcChannel> channel = std::move(idle_.back());
     idle_.pop_back();
     return channel;
@@ -41,8 +43,8 @@ class SchedulerClient::Channels {
   std::vector<std::unique_ptr<RpcChannel>> idle_;  // guarded by mutex_
 };
 
-SchedulerClient::SchedulerClient(std::string endpoint)
-    : SchedulerClient(std::move(endpoint), std::make_shared<Context>()) {}
+SchedulerClient::SchedulerClient(std::string endpoint, TransportSecurity security)
+    : SchedulerClient(std::move(endpoint), std::make_shared<Context>(1, std::move(security))) {}
 
 SchedulerClient::SchedulerClient(std::string endpoint, std::shared_ptr<Context> context)
     : endpoint_(std::move(endpoint)),

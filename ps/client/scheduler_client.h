@@ -23,6 +23,7 @@
 #include <string_view>
 #include <vector>
 
+#include "common/transport_security.h"
 #include "common/clock_grant.h"
 #include "common/cluster_status.h"
 #include "common/millis.h"
@@ -46,8 +47,9 @@ struct TrainerRegistration {
 
 class SchedulerClient {
  public:
-  // Calls go to the scheduler at `endpoint`; connections open on first use.
-  explicit SchedulerClient(std::string endpoint);
+  // Calls go to the scheduler at `endpoint`; connections open on first use, authenticated with
+  // `security` when it has keys.
+  explicit SchedulerClient(std::string endpoint, TransportSecurity security = {});
   // Same, with the sockets made in `context` (shared with the caller's other sockets).
   SchedulerClient(std::string endpoint, std::shared_ptr<Context> context);
   ~SchedulerClient();

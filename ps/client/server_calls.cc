@@ -6,9 +6,11 @@
 
 namespace ember::ps {
 
-Result<ServerStats> GetServerStats(const std::string& endpoint, Millis timeout) {
-  Context context;
-  RpcChannel channel(context, endpoint);
+Result<ServerStats> GetServerStats(const ServerInfo& server, const TransportSecurity& security,
+                                   Millis timeout) {
+  const std::string& endpoint = server.endpoint;
+  Context context(1, security);
+  RpcChannel channel(context, endpoint, server.public_key);
   return CallAndCheck<ServerStats>(
       channel, "stats of " + endpoint, timeout,
       [](const wire::RequestHeader& header) { return wire::EncodeStatsRequest(header); });

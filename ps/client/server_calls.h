@@ -7,13 +7,17 @@
 #include <string>
 
 #include "common/millis.h"
+#include "common/routing_table.h"
 #include "common/server_stats.h"
 #include "common/status.h"
+#include "common/transport_security.h"
 
 namespace ember::ps {
 
-// The counters and table sizes of the server at `endpoint`. Unavailable or DeadlineExceeded when
-// it cannot be reached or does not answer within `timeout`; errors name the endpoint.
-Result<ServerStats> GetServerStats(const std::string& endpoint, Millis timeout);
+// The counters and table sizes of `server` (its endpoint and key, from the routing table or the
+// cluster status), asked with `security`. Unavailable or DeadlineExceeded when it cannot be
+// reached or does not answer within `timeout`; errors name the endpoint.
+Result<ServerStats> GetServerStats(const ServerInfo& server, const TransportSecurity& security,
+                                   Millis timeout);
 
 }  // namespace ember::ps

@@ -25,7 +25,7 @@ PartitionMover::PartitionMover(ShardService& service, Context& context,
       context_(context),
       options_(std::move(options)),
       on_exit_(std::move(on_exit)),
-      scheduler_(context, options_.scheduler_endpoint) {}
+      scheduler_(context, options_.scheduler_endpoint, context.security().scheduler_key) {}
 
 void PartitionMover::Pause(Millis duration, const std::atomic<bool>& stop) {
   const auto until = std::chrono::steady_clock::now() + duration;
@@ -79,7 +79,8 @@ Status PartitionMover::RunMove(const wire::MoveOrder& move, const RoutingTable& 
   if (move.from >= routing.servers.size()) {
     return InvalidArgument("move from unknown server " + std::to_string(move.from));
   }
-  RpcChannel source(context_, routing.servers[move.from].endpoint);
+  RpcChannel source(context_, routing.servers[move.from].endpoint,
+                    routing.servers[move.from].public_key);
   auto transfer = [&](wire::TransferPhase phase) -> Result<wire::DecodedResponse> {
     const uint64_t id = source.NextRequestId();
     ASSIGN_OR_RETURN(auto reply,

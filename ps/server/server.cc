@@ -27,6 +27,32 @@ void ForwardMessage(Socket& from, Socket& to) {
   if (!sent.ok()) spdlog::warn("server: dropping a message: {}", sent.ToString());
 }
 
+// A request goes to the workers as [peer] [identity] [delimiter?] payload: ZeroMQ's metadata
+// does not cross the inproc hop, so the router thread hands the authenticated peer on in a frame
+// of its own (its role, then its public key).
+Frame PeerFrame(const Peer& peer) {
+  std::string bytes(1, static_cast<char>(peer.role));
+  bytes += peer.public_key;
+  return Frame(bytes);
+}
+
+Peer PeerFromFrame(const Frame& frame) {
+  const auto* bytes = static_cast<const char*>(frame.data());
+  if (frame.size() == 0) return Peer{PeerRole::kInsecure, ""};
+  return Peer{static_cast<PeerRole>(bytes[0]), std::string(bytes + 1, frame.size() - 1)};
+}
+
+void ForwardRequest(Socket& frontend, Socket& backend) {
+  auto message = ReceiveMessage(frontend, Millis(0));
+  if (!message.ok() || message->frames.empty()) return;
+  std::vector<Frame> frames;
+  frames.reserve(message->frames.size() + 1);
+  frames.push_back(PeerFrame(message->peer));
+  for (Frame& frame : message->frames) frames.push_back(std::move(frame));
+  Status sent = SendFrames(backend, frames);
+  if (!sent.ok()) spdlog::warn("server: dropping a message: {}", sent.ToString());
+}
+
 // Files in the data directory.
 constexpr const char* kIdentityFile = "server-identity";  // "<id> <endpoint>\n"
 constexpr const char* kRowsDir = "rows";                  // the RocksDB instance
@@ -50,7 +76,8 @@ uint32_t DefaultWorkerThreads(uint32_t servers_on_machine) {
   return per_server > 1 ? per_server - 1 : 1;
 }
 
-Server::Server(ServerOptions options) : options_(std::move(options)), context_(1) {
+Server::Server(ServerOptions options)
+    : options_(std::move(options)), context_(1, options_.security) {
   if (options_.worker_threads == 0) options_.worker_threads = DefaultWorkerThreads();
 }
 
@@ -113,7 +140,7 @@ Status Server::Start() {
 }
 
 Status Server::Register() {
-  RpcChannel scheduler(context_, options_.scheduler_endpoint);
+  RpcChannel scheduler(context_, options_.scheduler_endpoint, options_.security.scheduler_key);
   const auto deadline = std::chrono::steady_clock::now() + options_.register_timeout;
   Status last = Unavailable("never tried");
   while (std::chrono::steady_clock::now() < deadline) {
@@ -208,7 +235,7 @@ void Server::Run() {
       spdlog::error("server {}: {}", service_->server_id(), polled.ToString());
       break;
     }
-    if (poller.Readable(frontend)) ForwardMessage(frontend_, backend_);
+    if (poller.Readable(frontend)) ForwardRequest(frontend_, backend_);
     if (poller.Readable(backend)) ForwardMessage(backend_, frontend_);
   }
   Shutdown();
@@ -218,15 +245,17 @@ void Server::WorkerLoop(uint32_t worker, Socket& socket) {
   while (!workers_stop_.load(std::memory_order_relaxed)) {
     auto frames = ReceiveFrames(socket, kPollInterval);
     if (!frames.ok()) continue;  // timeout: check the stop flag
-    // [peer identity] [optional empty delimiter] payload
-    if (frames->size() < 2) continue;
+    // [peer] [routing identity] [optional empty delimiter] payload
+    if (frames->size() < 3) continue;
+    const Peer peer = PeerFromFrame(frames->front());
+    frames->erase(frames->begin());
     std::vector<Frame> reply;
     reply.push_back(std::move(frames->front()));
     Frame response;
     const bool has_delimiter = frames->size() == 3 && (*frames)[1].size() == 0;
     if (frames->size() == 2 || has_delimiter) {
       if (has_delimiter) reply.emplace_back();
-      response = service_->Handle(std::move(frames->back()), Peer{});
+      response = service_->Handle(std::move(frames->back()), peer);
     } else {
       spdlog::warn("server {}: request with {} frames, expected one payload frame",
                    service_->server_id(), frames->size() - 1);

@@ -58,6 +58,7 @@ struct ServerOptions {
   bool join = false;                        // join a formed cluster and take a share of it
   Millis heartbeat_interval{200};           // to the scheduler, which answers with move orders
   uint64_t move_bandwidth = 0;              // bytes/s of partition copies this server receives
+  TransportSecurity security;               // keys (common/transport_security.h); none: plain
 };
 
 // Worker threads for a server that shares the machine's cores with `servers_on_machine - 1`

@@ -265,7 +265,7 @@ TEST(TrainerCheckpointTest, ACheckpointAskedForWhileTrainingIsConsistent) {
   const RunResult full = Train(original, [&](const std::string& scheduler) {
     // Ask as soon as the trainer has completed a step; bounded retries.
     for (int attempt = 0; attempt < 200; ++attempt) {
-      taken = ps::RequestCheckpoint(scheduler, cut, Millis(30'000));
+      taken = ps::RequestCheckpoint(scheduler, {}, cut, Millis(30'000));
       if (taken.ok() || taken.status().code() != StatusCode::kFailedPrecondition) break;
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
     }
