@@ -27,6 +27,26 @@ inline std::string_view PeerRoleName(PeerRole role) {
   return "unknown";
 }
 
+// A set of roles: who may send a request kind (each request struct of common/wire_*.h names
+// its own, as kSenders).
+using PeerRoles = uint8_t;
+constexpr PeerRoles RoleBit(PeerRole role) { return PeerRoles(1u << static_cast<int>(role)); }
+inline constexpr PeerRoles kTrainers = RoleBit(PeerRole::kTrainer);
+inline constexpr PeerRoles kServers = RoleBit(PeerRole::kServer);
+inline constexpr PeerRoles kAdmins = RoleBit(PeerRole::kAdmin);
+inline constexpr PeerRoles kAnyRole = kTrainers | kServers | kAdmins;
+
+// "trainer or admin", for errors.
+inline std::string DescribeRoles(PeerRoles roles) {
+  std::string text;
+  for (PeerRole role : {PeerRole::kTrainer, PeerRole::kServer, PeerRole::kAdmin}) {
+    if ((roles & RoleBit(role)) == 0) continue;
+    if (!text.empty()) text += " or ";
+    text += PeerRoleName(role);
+  }
+  return text;
+}
+
 struct Peer {
   PeerRole role = PeerRole::kInsecure;
   // The peer's CurveZMQ public key (Z85, 40 characters); empty when authentication is off.
@@ -37,6 +57,13 @@ struct Peer {
     return role == wanted || role == PeerRole::kInsecure ||
            (role == PeerRole::kAdmin && wanted == PeerRole::kTrainer);
   }
+  // Whether this peer may send a request that `senders` may send.
+  bool MaySend(PeerRoles senders) const {
+    return role == PeerRole::kInsecure || (senders & RoleBit(role)) != 0 ||
+           (role == PeerRole::kAdmin && (senders & kTrainers) != 0);
+  }
+  // Whether this connection was authenticated (and so has a key to bind state to).
+  bool authenticated() const { return role != PeerRole::kInsecure; }
   // "trainer key 'abcd1234...'" for errors and logs.
   std::string Describe() const {
     std::string text(PeerRoleName(role));

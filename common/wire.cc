@@ -92,6 +92,26 @@ std::string_view RequestKindName(const RequestBody& body) {
   return std::visit([](const auto& request) { return request.kName; }, body);
 }
 
+PeerRoles SendersOf(const RequestBody& body) {
+  return std::visit(
+      [](const auto& request) -> PeerRoles {
+        if constexpr (requires { request.senders(); }) {
+          return request.senders();
+        } else {
+          return request.kSenders;
+        }
+      },
+      body);
+}
+
+Status CheckSender(const Peer& peer, const RequestBody& body) {
+  const PeerRoles senders = SendersOf(body);
+  if (peer.MaySend(senders)) return Status::Ok();
+  return PermissionDenied("a '" + std::string(RequestKindName(body)) + "' request needs the role " +
+                          DescribeRoles(senders) + "; this connection is " + peer.Describe() +
+                          "; refused, nothing changed");
+}
+
 Result<DecodedRequest> DecodeRequest(Frame frame) {
   return Decode<DecodedRequest, schema::Request>(
       std::move(frame), "request",

@@ -52,6 +52,10 @@ struct DecodedRequest {
 
 // Name of the request kind, for logs and errors ("pull", "push", ...).
 std::string_view RequestKindName(const RequestBody& body);
+// Who may send the request (its kind's kSenders, or what its fields ask for).
+PeerRoles SendersOf(const RequestBody& body);
+// PermissionDenied naming the kind, the roles it needs and the peer when `peer` may not send it.
+Status CheckSender(const Peer& peer, const RequestBody& body);
 
 // Decodes one frame. InvalidArgument (naming what was wrong) for anything malformed.
 Result<DecodedRequest> DecodeRequest(Frame frame);

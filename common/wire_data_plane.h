@@ -30,12 +30,15 @@ using ember::TableStats;
 
 struct PingRequest {
   static constexpr std::string_view kName = "ping";
+  static constexpr PeerRoles kSenders = kAnyRole;
 };
 struct StatsRequest {
   static constexpr std::string_view kName = "stats";
+  static constexpr PeerRoles kSenders = kAnyRole;
 };
 struct PullRequest {
   static constexpr std::string_view kName = "pull";
+  static constexpr PeerRoles kSenders = kTrainers;
   std::string table;
   std::span<const uint64_t> keys;          // points into the decoded frame
   RowFormat row_format = RowFormat::kF32;  // of the reply's rows
@@ -50,6 +53,7 @@ struct PushSender {
 };
 struct PushRequest {
   static constexpr std::string_view kName = "push";
+  static constexpr PeerRoles kSenders = kTrainers;
   std::string table;
   std::span<const uint64_t> keys;
   std::span<const float> gradients;  // keys.size() * dim, row-major (widened if sent as fp16)

@@ -7,12 +7,19 @@
 #include <cstdint>
 
 #include "common/frame.h"
+#include "common/peer.h"
 
 namespace ember::wire {
 
 constexpr uint32_t kProtocolVersion = 1;  // == protocolVersion in ember.capnp
 
 using ember::kMaxFrameBytes;
+// Each request struct names who may send it: `static constexpr PeerRoles kSenders`.
+using ember::kAdmins;
+using ember::kAnyRole;
+using ember::kServers;
+using ember::kTrainers;
+using ember::PeerRoles;
 
 struct RequestHeader {
   uint64_t request_id = 0;

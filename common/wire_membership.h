@@ -28,43 +28,52 @@ using ember::ServerStatus;
 
 struct RegisterServerRequest {
   static constexpr std::string_view kName = "register-server";
+  static constexpr PeerRoles kSenders = kServers;
   std::string endpoint;
   bool join = false;  // join a formed cluster
 };
 struct RegisterTrainerRequest {
   static constexpr std::string_view kName = "register-trainer";
+  static constexpr PeerRoles kSenders = kTrainers;
   std::string name;
 };
 struct GetRoutingRequest {
   static constexpr std::string_view kName = "get-routing";
+  static constexpr PeerRoles kSenders = kAnyRole;
 };
 struct BarrierRequest {
   static constexpr std::string_view kName = "barrier";
+  static constexpr PeerRoles kSenders = kTrainers;
   std::string name;
   uint32_t count = 0;
 };
 struct ApplyClockRequest {
   static constexpr std::string_view kName = "apply-clock";
+  static constexpr PeerRoles kSenders = kTrainers;
   uint64_t clock = 0;
   std::vector<uint32_t> trainers;  // whose deferred pushes of `clock` count
   Combine combine = Combine::kMean;
 };
 struct TrainerClockRequest {
   static constexpr std::string_view kName = "trainer-clock";
+  static constexpr PeerRoles kSenders = kTrainers;
   uint32_t trainer = 0;
   uint64_t clock = 0;  // steps completed
   bool leave = false;
 };
 struct HeartbeatRequest {
   static constexpr std::string_view kName = "heartbeat";
+  static constexpr PeerRoles kSenders = kTrainers;
   uint32_t trainer = 0;
 };
 struct DrainRequest {
   static constexpr std::string_view kName = "drain";
+  static constexpr PeerRoles kSenders = kAdmins;
   uint32_t server = 0;
 };
 struct ClusterStatusRequest {
   static constexpr std::string_view kName = "cluster-status";
+  static constexpr PeerRoles kSenders = kAnyRole;
 };
 
 Frame EncodeRegisterServer(const RequestHeader& header, std::string_view endpoint,

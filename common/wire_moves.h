@@ -35,27 +35,43 @@ struct MoveOrder {
 };
 struct ServerHeartbeatRequest {
   static constexpr std::string_view kName = "server-heartbeat";
+  static constexpr PeerRoles kSenders = kServers;
   uint32_t server = 0;
 };
 struct MoveDecisionRequest {
   static constexpr std::string_view kName = "move-decision";
+  static constexpr PeerRoles kSenders = kServers;
   MoveOrder move;
   bool commit = false;  // false: abort
   std::string reason;   // abort: why
 };
 enum class TransferPhase : uint8_t { kCopy = 0, kHandover = 1, kRelease = 2, kResume = 3 };
+constexpr std::string_view TransferPhaseName(TransferPhase phase) {
+  switch (phase) {
+    case TransferPhase::kCopy: return "copy";
+    case TransferPhase::kHandover: return "hand-over";
+    case TransferPhase::kRelease: return "release";
+    case TransferPhase::kResume: return "resume";
+  }
+  return "unknown phase";
+}
 struct PartitionTransferRequest {
   static constexpr std::string_view kName = "partition-transfer";
+  static constexpr PeerRoles kSenders = kServers;
   uint32_t partition = 0;
   TransferPhase phase = TransferPhase::kCopy;
 };
 struct CheckpointRequest {
   static constexpr std::string_view kName = "checkpoint";
+  // Trainers write the checkpoints of a cut; verifying and restoring (replacing every row) take
+  // an admin key.
+  PeerRoles senders() const { return action == CheckpointAction::kWrite ? kTrainers : kAdmins; }
   std::string dir;  // checkpoint directory as the server sees it
   CheckpointAction action = CheckpointAction::kWrite;
 };
 struct CheckpointCutRequest {
   static constexpr std::string_view kName = "checkpoint-cut";
+  static constexpr PeerRoles kSenders = kTrainers;
   uint32_t trainer = 0;
   uint64_t clock = 0;
   bool done = false;  // false: arrive
@@ -63,6 +79,7 @@ struct CheckpointCutRequest {
 };
 struct CheckpointNowRequest {
   static constexpr std::string_view kName = "checkpoint-now";
+  static constexpr PeerRoles kSenders = kAdmins;
   std::string dir;
 };
 

@@ -27,7 +27,7 @@ Frame CopyFrame(const Frame& frame) {
 
 Scheduler::Scheduler(SchedulerOptions options)
     : options_(std::move(options)),
-      context_(1),
+      context_(1, options_.security),
       clocks_(options_.sync),
       cuts_(options_.checkpoints, options_.sync.clock_timeout),
       moves_(options_.server_timeout, options_.moves_per_server) {}
@@ -59,8 +59,8 @@ Status Scheduler::Start() {
 
 void Scheduler::Run() {
   while (!stop_requested_.load(std::memory_order_relaxed)) {
-    auto frames = ReceiveFrames(socket_, kPollInterval);
-    if (frames.ok()) HandleMessage(std::move(*frames), Peer{});
+    auto message = ReceiveMessage(socket_, kPollInterval);
+    if (message.ok()) HandleMessage(std::move(message->frames), message->peer);
     const auto now = std::chrono::steady_clock::now();
     if (!clocks_.ExpireSilent(now).empty()) ServeClockWaiters();
     if (routing_.ready()) {
@@ -111,11 +111,17 @@ void Scheduler::HandleMessage(std::vector<Frame> frames, const Peer& peer) {
   }
 }
 
-void Scheduler::Dispatch(Frame identity, const wire::DecodedRequest& request,
-                         [[maybe_unused]] const Peer& peer) {
+void Scheduler::Dispatch(Frame identity, const wire::DecodedRequest& request, const Peer& peer) {
   const uint64_t id = request.header.request_id;
+  Status allowed = wire::CheckSender(peer, request.body);
+  if (allowed.ok()) allowed = CheckMember(request.body, peer);
+  if (!allowed.ok()) {
+    spdlog::debug("scheduler: {}", allowed.message());
+    Reply(identity, wire::EncodeStatusResponse(id, routing_.epoch, allowed));
+    return;
+  }
   if (auto* reg = std::get_if<wire::RegisterServerRequest>(&request.body)) {
-    HandleRegisterServer(std::move(identity), id, *reg);
+    HandleRegisterServer(std::move(identity), id, *reg, peer);
   } else if (auto* beat = std::get_if<wire::ServerHeartbeatRequest>(&request.body)) {
     HandleServerHeartbeat(identity, id, beat->server);
   } else if (auto* decision = std::get_if<wire::MoveDecisionRequest>(&request.body)) {
@@ -125,7 +131,7 @@ void Scheduler::Dispatch(Frame identity, const wire::DecodedRequest& request,
   } else if (std::holds_alternative<wire::ClusterStatusRequest>(request.body)) {
     HandleClusterStatus(identity, id);
   } else if (auto* trainer = std::get_if<wire::RegisterTrainerRequest>(&request.body)) {
-    HandleRegisterTrainer(std::move(identity), id, trainer->name);
+    HandleRegisterTrainer(std::move(identity), id, trainer->name, peer);
   } else if (std::holds_alternative<wire::GetRoutingRequest>(request.body)) {
     Reply(identity, wire::EncodeRoutingResponse(id, routing_));
   } else if (auto* barrier = std::get_if<wire::BarrierRequest>(&request.body)) {
@@ -156,7 +162,8 @@ wire::Registration Scheduler::RegistrationFor(uint32_t member_id) const {
 }
 
 void Scheduler::HandleRegisterServer(Frame identity, uint64_t request_id,
-                                     const wire::RegisterServerRequest& registration) {
+                                     const wire::RegisterServerRequest& registration,
+                                     const Peer& peer) {
   const std::string& endpoint = registration.endpoint;
   if (endpoint.empty()) {
     Reply(identity, wire::EncodeStatusResponse(request_id, routing_.epoch,
@@ -165,12 +172,22 @@ void Scheduler::HandleRegisterServer(Frame identity, uint64_t request_id,
   }
   uint32_t server_id = static_cast<uint32_t>(servers_.size());
   for (const ServerInfo& known : servers_) {
-    if (known.endpoint == endpoint) server_id = known.id;  // a resent registration
+    if (known.endpoint != endpoint) continue;
+    if (known.public_key != peer.public_key) {
+      // The key a server registered with is what clients and other servers trust at its
+      // endpoint: nobody else may take the endpoint over.
+      Reply(identity, wire::EncodeStatusResponse(
+                          request_id, routing_.epoch,
+                          PermissionDenied("server " + std::to_string(known.id) + " at " +
+                                           endpoint + " registered with another key")));
+      return;
+    }
+    server_id = known.id;  // a resent registration
   }
   if (server_id == servers_.size() && routing_.ready() && registration.join) {
     // A server joining the formed cluster: known to everyone at once (new epoch), partitions
     // follow as its moves commit.
-    servers_.push_back(ServerInfo{server_id, endpoint});
+    servers_.push_back(ServerInfo{server_id, endpoint, peer.public_key});
     routing_.servers.push_back(servers_.back());
     ++routing_.epoch;
     moves_.Join(routing_, std::chrono::steady_clock::now());
@@ -185,7 +202,7 @@ void Scheduler::HandleRegisterServer(Frame identity, uint64_t request_id,
                                              std::to_string(servers_.size()) + " servers")));
       return;
     }
-    servers_.push_back(ServerInfo{server_id, endpoint});
+    servers_.push_back(ServerInfo{server_id, endpoint, peer.public_key});
     spdlog::info("scheduler: server {} registered at {} ({}/{})", server_id, endpoint,
                  servers_.size(), options_.num_servers);
   }
@@ -198,8 +215,9 @@ void Scheduler::HandleRegisterServer(Frame identity, uint64_t request_id,
 }
 
 void Scheduler::HandleRegisterTrainer(Frame identity, uint64_t request_id,
-                                      const std::string& name) {
+                                      const std::string& name, const Peer& peer) {
   auto [it, inserted] = trainer_ids_.emplace(name, static_cast<uint32_t>(trainer_ids_.size()));
+  if (peer.authenticated()) trainer_keys_.emplace(it->second, peer.public_key);
   if (inserted) spdlog::info("scheduler: trainer {} registered as {}", QuoteForError(name), it->second);
   clocks_.Join(it->second, name, std::chrono::steady_clock::now());
   ServeClockWaiters();  // the expected number of trainers may be complete now

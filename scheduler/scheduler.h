@@ -43,6 +43,7 @@ struct SchedulerOptions {
   PeriodicCheckpoints checkpoints;  // every 0: only cuts `ember checkpoint` asks for
   Millis server_timeout{10'000};    // a server silent this long (no heartbeat) is dead
   uint32_t moves_per_server = 4;    // partition moves a target server runs at a time
+  TransportSecurity security;       // keys (common/transport_security.h); none: plain
 };
 
 class Scheduler {
@@ -72,16 +73,20 @@ class Scheduler {
   void HandleMessage(std::vector<Frame> frames, const Peer& peer);
   // Runs the handler of one decoded request; HandleMessage answers an exception escaping it.
   void Dispatch(Frame identity, const wire::DecodedRequest& request, const Peer& peer);
+  // In scheduler_senders.cc: PermissionDenied when an authenticated `peer` speaks for a server
+  // or trainer that registered with another key.
+  Status CheckMember(const wire::RequestBody& body, const Peer& peer) const;
+  bool IsServerKey(uint32_t server, const Peer& peer) const;
   void HandleRegisterServer(Frame identity, uint64_t request_id,
-                            const wire::RegisterServerRequest& registration);
+                            const wire::RegisterServerRequest& registration, const Peer& peer);
   // In scheduler_moves.cc.
   void HandleServerHeartbeat(const Frame& identity, uint64_t request_id, uint32_t server);
   void HandleMoveDecision(const Frame& identity, uint64_t request_id,
                           const wire::MoveDecisionRequest& decision);
   void HandleDrain(const Frame& identity, uint64_t request_id, uint32_t server);
   void HandleClusterStatus(const Frame& identity, uint64_t request_id);
-  void HandleRegisterTrainer(Frame identity, uint64_t request_id,
-                             const std::string& name);
+  void HandleRegisterTrainer(Frame identity, uint64_t request_id, const std::string& name,
+                             const Peer& peer);
   void HandleBarrier(Frame identity, uint64_t request_id, const wire::BarrierRequest&);
   void HandleTrainerClock(Frame identity, uint64_t request_id,
                           const wire::TrainerClockRequest& clock);
@@ -110,6 +115,7 @@ class Scheduler {
   RoutingTable routing_;  // epoch 0 until every server registered
   std::vector<ServerInfo> servers_;
   std::map<std::string, uint32_t> trainer_ids_;
+  std::map<uint32_t, std::string> trainer_keys_;  // the key each trainer registered with
   std::vector<Waiter> waiting_servers_;
   std::vector<Waiter> waiting_trainers_;
   // Barrier name -> participants (by identity bytes, so a resent request counts once).

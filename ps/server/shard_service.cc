@@ -78,9 +78,12 @@ Frame ShardService::Error(uint64_t request_id, const Status& status) {
   return wire::EncodeStatusResponse(request_id, ownership_.epoch(), status);
 }
 
-Frame ShardService::HandleDecoded(const wire::DecodedRequest& request,
-                                  [[maybe_unused]] const Peer& peer) {
+Frame ShardService::HandleDecoded(const wire::DecodedRequest& request, const Peer& peer) {
   const wire::RequestHeader& header = request.header;
+  if (Status allowed = wire::CheckSender(peer, request.body); !allowed.ok()) {
+    spdlog::debug("server {}: {}", server_id_, allowed.message());  // counted as an error
+    return Error(header.request_id, allowed);
+  }
   if (auto* pull = std::get_if<wire::PullRequest>(&request.body)) return HandlePull(header, *pull);
   if (auto* push = std::get_if<wire::PushRequest>(&request.body)) return HandlePush(header, *push);
   if (auto* apply = std::get_if<wire::ApplyClockRequest>(&request.body)) {
@@ -90,7 +93,7 @@ Frame ShardService::HandleDecoded(const wire::DecodedRequest& request,
     return HandleCheckpoint(header, *checkpoint);
   }
   if (auto* transfer = std::get_if<wire::PartitionTransferRequest>(&request.body)) {
-    return HandlePartitionTransfer(header, *transfer);
+    return HandlePartitionTransfer(header, *transfer, peer);
   }
   if (std::holds_alternative<wire::PingRequest>(request.body)) {
     return wire::EncodeStatusResponse(header.request_id, ownership_.epoch(), Status::Ok());

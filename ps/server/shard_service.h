@@ -109,7 +109,10 @@ class ShardService {
   // VerifyCheckpoint, then loads every owned partition's file.
   Status RestoreCheckpoint(const std::string& dir);
   Frame HandlePartitionTransfer(const wire::RequestHeader& header,
-                                         const wire::PartitionTransferRequest& transfer);
+                                const wire::PartitionTransferRequest& transfer, const Peer& peer);
+  // With authentication, the server key that started copying partition `p` is the only one that
+  // may go on with its move (hand-over, release, resume): PermissionDenied for any other.
+  Status CheckMover(uint32_t p, wire::TransferPhase phase, const Peer& peer);
   // Ends a move out of partition `p`: its state becomes `to`, nothing more is noted for it.
   void EndMoveOut(uint32_t p, PartitionState to);
   // Notes keys pushed into partitions being copied, so the hand-over sends their rows again.
@@ -127,12 +130,14 @@ class ShardService {
   // Pulls, pushes and clock applies hold it shared; a partition changing state (copy, hand-over)
   // holds it exclusively, so no request is between its ownership check and its effect then.
   mutable std::shared_mutex transfer_mutex_;
-  mutable std::mutex changed_mutex_;  // guards changed_ and moving_out_since_
+  mutable std::mutex changed_mutex_;  // guards changed_, moving_out_since_ and mover_keys_
   std::atomic<uint32_t> copying_{0};  // partitions in kCopying
   // Keys pushed into partitions being copied, by partition and table.
   std::map<uint32_t, std::map<std::string, std::set<uint64_t>>> changed_;
   // Partitions moving out: since their copy, or their hand-over.
   std::map<uint32_t, std::chrono::steady_clock::time_point> moving_out_since_;
+  // Partitions moving out: the public key of the server copying them (authenticated moves).
+  std::map<uint32_t, std::string> mover_keys_;
 
   PushAccumulator deferred_;  // bsp pushes waiting for their clock
   std::unique_ptr<PushLedger> ledger_;  // which pushes were applied, by sender and request id

@@ -46,13 +46,29 @@ void ShardService::NoteChangedKeys(const embedding::EmbeddingTable& table,
   }
 }
 
+Status ShardService::CheckMover(uint32_t p, wire::TransferPhase phase, const Peer& peer) {
+  if (!peer.authenticated()) return Status::Ok();
+  std::lock_guard lock(changed_mutex_);
+  auto mover = mover_keys_.find(p);
+  // No move under way: a copy starts one, and the state checks refuse what needs one.
+  if (mover == mover_keys_.end() || mover->second == peer.public_key) return Status::Ok();
+  return PermissionDenied("partition-transfer (" + std::string(wire::TransferPhaseName(phase)) +
+                          ") of partition " + std::to_string(p) + " from " + peer.Describe() +
+                          ": another server is moving it, and only that server may go on with "
+                          "the move; refused, nothing changed");
+}
+
 Frame ShardService::HandlePartitionTransfer(const wire::RequestHeader& header,
-                                                     const wire::PartitionTransferRequest& transfer) {
+                                            const wire::PartitionTransferRequest& transfer,
+                                            const Peer& peer) {
   const uint32_t p = transfer.partition;
   if (p >= ownership_.size()) {
     return Error(header.request_id, InvalidArgument("partition-transfer names partition " +
                                                     std::to_string(p) + " of " +
                                                     std::to_string(ownership_.size())));
+  }
+  if (Status mover = CheckMover(p, transfer.phase, peer); !mover.ok()) {
+    return Error(header.request_id, mover);
   }
   const PartitionState state = ownership_.state(p);
   const std::string where = "partition " + std::to_string(p) + " of server " +
@@ -72,6 +88,7 @@ Frame ShardService::HandlePartitionTransfer(const wire::RequestHeader& header,
         ownership_.set(p, PartitionState::kCopying);
         changed_.erase(p);
         moving_out_since_[p] = std::chrono::steady_clock::now();
+        if (peer.authenticated()) mover_keys_.emplace(p, peer.public_key);
       }
       out.Put<uint32_t>(static_cast<uint32_t>(tables_.size()));
       for (const auto& [name, table] : tables_) {
@@ -142,6 +159,7 @@ void ShardService::EndMoveOut(uint32_t p, PartitionState to) {
   ownership_.set(p, to);
   changed_.erase(p);
   moving_out_since_.erase(p);
+  mover_keys_.erase(p);
 }
 
 void ShardService::Release(uint32_t p) {
