@@ -8,7 +8,10 @@
 namespace ember::app {
 
 int RunCheckpoint(const CheckpointFlags& flags) {
-  auto cut = ps::RequestCheckpoint(flags.scheduler, flags.dir, Millis(1000 * flags.timeout_s));
+  auto security = ResolveSecurity(flags.security);
+  if (!security.ok()) return PrintError("checkpoint", security.status(), 2);
+  auto cut = ps::RequestCheckpoint(flags.scheduler, *security, flags.dir,
+                                   Millis(1000 * flags.timeout_s));
   if (!cut.ok()) return PrintError("checkpoint", cut.status());
   std::printf("checkpoint after step %llu written to %s\n",
               static_cast<unsigned long long>(cut->clock), cut->dir.c_str());

@@ -6,6 +6,10 @@
 // scheduler or a server dies, or on SIGINT/SIGTERM; the children also get SIGTERM from the kernel
 // if this process dies, so none is left orphaned. A trainer that fails leaves the others running:
 // the scheduler's train.on_trainer_failure policy decides whether they go on without it.
+//
+// The cluster is authenticated: it makes throwaway CurveZMQ keys (scheduler, each server, each
+// trainer, and an admin key for `ember status` and friends) in a private temporary folder, which
+// becomes the keyring every process trusts, and removes them at the end.
 #include <signal.h>
 #include <spdlog/spdlog.h>
 #include <unistd.h>
@@ -20,6 +24,7 @@
 #include "app/config_flags.h"
 #include "app/process_setup.h"
 #include "common/child_process.h"
+#include "common/transport_security.h"
 #include "ps/server/server.h"
 
 namespace ember::app {
@@ -43,7 +48,8 @@ std::string ReadFirstLine(const std::string& path) {
   return line;
 }
 
-// A temporary folder for the scheduler's endpoint file, removed on scope exit.
+// A temporary folder (mode 0700) for the scheduler's endpoint file and the keys, removed on scope
+// exit.
 struct ScratchDir {
   std::string path;
   ScratchDir() {
@@ -69,6 +75,16 @@ struct Processes {
     if (scheduler) scheduler->Stop();
   }
 };
+
+// Makes the cluster's throwaway keys in `dir`: a keyring of scheduler, server-I, trainer-R and
+// admin key files.
+Status MakeThrowawayKeys(const std::string& dir, uint32_t servers, uint32_t trainers) {
+  std::vector<std::string> names = {"scheduler", "admin"};
+  for (uint32_t i = 0; i < servers; ++i) names.push_back("server-" + std::to_string(i));
+  for (uint32_t r = 0; r < trainers; ++r) names.push_back("trainer-" + std::to_string(r));
+  for (const std::string& name : names) RETURN_IF_ERROR(WriteKeyFiles(dir, name).status());
+  return Status::Ok();
+}
 
 // Waits (30 s at most) for the scheduler to write where it listens; empty if it did not.
 std::string WaitForEndpoint(ChildProcess& scheduler, const std::string& endpoint_file,
@@ -134,21 +150,33 @@ int RunCluster(const ClusterFlags& flags) {
   std::atomic<bool> stop{false};
   StopOnSignals(&stop);
 
-  // Every process loads the same config with the same overrides.
-  const std::vector<std::string> config_args = ConfigArgs(flags.config);
-  auto command = [&](const char* role, std::vector<std::string> args) {
+  const std::string keys = scratch.path + "/keys";
+  if (Status made = MakeThrowawayKeys(keys, config->cluster.servers, config->cluster.trainers);
+      !made.ok()) {
+    return PrintError("cluster", made.WithContext("making the cluster's keys"));
+  }
+  // Every process loads the same config with the same overrides, and trusts the keyring.
+  ConfigFlags child_config = flags.config;
+  child_config.shorthands.push_back({"security.keyring", keys});
+  child_config.shorthands.push_back({"security.scheduler_key", keys + "/scheduler.pub"});
+  const std::vector<std::string> config_args = ConfigArgs(child_config);
+  auto command = [&](const char* role, std::vector<std::string> args, const std::string& key) {
     args.insert(args.begin(), config_args.begin(), config_args.end());
-    args.insert(args.begin(), {self, role});
+    args.insert(args.begin(), {self, role, "--key", keys + "/" + key + ".key"});
     return args;
   };
   const std::string endpoint_file = scratch.path + "/scheduler_endpoint";
   Processes processes;
   processes.scheduler =
-      std::make_unique<ChildProcess>(command("scheduler", {"--endpoint-file", endpoint_file}));
+      std::make_unique<ChildProcess>(
+          command("scheduler", {"--endpoint-file", endpoint_file}, "scheduler"));
   const std::string endpoint = WaitForEndpoint(*processes.scheduler, endpoint_file, stop);
   if (endpoint.empty()) {
     return PrintError("cluster", Unavailable("the scheduler did not start"));
   }
+  spdlog::info("cluster: authenticated with throwaway keys; while it runs, tools connect with "
+               "--scheduler {} --key {}/admin.key --scheduler-key {}/scheduler.pub",
+               endpoint, keys, keys);
   for (uint32_t i = 0; i < config->cluster.servers; ++i) {
     std::vector<std::string> args = {"--scheduler", endpoint};
     if (!flags.data_dir.empty()) {
@@ -159,7 +187,8 @@ int RunCluster(const ClusterFlags& flags) {
       args.insert(args.end(),
                   {"--threads", std::to_string(ps::DefaultWorkerThreads(config->cluster.servers))});
     }
-    processes.servers.push_back(std::make_unique<ChildProcess>(command("server", args)));
+    processes.servers.push_back(
+        std::make_unique<ChildProcess>(command("server", args, "server-" + std::to_string(i))));
   }
   for (uint32_t rank = 0; rank < config->cluster.trainers; ++rank) {
     std::vector<std::string> args = {"--scheduler", endpoint, "--rank", std::to_string(rank)};
@@ -171,7 +200,10 @@ int RunCluster(const ClusterFlags& flags) {
       args.insert(args.end(), {"--summary-json",
                                flags.summary_json + (rank ? "." + std::to_string(rank) : "")});
     }
-    processes.trainers.push_back(std::make_unique<ChildProcess>(command("train", args)));
+    // Rank 0 restores the servers' rows, which takes an admin key.
+    const std::string key =
+        !flags.restore.empty() && rank == 0 ? "admin" : "trainer-" + std::to_string(rank);
+    processes.trainers.push_back(std::make_unique<ChildProcess>(command("train", args, key)));
   }
   return Supervise(processes, stop);
 }

@@ -53,6 +53,7 @@ void AddSchedulerFlags(CLI::App* command, SchedulerFlags* flags) {
   command->add_option("--endpoint-file", flags->endpoint_file)->group("");
   AddSyncFlags(command, &flags->config);
   AddCheckpointFlags(command, &flags->config);
+  AddSecurityFlags(command, &flags->security, /*can_bind=*/true);
 }
 
 constexpr CommandText kServerCommand = {
@@ -94,6 +95,7 @@ void AddServerFlags(CLI::App* command, ServerFlags* flags) {
   AddCount(command, "--move-bandwidth", &flags->move_bandwidth, "BYTES",
            "pace the partition copies this server receives (bytes/s; default: unpaced)")
       ->group(joining);
+  AddSecurityFlags(command, &flags->security, /*can_bind=*/true);
 }
 
 constexpr CommandText kTrainCommand = {
@@ -119,12 +121,13 @@ void AddTrainFlags(CLI::App* command, TrainFlags* flags) {
       ->group("many trainers");
   AddValue(command, "--restore", &flags->restore, "DIR",
            "resume from a checkpoint (or the newest complete one under DIR): rank 0 loads the "
-           "servers, every trainer its step, data position and dense state; training continues "
-           "to the same total of steps")
+           "servers (with authentication, rank 0 needs an admin key), every trainer its step, data "
+           "position and dense state; training continues to the same total of steps")
       ->group("checkpoints");
   AddValue(command, "--summary-json", &flags->summary_json, "FILE",
            "also write the final figures as JSON")
       ->group("output");
+  AddSecurityFlags(command, &flags->security, /*can_bind=*/false);
 }
 
 constexpr CommandText kBenchCommand = {
@@ -268,6 +271,7 @@ void AddCheckpointCommandFlags(CLI::App* command, CheckpointFlags* flags) {
            "where the checkpoint goes (a path every server and trainer can write)")
       ->required();
   AddCount(command, "--timeout-s", &flags->timeout_s, "S", "give up after S seconds (default 600)");
+  AddSecurityFlags(command, &flags->security, /*can_bind=*/false);
 }
 
 constexpr CommandText kStatusCommand = {
@@ -282,6 +286,7 @@ constexpr CommandText kStatusCommand = {
 void AddStatusFlags(CLI::App* command, StatusFlags* flags) {
   AddValue(command, "--scheduler", &flags->scheduler, "ENDPOINT", "the running cluster's scheduler")
       ->required();
+  AddSecurityFlags(command, &flags->security, /*can_bind=*/false);
 }
 
 constexpr CommandText kDrainCommand = {
@@ -301,6 +306,7 @@ void AddDrainFlags(CLI::App* command, DrainFlags* flags) {
       ->required();
   AddCount(command, "--wait-s", &flags->wait_s, "S",
            "wait up to S seconds for the partitions to move (default 0: do not wait)");
+  AddSecurityFlags(command, &flags->security, /*can_bind=*/false);
 }
 
 constexpr CommandText kExportCommand = {
@@ -324,6 +330,25 @@ void AddExportFlags(CLI::App* command, ExportFlags* flags) {
   AddValue(command, "--out", &flags->out, "DIR",
            "where to write <table>.keys.npy, <table>.rows.npy and dense/*.npy")
       ->required();
+  AddSecurityFlags(command, &flags->security, /*can_bind=*/false);
+}
+
+constexpr CommandText kKeygenCommand = {
+    .name = "keygen",
+    .summary = "make CurveZMQ key pairs for a cluster's processes and tools",
+    .usage = "ember keygen [--out DIR] NAME...",
+    .description =
+        "Writes DIR/NAME.key (the key pair: keep it secret, mode 0600) and DIR/NAME.pub (the "
+        "public key) for each NAME, never overwriting a file. A folder of ROLE[-NAME].pub files "
+        "is a keyring the config can trust as a whole (security.keyring): name keys server-*, "
+        "trainer-*, admin-* and scheduler. See docs/security.md.",
+};
+
+void AddKeygenFlags(CLI::App* command, KeygenFlags* flags) {
+  AddValue(command, "--out", &flags->out, "DIR", "where the key files go (default: .)");
+  command->add_option("names", flags->names, "one key pair per name, e.g. scheduler server-0")
+      ->required()
+      ->type_name("NAME");
 }
 
 }  // namespace
@@ -341,6 +366,7 @@ std::vector<Command> AddCommands(CLI::App& ember) {
       MakeCommand(ember, kStatusCommand, AddStatusFlags, RunStatus),
       MakeCommand(ember, kDrainCommand, AddDrainFlags, RunDrain),
       MakeCommand(ember, kExportCommand, AddExportFlags, RunExport),
+      MakeCommand(ember, kKeygenCommand, AddKeygenFlags, RunKeygen),
   };
 }
 

@@ -10,6 +10,7 @@
 
 #include "app/command_line.h"
 #include "app/config_flags.h"
+#include "app/security_flags.h"
 #include "bench/bench_options.h"
 #include "bench/dense_bench.h"
 #include "bench/tier_bench.h"
@@ -27,6 +28,7 @@ struct SchedulerFlags {
   ConfigFlags config;
   std::optional<std::string> bind;  // unset: the config's
   std::string endpoint_file;        // internal: how `ember cluster` learns where it listens
+  SecurityFlags security;
 };
 
 // `ember server`; without --config the defaults are ClusterShape's.
@@ -38,6 +40,7 @@ struct ServerFlags {
   std::string data_dir;
   bool join = false;
   uint64_t move_bandwidth = 0;
+  SecurityFlags security;
 };
 
 // `ember train`.
@@ -46,6 +49,7 @@ struct TrainFlags {
   uint32_t rank = 0;
   std::optional<std::string> scheduler, name;  // unset: the config's, and trainer[-R]
   std::string summary_json, restore;
+  SecurityFlags security;
 };
 
 // `ember bench` (bench/bench.h).
@@ -78,11 +82,13 @@ struct TierBenchFlags {
 struct CheckpointFlags {
   std::string scheduler, dir;
   uint64_t timeout_s = 600;
+  SecurityFlags security;
 };
 
 // `ember status`.
 struct StatusFlags {
   std::string scheduler;
+  SecurityFlags security;
 };
 
 // `ember drain`.
@@ -90,11 +96,19 @@ struct DrainFlags {
   std::string scheduler;
   uint32_t server = 0;
   uint64_t wait_s = 0;
+  SecurityFlags security;
 };
 
 // `ember export`: one of --checkpoint or --scheduler.
 struct ExportFlags {
   std::string checkpoint, scheduler, out;
+  SecurityFlags security;
+};
+
+// `ember keygen`.
+struct KeygenFlags {
+  std::string out = ".";
+  std::vector<std::string> names;
 };
 
 // Adds every subcommand to `ember`, in the order `ember --help` lists them.

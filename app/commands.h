@@ -18,5 +18,6 @@ int RunCheckpoint(const CheckpointFlags& flags);
 int RunStatus(const StatusFlags& flags);
 int RunDrain(const DrainFlags& flags);
 int RunExport(const ExportFlags& flags);
+int RunKeygen(const KeygenFlags& flags);
 
 }  // namespace ember::app

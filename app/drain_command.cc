@@ -9,7 +9,9 @@
 namespace ember::app {
 
 int RunDrain(const DrainFlags& flags) {
-  ps::SchedulerClient scheduler(flags.scheduler);
+  auto security = ResolveSecurity(flags.security);
+  if (!security.ok()) return PrintError("drain", security.status(), 2);
+  ps::SchedulerClient scheduler(flags.scheduler, *security);
   Status status = scheduler.Drain(flags.server, Millis(10'000));
   if (!status.ok()) return PrintError("drain", status);
   std::printf("draining server %u\n", flags.server);

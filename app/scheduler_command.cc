@@ -26,6 +26,9 @@ int RunScheduler(const SchedulerFlags& flags) {
         std::filesystem::absolute(config->cluster.checkpoint_dir).lexically_normal().string();
   }
   options.checkpoints.keep = config->cluster.checkpoint_keep;
+  auto security = ResolveSecurity(flags.security, config->security);
+  if (!security.ok()) return PrintError("scheduler", security.status(), 2);
+  options.security = std::move(*security);
   scheduler::Scheduler scheduler(std::move(options));
   return ServeUntilStopped("scheduler", scheduler, [&] {
     if (flags.endpoint_file.empty()) return Status::Ok();

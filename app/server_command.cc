@@ -11,10 +11,12 @@ namespace ember::app {
 int RunServer(const ServerFlags& flags) {
   SetUpLogging("server");
   local::ClusterShape shape;
+  local::SecurityConfig security_config;
   if (!flags.config.path.empty()) {
     auto config = LoadConfig(flags.config);
     if (!config.ok()) return PrintError("server", config.status(), 2);
     shape = config->cluster;
+    security_config = config->security;
   }
   ps::ServerOptions options;
   options.scheduler_endpoint = flags.scheduler.value_or(shape.scheduler);
@@ -39,6 +41,9 @@ int RunServer(const ServerFlags& flags) {
                                       "budget go)"),
                       2);
   }
+  auto security = ResolveSecurity(flags.security, security_config);
+  if (!security.ok()) return PrintError("server", security.status(), 2);
+  options.security = std::move(*security);
   ps::Server server(std::move(options));
   return ServeUntilStopped("server", server);
 }

@@ -15,7 +15,9 @@ int Fail(const Status& status) { return PrintError("status", status); }
 }  // namespace
 
 int RunStatus(const StatusFlags& flags) {
-  auto status = ps::SchedulerClient(flags.scheduler).GetClusterStatus(Millis(10'000));
+  auto security = ResolveSecurity(flags.security);
+  if (!security.ok()) return PrintError("status", security.status(), 2);
+  auto status = ps::SchedulerClient(flags.scheduler, *security).GetClusterStatus(Millis(10'000));
   if (!status.ok()) return Fail(status.status());
 
   std::printf(
@@ -29,7 +31,10 @@ int RunStatus(const StatusFlags& flags) {
   for (const ServerStatus& server : status->servers) {
     std::string rows = "-", mib = "-";
     if (server.state == "live" || server.state == "draining") {
-      auto stats = ps::GetServerStats(server.endpoint, Millis(5'000));
+      const ServerInfo info = server.id < status->routing.servers.size()
+                                  ? status->routing.servers[server.id]
+                                  : ServerInfo{server.id, server.endpoint, ""};
+      auto stats = ps::GetServerStats(info, *security, Millis(5'000));
       if (stats.ok()) {
         const TableStats sum = local::SumTableStats(*stats);
         rows = std::to_string(sum.rows);

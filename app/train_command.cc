@@ -135,6 +135,9 @@ int RunTrain(const TrainFlags& flags) {
   // In every mode: a checkpoint cut waits for the live trainers, so liveness matters in asp too.
   client_options.heartbeat_interval = train.sync.trainer_timeout / 5;
   client_options.row_format = train.wire_fp16 ? RowFormat::kF16 : RowFormat::kF32;
+  auto security = ResolveSecurity(flags.security, config->security);
+  if (!security.ok()) return PrintError("train", security.status(), 2);
+  client_options.security = std::move(*security);
   if (client_options.scheduler_endpoint.find('*') != std::string::npos) {
     return PrintError("train",
                       InvalidArgument("--scheduler is required (the config's scheduler address "

@@ -73,7 +73,8 @@ Result<ClusterConfig> ParseClusterConfig(const std::string& path, const std::str
   ClusterConfig config;
   config.path = path;
   Status known =
-      config::RejectUnknownKeys(root, "config", {"cluster", "tables", "model", "data", "train"});
+      config::RejectUnknownKeys(root, "config",
+                                {"cluster", "tables", "model", "data", "train", "security"});
   if (!known.ok()) return fail(known);
   if (Status s = ReadShape(root["cluster"], &config.cluster); !s.ok()) return fail(s);
   auto tables = embedding::TableSpecsFromYaml(root["tables"], "tables");
@@ -98,6 +99,10 @@ Result<ClusterConfig> ParseClusterConfig(const std::string& path, const std::str
     if (!data.ok()) return fail(data.status());
     config.data = std::move(*data);
   }
+  const std::string config_dir = std::filesystem::path(path).parent_path().string();
+  auto security = SecurityConfigFromYaml(root["security"], config_dir.empty() ? "." : config_dir);
+  if (!security.ok()) return fail(security.status());
+  config.security = std::move(*security);
   auto train = trainer::TrainOptionsFromYaml(root["train"], "train");
   if (!train.ok()) return fail(train.status());
   config.train = std::move(*train);

@@ -15,6 +15,7 @@
 #include "common/config_override.h"
 #include "common/status.h"
 #include "common/table_spec.h"
+#include "local/security_config.h"
 #include "trainer/data_config.h"
 #include "trainer/model_config.h"
 #include "trainer/train_options.h"
@@ -44,6 +45,7 @@ struct ClusterConfig {
   trainer::ModelConfig model;
   trainer::DataConfig data;
   trainer::TrainOptions train;
+  SecurityConfig security;
 };
 
 // Reads the file at `path`, applies `overrides` in order, then loads every section. Errors are

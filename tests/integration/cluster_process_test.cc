@@ -357,55 +357,145 @@ class TestHosts {
   bool ok_ = false;
 };
 
+// Makes key pairs for `names` under DIR/keys with `ember keygen`, and returns the small config
+// with a security section trusting them (keys named ROLE-*, scheduler.pub the scheduler's).
+std::string WriteAuthenticatedConfig(const testing::TempDir& dir,
+                                     const std::vector<std::string>& names) {
+  std::vector<std::string> args = {EMBER_BINARY, "keygen", "--out", dir.path() + "/keys"};
+  args.insert(args.end(), names.begin(), names.end());
+  ChildProcess keygen(args, dir.path() + "/keygen.log");
+  EXPECT_EQ(keygen.WaitExit(seconds(30)), 0) << testing::ReadFile(dir.path() + "/keygen.log");
+  return WriteConfig(dir, std::string(kSmallConfig) + "security:\n  keyring: keys\n");
+}
+
 // Nothing assumes one host: the scheduler here, two servers and the trainer each in its own
-// network namespace with its own address, and a third server joining from a fourth.
+// network namespace with its own address, and a third server joining from a fourth; every
+// connection authenticated with keys from `ember keygen`.
 TEST(ClusterProcessTest, ServersAndTrainerOnSeparateHostsInNetworkNamespaces) {
   if (::geteuid() != 0) GTEST_SKIP() << "creating network namespaces needs root";
   TestHosts hosts(4);
   if (!hosts.ok()) GTEST_SKIP() << "cannot create network namespaces with veth pairs here";
   testing::TempDir dir;
-  const std::string config = WriteConfig(dir, kSmallConfig);
+  const std::string config = WriteAuthenticatedConfig(
+      dir, {"scheduler", "server-0", "server-1", "server-2", "trainer-0"});
+  const std::string keys = dir.path() + "/keys/";
   const std::string log = dir.path() + "/cluster.log";
   const std::string endpoint_file = dir.path() + "/scheduler";
-  ChildProcess scheduler({EMBER_BINARY, "scheduler", "--config", config, "--bind",
-                          "tcp://10.213.0.254:*", "--endpoint-file", endpoint_file},
+  // Without keys, the scheduler refuses the non-loopback address and says how to make keys.
+  const std::string plain_config = dir.path() + "/plain.yaml";
+  std::ofstream(plain_config) << kSmallConfig;
+  ChildProcess open_scheduler(
+      {EMBER_BINARY, "scheduler", "--config", plain_config, "--bind", "tcp://10.213.0.254:*"}, log);
+  EXPECT_NE(open_scheduler.WaitExit(seconds(20)), 0);
+  EXPECT_NE(testing::ReadFile(log).find("ember keygen"), std::string::npos)
+      << testing::ReadFile(log);
+
+  ChildProcess scheduler({EMBER_BINARY, "scheduler", "--config", config, "--key",
+                          keys + "scheduler.key", "--bind", "tcp://10.213.0.254:*",
+                          "--endpoint-file", endpoint_file},
                          log);
   std::string endpoint = WaitForFile(endpoint_file, seconds(20));
   ASSERT_FALSE(endpoint.empty()) << testing::ReadFile(log);
   endpoint.erase(endpoint.find_last_not_of("\n") + 1);
+  auto server = [&](int host, int id, std::vector<std::string> extra) {
+    std::vector<std::string> args = {EMBER_BINARY, "server", "--config", config, "--key",
+                                     keys + "server-" + std::to_string(id) + ".key",
+                                     "--scheduler", endpoint, "--threads", "1", "--bind",
+                                     "tcp://" + TestHosts::Address(host) + ":*"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    return std::make_unique<ChildProcess>(hosts.On(host, args), log);
+  };
+  auto train = [&](const char* steps) {
+    return std::make_unique<ChildProcess>(
+        hosts.On(2, {EMBER_BINARY, "train", "--config", config, "--key", keys + "trainer-0.key",
+                     "--scheduler", endpoint, "--steps", steps}),
+        log);
+  };
   std::vector<std::unique_ptr<ChildProcess>> servers;
-  for (int i = 0; i < 2; ++i) {
-    servers.push_back(std::make_unique<ChildProcess>(
-        hosts.On(i, {EMBER_BINARY, "server", "--scheduler", endpoint, "--threads", "1", "--bind",
-                     "tcp://" + TestHosts::Address(i) + ":*"}),
-        log));
-  }
-  ChildProcess trainer(hosts.On(2, {EMBER_BINARY, "train", "--config", config, "--scheduler",
-                                    endpoint, "--steps", "60"}),
-                       log);
+  for (int i = 0; i < 2; ++i) servers.push_back(server(i, i, {}));
+  auto trainer = train("60");
   std::this_thread::sleep_for(milliseconds(300));
-  servers.push_back(std::make_unique<ChildProcess>(
-      hosts.On(3, {EMBER_BINARY, "server", "--scheduler", endpoint, "--threads", "1", "--join",
-                   "--bind", "tcp://" + TestHosts::Address(3) + ":*"}),
-      log));
-  ASSERT_EQ(trainer.WaitExit(seconds(120)), 0) << testing::ReadFile(log);
+  servers.push_back(server(3, 2, {"--join"}));
+  ASSERT_EQ(trainer->WaitExit(seconds(120)), 0) << testing::ReadFile(log);
   // The joiner's share moves over the namespaces' network; then a trainer reads from all three.
   for (int i = 0; i < 600; ++i) {
     if (testing::ReadFile(log).find("every planned move is done") != std::string::npos) break;
     std::this_thread::sleep_for(milliseconds(50));
   }
-  ChildProcess again(hosts.On(2, {EMBER_BINARY, "train", "--config", config, "--scheduler",
-                                  endpoint, "--steps", "5"}),
-                     log);
-  ASSERT_EQ(again.WaitExit(seconds(120)), 0) << testing::ReadFile(log);
+  ASSERT_EQ(train("5")->WaitExit(seconds(120)), 0) << testing::ReadFile(log);
   const std::string text = testing::ReadFile(log);
   EXPECT_NE(text.find("registered at tcp://10.213.0.1:"), std::string::npos) << text;
   EXPECT_NE(text.find("registered at tcp://10.213.0.2:"), std::string::npos) << text;
   EXPECT_NE(text.find("joined at tcp://10.213.0.4:"), std::string::npos) << text;
   EXPECT_NE(text.find("every planned move is done"), std::string::npos) << text;
   EXPECT_NE(text.find("3 servers, 64 partitions"), std::string::npos) << text;
-  for (auto& server : servers) EXPECT_TRUE(server->running());
-  for (auto& server : servers) server->Stop();  // before the namespaces go
+  for (auto& process : servers) EXPECT_TRUE(process->running());
+  for (auto& process : servers) process->Stop();  // before the namespaces go
+}
+
+// On loopback with keys: tools connect with an admin key; a trainer key cannot drain, a stranger's
+// key and no key at all get no answer, and the cluster keeps serving.
+TEST(ClusterProcessTest, AuthenticatedClusterRefusesStrangersAndChecksRoles) {
+  testing::TempDir dir;
+  const std::string config =
+      WriteAuthenticatedConfig(dir, {"scheduler", "server-0", "server-1", "trainer-0", "admin"});
+  const std::string keys = dir.path() + "/keys/";
+  {
+    ChildProcess stranger({EMBER_BINARY, "keygen", "--out", dir.path(), "stranger"},
+                          dir.path() + "/keygen.log");
+    ASSERT_EQ(stranger.WaitExit(seconds(30)), 0);
+  }
+  const std::string log = dir.path() + "/cluster.log";
+  const std::string endpoint_file = dir.path() + "/scheduler";
+  std::vector<std::unique_ptr<ChildProcess>> processes;
+  processes.push_back(std::make_unique<ChildProcess>(
+      std::vector<std::string>{EMBER_BINARY, "scheduler", "--config", config, "--key",
+                               keys + "scheduler.key", "--endpoint-file", endpoint_file},
+      log));
+  std::string endpoint = WaitForFile(endpoint_file, seconds(20));
+  ASSERT_FALSE(endpoint.empty()) << testing::ReadFile(log);
+  endpoint.erase(endpoint.find_last_not_of("\n") + 1);
+  for (int i = 0; i < 2; ++i) {
+    processes.push_back(std::make_unique<ChildProcess>(
+        std::vector<std::string>{EMBER_BINARY, "server", "--config", config, "--key",
+                                 keys + "server-" + std::to_string(i) + ".key", "--scheduler",
+                                 endpoint, "--threads", "1"},
+        log));
+  }
+  ChildProcess trainer({EMBER_BINARY, "train", "--config", config, "--key",
+                        keys + "trainer-0.key", "--scheduler", endpoint, "--steps", "30"},
+                       log);
+  ASSERT_EQ(trainer.WaitExit(seconds(120)), 0) << testing::ReadFile(log);
+
+  const std::string scheduler_key = keys + "scheduler.pub";
+  auto tool = [&](std::vector<std::string> args, const std::string& key, const std::string& out) {
+    args.insert(args.begin(), EMBER_BINARY);
+    args.insert(args.end(), {"--scheduler", endpoint, "--scheduler-key", scheduler_key});
+    if (!key.empty()) args.insert(args.end(), {"--key", key});
+    ChildProcess process(args, out);
+    return process.WaitExit(seconds(60));
+  };
+  const std::string out = dir.path() + "/tool.out";
+  EXPECT_EQ(tool({"status"}, keys + "admin.key", out), 0) << testing::ReadFile(out);
+  EXPECT_NE(testing::ReadFile(out).find("2 servers"), std::string::npos) << testing::ReadFile(out);
+
+  const std::string drain_out = dir.path() + "/drain.out";
+  EXPECT_NE(tool({"drain", "--server", "1"}, keys + "trainer-0.key", drain_out), 0);
+  EXPECT_NE(testing::ReadFile(drain_out).find("'drain' request needs the role admin"),
+            std::string::npos)
+      << testing::ReadFile(drain_out);
+
+  const std::string stranger_out = dir.path() + "/stranger.out";
+  EXPECT_NE(tool({"status"}, dir.path() + "/stranger.key", stranger_out), 0);
+  const std::string keyless_out = dir.path() + "/keyless.out";
+  EXPECT_NE(tool({"status"}, "", keyless_out), 0);
+  EXPECT_NE(testing::ReadFile(log).find("is not trusted"), std::string::npos)
+      << testing::ReadFile(log);
+
+  // Nothing changed: both servers still serve, and the admin still gets answers.
+  EXPECT_EQ(tool({"status"}, keys + "admin.key", out), 0) << testing::ReadFile(out);
+  EXPECT_NE(testing::ReadFile(out).find("2 servers"), std::string::npos) << testing::ReadFile(out);
+  for (auto& process : processes) EXPECT_TRUE(process->running());
 }
 
 TEST(ClusterProcessTest, ShippedConfigsLoad) {
