@@ -33,6 +33,7 @@ struct Frame::Impl {
 };
 struct Context::Impl {
   zmq::context_t context;
+  int queue_limit = 10'000;
 };
 struct Socket::Impl {
   zmq::socket_t socket;
@@ -45,6 +46,7 @@ struct TransportAccess {
     return frame.impl_->message;
   }
   static zmq::context_t& Of(Context& context) { return context.impl_->context; }
+  static int QueueLimit(const Context& context) { return context.impl_->queue_limit; }
   static zmq::socket_t& Of(Socket& socket) { return socket.impl_->socket; }
   static Socket Wrap(zmq::socket_t socket) {
     Socket wrapped;
@@ -80,6 +82,7 @@ size_t Frame::size() const { return impl_ ? impl_->message.size() : 0; }
 
 Context::Context(int io_threads) : impl_(new Impl{zmq::context_t(io_threads)}) {}
 Context::~Context() = default;
+void Context::set_queue_limit(int messages) { impl_->queue_limit = messages; }
 
 Socket::Socket() = default;
 Socket::Socket(Socket&& other) noexcept = default;
@@ -94,8 +97,9 @@ Result<Socket> MakeSocket(Context& context, SocketKind kind) {
     zmq::socket_t socket(Access::Of(context), ToZmq(kind));
     socket.set(zmq::sockopt::linger, 0);
     socket.set(zmq::sockopt::maxmsgsize, static_cast<int64_t>(kMaxFrameBytes));
-    socket.set(zmq::sockopt::sndhwm, 0);
-    socket.set(zmq::sockopt::rcvhwm, 0);
+    socket.set(zmq::sockopt::sndhwm, Access::QueueLimit(context));
+    socket.set(zmq::sockopt::rcvhwm, Access::QueueLimit(context));
+    if (kind == SocketKind::kRouter) socket.set(zmq::sockopt::router_mandatory, 1);
     return Access::Wrap(std::move(socket));
   } catch (const zmq::error_t& e) {
     return Internal(ZmqError("creating socket", e));
@@ -129,7 +133,9 @@ Status SendFrames(Socket& socket, std::vector<Frame>& frames) {
       const auto flags = zmq::send_flags::dontwait |
                          (i + 1 < frames.size() ? zmq::send_flags::sndmore : zmq::send_flags::none);
       if (!Access::Of(socket).send(Access::Message(frames[i]), flags)) {
-        return Unavailable("send would block");
+        return ResourceExhausted("send would block: the queue to the peer is full (" +
+                                 std::to_string(Access::Of(socket).get(zmq::sockopt::sndhwm)) +
+                                 " messages, limits.socket_queue)");
       }
     }
     return Status::Ok();

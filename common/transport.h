@@ -4,8 +4,9 @@
 //
 // cppzmq throws zmq::error_t; these wrappers catch it and return Status, so nothing above this
 // layer handles ZeroMQ exceptions. Every socket gets ember's defaults: no linger on close,
-// inbound frames capped at wire::kMaxFrameBytes, unbounded high-water marks (flow control is
-// request/response).
+// inbound frames capped at wire::kMaxFrameBytes, send and receive high-water marks from its
+// Context (the process's limits.socket_queue), and a ROUTER that cannot queue a message for its
+// peer fails the send instead of dropping it silently (so the caller can count it).
 //
 // Thread-safety: a Context may be shared by every thread of a process; a Socket belongs to one
 // thread at a time (ZeroMQ's rule).
@@ -30,6 +31,10 @@ class Context {
   ~Context();
   Context(const Context&) = delete;
   Context& operator=(const Context&) = delete;
+
+  // Messages a socket made from now on queues per connection and direction (ZeroMQ's send and
+  // receive high-water marks); a send beyond it fails as "would block". Default 10'000.
+  void set_queue_limit(int messages);
 
  private:
   friend struct TransportAccess;
@@ -68,8 +73,9 @@ Result<Socket> MakeSocket(Context& context, SocketKind kind);
 Result<std::string> BindSocket(Socket& socket, const std::string& endpoint);
 Status ConnectSocket(Socket& socket, const std::string& endpoint);
 
-// Sends the frames as one multipart message (non-blocking; Unavailable if it would block). The
-// frames are consumed.
+// Sends the frames as one multipart message, without waiting: ResourceExhausted when the queue to
+// the peer is full (the frames stay as they were), Unavailable when the peer cannot be reached (a
+// ROUTER's peer that is gone). The frames are consumed when sent.
 Status SendFrames(Socket& socket, std::vector<Frame>& frames);
 // Sends one single-frame message (non-blocking, as SendFrames).
 Status SendFrame(Socket& socket, Frame frame);
