@@ -26,6 +26,7 @@ int RunScheduler(const SchedulerFlags& flags) {
         std::filesystem::absolute(config->cluster.checkpoint_dir).lexically_normal().string();
   }
   options.checkpoints.keep = config->cluster.checkpoint_keep;
+  options.limits = config->limits;
   scheduler::Scheduler scheduler(std::move(options));
   return ServeUntilStopped("scheduler", scheduler, [&] {
     if (flags.endpoint_file.empty()) return Status::Ok();

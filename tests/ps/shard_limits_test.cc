@@ -9,7 +9,10 @@
 #include <memory>
 #include <vector>
 
+#include "common/rpc_channel.h"
+#include "local/local_cluster.h"
 #include "ps/client/client.h"
+#include "ps/client/server_calls.h"
 #include "ps/server/shard_service.h"
 
 namespace ember::ps {
@@ -231,6 +234,30 @@ TEST(ShardLimitsTest, AClientWhoseMessagesExceedTheServersLimitIsRefusedAtConnec
   auto client = Client::Connect(options);
   ExpectRefusedFor(client.status(), "keys_per_message", 100);
   EXPECT_NE(client.status().message().find("max_keys_per_message 101"), std::string::npos);
+}
+
+TEST(ShardLimitsTest, AClusterPassesItsLimitsToServersAndClients) {
+  ShardPolicy policy;
+  policy.limits.keys_per_message = 8;
+  local::LocalCluster cluster({Spec()}, {.num_servers = 1, .policy = policy});
+  ASSERT_TRUE(cluster.status().ok()) << cluster.status().ToString();
+  auto client = cluster.Connect("limited");
+  ASSERT_TRUE(client.ok()) << client.status().ToString();
+  // The client splits a batch into messages the server accepts.
+  const std::vector<uint64_t> keys = Keys(20);
+  std::vector<float> rows(keys.size() * kDim);
+  ASSERT_TRUE((*client)->Pull("item", keys, rows).Wait().ok());
+
+  // A peer that sends more in one message is refused; the server's stats say so.
+  Context context;
+  RpcChannel channel(context, cluster.server(0).endpoint());
+  auto reply = channel.Call(1, wire::EncodePull({1, 1}, "item", keys), Millis(10'000));
+  ASSERT_TRUE(reply.ok()) << reply.status().ToString();
+  ExpectRefusedFor(reply->status, "keys_per_message", 8);
+  auto stats = GetServerStats(cluster.server(0).endpoint(), Millis(10'000));
+  ASSERT_TRUE(stats.ok()) << stats.status().ToString();
+  EXPECT_EQ(HitsOf(stats->limits_hit, Limit::kKeysPerMessage), 1u);
+  EXPECT_TRUE((*client)->Pull("item", keys, rows).Wait().ok());
 }
 
 }  // namespace
