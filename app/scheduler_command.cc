@@ -29,6 +29,7 @@ int RunScheduler(const SchedulerFlags& flags) {
   auto security = ResolveSecurity(flags.security, config->security);
   if (!security.ok()) return PrintError("scheduler", security.status(), 2);
   options.security = std::move(*security);
+  options.limits = config->limits;
   scheduler::Scheduler scheduler(std::move(options));
   return ServeUntilStopped("scheduler", scheduler, [&] {
     if (flags.endpoint_file.empty()) return Status::Ok();

@@ -12,11 +12,13 @@ int RunServer(const ServerFlags& flags) {
   SetUpLogging("server");
   local::ClusterShape shape;
   local::SecurityConfig security_config;
+  Limits limits;
   if (!flags.config.path.empty()) {
     auto config = LoadConfig(flags.config);
     if (!config.ok()) return PrintError("server", config.status(), 2);
     shape = config->cluster;
     security_config = config->security;
+    limits = config->limits;
   }
   ps::ServerOptions options;
   options.scheduler_endpoint = flags.scheduler.value_or(shape.scheduler);
@@ -33,6 +35,9 @@ int RunServer(const ServerFlags& flags) {
   if (!durability.ok()) return PrintError("server", durability.status(), 2);
   options.durability = *durability;
   options.memory_budget_bytes = flags.memory_budget.value_or(shape.server_memory_budget);
+  auto non_finite = ps::ParseNonFinitePolicy(shape.non_finite_gradients);
+  if (!non_finite.ok()) return PrintError("server", non_finite.status(), 2);
+  options.policy = ps::ShardPolicy{limits, *non_finite};
   options.join = flags.join;
   options.move_bandwidth = flags.move_bandwidth;
   if (options.memory_budget_bytes != 0 && options.data_dir.empty()) {

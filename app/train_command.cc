@@ -1,4 +1,5 @@
 // `ember train`: one trainer process: connects to a cluster, trains, evaluates, and reports.
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <optional>
@@ -130,6 +131,9 @@ int RunTrain(const TrainFlags& flags) {
   }
   ps::ClientOptions client_options;
   client_options.scheduler_endpoint = flags.scheduler.value_or(config->cluster.scheduler);
+  client_options.limits = config->limits;
+  client_options.max_keys_per_message =
+      std::min(client_options.max_keys_per_message, config->limits.keys_per_message);
   client_options.name = flags.name.value_or(
       train.sync.trainers > 1 ? "trainer-" + std::to_string(train.rank) : "trainer");
   // In every mode: a checkpoint cut waits for the live trainers, so liveness matters in asp too.

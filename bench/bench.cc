@@ -129,13 +129,18 @@ Status RunClusterRounds(BenchOptions& config, const std::vector<std::vector<KeyB
                         BenchReport* report) {
   std::unique_ptr<LocalCluster> cluster;
   std::string scheduler_endpoint = config.scheduler;
+  // The bench's messages may be larger than the default limit allows.
+  ps::ShardPolicy policy;
+  policy.limits.keys_per_message =
+      std::max(policy.limits.keys_per_message, config.max_keys_per_message);
   if (scheduler_endpoint.empty()) {
     ASSIGN_OR_RETURN(TableSpec table, BenchTable(config));
     cluster = std::make_unique<LocalCluster>(
         std::vector<TableSpec>{table},
         LocalClusterOptions{.num_servers = config.servers,
                             .num_partitions = scheduler::SchedulerOptions().num_partitions,
-                            .worker_threads = config.server_threads});
+                            .worker_threads = config.server_threads,
+                            .policy = policy});
     RETURN_IF_ERROR(cluster->status());
     scheduler_endpoint = cluster->scheduler_endpoint();
   }
@@ -147,6 +152,7 @@ Status RunClusterRounds(BenchOptions& config, const std::vector<std::vector<KeyB
     options.name = "bench-" + std::to_string(getpid()) + "-" + std::to_string(c);
     options.request_timeout = kRequestTimeout;
     options.max_keys_per_message = config.max_keys_per_message;
+    options.limits = policy.limits;
     ASSIGN_OR_RETURN(auto client, ps::Client::Connect(std::move(options)));
     clients.push_back(std::move(client));
   }

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "common/limits.h"
 #include "common/routing_table.h"
 
 namespace ember {
@@ -23,6 +24,7 @@ struct ClusterStatus {
   uint32_t moves_in_flight = 0;
   uint32_t moves_planned = 0;
   uint64_t moves_done = 0;
+  std::vector<LimitHit> limits_hit;  // the limits the scheduler refused something for
 };
 
 }  // namespace ember

@@ -93,6 +93,14 @@ struct TableStats {
   notAdmitted @8 :UInt64;  # requested keys served their initial row, not stored (admitAfter)
   updatesDropped @9 :UInt64; # pushed keys whose update was dropped because not yet admitted
   expired @10 :UInt64;     # rows deleted because not updated for ttlSeconds
+  nonFiniteRefused @11 :UInt64; # pushes refused for a NaN or infinite gradient (policy refuse)
+  nonFiniteSkipped @12 :UInt64; # rows left out of pushes for a NaN or infinite gradient (skip)
+}
+
+# How often a process refused something for one of its limits (common/limits.h).
+struct LimitHit {
+  limit @0 :Text;          # the key in the config's limits: section, e.g. "keys_per_message"
+  count @1 :UInt64;        # requests refused (or messages dropped) for it since the start
 }
 
 struct ServerStats {
@@ -104,6 +112,7 @@ struct ServerStats {
   keysPushed @5 :UInt64;
   errors @6 :UInt64;           # requests answered with a non-OK status, malformed ones included
   partitionsOwned @7 :UInt32;
+  limitsHit @8 :List(LimitHit); # the limits this server refused something for
 }
 
 # How row values travel: float32, or float16 to halve the bytes (servers keep float32).
@@ -237,6 +246,7 @@ struct ClusterStatus {
   movesInFlight @2 :UInt32;
   movesPlanned @3 :UInt32;
   movesDone @4 :UInt64;
+  limitsHit @5 :List(LimitHit); # the limits the scheduler refused something for
 }
 
 # To the source server of a move, from its target.

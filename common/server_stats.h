@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "common/limits.h"
+
 namespace ember {
 
 struct TableStats {
@@ -20,6 +22,8 @@ struct TableStats {
   uint64_t not_admitted = 0;
   uint64_t updates_dropped = 0;
   uint64_t expired = 0;
+  uint64_t non_finite_refused = 0;  // pushes refused for a NaN or infinite gradient
+  uint64_t non_finite_skipped = 0;  // rows left out of pushes for a NaN or infinite gradient
 };
 
 struct ServerStats {
@@ -31,6 +35,7 @@ struct ServerStats {
   uint64_t keys_pushed = 0;
   uint64_t errors = 0;
   uint32_t partitions_owned = 0;
+  std::vector<LimitHit> limits_hit;  // the limits this server refused something for
 };
 
 }  // namespace ember

@@ -166,6 +166,7 @@ struct Context::Impl {
   TransportSecurity security;
   zmq::context_t context;
   std::unique_ptr<ZapHandler> zap;
+  int queue_limit = 10'000;
 };
 struct Socket::Impl {
   zmq::socket_t socket;
@@ -185,6 +186,7 @@ struct TransportAccess {
     return frame.impl_->message;
   }
   static zmq::context_t& Of(Context& context) { return context.impl_->context; }
+  static int QueueLimit(const Context& context) { return context.impl_->queue_limit; }
   static zmq::socket_t& Of(Socket& socket) { return socket.impl_->socket; }
   static Socket Wrap(zmq::socket_t socket, const TransportSecurity* security) {
     Socket wrapped;
@@ -223,6 +225,7 @@ Context::Context(int io_threads, TransportSecurity security)
     : impl_(new Impl(io_threads, std::move(security))) {}
 Context::~Context() = default;
 const TransportSecurity& Context::security() const { return impl_->security; }
+void Context::set_queue_limit(int messages) { impl_->queue_limit = messages; }
 
 Socket::Socket() = default;
 Socket::Socket(Socket&& other) noexcept = default;
@@ -237,8 +240,9 @@ Result<Socket> MakeSocket(Context& context, SocketKind kind) {
     zmq::socket_t socket(Access::Of(context), ToZmq(kind));
     socket.set(zmq::sockopt::linger, 0);
     socket.set(zmq::sockopt::maxmsgsize, static_cast<int64_t>(kMaxFrameBytes));
-    socket.set(zmq::sockopt::sndhwm, 0);
-    socket.set(zmq::sockopt::rcvhwm, 0);
+    socket.set(zmq::sockopt::sndhwm, Access::QueueLimit(context));
+    socket.set(zmq::sockopt::rcvhwm, Access::QueueLimit(context));
+    if (kind == SocketKind::kRouter) socket.set(zmq::sockopt::router_mandatory, 1);
     return Access::Wrap(std::move(socket), &context.security());
   } catch (const zmq::error_t& e) {
     return Internal(ZmqError("creating socket", e));
@@ -307,7 +311,9 @@ Status SendFrames(Socket& socket, std::vector<Frame>& frames) {
       const auto flags = zmq::send_flags::dontwait |
                          (i + 1 < frames.size() ? zmq::send_flags::sndmore : zmq::send_flags::none);
       if (!Access::Of(socket).send(Access::Message(frames[i]), flags)) {
-        return Unavailable("send would block");
+        return ResourceExhausted("send would block: the queue to the peer is full (" +
+                                 std::to_string(Access::Of(socket).get(zmq::sockopt::sndhwm)) +
+                                 " messages, limits.socket_queue)");
       }
     }
     return Status::Ok();

@@ -4,8 +4,9 @@
 //
 // cppzmq throws zmq::error_t; these wrappers catch it and return Status, so nothing above this
 // layer handles ZeroMQ exceptions. Every socket gets ember's defaults: no linger on close,
-// inbound frames capped at wire::kMaxFrameBytes, unbounded high-water marks (flow control is
-// request/response).
+// inbound frames capped at wire::kMaxFrameBytes, send and receive high-water marks from its
+// Context (the process's limits.socket_queue), and a ROUTER that cannot queue a message for its
+// peer fails the send instead of dropping it silently (so the caller can count it).
 //
 // Authentication: a Context made with a key pair (common/transport_security.h) makes every TCP
 // socket it opens a CurveZMQ socket. A bound socket is a Curve server: the Context's ZAP handler
@@ -41,6 +42,9 @@ class Context {
   Context& operator=(const Context&) = delete;
 
   const TransportSecurity& security() const;
+  // Messages a socket made from now on queues per connection and direction (ZeroMQ's send and
+  // receive high-water marks); a send beyond it fails as "would block". Default 10'000.
+  void set_queue_limit(int messages);
 
  private:
   friend struct TransportAccess;
@@ -86,8 +90,9 @@ Status ConnectSocket(Socket& socket, const std::string& endpoint,
 // Whether `endpoint` is local to this machine: inproc, ipc, or TCP on a loopback address.
 bool IsLoopbackEndpoint(const std::string& endpoint);
 
-// Sends the frames as one multipart message (non-blocking; Unavailable if it would block). The
-// frames are consumed.
+// Sends the frames as one multipart message, without waiting: ResourceExhausted when the queue to
+// the peer is full (the frames stay as they were), Unavailable when the peer cannot be reached (a
+// ROUTER's peer that is gone). The frames are consumed when sent.
 Status SendFrames(Socket& socket, std::vector<Frame>& frames);
 // Sends one single-frame message (non-blocking, as SendFrames).
 Status SendFrame(Socket& socket, Frame frame);

@@ -62,7 +62,9 @@ constexpr Field<TableStats, schema::TableStats, uint64_t> kTableCounters[] = {
     EMBER_WIRE_FIELD(TableStats, evictions, Evictions),
     EMBER_WIRE_FIELD(TableStats, not_admitted, NotAdmitted),
     EMBER_WIRE_FIELD(TableStats, updates_dropped, UpdatesDropped),
-    EMBER_WIRE_FIELD(TableStats, expired, Expired)};
+    EMBER_WIRE_FIELD(TableStats, expired, Expired),
+    EMBER_WIRE_FIELD(TableStats, non_finite_refused, NonFiniteRefused),
+    EMBER_WIRE_FIELD(TableStats, non_finite_skipped, NonFiniteSkipped)};
 constexpr Field<ServerStats, schema::ServerStats, uint64_t> kServerCounters[] = {
     EMBER_WIRE_FIELD(ServerStats, pull_requests, PullRequests),
     EMBER_WIRE_FIELD(ServerStats, push_requests, PushRequests),
@@ -79,6 +81,8 @@ void WriteStats(schema::ServerStats::Builder out, const ServerStats& stats) {
     tables[i].setName(stats.tables[i].name);
     WriteFields(kTableCounters, stats.tables[i], tables[i]);
   }
+  WriteLimitHits(out.initLimitsHit(static_cast<unsigned>(stats.limits_hit.size())),
+                 stats.limits_hit);
 }
 
 ServerStats ReadStats(schema::ServerStats::Reader in) {
@@ -90,13 +94,15 @@ ServerStats ReadStats(schema::ServerStats::Reader in) {
     stats.tables.push_back(TableStats{ToString(table.getName())});
     ReadFields(kTableCounters, table, stats.tables.back());
   }
+  stats.limits_hit = ReadLimitHits(in.getLimitsHit());
   return stats;
 }
 
-// Bytes a table's stats take beyond the fixed fields: its struct (12 words) and name.
+// Bytes a table's stats take beyond the fixed fields: its struct (14 words) and name; and the
+// limits hit.
 size_t StatsBytes(const ServerStats& stats) {
-  size_t bytes = 0;
-  for (const auto& table : stats.tables) bytes += 12 * sizeof(::capnp::word) + table.name.size();
+  size_t bytes = LimitHitsBytes(stats.limits_hit);
+  for (const auto& table : stats.tables) bytes += 14 * sizeof(::capnp::word) + table.name.size();
   return bytes;
 }
 

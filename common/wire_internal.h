@@ -272,6 +272,13 @@ void ReadFields(const Field<Plain, Schema, T> (&fields)[N], typename Schema::Rea
   for (const auto& field : fields) plain.*field.member = (in.*field.get)();
 }
 
+// The limits a process refused something for, in ServerStats and ClusterStatus replies.
+void WriteLimitHits(::capnp::List<schema::LimitHit>::Builder out,
+                    const std::vector<LimitHit>& hits);
+std::vector<LimitHit> ReadLimitHits(::capnp::List<schema::LimitHit>::Reader in);
+// Bytes the limit hits take beyond the fixed fields.
+size_t LimitHitsBytes(const std::vector<LimitHit>& hits);
+
 // The routing table, in Registration, RoutingTable, ServerOrders and ClusterStatus replies.
 void WriteRouting(schema::RoutingTable::Builder out, const RoutingTable& routing);
 Result<RoutingTable> ReadRouting(schema::RoutingTable::Reader in);

@@ -136,6 +136,8 @@ void WriteClusterStatus(schema::ClusterStatus::Builder out, const ClusterStatus&
   out.setMovesInFlight(status.moves_in_flight);
   out.setMovesPlanned(status.moves_planned);
   out.setMovesDone(status.moves_done);
+  WriteLimitHits(out.initLimitsHit(static_cast<unsigned>(status.limits_hit.size())),
+                 status.limits_hit);
 }
 
 Result<ClusterStatus> ReadClusterStatus(schema::ClusterStatus::Reader in) {
@@ -148,6 +150,7 @@ Result<ClusterStatus> ReadClusterStatus(schema::ClusterStatus::Reader in) {
   status.moves_in_flight = in.getMovesInFlight();
   status.moves_planned = in.getMovesPlanned();
   status.moves_done = in.getMovesDone();
+  status.limits_hit = ReadLimitHits(in.getLimitsHit());
   return status;
 }
 
@@ -195,6 +198,26 @@ size_t RoutingBytes(const RoutingTable& routing) {
   size_t bytes = routing.owners.size() * sizeof(uint32_t);
   for (const auto& server : routing.servers)
     bytes += 4 * sizeof(::capnp::word) + server.endpoint.size() + server.public_key.size();
+  return bytes;
+}
+
+void WriteLimitHits(::capnp::List<schema::LimitHit>::Builder out,
+                    const std::vector<LimitHit>& hits) {
+  for (size_t i = 0; i < hits.size(); ++i) {
+    out[i].setLimit(hits[i].limit);
+    out[i].setCount(hits[i].count);
+  }
+}
+
+std::vector<LimitHit> ReadLimitHits(::capnp::List<schema::LimitHit>::Reader in) {
+  std::vector<LimitHit> hits;
+  for (auto hit : in) hits.push_back(LimitHit{ToString(hit.getLimit()), hit.getCount()});
+  return hits;
+}
+
+size_t LimitHitsBytes(const std::vector<LimitHit>& hits) {
+  size_t bytes = 0;
+  for (const auto& hit : hits) bytes += 4 * sizeof(::capnp::word) + hit.limit.size();
   return bytes;
 }
 
@@ -336,7 +359,7 @@ Frame EncodeClockGrantResponse(uint64_t request_id, uint64_t epoch, const ClockG
 }
 
 Frame EncodeClusterStatusResponse(uint64_t request_id, const ClusterStatus& status) {
-  size_t bytes = RoutingBytes(status.routing);
+  size_t bytes = RoutingBytes(status.routing) + LimitHitsBytes(status.limits_hit);
   for (const auto& server : status.servers) {
     bytes += 5 * sizeof(::capnp::word) + server.endpoint.size() + server.state.size();
   }

@@ -18,7 +18,7 @@ Status ReadShape(const YAML::Node& node, ClusterShape* shape) {
       node, "cluster",
       {"scheduler", "servers", "server_bind", "server_threads", "partitions", "trainers",
        "server_memory_budget", "server_durability", "checkpoint_every", "checkpoint_dir",
-       "checkpoint_keep"}));
+       "checkpoint_keep", "non_finite_gradients"}));
   RETURN_IF_ERROR(config::ReadOptional(node, "cluster", "trainers", &shape->trainers));
   if (shape->trainers == 0) return InvalidArgument("cluster.trainers: must be >= 1");
   RETURN_IF_ERROR(config::ReadOptional(node, "cluster", "scheduler", &shape->scheduler));
@@ -32,6 +32,11 @@ Status ReadShape(const YAML::Node& node, ClusterShape* shape) {
       config::ReadOptional(node, "cluster", "server_durability", &shape->server_durability));
   if (auto durability = ps::ParseDurability(shape->server_durability); !durability.ok()) {
     return durability.status().WithContext("cluster.server_durability");
+  }
+  RETURN_IF_ERROR(config::ReadOptional(node, "cluster", "non_finite_gradients",
+                                       &shape->non_finite_gradients));
+  if (auto policy = ps::ParseNonFinitePolicy(shape->non_finite_gradients); !policy.ok()) {
+    return policy.status().WithContext("cluster.non_finite_gradients");
   }
   RETURN_IF_ERROR(
       config::ReadOptional(node, "cluster", "checkpoint_every", &shape->checkpoint_every));
@@ -72,11 +77,13 @@ Result<ClusterConfig> ParseClusterConfig(const std::string& path, const std::str
   };
   ClusterConfig config;
   config.path = path;
-  Status known =
-      config::RejectUnknownKeys(root, "config",
-                                {"cluster", "tables", "model", "data", "train", "security"});
+  Status known = config::RejectUnknownKeys(
+      root, "config", {"cluster", "limits", "tables", "model", "data", "train", "security"});
   if (!known.ok()) return fail(known);
   if (Status s = ReadShape(root["cluster"], &config.cluster); !s.ok()) return fail(s);
+  auto limits = LimitsFromYaml(root["limits"], "limits");
+  if (!limits.ok()) return fail(limits.status());
+  config.limits = *limits;
   auto tables = embedding::TableSpecsFromYaml(root["tables"], "tables");
   if (!tables.ok()) return fail(tables.status());
   config.tables = std::move(*tables);

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "common/config_override.h"
+#include "common/limits.h"
 #include "common/status.h"
 #include "common/table_spec.h"
 #include "local/security_config.h"
@@ -36,11 +37,14 @@ struct ClusterShape {
   uint64_t checkpoint_every = 0;
   std::string checkpoint_dir;
   uint32_t checkpoint_keep = 3;
+  // What a server does with a push holding a NaN or infinite gradient: refuse | skip.
+  std::string non_finite_gradients = "refuse";
 };
 
 struct ClusterConfig {
   std::string path;
   ClusterShape cluster;
+  Limits limits;  // `limits:`, what every process accepts from its peers (docs/limits.md)
   std::vector<TableSpec> tables;
   trainer::ModelConfig model;
   trainer::DataConfig data;

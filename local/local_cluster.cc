@@ -3,6 +3,7 @@
 
 #include <dirent.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <set>
 
@@ -35,6 +36,7 @@ Status LocalCluster::Start(std::vector<TableSpec> tables) {
   scheduler_options.num_partitions = options_.num_partitions;
   scheduler_options.sync = options_.sync;
   scheduler_options.checkpoints = options_.checkpoints;
+  scheduler_options.limits = options_.policy.limits;
   scheduler_options.tables = std::move(tables);
   scheduler_ = std::make_unique<scheduler::Scheduler>(std::move(scheduler_options));
   RETURN_IF_ERROR(scheduler_->Start());
@@ -46,6 +48,7 @@ Status LocalCluster::Start(std::vector<TableSpec> tables) {
     server_options.scheduler_endpoint = scheduler_->endpoint();
     server_options.worker_threads = WorkerThreads();
     server_options.register_timeout = options_.register_timeout;
+    server_options.policy = options_.policy;
     servers_.push_back(std::make_unique<ps::Server>(std::move(server_options)));
   }
   // Servers register concurrently: the scheduler answers none until all have registered.
@@ -78,6 +81,7 @@ Result<uint32_t> LocalCluster::AddServer() {
   server_options.scheduler_endpoint = scheduler_->endpoint();
   server_options.worker_threads = WorkerThreads();
   server_options.register_timeout = options_.register_timeout;
+  server_options.policy = options_.policy;
   server_options.join = true;
   auto server = std::make_unique<ps::Server>(std::move(server_options));
   RETURN_IF_ERROR(server->Start().WithContext("starting a joining server"));
@@ -103,6 +107,9 @@ Result<std::unique_ptr<ps::Client>> LocalCluster::Connect(const std::string& nam
   options.name = name;
   options.request_timeout = Millis(20'000);
   options.register_timeout = Millis(20'000);
+  options.limits = options_.policy.limits;
+  options.max_keys_per_message =
+      std::min(options.max_keys_per_message, options_.policy.limits.keys_per_message);
   return Connect(std::move(options));
 }
 

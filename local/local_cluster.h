@@ -26,6 +26,7 @@ struct LocalClusterOptions {
   Millis register_timeout{30'000};
   SyncOptions sync;                            // the scheduler's clocks and their gating
   scheduler::PeriodicCheckpoints checkpoints;  // the scheduler's periodic cuts (every 0: none)
+  ps::ShardPolicy policy;  // every process's limits, and the servers' non-finite policy
 };
 
 class LocalCluster {
@@ -49,9 +50,9 @@ class LocalCluster {
   // partitions as its moves commit); returns its id.
   Result<uint32_t> AddServer();
 
-  // A client of this cluster registered under `name`.
+  // A client of this cluster registered under `name`, with the cluster's limits.
   Result<std::unique_ptr<ps::Client>> Connect(const std::string& name = "client") const;
-  // A client with these options, pointed at this cluster's scheduler.
+  // A client with these options (its limits as given), pointed at this cluster's scheduler.
   Result<std::unique_ptr<ps::Client>> Connect(ps::ClientOptions options) const;
 
  private:

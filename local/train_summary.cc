@@ -27,6 +27,8 @@ TableStats SumTableStats(const ServerStats& server) {
     sum.not_admitted += t.not_admitted;
     sum.updates_dropped += t.updates_dropped;
     sum.expired += t.expired;
+    sum.non_finite_refused += t.non_finite_refused;
+    sum.non_finite_skipped += t.non_finite_skipped;
   }
   return sum;
 }

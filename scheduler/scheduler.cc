@@ -30,7 +30,9 @@ Scheduler::Scheduler(SchedulerOptions options)
       context_(1, options_.security),
       clocks_(options_.sync),
       cuts_(options_.checkpoints, options_.sync.clock_timeout),
-      moves_(options_.server_timeout, options_.moves_per_server) {}
+      moves_(options_.server_timeout, options_.moves_per_server) {
+  context_.set_queue_limit(static_cast<int>(options_.limits.socket_queue));
+}
 
 Scheduler::~Scheduler() {
   socket_.Close();
@@ -44,6 +46,11 @@ Status Scheduler::Start() {
                            std::to_string(options_.num_servers) + " servers");
   }
   if (options_.tables.empty()) return InvalidArgument("scheduler: no tables declared");
+  if (options_.tables.size() > options_.limits.tables_per_server) {
+    return LimitExceeded(Limit::kTablesPerServer, options_.limits.tables_per_server,
+                         "scheduler: a config with " + std::to_string(options_.tables.size()) +
+                             " tables");
+  }
   if (options_.checkpoints.every > 0 &&
       (options_.checkpoints.dir.empty() || options_.checkpoints.dir.front() != '/')) {
     return InvalidArgument("scheduler: periodic checkpoints need an absolute directory, got '" +
@@ -80,6 +87,29 @@ void Scheduler::Reply(const Frame& identity, Frame payload) {
   frames.push_back(std::move(payload));
   Status sent = SendFrames(socket_, frames);
   if (!sent.ok()) spdlog::warn("scheduler: reply dropped: {}", sent.ToString());
+}
+
+void Scheduler::RefuseForLimit(const Frame& identity, uint64_t request_id, Limit limit,
+                               uint64_t value, const std::string& what) {
+  limits_hit_.Count(limit);
+  const Status refused = LimitExceeded(limit, value, what);
+  spdlog::warn("scheduler: request {} refused: {}", request_id, refused.ToString());
+  Reply(identity, wire::EncodeStatusResponse(request_id, routing_.epoch, refused));
+}
+
+size_t Scheduler::WaitersQueued() const {
+  size_t waiters = waiting_servers_.size() + waiting_trainers_.size() + clock_waiters_.size() +
+                   cut_waiters_.size() + checkpoint_waiters_.size();
+  for (const auto& [name, arrived] : barriers_) waiters += arrived.size();
+  return waiters;
+}
+
+bool Scheduler::AdmitWaiter(const Frame& identity, uint64_t request_id, const std::string& what) {
+  const size_t queued = WaitersQueued();
+  if (queued < options_.limits.waiters) return true;
+  RefuseForLimit(identity, request_id, Limit::kWaiters, options_.limits.waiters,
+                 what + ": " + std::to_string(queued) + " requests wait for their answer already");
+  return false;
 }
 
 void Scheduler::HandleMessage(std::vector<Frame> frames, const Peer& peer) {
@@ -210,12 +240,27 @@ void Scheduler::HandleRegisterServer(Frame identity, uint64_t request_id,
     Reply(identity, wire::EncodeRegistrationResponse(request_id, RegistrationFor(server_id)));
     return;
   }
+  if (servers_.size() < options_.num_servers &&
+      !AdmitWaiter(identity, request_id, "registration of server " + std::to_string(server_id))) {
+    return;
+  }
   waiting_servers_.push_back(Waiter{std::move(identity), request_id, server_id});
   if (servers_.size() == options_.num_servers) FormCluster();
 }
 
 void Scheduler::HandleRegisterTrainer(Frame identity, uint64_t request_id,
                                       const std::string& name, const Peer& peer) {
+  const bool known = trainer_ids_.count(name) != 0;
+  if (!known && trainer_ids_.size() >= options_.limits.trainers) {
+    RefuseForLimit(identity, request_id, Limit::kTrainers, options_.limits.trainers,
+                   "registration of trainer " + QuoteForError(name) + ": " +
+                       std::to_string(trainer_ids_.size()) + " trainers are registered");
+    return;
+  }
+  if (!routing_.ready() &&
+      !AdmitWaiter(identity, request_id, "registration of trainer " + QuoteForError(name))) {
+    return;
+  }
   auto [it, inserted] = trainer_ids_.emplace(name, static_cast<uint32_t>(trainer_ids_.size()));
   if (peer.authenticated()) trainer_keys_.emplace(it->second, peer.public_key);
   if (inserted) spdlog::info("scheduler: trainer {} registered as {}", QuoteForError(name), it->second);
@@ -253,8 +298,23 @@ void Scheduler::HandleBarrier(Frame identity, uint64_t request_id,
                         InvalidArgument("barrier " + QuoteForError(barrier.name) + " with count 0")));
     return;
   }
-  auto& arrived = barriers_[barrier.name];
+  const std::string what = "barrier " + QuoteForError(barrier.name);
+  if (barrier.name.size() > options_.limits.barrier_name_bytes) {
+    RefuseForLimit(identity, request_id, Limit::kBarrierNameBytes,
+                   options_.limits.barrier_name_bytes,
+                   what + ": a name of " + std::to_string(barrier.name.size()) + " bytes");
+    return;
+  }
+  auto open = barriers_.find(barrier.name);
+  if (open == barriers_.end() && barriers_.size() >= options_.limits.open_barriers) {
+    RefuseForLimit(identity, request_id, Limit::kOpenBarriers, options_.limits.open_barriers,
+                   what + ": " + std::to_string(barriers_.size()) + " barriers are open");
+    return;
+  }
   std::string key = IdentityKey(identity);  // before `identity` is moved from
+  const bool arrived_before = open != barriers_.end() && open->second.count(key) != 0;
+  if (!arrived_before && !AdmitWaiter(identity, request_id, what)) return;
+  auto& arrived = barriers_[barrier.name];
   arrived[std::move(key)] = Waiter{std::move(identity), request_id, 0};
   if (arrived.size() < barrier.count) return;
   for (auto& [key, waiter] : arrived) {
@@ -267,6 +327,12 @@ void Scheduler::HandleBarrier(Frame identity, uint64_t request_id,
 void Scheduler::HandleTrainerClock(Frame identity, uint64_t request_id,
                                    const wire::TrainerClockRequest& clock) {
   const auto now = std::chrono::steady_clock::now();
+  // Refused before it is recorded: a refused report changes nothing.
+  if (!clock.leave && !AdmitWaiter(identity, request_id,
+                                   "clock " + std::to_string(clock.clock) + " of trainer " +
+                                       std::to_string(clock.trainer))) {
+    return;
+  }
   Status recorded = clock.leave ? clocks_.Leave(clock.trainer, clock.clock, now)
                                 : clocks_.Report(clock.trainer, clock.clock, now);
   if (!recorded.ok() || clock.leave) {
@@ -315,6 +381,7 @@ void Scheduler::HandleCheckpointNow(Frame identity, uint64_t request_id,
                                            "yet, or all have finished)")));
     return;
   }
+  if (!AdmitWaiter(identity, request_id, "checkpoint into " + QuoteForError(dir))) return;
   auto clock = cuts_.Request(dir, clocks_.highest_clock());
   if (!clock.ok()) {
     Reply(identity, wire::EncodeStatusResponse(request_id, routing_.epoch, clock.status()));
@@ -341,6 +408,10 @@ void Scheduler::HandleCheckpointCut(Frame identity, uint64_t request_id,
     }
     FinishCut(cut.error.empty() ? Status::Ok() : Aborted("checkpoint cut failed: " + cut.error));
     Reply(identity, wire::EncodeStatusResponse(request_id, routing_.epoch, Status::Ok()));
+    return;
+  }
+  if (!AdmitWaiter(identity, request_id, "checkpoint cut of trainer " +
+                                            std::to_string(cut.trainer))) {
     return;
   }
   Status alive = clocks_.Heartbeat(cut.trainer, now);

@@ -13,7 +13,11 @@
 // (in scheduler_moves.cc); each commit bumps the routing epoch.
 //
 // Every request gets an answer (an error naming the problem for anything it cannot do); nothing a
-// peer sends stops the loop.
+// peer sends stops the loop. What peers make it hold is bounded (SchedulerOptions::limits):
+// registered trainers, open barriers and their names' length, and requests waiting for their
+// answer (barrier participants, clock reports, registrations before the cluster forms, cut and
+// checkpoint requests); one more is refused with ResourceExhausted naming the limit and counted
+// in the cluster status.
 #pragma once
 
 #include <atomic>
@@ -21,6 +25,7 @@
 #include <string>
 #include <vector>
 
+#include "common/limits.h"
 #include "common/peer.h"
 #include "common/routing_table.h"
 #include "common/status.h"
@@ -44,6 +49,7 @@ struct SchedulerOptions {
   Millis server_timeout{10'000};    // a server silent this long (no heartbeat) is dead
   uint32_t moves_per_server = 4;    // partition moves a target server runs at a time
   TransportSecurity security;       // keys (common/transport_security.h); none: plain
+  Limits limits;  // tables, trainers, barriers, waiters, and its socket's queues
 };
 
 class Scheduler {
@@ -104,6 +110,13 @@ class Scheduler {
   void ServeClockWaiters();
   void FormCluster();
   void Reply(const Frame& identity, Frame payload);
+  // Answers a request refused for `limit` (of `value`) and counts it.
+  void RefuseForLimit(const Frame& identity, uint64_t request_id, Limit limit, uint64_t value,
+                      const std::string& what);
+  // Whether one more request may wait for its answer; when not, refuses it (waiters limit).
+  bool AdmitWaiter(const Frame& identity, uint64_t request_id, const std::string& what);
+  // Requests waiting for their answer, over every kind.
+  size_t WaitersQueued() const;
   wire::Registration RegistrationFor(uint32_t member_id) const;
 
   const SchedulerOptions options_;
@@ -127,6 +140,7 @@ class Scheduler {
   std::vector<Waiter> checkpoint_waiters_; // `ember checkpoint` requests, answered at the end
   uint32_t cut_coordinator_ = 0;
   ShardMoves moves_;
+  LimitCounters limits_hit_;
 };
 
 }  // namespace ember::scheduler

@@ -88,6 +88,7 @@ void Scheduler::HandleClusterStatus(const Frame& identity, uint64_t request_id) 
   status.moves_in_flight = static_cast<uint32_t>(moves_.moves_in_flight());
   status.moves_planned = static_cast<uint32_t>(moves_.moves_planned());
   status.moves_done = moves_.moves_done();
+  status.limits_hit = limits_hit_.Hits();
   Reply(identity, wire::EncodeClusterStatusResponse(request_id, status));
 }
 

@@ -16,12 +16,20 @@ uint64_t RandomSenderId() {
   return id;
 }
 
+// The client's ZeroMQ context: its keys, and its sockets queue at most `queue_limit` messages
+// per direction.
+std::shared_ptr<Context> MakeContext(uint32_t queue_limit, const TransportSecurity& security) {
+  auto context = std::make_shared<Context>(1, security);
+  context->set_queue_limit(static_cast<int>(queue_limit));
+  return context;
+}
+
 }  // namespace
 
 Client::Impl::Impl(ClientOptions options)
     : options_(std::move(options)),
       sender_id_(RandomSenderId()),
-      context_(std::make_shared<Context>(1, options_.security)),
+      context_(MakeContext(options_.limits.socket_queue, options_.security)),
       scheduler_(options_.scheduler_endpoint, context_) {}
 
 Client::Impl::~Impl() {
@@ -102,6 +110,12 @@ Client::~Client() = default;
 
 Result<std::unique_ptr<Client>> Client::Connect(ClientOptions options) {
   if (options.scheduler_endpoint.empty()) return InvalidArgument("client: no scheduler endpoint");
+  if (options.max_keys_per_message > options.limits.keys_per_message) {
+    return LimitExceeded(Limit::kKeysPerMessage, options.limits.keys_per_message,
+                         "client: max_keys_per_message " +
+                             std::to_string(options.max_keys_per_message) +
+                             " (the servers refuse larger messages)");
+  }
   auto impl = std::make_unique<Impl>(std::move(options));
   RETURN_IF_ERROR(impl->Register());
   RETURN_IF_ERROR(impl->Start());

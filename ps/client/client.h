@@ -41,6 +41,7 @@
 
 #include "common/transport_security.h"
 #include "common/checkpoint_layout.h"
+#include "common/limits.h"
 #include "common/millis.h"
 #include "common/routing_table.h"
 #include "common/row_format.h"
@@ -63,6 +64,9 @@ struct ClientOptions {
   // A server's share of a batch larger than this goes as several messages, all sent at once, so
   // the server's threads work on them in parallel while earlier replies are on the wire.
   uint32_t max_keys_per_message = 4096;
+  // The job's limits (the `limits:` section): Connect refuses a max_keys_per_message above
+  // limits.keys_per_message, and the client's sockets queue at most limits.socket_queue messages.
+  Limits limits;
   Millis heartbeat_interval{0};  // > 0: tell the scheduler this often that the trainer lives
   TransportSecurity security;    // this process's key and the scheduler's (none: plain)
 };

@@ -47,8 +47,15 @@ Status PushAccumulator::Add(uint64_t clock, uint32_t trainer, const std::string&
                               " arrived after that clock was applied (applied through " +
                               std::to_string(applied_clock_) + ")");
   }
+  if (pieces_ >= max_pushes_) {
+    return LimitExceeded(Limit::kDeferredPushesPerClock, max_pushes_,
+                         "deferred push of trainer " + std::to_string(trainer) + " for clock " +
+                             std::to_string(clock) + ": " + std::to_string(pieces_) +
+                             " pushes are held already");
+  }
   held_[Slot{clock, table, trainer}].push_back(
       Piece{{keys.begin(), keys.end()}, {gradients.begin(), gradients.end()}});
+  ++pieces_;
   return Status::Ok();
 }
 
@@ -69,13 +76,14 @@ Status PushAccumulator::Apply(uint64_t clock, std::span<const uint32_t> trainers
   while (it != held_.end() && std::get<0>(it->first) < clock) {
     spdlog::warn("dropping deferred pushes of clock {} (clock {} is applied first)",
                  std::get<0>(it->first), clock);
+    pieces_ -= it->second.size();
     it = held_.erase(it);
   }
   while (it != held_.end() && std::get<0>(it->first) == clock) {
     const std::string table = std::get<1>(it->first);
     RowSum sum;
     for (; it != held_.end() && std::get<0>(it->first) == clock && std::get<1>(it->first) == table;
-         it = held_.erase(it)) {
+         pieces_ -= it->second.size(), it = held_.erase(it)) {
       if (!std::binary_search(listed.begin(), listed.end(), std::get<2>(it->first))) continue;
       for (const Piece& piece : it->second) {
         const size_t dim = piece.keys.empty() ? 0 : piece.gradients.size() / piece.keys.size();
@@ -98,9 +106,7 @@ uint64_t PushAccumulator::applied_clock() const {
 
 size_t PushAccumulator::pending_pushes() const {
   std::lock_guard lock(mutex_);
-  size_t pieces = 0;
-  for (const auto& [slot, held] : held_) pieces += held.size();
-  return pieces;
+  return pieces_;
 }
 
 bool PushAccumulator::Holds(

@@ -8,6 +8,10 @@
 // are dropped. Applying a clock twice is a no-op, and the second caller returns only after the
 // first has finished, so an acknowledged apply always means "applied".
 //
+// It holds at most `max_pushes` pushes (limits.deferred_pushes_per_clock; in a bsp run the
+// pushes held are those of one clock, and any held for other clocks count with them): a push
+// beyond is refused (ResourceExhausted) and not held.
+//
 // Thread-safety: all methods may be called from any thread; Apply runs under the lock.
 #pragma once
 
@@ -20,6 +24,7 @@
 #include <tuple>
 #include <vector>
 
+#include "common/limits.h"
 #include "common/status.h"
 #include "common/sync_options.h"
 
@@ -27,11 +32,15 @@ namespace ember::ps {
 
 class PushAccumulator {
  public:
+  explicit PushAccumulator(uint32_t max_pushes = Limits{}.deferred_pushes_per_clock)
+      : max_pushes_(max_pushes) {}
+
   // Applies one combined push (unique keys, keys.size() * dim gradient values) to a table.
   using ApplyFn = std::function<Status(const std::string& table, std::span<const uint64_t> keys,
                                        std::span<const float> gradients)>;
 
-  // Holds a copy of a deferred push. FailedPrecondition if `clock` was already applied.
+  // Holds a copy of a deferred push. FailedPrecondition if `clock` was already applied;
+  // ResourceExhausted (LimitExceeded) when max_pushes are held.
   Status Add(uint64_t clock, uint32_t trainer, const std::string& table,
              std::span<const uint64_t> keys, std::span<const float> gradients);
 
@@ -57,9 +66,11 @@ class PushAccumulator {
   };
   using Slot = std::tuple<uint64_t, std::string, uint32_t>;  // clock, table, trainer
 
+  const uint32_t max_pushes_;
   mutable std::mutex mutex_;
   uint64_t applied_clock_ = 0;               // guarded by mutex_
   std::map<Slot, std::vector<Piece>> held_;  // guarded by mutex_
+  size_t pieces_ = 0;                        // pushes in held_; guarded by mutex_
 };
 
 }  // namespace ember::ps

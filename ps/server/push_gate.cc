@@ -24,6 +24,12 @@ Result<PushGate::Verdict> PushGate::Check(std::span<const uint64_t> keys,
       return Unavailable("push " + std::to_string(request_id_) +
                          " is still being applied from an earlier copy");
     }
+    if (claim_->verdict == PushLedger::Verdict::kFull) {
+      refused_by_ = Limit::kPushLedgerSenders;
+      return LimitExceeded(Limit::kPushLedgerSenders, ledger_.max_senders(),
+                           "push " + std::to_string(request_id_) + " from a new sender: every " +
+                               "sender the server remembers for exactly-once pushes is active");
+    }
   }
   outcome_ = Outcome::kPassed;
   if (!push_.deferred) {
@@ -31,7 +37,9 @@ Result<PushGate::Verdict> PushGate::Check(std::span<const uint64_t> keys,
     return Verdict::kApply;
   }
   // Held in memory only, and so is its record.
-  RETURN_IF_ERROR(deferred_.Add(push_.clock, push_.trainer, push_.table, keys, push_.gradients));
+  Status held = deferred_.Add(push_.clock, push_.trainer, push_.table, keys, push_.gradients);
+  if (held.code() == StatusCode::kResourceExhausted) refused_by_ = Limit::kDeferredPushesPerClock;
+  RETURN_IF_ERROR(held);
   return Verdict::kSkip;
 }
 

@@ -1,7 +1,8 @@
 // PushGate: what a push must pass on a server before its table applies it, in this order: the
 // ownership check (are the partitions of all its keys served here? PartitionOwnership), then the
 // ledger's claim (was this push applied before? PushLedger), then, for a deferred (bsp) push,
-// being held for its clock (PushAccumulator) in place of being applied.
+// being held for its clock (PushAccumulator) in place of being applied. A push the ledger has no
+// room for, or the accumulator cannot hold, is refused with the limit's error (refused_by()).
 //
 // ShardService hands it to EmbeddingTable::Push as the push's check, so the table hashes each key
 // to its partition once, for this check and for the rows; when the table logs its pushes, the
@@ -17,6 +18,7 @@
 #include <span>
 #include <vector>
 
+#include "common/limits.h"
 #include "common/status.h"
 #include "common/wire.h"
 #include "embedding/embedding_table.h"
@@ -57,6 +59,8 @@ class PushGate final : public embedding::EmbeddingTable::PushCheck {
   // The partition of each key of a passed push that is applied (not deferred), when kept; empty
   // otherwise.
   std::span<const uint32_t> partitions() const { return partitions_; }
+  // The limit that refused the push (the ledger's senders, the held bsp pushes), if one did.
+  std::optional<Limit> refused_by() const { return refused_by_; }
 
  private:
   const PartitionOwnership& ownership_;
@@ -70,6 +74,7 @@ class PushGate final : public embedding::EmbeddingTable::PushCheck {
   std::optional<PushLedger::Claim> claim_;  // when the push names its sender
   bool logged_ = false;                     // the claim's records went into the rows' batch
   std::vector<uint32_t> partitions_;
+  std::optional<Limit> refused_by_;
 };
 
 }  // namespace ember::ps

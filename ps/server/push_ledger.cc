@@ -117,9 +117,18 @@ Status PushLedger::Load() {
 void PushLedger::ForgetIdleSenders(int64_t now) {
   if (now < next_sweep_) return;
   next_sweep_ = now + kSweepSeconds;
-  const int64_t forget_before = now - options_.forget_idle_sender.count();
+  ForgetSendersSeenBefore(now - options_.forget_idle_sender.count());
+}
+
+bool PushLedger::MakeRoom(int64_t now) {
+  if (senders_.size() < options_.max_senders) return true;
+  ForgetSendersSeenBefore(now - options_.prune_idle_sender.count());
+  return senders_.size() < options_.max_senders;
+}
+
+void PushLedger::ForgetSendersSeenBefore(int64_t before) {
   for (auto it = senders_.begin(); it != senders_.end();) {
-    if (it->second.last_seen >= forget_before || !it->second.in_progress.empty()) {
+    if (it->second.last_seen >= before || !it->second.in_progress.empty()) {
       ++it;
       continue;
     }
@@ -143,6 +152,10 @@ PushLedger::Claim PushLedger::Begin(const wire::PushSender& from, uint64_t reque
   std::unique_lock lock(mutex_);
   const int64_t now = NowSeconds();
   ForgetIdleSenders(now);
+  if (!senders_.count(from.id) && !MakeRoom(now)) {
+    claim.verdict = Verdict::kFull;
+    return claim;
+  }
   {
     Sender& sender = senders_[from.id];
     sender.last_seen = now;

@@ -13,7 +13,14 @@
 //
 // Bounds: a sender's records span only its requests since its oldest one still in flight (the
 // floor moves up with every push), and a sender not heard from for forget_idle_sender (default
-// one hour, far beyond any client's request timeout) is forgotten with its records.
+// one hour, far beyond any client's request timeout) is forgotten with its records. At most
+// max_senders (limits.push_ledger_senders) are known at once: when a new sender comes to a full
+// ledger, the senders idle for longer than prune_idle_sender (limits.push_ledger_idle_seconds)
+// with no push being applied are forgotten to make room; when none is, the new sender is refused
+// (kFull) until one is. A sender that pushes is never forgotten while it stays active, so its
+// pushes keep being applied exactly once; a forgotten sender's later pushes are new to the ledger
+// (a copy of one of its pushes applied before it went quiet would be applied again, which is why
+// the idle time must exceed the clients' request timeout by far).
 //
 // On disk (when the server logs pushes: a data directory with durability ack or sync), the
 // records live in the row store's record family (embedding/rocks_store.h) and are added to the
@@ -43,6 +50,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "common/limits.h"
 #include "common/status.h"
 #include "common/transport.h"
 #include "common/wire.h"
@@ -54,6 +62,9 @@ struct PushLedgerOptions {
   // A sender not heard from for this long is forgotten, with its records. Must exceed the
   // clients' request timeout by far: a copy of a forgotten sender's push is applied again.
   std::chrono::seconds forget_idle_sender{3600};
+  // Senders known at once, and how long one must have been idle to make room for a new one.
+  size_t max_senders = Limits{}.push_ledger_senders;
+  std::chrono::seconds prune_idle_sender{Limits{}.push_ledger_idle_seconds};
   // Seconds since the epoch (persisted with the records); the wall clock when empty. For tests.
   std::function<int64_t()> now_seconds;
 };
@@ -64,6 +75,7 @@ class PushLedger {
     kApply,      // apply the push, then Finish()
     kDuplicate,  // already applied (or answered): answer OK, apply nothing
     kBusy,       // another copy is still being applied after the wait: answer Unavailable
+    kFull,       // a new sender, and max_senders are known and active: refuse the push
   };
   // One push's turn. Pass it back to AppendWrites and Finish.
   struct Claim {
@@ -78,7 +90,7 @@ class PushLedger {
                                                   PushLedgerOptions options = {});
 
   // Decides on push `request_id` of `sender` (sender.id != 0). Waits at most `wait` while another
-  // copy of it is being applied.
+  // copy of it is being applied. kFull changes nothing.
   Claim Begin(const wire::PushSender& sender, uint64_t request_id, Millis wait);
   // Adds the claim's records (and deletions of stale ones) to the batch that logs the push.
   void AppendWrites(const Claim& claim, embedding::RowWrites& batch);
@@ -91,6 +103,7 @@ class PushLedger {
   // Senders known, and records held in memory over all of them (for tests and stats).
   size_t senders() const;
   size_t records() const;
+  size_t max_senders() const { return options_.max_senders; }
 
  private:
   struct Sender {
@@ -107,6 +120,11 @@ class PushLedger {
   int64_t NowSeconds() const;
   // Forgets senders idle for too long (at most once a minute); their disk records join orphans_.
   void ForgetIdleSenders(int64_t now);
+  // Makes room for a new sender in a full ledger: forgets the senders idle for longer than
+  // prune_idle_sender with nothing in progress. Whether there is room now.
+  bool MakeRoom(int64_t now);
+  // Forgets every sender last seen before `before` with nothing in progress.
+  void ForgetSendersSeenBefore(int64_t before);
   // Adds the disk records of `sender` to orphans_.
   void Orphan(uint64_t id, Sender& sender);
 

@@ -19,13 +19,8 @@ namespace {
 
 constexpr Millis kPollInterval{100};
 
-// Moves one multipart message from `from` to `to` without copying the frames.
-void ForwardMessage(Socket& from, Socket& to) {
-  auto frames = ReceiveFrames(from, Millis(0));
-  if (!frames.ok() || frames->empty()) return;
-  Status sent = SendFrames(to, *frames);
-  if (!sent.ok()) spdlog::warn("server: dropping a message: {}", sent.ToString());
-}
+// How often the forwarding loop retries a request no worker had room for.
+constexpr Millis kRetryInterval{1};
 
 // A request goes to the workers as [peer] [identity] [delimiter?] payload: ZeroMQ's metadata
 // does not cross the inproc hop, so the router thread hands the authenticated peer on in a frame
@@ -42,15 +37,15 @@ Peer PeerFromFrame(const Frame& frame) {
   return Peer{static_cast<PeerRole>(bytes[0]), std::string(bytes + 1, frame.size() - 1)};
 }
 
-void ForwardRequest(Socket& frontend, Socket& backend) {
+// The next request from the frontend, as the workers get it: the peer frame, then its frames.
+std::vector<Frame> ReceiveRequest(Socket& frontend) {
   auto message = ReceiveMessage(frontend, Millis(0));
-  if (!message.ok() || message->frames.empty()) return;
+  if (!message.ok() || message->frames.empty()) return {};
   std::vector<Frame> frames;
   frames.reserve(message->frames.size() + 1);
   frames.push_back(PeerFrame(message->peer));
   for (Frame& frame : message->frames) frames.push_back(std::move(frame));
-  Status sent = SendFrames(backend, frames);
-  if (!sent.ok()) spdlog::warn("server: dropping a message: {}", sent.ToString());
+  return frames;
 }
 
 // Files in the data directory.
@@ -79,6 +74,7 @@ uint32_t DefaultWorkerThreads(uint32_t servers_on_machine) {
 Server::Server(ServerOptions options)
     : options_(std::move(options)), context_(1, options_.security) {
   if (options_.worker_threads == 0) options_.worker_threads = DefaultWorkerThreads();
+  context_.set_queue_limit(static_cast<int>(options_.policy.limits.socket_queue));
 }
 
 Server::~Server() { Shutdown(); }
@@ -159,7 +155,8 @@ Status Server::Register() {
     RETURN_IF_ERROR(RecordIdentity(registration->id));
     ASSIGN_OR_RETURN(ShardStorage storage, OpenStorage(registration->tables));
     ASSIGN_OR_RETURN(service_, ShardService::Create(registration->id, registration->tables,
-                                                    registration->routing, storage));
+                                                    registration->routing, storage,
+                                                    options_.policy));
     return Status::Ok();
   }
   return DeadlineExceeded("no registration from scheduler " + options_.scheduler_endpoint +
@@ -226,19 +223,47 @@ Result<ShardStorage> Server::OpenStorage(const std::vector<TableSpec>& tables) {
 
 void Server::Run() {
   if (!started_) return;
-  Poller poller;
-  const size_t frontend = poller.Add(frontend_);
-  const size_t backend = poller.Add(backend_);
+  // Two pollers: while a request waits for a worker's room, only replies are read.
+  Poller both, replies_only;
+  const size_t frontend = both.Add(frontend_);
+  const size_t backend = both.Add(backend_);
+  const size_t backend_alone = replies_only.Add(backend_);
+  std::vector<Frame> waiting;  // a request no worker had room for yet
   while (!stop_requested_.load(std::memory_order_relaxed)) {
-    Status polled = poller.Wait(kPollInterval);
+    const bool holding = !waiting.empty();
+    Status polled = holding ? replies_only.Wait(kRetryInterval) : both.Wait(kPollInterval);
     if (!polled.ok()) {
       spdlog::error("server {}: {}", service_->server_id(), polled.ToString());
       break;
     }
-    if (poller.Readable(frontend)) ForwardRequest(frontend_, backend_);
-    if (poller.Readable(backend)) ForwardMessage(backend_, frontend_);
+    const bool reply_ready = holding ? replies_only.Readable(backend_alone)
+                                     : both.Readable(backend);
+    if (!holding && both.Readable(frontend)) {
+      waiting = ReceiveRequest(frontend_);
+    }
+    // A send refused for a full queue leaves the frames as they were: tried again later.
+    if (!waiting.empty()) {
+      Status sent = SendFrames(backend_, waiting);
+      if (sent.ok()) {
+        waiting.clear();
+      } else if (sent.code() != StatusCode::kResourceExhausted) {
+        spdlog::warn("server {}: dropping a request: {}", service_->server_id(), sent.ToString());
+        waiting.clear();
+      }
+    }
+    if (reply_ready) ForwardReply();
   }
   Shutdown();
+}
+
+void Server::ForwardReply() {
+  auto frames = ReceiveFrames(backend_, Millis(0));
+  if (!frames.ok() || frames->empty()) return;
+  Status sent = SendFrames(frontend_, *frames);
+  if (sent.ok()) return;
+  // The peer does not read its replies (its queue is full), or is gone: its request times out.
+  if (sent.code() == StatusCode::kResourceExhausted) service_->CountLimitHit(Limit::kSocketQueue);
+  spdlog::warn("server {}: dropping a reply: {}", service_->server_id(), sent.ToString());
 }
 
 void Server::WorkerLoop(uint32_t worker, Socket& socket) {
@@ -266,7 +291,12 @@ void Server::WorkerLoop(uint32_t worker, Socket& socket) {
     }
     reply.push_back(std::move(response));
     Status sent = SendFrames(socket, reply);
-    if (!sent.ok()) spdlog::warn("server worker {}: reply dropped: {}", worker, sent.ToString());
+    if (!sent.ok()) {
+      if (sent.code() == StatusCode::kResourceExhausted) {
+        service_->CountLimitHit(Limit::kSocketQueue);
+      }
+      spdlog::warn("server worker {}: reply dropped: {}", worker, sent.ToString());
+    }
   }
 }
 

@@ -4,7 +4,10 @@
 // every expected server has registered, with the server's id, the table specs and the routing
 // table), then serves requests with a pool of worker threads: the ROUTER feeds an in-process
 // DEALER that load-balances whole requests over the workers, each of which decodes, executes and
-// answers its request independently.
+// answers its request independently. Every socket queues at most limits.socket_queue messages per
+// connection and direction: when every worker's queue is full, the forwarding loop stops reading
+// requests until one has room (the peers' queues then fill, and their sends fail), and a reply
+// its peer's queue has no room for is dropped and counted (the peer's request times out).
 //
 // With a data directory, the server keeps its rows in a RocksDB instance there (rows beyond the
 // memory budget, and every acknowledged push when durability is ack or sync) and records its id
@@ -59,6 +62,7 @@ struct ServerOptions {
   Millis heartbeat_interval{200};           // to the scheduler, which answers with move orders
   uint64_t move_bandwidth = 0;              // bytes/s of partition copies this server receives
   TransportSecurity security;               // keys (common/transport_security.h); none: plain
+  ShardPolicy policy;  // limits on what peers send (and the sockets' queues), non-finite policy
 };
 
 // Worker threads for a server that shares the machine's cores with `servers_on_machine - 1`
@@ -97,6 +101,8 @@ class Server {
   Status RecordIdentity(uint32_t server_id);
   // Opens the data directory's row store for `tables` (no-op without a data directory).
   Result<ShardStorage> OpenStorage(const std::vector<TableSpec>& tables);
+  // Moves one reply from a worker to its peer; counts one dropped for a full queue.
+  void ForwardReply();
   // Serves requests arriving on `socket` (connected to the dispatcher) until Shutdown().
   void WorkerLoop(uint32_t worker, Socket& socket);
   // Deletes expired rows every options_.expiry_sweep until Shutdown().

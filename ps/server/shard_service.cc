@@ -3,9 +3,6 @@
 
 #include <spdlog/spdlog.h>
 
-#include <algorithm>
-#include <cmath>
-
 #include "common/catch_exceptions.h"
 #include "common/quote_for_error.h"
 #include "embedding/table_config.h"
@@ -16,12 +13,17 @@ namespace ember::ps {
 Result<std::unique_ptr<ShardService>> ShardService::Create(uint32_t server_id,
                                                            const std::vector<TableSpec>& tables,
                                                            const RoutingTable& routing,
-                                                           const ShardStorage& storage) {
+                                                           const ShardStorage& storage,
+                                                           const ShardPolicy& policy) {
   if (!routing.ready()) return FailedPrecondition("routing table is not ready");
   if (server_id >= routing.servers.size()) {
     return InvalidArgument("server id " + std::to_string(server_id) + " is not in the routing table");
   }
-  std::unique_ptr<ShardService> service(new ShardService(server_id, routing));
+  if (tables.size() > policy.limits.tables_per_server) {
+    return LimitExceeded(Limit::kTablesPerServer, policy.limits.tables_per_server,
+                         "a registration with " + std::to_string(tables.size()) + " tables");
+  }
+  std::unique_ptr<ShardService> service(new ShardService(server_id, routing, policy));
   for (const TableSpec& spec : tables) {
     RETURN_IF_ERROR(embedding::ValidateTableSpec(spec));
     if (service->tables_.count(spec.name)) {
@@ -41,15 +43,23 @@ Result<std::unique_ptr<ShardService>> ShardService::Create(uint32_t server_id,
     ASSIGN_OR_RETURN(auto table,
                      embedding::EmbeddingTable::Create(spec, routing.num_partitions, tier));
     service->tables_.emplace(spec.name, std::move(table));
+    service->non_finite_.try_emplace(spec.name);
   }
   // With durability flush the rows of a push are not written with it, so neither are its records.
+  PushLedgerOptions ledger;
+  ledger.max_senders = policy.limits.push_ledger_senders;
+  ledger.prune_idle_sender = std::chrono::seconds(policy.limits.push_ledger_idle_seconds);
   ASSIGN_OR_RETURN(service->ledger_,
-                   PushLedger::Open(storage.log_pushes ? storage.store : nullptr));
+                   PushLedger::Open(storage.log_pushes ? storage.store : nullptr, ledger));
   return service;
 }
 
-ShardService::ShardService(uint32_t server_id, const RoutingTable& routing)
-    : server_id_(server_id), ownership_(routing, server_id) {}
+ShardService::ShardService(uint32_t server_id, const RoutingTable& routing,
+                           const ShardPolicy& policy)
+    : server_id_(server_id),
+      policy_(policy),
+      ownership_(routing, server_id),
+      deferred_(policy.limits.deferred_pushes_per_clock) {}
 
 Frame ShardService::Handle(Frame request, const Peer& peer) {
   // Known once decoded, for the error an exception escaping the handler becomes.
@@ -115,6 +125,9 @@ Result<embedding::EmbeddingTable*> ShardService::FindTable(const std::string& na
 Frame ShardService::HandlePull(const wire::RequestHeader& header,
                                         const wire::PullRequest& pull) {
   pull_requests_.fetch_add(1, std::memory_order_relaxed);
+  if (Status fits = CheckKeyCount("pull", pull.table, pull.keys.size()); !fits.ok()) {
+    return Error(header.request_id, fits);
+  }
   auto table = FindTable(pull.table);
   if (!table.ok()) return Error(header.request_id, table.status().WithContext("pull"));
   const size_t num_floats = pull.keys.size() * (*table)->spec().dim;
@@ -139,37 +152,54 @@ Frame ShardService::HandlePull(const wire::RequestHeader& header,
   return response;
 }
 
-namespace {
-
-// InvalidArgument naming the table and the first key whose gradient is NaN or infinite.
-Status CheckFinite(const wire::PushRequest& push, uint32_t dim) {
-  const auto bad = std::find_if(push.gradients.begin(), push.gradients.end(),
-                                [](float g) { return !std::isfinite(g); });
-  if (bad == push.gradients.end()) return Status::Ok();
-  const size_t row = dim == 0 ? 0 : static_cast<size_t>(bad - push.gradients.begin()) / dim;
-  const std::string key = row < push.keys.size() ? std::to_string(push.keys[row]) : "?";
-  return InvalidArgument("push to table " + QuoteForError(push.table) + ": the gradient of key " +
-                         key + " is not finite (" + std::to_string(*bad) + "); nothing applied");
+Status ShardService::CheckKeyCount(std::string_view kind, const std::string& table, size_t keys) {
+  if (keys <= policy_.limits.keys_per_message) return Status::Ok();
+  limits_hit_.Count(Limit::kKeysPerMessage);
+  return LimitExceeded(Limit::kKeysPerMessage, policy_.limits.keys_per_message,
+                       std::string(kind) + " of " + std::to_string(keys) + " keys of table " +
+                           QuoteForError(table));
 }
-
-}  // namespace
 
 Frame ShardService::HandlePush(const wire::RequestHeader& header,
                                         const wire::PushRequest& push) {
   push_requests_.fetch_add(1, std::memory_order_relaxed);
+  if (Status fits = CheckKeyCount("push", push.table, push.keys.size()); !fits.ok()) {
+    return Error(header.request_id, fits);
+  }
   auto table = FindTable(push.table);
   if (!table.ok()) return Error(header.request_id, table.status().WithContext("push"));
+  const uint32_t dim = (*table)->spec().dim;
+  // A push of the wrong size is the table's to refuse.
+  const int64_t bad_row = push.gradients.size() == push.keys.size() * dim
+                              ? FirstNonFiniteRow(push.gradients, dim)
+                              : -1;
+  if (bad_row < 0) return ApplyPush(header, push, **table);
   // Before the gate claims the push: a refused push changes no row and no optimizer state.
-  if (Status finite = CheckFinite(push, (*table)->spec().dim); !finite.ok()) {
-    return Error(header.request_id, finite);
+  NonFiniteCounts& counts = non_finite_.find(push.table)->second;
+  if (policy_.non_finite == NonFinitePolicy::kRefuse) {
+    counts.refused.fetch_add(1, std::memory_order_relaxed);
+    return Error(header.request_id, NonFiniteRefusal(push, dim, bad_row));
   }
+  const FiniteRows kept = KeepFiniteRows(push, dim);
+  counts.skipped.fetch_add(kept.skipped, std::memory_order_relaxed);
+  spdlog::debug("server {}: push {} to table {}: {} rows with non-finite gradients skipped",
+                server_id_, header.request_id, push.table, kept.skipped);
+  wire::PushRequest finite = push;
+  finite.keys = kept.keys;
+  finite.gradients = kept.gradients;
+  return ApplyPush(header, finite, **table);
+}
+
+Frame ShardService::ApplyPush(const wire::RequestHeader& header, const wire::PushRequest& push,
+                              embedding::EmbeddingTable& table) {
   std::shared_lock moves(transfer_mutex_);
   // The table hashes the keys to their partitions once, for the rows and for the gate (the
   // ownership check, then the ledger's claim; it holds a deferred push). Copying a partition
   // takes transfer_mutex_ exclusively: copying_ stays as it is until this push is noted.
   PushGate gate(ownership_, *ledger_, deferred_, header.request_id, push,
                 /*keep_partitions=*/copying_.load(std::memory_order_acquire) != 0);
-  Status applied = (*table)->Push(push.keys, push.gradients, gate);
+  Status applied = table.Push(push.keys, push.gradients, gate);
+  if (gate.refused_by()) limits_hit_.Count(*gate.refused_by());
   switch (gate.outcome()) {
     case PushGate::Outcome::kStopped:
       return Error(header.request_id, applied);
@@ -183,7 +213,7 @@ Frame ShardService::HandlePush(const wire::RequestHeader& header,
   }
   gate.Finish(applied);
   if (!applied.ok()) return Error(header.request_id, applied.WithContext("push"));
-  if (!push.deferred) NoteChangedKeys(**table, push.keys, gate.partitions());
+  if (!push.deferred) NoteChangedKeys(table, push.keys, gate.partitions());
   keys_pushed_.fetch_add(push.keys.size(), std::memory_order_relaxed);
   return wire::EncodeStatusResponse(header.request_id, ownership_.epoch(), Status::Ok());
 }
@@ -198,6 +228,9 @@ wire::ServerStats ShardService::Stats() const {
         table->tiered() ? tier.resident_rows : table->rows(),
         table->disk_bytes(), tier.hits, tier.misses, tier.evictions, table->keys_not_admitted(),
         table->updates_dropped(), table->rows_expired()});
+    const NonFiniteCounts& counts = non_finite_.find(name)->second;
+    stats.tables.back().non_finite_refused = counts.refused.load(std::memory_order_relaxed);
+    stats.tables.back().non_finite_skipped = counts.skipped.load(std::memory_order_relaxed);
   }
   stats.pull_requests = pull_requests_.load(std::memory_order_relaxed);
   stats.push_requests = push_requests_.load(std::memory_order_relaxed);
@@ -205,6 +238,7 @@ wire::ServerStats ShardService::Stats() const {
   stats.keys_pushed = keys_pushed_.load(std::memory_order_relaxed);
   stats.errors = errors_.load(std::memory_order_relaxed);
   stats.partitions_owned = ownership_.served_count();
+  stats.limits_hit = limits_hit_.Hits();
   return stats;
 }
 

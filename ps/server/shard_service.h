@@ -11,7 +11,10 @@
 // touches any row. It turns every failure into an error response: an unknown table, a row-width
 // mismatch, a key in a partition this server does not own (FailedPrecondition carrying the
 // server's epoch, so the client refreshes its routing and retries), or an undecodable frame.
-// Nothing a peer sends can make it abort.
+// A request over one of its limits (ShardPolicy::limits: keys per message, held bsp pushes,
+// push-ledger senders) is refused with ResourceExhausted naming the limit, changes nothing and is
+// counted in the stats; a push with a NaN or infinite gradient is refused or has those rows left
+// out (ShardPolicy::non_finite), counted per table. Nothing a peer sends can make it abort.
 //
 // Thread-safety: Handle() may be called from many threads at once; tables lock per partition.
 #pragma once
@@ -27,12 +30,14 @@
 #include <string>
 #include <vector>
 
+#include "common/limits.h"
 #include "common/peer.h"
 #include "common/routing_table.h"
 #include "common/status.h"
 #include "common/table_spec.h"
 #include "common/wire.h"
 #include "embedding/embedding_table.h"
+#include "ps/server/non_finite_gradients.h"
 #include "ps/server/partition_ownership.h"
 #include "ps/server/push_accumulator.h"
 #include "ps/server/push_ledger.h"
@@ -48,15 +53,23 @@ struct ShardStorage {
   bool sync_log = false;    // ... and fsynced
 };
 
+// What a server accepts from its peers (common/limits.h) and does with non-finite gradients.
+struct ShardPolicy {
+  Limits limits;
+  NonFinitePolicy non_finite = NonFinitePolicy::kRefuse;
+};
+
 class ShardService {
  public:
-  // Validates every spec; InvalidArgument names the bad table. With storage.store, every table
-  // gets a column family there, and with storage.log_pushes the records of applied pushes are
-  // read back from it (errors of either are returned).
+  // Validates every spec; InvalidArgument names the bad table, ResourceExhausted more tables than
+  // policy.limits.tables_per_server. With storage.store, every table gets a column family there,
+  // and with storage.log_pushes the records of applied pushes are read back from it (errors of
+  // either are returned).
   static Result<std::unique_ptr<ShardService>> Create(uint32_t server_id,
                                                       const std::vector<TableSpec>& tables,
                                                       const RoutingTable& routing,
-                                                      const ShardStorage& storage = {});
+                                                      const ShardStorage& storage = {},
+                                                      const ShardPolicy& policy = {});
 
   // Decodes one request frame from `peer` and returns the response frame. Never fails: errors are
   // encoded into the response (request id 0 when the frame could not be decoded).
@@ -90,13 +103,26 @@ class ShardService {
 
   // Pushes answered without being applied because they were copies of applied ones.
   uint64_t duplicate_pushes() const { return duplicate_pushes_.load(std::memory_order_relaxed); }
+  // Counts something refused or dropped for `limit` outside the handlers (the server's sockets).
+  void CountLimitHit(Limit limit) { limits_hit_.Count(limit); }
 
  private:
-  ShardService(uint32_t server_id, const RoutingTable& routing);
+  // A table's counts of pushes with non-finite gradients.
+  struct NonFiniteCounts {
+    std::atomic<uint64_t> refused{0};  // pushes refused
+    std::atomic<uint64_t> skipped{0};  // rows left out
+  };
+
+  ShardService(uint32_t server_id, const RoutingTable& routing, const ShardPolicy& policy);
 
   Frame HandleDecoded(const wire::DecodedRequest& request, const Peer& peer);
   Frame HandlePull(const wire::RequestHeader& header, const wire::PullRequest& pull);
   Frame HandlePush(const wire::RequestHeader& header, const wire::PushRequest& push);
+  // Passes `push` (its rows checked for finite gradients) through the gate to its table.
+  Frame ApplyPush(const wire::RequestHeader& header, const wire::PushRequest& push,
+                  embedding::EmbeddingTable& table);
+  // ResourceExhausted, counted, when a pull or push carries more than limits.keys_per_message.
+  Status CheckKeyCount(std::string_view kind, const std::string& table, size_t keys);
   // In shard_service_clock.cc.
   Frame HandleApplyClock(const wire::RequestHeader& header,
                                   const wire::ApplyClockRequest& apply);
@@ -124,6 +150,7 @@ class ShardService {
   Result<embedding::EmbeddingTable*> FindTable(const std::string& name);
 
   const uint32_t server_id_;
+  const ShardPolicy policy_;
   PartitionOwnership ownership_;
   std::map<std::string, std::unique_ptr<embedding::EmbeddingTable>, std::less<>> tables_;
 
@@ -149,6 +176,8 @@ class ShardService {
   std::atomic<uint64_t> keys_pushed_{0};
   std::atomic<uint64_t> errors_{0};
   std::atomic<uint64_t> duplicate_pushes_{0};
+  LimitCounters limits_hit_;
+  std::map<std::string, NonFiniteCounts, std::less<>> non_finite_;  // a key per table
 };
 
 }  // namespace ember::ps

@@ -321,7 +321,8 @@ TEST(WireTest, EveryResponseKindRoundTrips) {
   ServerStats stats;
   stats.server_id = 4;
   stats.tables.push_back(TableStats{"a", 1, 2, 3, 4, 5, 6, 7, 8, 9, 10});
-  stats.tables.push_back(TableStats{"bb", 11, 12, 13, 14, 15, 16, 17, 18, 19, 20});
+  stats.tables.push_back(TableStats{"bb", 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 28, 29});
+  stats.limits_hit = {{"keys_per_message", 30}, {"socket_queue", 31}};
   stats.pull_requests = 21;
   stats.push_requests = 22;
   stats.keys_pulled = 23;
@@ -342,6 +343,11 @@ TEST(WireTest, EveryResponseKindRoundTrips) {
   EXPECT_EQ(std::vector<uint64_t>({t.rows, t.bytes, t.resident_rows, t.disk_bytes, t.hits, t.misses,
                                    t.evictions, t.not_admitted, t.updates_dropped, t.expired}),
             std::vector<uint64_t>({11, 12, 13, 14, 15, 16, 17, 18, 19, 20}));
+  EXPECT_EQ(t.non_finite_refused, 28u);
+  EXPECT_EQ(t.non_finite_skipped, 29u);
+  ASSERT_EQ(got_stats.limits_hit.size(), 2u);
+  EXPECT_EQ(got_stats.limits_hit[1].limit, "socket_queue");
+  EXPECT_EQ(got_stats.limits_hit[1].count, 31u);
 
   ClockGrant grant{7, {0, 1}, 6, CutInfo{9, "/cut", 3, true}};
   const auto got_grant =
@@ -369,7 +375,8 @@ TEST(WireTest, EveryResponseKindRoundTrips) {
   EXPECT_TRUE(got_orders.exit);
 
   ClusterStatus status{
-      routing, {{0, "tcp://a:1", "live", 4}, {1, "tcp://b:2", "draining", 4}}, 1, 2, 3};
+      routing, {{0, "tcp://a:1", "live", 4}, {1, "tcp://b:2", "draining", 4}}, 1, 2, 3,
+      {{"waiters", 12}}};
   const auto got_status =
       DecodedResponseBody<ClusterStatus>(EncodeClusterStatusResponse(11, status), 11, 6);
   ASSERT_EQ(got_status.servers.size(), 2u);
@@ -379,6 +386,8 @@ TEST(WireTest, EveryResponseKindRoundTrips) {
   EXPECT_EQ(got_status.moves_in_flight, 1u);
   EXPECT_EQ(got_status.moves_planned, 2u);
   EXPECT_EQ(got_status.moves_done, 3u);
+  ASSERT_EQ(got_status.limits_hit.size(), 1u);
+  EXPECT_EQ(HitsOf(got_status.limits_hit, Limit::kWaiters), 12u);
 }
 
 // Partition data is built in place like pulls and pushes: every byte comes from `fill`, and a

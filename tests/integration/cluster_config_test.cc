@@ -1,5 +1,5 @@
 // The job config loader with overrides: an override changes what every role loads, and a bad one
-// is reported naming it.
+// is reported naming it; the `limits:` section and cluster.non_finite_gradients among them.
 #include "local/cluster_config.h"
 
 #include <gtest/gtest.h>
@@ -78,6 +78,46 @@ TEST(ClusterConfigTest, AnOverrideTheTreeCannotTakeIsRejected) {
   ASSERT_FALSE(config.ok());
   EXPECT_NE(config.status().message().find("override train.steps.fast=1"), std::string_view::npos)
       << config.status().ToString();
+}
+
+TEST(LimitsConfigTest, DefaultsWithoutALimitsSection) {
+  auto config = LoadWith({});
+  ASSERT_TRUE(config.ok()) << config.status().ToString();
+  EXPECT_EQ(config->limits.keys_per_message, Limits{}.keys_per_message);
+  EXPECT_EQ(config->limits.socket_queue, Limits{}.socket_queue);
+  EXPECT_EQ(config->cluster.non_finite_gradients, "refuse");
+}
+
+TEST(LimitsConfigTest, OverridesSetLimitsAndThePolicy) {
+  auto config = LoadWith({"limits.keys_per_message=512", "limits.waiters=7",
+                          "limits.push_ledger_idle_seconds=90", "limits.socket_queue=50",
+                          "cluster.non_finite_gradients=skip"});
+  ASSERT_TRUE(config.ok()) << config.status().ToString();
+  EXPECT_EQ(config->limits.keys_per_message, 512u);
+  EXPECT_EQ(config->limits.waiters, 7u);
+  EXPECT_EQ(config->limits.push_ledger_idle_seconds, 90u);
+  EXPECT_EQ(config->limits.socket_queue, 50u);
+  EXPECT_EQ(config->limits.trainers, Limits{}.trainers);
+  EXPECT_EQ(config->cluster.non_finite_gradients, "skip");
+}
+
+TEST(LimitsConfigTest, BadLimitsAreNamed) {
+  struct Case {
+    std::string override_text;
+    std::string expected;
+  } cases[] = {
+      {"limits.keys_per_mesage=5", "keys_per_mesage"},
+      {"limits.waiters=0", "limits.waiters: must be at least 1"},
+      {"limits.trainers=-3", "limits.trainers"},
+      {"cluster.non_finite_gradients=ignore", "cluster.non_finite_gradients"},
+  };
+  for (const Case& c : cases) {
+    auto config = LoadWith({c.override_text});
+    ASSERT_FALSE(config.ok()) << c.override_text;
+    EXPECT_EQ(config.status().code(), StatusCode::kInvalidArgument) << c.override_text;
+    EXPECT_NE(config.status().message().find(c.expected), std::string::npos)
+        << c.override_text << ": " << config.status().ToString();
+  }
 }
 
 }  // namespace

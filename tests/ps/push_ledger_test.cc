@@ -98,6 +98,34 @@ TEST(PushLedgerTest, SendersIdleForLongAreForgotten) {
   EXPECT_EQ(ApplyOnce(*ledger, 1, 1, 2), Verdict::kDuplicate);
 }
 
+TEST(PushLedgerTest, AFullLedgerForgetsQuietSendersForANewOneAndRefusesItWhenAllAreActive) {
+  int64_t now = 1'000'000;
+  PushLedgerOptions options;
+  options.max_senders = 2;
+  options.prune_idle_sender = std::chrono::seconds(10);
+  options.now_seconds = [&now] { return now; };
+  auto ledger = MemoryLedger(options);
+  EXPECT_EQ(ApplyOnce(*ledger, 1, 1, 1), Verdict::kApply);
+  now += 5;
+  EXPECT_EQ(ApplyOnce(*ledger, 1, 1, 2), Verdict::kApply);
+  now += 7;  // sender 1 quiet for 12 s: forgotten to make room for sender 3
+  EXPECT_EQ(ApplyOnce(*ledger, 1, 1, 3), Verdict::kApply);
+  EXPECT_EQ(ledger->senders(), 2u);
+  now += 1;  // senders 2 and 3 quiet for 8 s and 1 s: no room for sender 4
+  EXPECT_EQ(ApplyOnce(*ledger, 1, 1, 4), Verdict::kFull);
+  EXPECT_EQ(ledger->senders(), 2u);
+  // The active senders keep their records: a copy of an applied push is still a duplicate.
+  EXPECT_EQ(ApplyOnce(*ledger, 1, 1, 2), Verdict::kDuplicate);
+  EXPECT_EQ(ApplyOnce(*ledger, 1, 1, 3), Verdict::kDuplicate);
+  // A sender being applied is not forgotten however long it is quiet.
+  const PushLedger::Claim slow = ledger->Begin({2, 1}, 2, kNoWait);
+  ASSERT_EQ(slow.verdict, Verdict::kApply);
+  now += 100;
+  EXPECT_EQ(ApplyOnce(*ledger, 1, 1, 4), Verdict::kApply);  // sender 3 made room
+  EXPECT_EQ(ApplyOnce(*ledger, 1, 1, 5), Verdict::kFull);
+  ledger->Finish(slow, true, false);
+}
+
 // Runs one push through the ledger as the server does with a data directory: its records go
 // into the batch that would carry its rows, which is then written.
 Verdict ApplyLogged(PushLedger& ledger, embedding::RocksStore& store, uint64_t request_id,
