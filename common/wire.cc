@@ -36,9 +36,9 @@ Result<kj::ArrayPtr<const ::capnp::word>> FrameWords(FrameStorage& storage) {
   }
   const void* data = storage.frame.data();
   if (reinterpret_cast<uintptr_t>(data) % alignof(::capnp::word) != 0) {
-    storage.aligned.resize(size / sizeof(::capnp::word));
-    std::memcpy(storage.aligned.data(), data, size);
-    data = storage.aligned.data();
+    storage.aligned = kj::heapArray<::capnp::word>(size / sizeof(::capnp::word));
+    std::memcpy(storage.aligned.begin(), data, size);
+    data = storage.aligned.begin();
   }
   return kj::ArrayPtr<const ::capnp::word>(static_cast<const ::capnp::word*>(data),
                                            size / sizeof(::capnp::word));
