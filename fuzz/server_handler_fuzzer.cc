@@ -4,8 +4,8 @@
 // An input is a conversation: records (fuzz/fuzz_support.h), each a byte choosing the Peer and
 // then one request frame, handled in order by a fresh shard, so that sequences (push then pull,
 // copy then hand-over then release, write then restore) are reached. Every reply must decode.
-// A checkpoint request's directory is replaced by one in the scratch folder: the fuzzer writes
-// nowhere else. Corpus: fuzz/corpus/server_handler/.
+// A checkpoint request naming an absolute directory gets one in the scratch folder instead (others
+// are refused as they are): the fuzzer writes nowhere else. Corpus: fuzz/corpus/server_handler/.
 #include <cstddef>
 #include <cstdint>
 
@@ -19,11 +19,13 @@ namespace {
 
 constexpr std::string_view kCheckpointFolder = "checkpoint";
 
-// `frame`, or, for a checkpoint request, the same request on the scratch checkpoint folder.
+// `frame`, or, for a checkpoint request on an absolute directory, the same request on the scratch
+// checkpoint folder.
 Frame Sandboxed(std::string_view frame, bool* used_checkpoint_folder) {
   auto decoded = wire::DecodeRequest(Frame(frame.data(), frame.size()));
   if (decoded.ok()) {
-    if (auto* checkpoint = std::get_if<wire::CheckpointRequest>(&decoded->body)) {
+    auto* checkpoint = std::get_if<wire::CheckpointRequest>(&decoded->body);
+    if (checkpoint != nullptr && checkpoint->dir.starts_with('/')) {
       *used_checkpoint_folder = true;
       wire::CheckpointRequest sandboxed = *checkpoint;
       sandboxed.dir = ScratchDir() + "/" + std::string(kCheckpointFolder);
