@@ -22,7 +22,8 @@
 # copy it grows), findings/ (inputs that failed), log.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-BUILD_DIR="${EMBER_FUZZ_BUILD_DIR:-$ROOT/build-fuzz}"
+BUILD_DIR="$(mkdir -p "${EMBER_FUZZ_BUILD_DIR:-$ROOT/build-fuzz}" &&
+             cd "${EMBER_FUZZ_BUILD_DIR:-$ROOT/build-fuzz}" && pwd)"
 CXX_COMPILER="${EMBER_FUZZ_CXX:-clang++-16}"
 JOBS="${EMBER_JOBS:-2}"
 
@@ -91,7 +92,11 @@ if [[ -z ${TMPDIR:-} && -d /dev/shm && -w /dev/shm ]]; then export TMPDIR=/dev/s
 symbolizer="$(command -v llvm-symbolizer-16 || command -v llvm-symbolizer || true)"
 if [[ -n $symbolizer ]]; then export ASAN_SYMBOLIZER_PATH="${ASAN_SYMBOLIZER_PATH:-$symbolizer}"; fi
 export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}"
-if [[ -n $runs ]]; then limit=(-runs="$runs"); else limit=(-max_total_time="$seconds"); fi
+if [[ -n $runs ]]; then
+  limit=(-runs="$runs") budget="$runs inputs"
+else
+  limit=(-max_total_time="$seconds") budget="$seconds s"
+fi
 
 # stat NAME LOG: the value of libFuzzer's final "stat::NAME:" line (0 when missing).
 stat() { sed -n "s/^stat::$1: *//p" "$2" | tail -1 | grep . || echo 0; }
@@ -104,11 +109,12 @@ for target in "${targets[@]}"; do
   mkdir -p "$work/corpus" "$work/findings"
   if [[ -d "$ROOT/fuzz/corpus/$target" ]]; then cp -r "$ROOT/fuzz/corpus/$target/." "$work/corpus/"; fi
   seeds=$(find "$work/corpus" -type f | wc -l)
-  echo "fuzz: $target (${runs:+$runs inputs}${runs:-$seconds s}, $seeds seeds)"
+  echo "fuzz: $target ($budget, $seeds seeds)"
   status=0
-  "$BUILD_DIR/fuzz/${target}_fuzzer" "${limit[@]}" -timeout="$timeout" -rss_limit_mb="$rss_mb" \
-    -print_final_stats=1 -artifact_prefix="$work/findings/" "$work/corpus" >"$work/log" 2>&1 ||
-    status=$?
+  # In its work folder, so that anything a target writes by a relative path lands there.
+  (cd "$work" && "$BUILD_DIR/fuzz/${target}_fuzzer" "${limit[@]}" -timeout="$timeout" \
+     -rss_limit_mb="$rss_mb" -print_final_stats=1 -artifact_prefix="$work/findings/" \
+     "$work/corpus" >"$work/log" 2>&1) || status=$?
   execs=$(stat number_of_executed_units "$work/log")
   per_second=$(stat average_exec_per_sec "$work/log")
   new_units=$(stat new_units_added "$work/log")
