@@ -68,6 +68,7 @@ bool PayloadReader::GetString(std::string& text) {
 
 bool PayloadReader::Copy(void* out, size_t size) {
   if (!ok_ || size > remaining()) return ok_ = false;
+  if (size == 0) return true;  // `out` may be null then (an empty array), which memcpy forbids
   std::memcpy(out, bytes_.data() + offset_, size);
   offset_ += size;
   return true;

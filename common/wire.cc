@@ -15,9 +15,13 @@
 namespace ember::wire {
 namespace {
 
-::capnp::ReaderOptions DecodeOptions() {
+// The decoders read every object of a message once, so a message of `words` words traverses about
+// that many. The limit is twice that (and a little more for tiny frames): a frame cannot make the
+// decoder walk more than it sent, e.g. a list of millions of empty structs that Cap'n Proto
+// encodes in a few bytes but counts as one word each.
+::capnp::ReaderOptions DecodeOptions(size_t words) {
   ::capnp::ReaderOptions options;
-  options.traversalLimitInWords = kMaxFrameBytes / sizeof(::capnp::word);
+  options.traversalLimitInWords = 2 * words + 1024;
   options.nestingLimit = 16;
   return options;
 }
@@ -36,9 +40,9 @@ Result<kj::ArrayPtr<const ::capnp::word>> FrameWords(FrameStorage& storage) {
   }
   const void* data = storage.frame.data();
   if (reinterpret_cast<uintptr_t>(data) % alignof(::capnp::word) != 0) {
-    storage.aligned.resize(size / sizeof(::capnp::word));
-    std::memcpy(storage.aligned.data(), data, size);
-    data = storage.aligned.data();
+    storage.aligned = kj::heapArray<::capnp::word>(size / sizeof(::capnp::word));
+    std::memcpy(storage.aligned.begin(), data, size);
+    data = storage.aligned.begin();
   }
   return kj::ArrayPtr<const ::capnp::word>(static_cast<const ::capnp::word*>(data),
                                            size / sizeof(::capnp::word));
@@ -75,7 +79,7 @@ Result<Decoded> Decode(Frame frame, std::string_view what, Read&& read) {
   auto storage = std::make_shared<FrameStorage>(std::move(frame));
   ASSIGN_OR_RETURN(auto words, FrameWords(*storage));
   try {
-    ::capnp::FlatArrayMessageReader reader(words, DecodeOptions());
+    ::capnp::FlatArrayMessageReader reader(words, DecodeOptions(words.size()));
     Decoded decoded;
     RETURN_IF_ERROR(read(reader.getRoot<Root>(), *storage, decoded));
     decoded.storage = std::move(storage);

@@ -33,7 +33,8 @@ namespace ember::wire {
 struct FrameStorage {
   explicit FrameStorage(Frame f) : frame(std::move(f)) {}
   Frame frame;
-  std::vector<::capnp::word> aligned;
+  // kj::Array, not std::vector: with clang, Cap'n Proto's words cannot be copied or moved.
+  kj::Array<::capnp::word> aligned;
   std::vector<float> widened;  // fp16 values of the frame converted to float32
 };
 

@@ -67,6 +67,11 @@ class Scheduler {
 
   const std::string& endpoint() const { return endpoint_; }
 
+  // Handles one message from `peer` as the loop received it: the sender's identity frame, then
+  // the request frame. Answers go out on the bound socket (Start). Run() calls it for every
+  // message; tests and fuzzers call it directly, on the thread that would run the loop.
+  void HandleMessage(std::vector<Frame> frames, const Peer& peer);
+
  private:
   // A request whose answer waits for something (all servers, a barrier).
   struct Waiter {
@@ -76,7 +81,6 @@ class Scheduler {
     uint64_t clock = 0;      // clock waiters: the clock the trainer completed
   };
 
-  void HandleMessage(std::vector<Frame> frames, const Peer& peer);
   // Runs the handler of one decoded request; HandleMessage answers an exception escaping it.
   void Dispatch(Frame identity, const wire::DecodedRequest& request, const Peer& peer);
   // In scheduler_senders.cc: PermissionDenied when an authenticated `peer` speaks for a server

@@ -13,6 +13,8 @@ PACKAGES=(
   librocksdb-dev libgtest-dev zlib1g-dev
   libopenblas-dev libyaml-cpp-dev libspdlog-dev
   libcli11-dev nlohmann-json3-dev
+  # The fuzz targets (scripts/fuzz.sh): clang with libFuzzer and the sanitizer runtimes.
+  clang-16 libfuzzer-16-dev libclang-rt-16-dev
 )
 
 missing=()

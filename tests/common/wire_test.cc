@@ -1,4 +1,5 @@
 // Wire codec round trips and rejection of malformed frames.
+#include <capnp/any.h>
 #include <capnp/message.h>
 #include <capnp/serialize.h>
 #include <gtest/gtest.h>
@@ -538,6 +539,21 @@ TEST(WireTest, ResponsesWithUnknownNumbersOrBadTablesAreRejected) {
   for (const auto& bad : cases) {
     ExpectRejected(DecodeResponse(Handmade<schema::Response>(bad.fill)), bad.why);
   }
+}
+
+// A list of empty structs costs Cap'n Proto a few bytes whatever its length; the decoder may only
+// walk about as much as the frame holds, so millions of them are refused before any is read.
+TEST(WireTest, ResponseListingMillionsOfEmptyStructsIsRefusedCheaply) {
+  const Frame frame = Handmade<schema::Response>([](schema::Response::Builder r) {
+    ::capnp::AnyStruct::Builder stats(r.initStats());
+    stats.getPointerSection()[0].initAsListOfAnyStruct(0, 0, 5'000'000);  // `tables`
+  });
+  ASSERT_LT(frame.size(), 128u);
+  auto decoded = DecodeResponse(Frame(frame.data(), frame.size()));
+  ASSERT_FALSE(decoded.ok());
+  EXPECT_EQ(decoded.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(decoded.status().message().find("traversal limit"), std::string::npos)
+      << decoded.status().message();
 }
 
 }  // namespace

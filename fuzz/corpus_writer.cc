@@ -1,0 +1,395 @@
+// Writes the seed corpora of the fuzz targets (fuzz/corpus/<target>/) with ember's own encoders
+// and writers, so that every seed is a valid input of today's formats, plus a few edge cases.
+// scripts/fuzz.sh --write-corpus runs it:
+//   ember_fuzz_corpus OUT_DIR SOURCE_DIR
+// writes OUT_DIR/<target>/<seed> (replacing files of the same name) and takes the example job
+// configs from SOURCE_DIR/configs.
+#include <cstdint>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/check.h"
+#include "common/checkpoint_layout.h"
+#include "common/file_io.h"
+#include "common/wire.h"
+#include "embedding/partition_file.h"
+#include "fuzz/fuzz_model.h"
+#include "fuzz/fuzz_support.h"
+#include "trainer/dense_weights.h"
+#include "trainer/trainer_checkpoint.h"
+
+namespace ember::fuzz {
+namespace {
+
+namespace fs = std::filesystem;
+using wire::RequestHeader;
+
+std::string Bytes(const Frame& frame) { return std::string(frame.view()); }
+
+class CorpusWriter {
+ public:
+  explicit CorpusWriter(fs::path root) : root_(std::move(root)) {}
+
+  void Write(const std::string& target, const std::string& name, std::string_view bytes) {
+    const fs::path dir = root_ / target;
+    fs::create_directories(dir);
+    std::ofstream out(dir / name, std::ios::binary | std::ios::trunc);
+    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+    EMBER_CHECK(out.good(), "cannot write", (dir / name).string());
+    ++written_;
+  }
+  // A seed that starts with a mode byte.
+  void Write(const std::string& target, const std::string& name, uint8_t mode,
+             std::string_view bytes) {
+    Write(target, name, std::string(1, static_cast<char>(mode)) + std::string(bytes));
+  }
+  int written() const { return written_; }
+
+ private:
+  fs::path root_;
+  int written_ = 0;
+};
+
+// ---- Wire messages ----
+
+// Keys of the first table: some owned by server 0 of FuzzRouting, some not.
+const std::vector<uint64_t> kKeys = {1, 2, 3, 42, 1000, 123456789};
+
+std::vector<float> Gradients(size_t keys, uint32_t dim) {
+  std::vector<float> grads(keys * dim);
+  for (size_t i = 0; i < grads.size(); ++i) grads[i] = 0.01f * static_cast<float>(i % 7) - 0.03f;
+  return grads;
+}
+
+// One frame of every request kind, by name.
+std::vector<std::pair<std::string, Frame>> Requests() {
+  const RequestHeader h{7, 1};
+  const auto tables = FuzzTables();
+  const uint32_t dim = tables[0].dim;
+  const auto grads = Gradients(kKeys.size(), dim);
+  std::vector<std::pair<std::string, Frame>> requests;
+  auto add = [&](std::string name, Frame frame) {
+    requests.emplace_back(std::move(name), std::move(frame));
+  };
+  add("ping", wire::EncodePing(h));
+  add("stats", wire::EncodeStatsRequest(h));
+  add("pull", wire::EncodePull(h, tables[0].name, kKeys));
+  add("pull-f16", wire::EncodePullSubset(h, tables[1].name, kKeys, {}, RowFormat::kF16));
+  add("pull-empty", wire::EncodePull(h, tables[2].name, {}));
+  add("push", wire::EncodePushSubset(h, tables[0].name, kKeys, grads, dim, {}, 3,
+                                     RowFormat::kF32, 0, false, {5, 1}));
+  const std::vector<uint32_t> positions = {0, 2};
+  add("push-f16-subset", wire::EncodePushSubset(h, tables[0].name, kKeys, grads, dim, positions, 4,
+                                                RowFormat::kF16, 1, false, {}));
+  add("push-deferred", wire::EncodePushSubset(h, tables[2].name, {kKeys.data(), 2},
+                                              Gradients(2, tables[2].dim), tables[2].dim, {}, 1,
+                                              RowFormat::kF32, 1, true, {}));
+  add("register-server", wire::EncodeRegisterServer(h, "tcp://127.0.0.1:5000"));
+  add("register-server-join", wire::EncodeRegisterServer(h, "tcp://127.0.0.1:5002", true));
+  add("register-trainer", wire::EncodeRegisterTrainer(h, "trainer-a"));
+  add("get-routing", wire::EncodeGetRouting(h));
+  add("barrier", wire::EncodeBarrier(h, "start", 2));
+  add("apply-clock", wire::EncodeApplyClock(h, {.clock = 1, .trainers = {0, 1}}));
+  add("trainer-clock", wire::EncodeTrainerClock(h, {.trainer = 0, .clock = 1}));
+  add("trainer-leave", wire::EncodeTrainerClock(h, {.trainer = 1, .clock = 2, .leave = true}));
+  add("heartbeat", wire::EncodeHeartbeat(h, 0));
+  add("drain", wire::EncodeDrain(h, 1));
+  add("cluster-status", wire::EncodeClusterStatusRequest(h));
+  add("server-heartbeat", wire::EncodeServerHeartbeat(h, 0));
+  add("move-commit", wire::EncodeMoveDecision(h, {.move = {3, 0, 1}, .commit = true}));
+  add("move-abort", wire::EncodeMoveDecision(h, {.move = {3, 0, 1}, .reason = "target gone"}));
+  for (auto phase : {wire::TransferPhase::kCopy, wire::TransferPhase::kHandover,
+                     wire::TransferPhase::kRelease, wire::TransferPhase::kResume}) {
+    add("transfer-" + std::to_string(static_cast<int>(phase)),
+        wire::EncodePartitionTransfer(h, {.partition = 0, .phase = phase}));
+  }
+  add("checkpoint-write", wire::EncodeCheckpoint(h, {"/tmp/ckpt", CheckpointAction::kWrite}));
+  add("checkpoint-verify", wire::EncodeCheckpoint(h, {"/tmp/ckpt", CheckpointAction::kVerify}));
+  add("checkpoint-restore", wire::EncodeCheckpoint(h, {"/tmp/ckpt", CheckpointAction::kRestore}));
+  add("checkpoint-cut", wire::EncodeCheckpointCut(h, {.trainer = 0, .clock = 2}));
+  add("checkpoint-cut-done", wire::EncodeCheckpointCut(h, {.trainer = 0, .clock = 2, .done = true,
+                                                            .error = "disk full"}));
+  add("checkpoint-now", wire::EncodeCheckpointNow(h, "/tmp/ckpt"));
+  return requests;
+}
+
+void WriteWireRequests(CorpusWriter& out) {
+  for (auto& [name, frame] : Requests()) out.Write("wire_request", name, Bytes(frame));
+  const std::string pull = Bytes(wire::EncodePull({1, 1}, "user", kKeys));
+  out.Write("wire_request", "edge-truncated-pull", pull.substr(0, pull.size() / 2 / 8 * 8));
+  out.Write("wire_request", "edge-odd-size", pull.substr(0, pull.size() - 3));
+  out.Write("wire_request", "edge-zero-words", std::string(16, '\0'));
+  // A segment table claiming more segments and words than the frame holds.
+  out.Write("wire_request", "edge-segment-table", std::string("\xff\xff\x00\x00\xff\xff\xff\x7f"
+                                                              "\x00\x00\x00\x00\x00\x00\x00\x00",
+                                                              16));
+}
+
+ServerStats Stats() {
+  ServerStats stats;
+  stats.server_id = 1;
+  stats.partitions_owned = 8;
+  stats.pull_requests = 10;
+  stats.tables.push_back(TableStats{"user"});
+  stats.tables.back().rows = 5;
+  return stats;
+}
+
+void WriteWireResponses(CorpusWriter& out) {
+  const RoutingTable routing = FuzzRouting();
+  const std::vector<float> rows = Gradients(3, 4);
+  auto fill_rows = [&](std::span<float> dst) {
+    std::copy(rows.begin(), rows.end(), dst.begin());
+    return Status::Ok();
+  };
+  const std::string target = "wire_response";
+  out.Write(target, "ok", Bytes(wire::EncodeStatusResponse(1, 1, Status::Ok())));
+  out.Write(target, "error", Bytes(wire::EncodeStatusResponse(
+                                 2, 1, FailedPrecondition("partition 3 is not served here"))));
+  out.Write(target, "pull",
+            Bytes(wire::EncodePullResponse(3, 1, rows.size(), fill_rows, RowFormat::kF32)));
+  out.Write(target, "pull-f16",
+            Bytes(wire::EncodePullResponse(3, 1, rows.size(), fill_rows, RowFormat::kF16)));
+  out.Write(target, "stats", Bytes(wire::EncodeStatsResponse(4, 1, Stats())));
+  out.Write(target, "registration",
+            Bytes(wire::EncodeRegistrationResponse(5, {0, FuzzTables(), routing, 3})));
+  out.Write(target, "routing", Bytes(wire::EncodeRoutingResponse(6, routing)));
+  ClockGrant grant{.clock = 4, .trainers = {0, 1}, .min_clock = 3,
+                   .cut = {.clock = 6, .dir = "/tmp/ckpt/step-6", .keep = 2}};
+  out.Write(target, "clock-grant", Bytes(wire::EncodeClockGrantResponse(7, 1, grant)));
+  out.Write(target, "cut-info", Bytes(wire::EncodeCutInfoResponse(
+                                    8, 1, {.clock = 6, .dir = "/tmp/ckpt", .coordinate = true})));
+  out.Write(target, "server-orders", Bytes(wire::EncodeServerOrdersResponse(
+                                         9, {routing, {{3, 0, 1}, {4, 0, 1}}, false})));
+  ClusterStatus status{routing, {{0, "tcp://127.0.0.1:1", "live", 8}, {1, "tcp://127.0.0.1:2",
+                                                                        "draining", 8}},
+                       1, 2, 3};
+  out.Write(target, "cluster-status", Bytes(wire::EncodeClusterStatusResponse(10, status)));
+  const std::string data = "partition rows";
+  out.Write(target, "partition-data",
+            Bytes(wire::EncodePartitionDataResponse(11, 1, data.size(), [&](std::span<uint8_t> d) {
+              std::copy(data.begin(), data.end(), d.begin());
+            })));
+}
+
+// ---- Conversations with the handlers ----
+
+std::string Record(PeerRole role, const Frame& frame) {
+  return std::string(1, static_cast<char>(ByteForRole(role))) + Bytes(frame);
+}
+
+std::string Record(PeerRole role, uint8_t sender, const Frame& frame) {
+  return std::string(1, static_cast<char>(ByteForRole(role))) +
+         std::string(1, static_cast<char>(sender)) + Bytes(frame);
+}
+
+void WriteServerConversations(CorpusWriter& out) {
+  const std::string target = "server_handler";
+  const auto tables = FuzzTables();
+  const RequestHeader h{1, 1};
+  const auto grads = Gradients(kKeys.size(), tables[0].dim);
+  const Frame push = wire::EncodePushSubset(h, "user", kKeys, grads, tables[0].dim, {}, 0,
+                                            RowFormat::kF32, 0, false, {9, 1});
+  const Frame pull = wire::EncodePull(h, "user", kKeys);
+  // Every request kind alone, from an insecure peer and from a trainer.
+  for (auto& [name, frame] : Requests()) {
+    out.Write(target, "one-" + name, Record(PeerRole::kInsecure, frame));
+  }
+  out.Write(target, "push-pull-stats",
+            JoinRecords({Record(PeerRole::kTrainer, push), Record(PeerRole::kTrainer, push),
+                         Record(PeerRole::kTrainer, pull),
+                         Record(PeerRole::kAdmin, wire::EncodeStatsRequest(h))}));
+  const Frame deferred = wire::EncodePushSubset(h, "ftrl", {kKeys.data(), 2},
+                                                Gradients(2, tables[2].dim), tables[2].dim, {}, 1,
+                                                RowFormat::kF32, 1, true, {});
+  out.Write(target, "bsp-apply",
+            JoinRecords({Record(PeerRole::kTrainer, deferred),
+                         Record(PeerRole::kServer, wire::EncodeApplyClock(
+                                                       h, {.clock = 1, .trainers = {1}}))}));
+  std::vector<std::string> move;
+  move.push_back(Record(PeerRole::kTrainer, push));
+  for (auto phase : {wire::TransferPhase::kCopy, wire::TransferPhase::kHandover,
+                     wire::TransferPhase::kRelease}) {
+    move.push_back(
+        Record(PeerRole::kServer, wire::EncodePartitionTransfer(h, {.partition = 0, .phase = phase})));
+  }
+  move.push_back(Record(PeerRole::kTrainer, pull));
+  out.Write(target, "move-out", JoinRecords(move));
+  move[3] = Record(PeerRole::kServer, wire::EncodePartitionTransfer(
+                                          h, {.partition = 0, .phase = wire::TransferPhase::kResume}));
+  out.Write(target, "move-out-resumed", JoinRecords(move));
+  std::vector<std::string> checkpoint = {Record(PeerRole::kTrainer, push)};
+  for (auto action : {CheckpointAction::kWrite, CheckpointAction::kVerify, CheckpointAction::kRestore}) {
+    checkpoint.push_back(
+        Record(PeerRole::kAdmin, wire::EncodeCheckpoint(h, {"/tmp/ckpt", action})));
+  }
+  checkpoint.push_back(Record(PeerRole::kTrainer, pull));
+  out.Write(target, "checkpoint-write-restore", JoinRecords(checkpoint));
+  out.Write(target, "edge-garbage-then-ping",
+            JoinRecords({std::string("\x00garbage!", 9), Record(PeerRole::kAdmin, wire::EncodePing(h))}));
+}
+
+void WriteSchedulerConversations(CorpusWriter& out) {
+  const std::string target = "scheduler_handler";
+  const RequestHeader h{1, 0};
+  for (auto& [name, frame] : Requests()) {
+    out.Write(target, "one-" + name, Record(PeerRole::kInsecure, 1, frame));
+  }
+  const RequestHeader formed{2, 1};
+  std::vector<std::string> run = {
+      Record(PeerRole::kServer, 1, wire::EncodeRegisterServer(h, "tcp://127.0.0.1:5000")),
+      Record(PeerRole::kServer, 2, wire::EncodeRegisterServer(h, "tcp://127.0.0.1:5001")),
+      Record(PeerRole::kTrainer, 3, wire::EncodeRegisterTrainer(h, "trainer-a")),
+      Record(PeerRole::kTrainer, 4, wire::EncodeRegisterTrainer(h, "trainer-b")),
+      Record(PeerRole::kTrainer, 3, wire::EncodeBarrier(formed, "start", 2)),
+      Record(PeerRole::kTrainer, 4, wire::EncodeBarrier(formed, "start", 2)),
+      Record(PeerRole::kTrainer, 3, wire::EncodeTrainerClock(formed, {.trainer = 0, .clock = 1})),
+      Record(PeerRole::kTrainer, 4, wire::EncodeTrainerClock(formed, {.trainer = 1, .clock = 1})),
+      Record(PeerRole::kTrainer, 3, wire::EncodeHeartbeat(formed, 0)),
+      Record(PeerRole::kServer, 1, wire::EncodeServerHeartbeat(formed, 0)),
+      Record(PeerRole::kServer, 2, wire::EncodeServerHeartbeat(formed, 1)),
+      Record(PeerRole::kAdmin, 5, wire::EncodeClusterStatusRequest(formed)),
+      Record(PeerRole::kAdmin, 5, wire::EncodeCheckpointNow(formed, "/tmp/ckpt")),
+      Record(PeerRole::kTrainer, 3, wire::EncodeCheckpointCut(formed, {.trainer = 0, .clock = 1})),
+  };
+  out.Write(target, "form-train-checkpoint", JoinRecords(run));
+  std::vector<std::string> drain(run.begin(), run.begin() + 2);
+  drain.push_back(Record(PeerRole::kServer, 6,
+                         wire::EncodeRegisterServer(formed, "tcp://127.0.0.1:5002", true)));
+  drain.push_back(Record(PeerRole::kAdmin, 5, wire::EncodeDrain(formed, 1)));
+  drain.push_back(Record(PeerRole::kServer, 1, wire::EncodeServerHeartbeat(formed, 0)));
+  drain.push_back(Record(PeerRole::kServer, 6, wire::EncodeMoveDecision(
+                                                   formed, {.move = {8, 1, 2}, .commit = true})));
+  drain.push_back(Record(PeerRole::kAdmin, 5, wire::EncodeClusterStatusRequest(formed)));
+  out.Write(target, "join-drain-move", JoinRecords(drain));
+  out.Write(target, "edge-extra-frame", Record(PeerRole::kInsecure, 0xff, wire::EncodePing(h)));
+}
+
+// ---- Files ----
+
+void WritePartitionFiles(CorpusWriter& out, const std::string& scratch) {
+  const std::string target = "partition_file";
+  const auto tables = FuzzTables();
+  std::string transfer;
+  const uint32_t table_count = static_cast<uint32_t>(tables.size());
+  transfer.append(reinterpret_cast<const char*>(&table_count), sizeof(table_count));
+  for (const TableSpec& spec : tables) {
+    auto table = std::make_unique<embedding::EmbeddingTable>(spec, kFuzzPartitions);
+    // Keys of the last partition, where the fuzzer's transfers go, and of partition 0.
+    std::vector<uint64_t> keys;
+    for (uint64_t key = 0; keys.size() < 4 && key < 100000; ++key) {
+      const uint32_t p = table->PartitionOf(key);
+      if (p == kFuzzPartitions - 1 || (p == 0 && keys.size() < 2)) keys.push_back(key);
+    }
+    EMBER_CHECK(table->Push(keys, Gradients(keys.size(), spec.dim)).ok());
+    // Partition 1 holds no rows: its file reads empty arrays.
+    for (uint32_t p : {0u, 1u, kFuzzPartitions - 1}) {
+      const std::string path = scratch + "/part-" + spec.name + std::to_string(p) + ".bin";
+      EMBER_CHECK(embedding::WritePartitionFile(*table, p, path, Flush::kLater).ok());
+      auto file = ReadWholeFile(path);
+      EMBER_CHECK(file.ok());
+      if (spec.name == tables[0].name) {
+        out.Write(target, "file-" + std::to_string(p), 0, *file);
+        out.Write(target, "file-sealed-" + std::to_string(p), 1, *file);
+      }
+    }
+    PayloadWriter rows;
+    EMBER_CHECK(embedding::AppendPartitionRows(*table, kFuzzPartitions - 1, nullptr, rows).ok());
+    transfer += rows.bytes();
+  }
+  out.Write(target, "transfer-replace", 2, transfer);
+  out.Write(target, "transfer-add", 3, transfer);
+  out.Write(target, "edge-transfer-huge-count", 2, std::string("\xff\xff\xff\xff", 4));
+}
+
+void WriteTrainerCheckpoints(CorpusWriter& out, const std::string& scratch) {
+  trainer::TrainerCheckpoint checkpoint;
+  checkpoint.step = 12;
+  checkpoint.rank = 0;
+  checkpoint.trainers = 2;
+  checkpoint.data_position = "epoch 1 offset 34";
+  checkpoint.dense.weights = trainer::InitDenseWeights(FuzzModel());
+  const std::string path = scratch + "/trainer-0.bin";
+  EMBER_CHECK(trainer::WriteTrainerCheckpoint(path, checkpoint).ok());
+  auto weights_only = ReadWholeFile(path);
+  checkpoint.has_optimizer_state = true;
+  checkpoint.dense.first_moment = checkpoint.dense.weights;
+  checkpoint.dense.second_moment = checkpoint.dense.weights;
+  checkpoint.dense.adam_steps = 12;
+  EMBER_CHECK(trainer::WriteTrainerCheckpoint(path, checkpoint).ok());
+  auto with_state = ReadWholeFile(path);
+  EMBER_CHECK(weights_only.ok() && with_state.ok());
+  out.Write("trainer_checkpoint", "weights", 0, *weights_only);
+  out.Write("trainer_checkpoint", "weights-sealed", 1, *weights_only);
+  out.Write("trainer_checkpoint", "adam-state", 0, *with_state);
+  out.Write("trainer_checkpoint", "adam-state-sealed", 1, *with_state);
+}
+
+void WriteManifests(CorpusWriter& out, const std::string& scratch) {
+  const std::string dir = scratch + "/checkpoint";
+  EMBER_CHECK(MakeDirectories(dir + "/tables/user").ok());
+  EMBER_CHECK(WriteFileAtomically(PartitionFilePath(dir, "user", 0), "rows", Flush::kLater).ok());
+  EMBER_CHECK(WriteFileAtomically(TrainerFilePath(dir, 0), "trainer", Flush::kLater).ok());
+  Manifest manifest{.step = 6, .servers = 2, .partitions = 1, .trainers = 1,
+                    .tables = {{"user", 8}}};
+  EMBER_CHECK(WriteManifest(dir, manifest).ok());
+  auto text = ReadWholeFile(dir + "/" + kManifestName);
+  EMBER_CHECK(text.ok());
+  out.Write("checkpoint_manifest", "complete", 0, *text);
+  out.Write("checkpoint_manifest", "complete-sealed", 1, *text);
+  out.Write("checkpoint_manifest", "edge-header-only", 1, "ember-checkpoint 1\npartitions 4\n");
+}
+
+void WriteConfigs(CorpusWriter& out, const fs::path& source) {
+  for (const auto& entry : fs::directory_iterator(source / "configs")) {
+    if (entry.path().extension() != ".yaml") continue;
+    auto text = ReadWholeFile(entry.path().string());
+    EMBER_CHECK(text.ok());
+    out.Write("config_yaml", "job-" + entry.path().stem().string(), 0, *text);
+  }
+  out.Write("config_yaml", "tables", 1,
+            "- name: user_id\n  dim: 16\n  seed: 11\n"
+            "  initializer: {kind: uniform, low: -0.1, high: 0.1}\n"
+            "  optimizer: {kind: ftrl, learning_rate: 0.05, ftrl_beta: 1, l1: 0.1, l2: 0.1}\n"
+            "  admit_after: 2\n  ttl_seconds: 3600\n"
+            "- name: item_id\n  dim: 8\n  optimizer: adam\n  initializer: zeros\n");
+  out.Write("config_yaml", "edge-anchors", 0,
+            "cluster: &c {servers: 2}\ntables: [{name: a, dim: 4}]\nmodel: *c\n");
+}
+
+void WriteDelimited(CorpusWriter& out) {
+  // Format byte: delimiter (0 tab, 1 comma, 2 "::"), 4 header, 8 also load as interactions.
+  out.Write("delimited_file", "tsv", 8, "1\t10\t5\t100\n1\t11\t3\t101\n2\t10\t4\t102\n2\t12\t5\t99\n");
+  out.Write("delimited_file", "csv-header", 1 | 4 | 8,
+            "user,item,rating,timestamp\r\nu1,i1,4.5,1\r\n\r\nu1,i2,2,2\r\nu2,i1,5,3\r\n");
+  out.Write("delimited_file", "movielens", 2 | 8, "1::1193::5::978300760\n1::661::3::978302109\n");
+  out.Write("delimited_file", "edge-short-rows", 0 | 8, "1\t2\n3\n\n4\t5\t6\t7\t8\n");
+}
+
+}  // namespace
+}  // namespace ember::fuzz
+
+int main(int argc, char** argv) {
+  using namespace ember::fuzz;
+  if (argc != 3) {
+    std::fprintf(stderr, "usage: %s OUT_DIR SOURCE_DIR\n", argv[0]);
+    return 2;
+  }
+  QuietLogs();
+  CorpusWriter out{fs::path(argv[1])};
+  WriteWireRequests(out);
+  WriteWireResponses(out);
+  WriteServerConversations(out);
+  WriteSchedulerConversations(out);
+  WritePartitionFiles(out, ScratchDir());
+  WriteTrainerCheckpoints(out, ScratchDir());
+  WriteManifests(out, ScratchDir());
+  WriteConfigs(out, fs::path(argv[2]));
+  WriteDelimited(out);
+  std::printf("wrote %d seeds under %s\n", out.written(), argv[1]);
+  return 0;
+}

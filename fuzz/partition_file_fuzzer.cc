@@ -1,0 +1,57 @@
+// Fuzzes the readers of partition rows: partition checkpoint files (embedding/partition_file.h,
+// ReadPartitionFile, then the checks and the load into a table that a restore runs) and the rows a
+// partition move brings (ps::ShardService::LoadIncoming, the same payloads, one per table).
+//
+// The first byte picks the mode: 0 and 1 are FileMode (raw or sealed, fuzz/fuzz_support.h) for a
+// partition file of table "user"; 2 and 3 feed the rest to LoadIncoming for partition
+// kIncomingPartition (not served by this server), replacing its rows (2) or adding to them (3).
+// Corpus: fuzz/corpus/partition_file/.
+#include <cstddef>
+#include <cstdint>
+
+#include "common/check.h"
+#include "embedding/partition_file.h"
+#include "fuzz/fuzz_support.h"
+#include "ps/server/shard_service.h"
+
+namespace ember::fuzz {
+namespace {
+
+constexpr uint32_t kIncomingPartition = kFuzzPartitions - 1;
+
+void ReadFile(FileMode mode, std::string_view bytes) {
+  const std::string path = WriteScratchFile(
+      "part.bin", mode == FileMode::kSealedFile ? SealChecksummedFile(bytes) : std::string(bytes));
+  auto rows = embedding::ReadPartitionFile(path);
+  if (!rows.ok()) return;
+  // A restore asks for each partition it serves, never for one past the table's partitions.
+  const uint32_t partition = rows->partition % kFuzzPartitions;
+  embedding::EmbeddingTable table(FuzzTables()[0], kFuzzPartitions);
+  auto checked = embedding::ReadPartitionFile(table, partition, path);
+  if (!checked.ok()) return;
+  (void)embedding::LoadPartitionRows(table, partition, *checked);
+}
+
+void LoadIncoming(bool replace, std::string_view bytes) {
+  auto service = ps::ShardService::Create(0, FuzzTables(), FuzzRouting());
+  EMBER_CHECK(service.ok(), service.status().ToString());
+  const auto* data = reinterpret_cast<const uint8_t*>(bytes.data());
+  if ((*service)->LoadIncoming(kIncomingPartition, {data, bytes.size()}, replace).ok()) {
+    (*service)->Adopt(kIncomingPartition, (*service)->epoch() + 1);
+  } else {
+    (*service)->Discard(kIncomingPartition);
+  }
+}
+
+void Fuzz(uint8_t mode, std::string_view rest) {
+  if (mode % 4 < 2) {
+    ReadFile(static_cast<FileMode>(mode % 2), rest);
+  } else {
+    LoadIncoming(mode % 4 == 2, rest);
+  }
+}
+
+}  // namespace
+}  // namespace ember::fuzz
+
+EMBER_FUZZ_TARGET_WITH_MODE(ember::fuzz::Fuzz)
