@@ -548,7 +548,7 @@ TEST(WireTest, ResponseListingMillionsOfEmptyStructsIsRefusedCheaply) {
     ::capnp::AnyStruct::Builder stats(r.initStats());
     stats.getPointerSection()[0].initAsListOfAnyStruct(0, 0, 5'000'000);  // `tables`
   });
-  ASSERT_LT(frame.size(), 128u);
+  ASSERT_LT(frame.size(), 256u);  // a few words, yet it lists millions
   auto decoded = DecodeResponse(Frame(frame.data(), frame.size()));
   ASSERT_FALSE(decoded.ok());
   EXPECT_EQ(decoded.status().code(), StatusCode::kInvalidArgument);
