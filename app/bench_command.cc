@@ -20,6 +20,9 @@ int RunBench(const BenchFlags& flags) {
   // The in-process cluster's start-up lines would interleave with the table.
   if (std::getenv("EMBER_LOG_LEVEL") == nullptr) spdlog::set_level(spdlog::level::warn);
   bench::BenchOptions options = flags.options;
+  auto security = ResolveSecurity(flags.security);
+  if (!security.ok()) return PrintError("bench", security.status(), 2);
+  options.security = std::move(*security);
   options.server_threads = flags.server_threads.value_or(
       ps::DefaultWorkerThreads(std::max<uint32_t>(options.servers, 1)));
   options.rounds = flags.rounds.value_or(std::min(options.rounds, options.requests));

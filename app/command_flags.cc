@@ -194,6 +194,12 @@ void AddBenchFlags(CLI::App* command, BenchFlags* flags) {
       ->group(limits);
   AddValue(command, "--json", &flags->json, "FILE", "also write every figure as JSON")
       ->group("output");
+  command
+      ->add_flag("--curve", o.curve,
+                 "authenticate and encrypt with CurveZMQ: the in-process cluster and the echo "
+                 "peers make keys of their own (the cost of encryption, side by side)")
+      ->group(cluster);
+  AddSecurityFlags(command, &flags->security, /*can_bind=*/false);
 }
 
 constexpr CommandText kBenchDenseCommand = {

@@ -60,6 +60,7 @@ struct BenchFlags {
   std::optional<uint32_t> rounds;          // 5, but at most --requests
   std::optional<uint64_t> populate;        // the whole vocabulary
   std::string json;
+  SecurityFlags security;  // for a running cluster (--scheduler)
 };
 
 // `ember bench-dense` (bench/dense_bench.h).

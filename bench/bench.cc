@@ -140,7 +140,8 @@ Status RunClusterRounds(BenchOptions& config, const std::vector<std::vector<KeyB
         LocalClusterOptions{.num_servers = config.servers,
                             .num_partitions = scheduler::SchedulerOptions().num_partitions,
                             .worker_threads = config.server_threads,
-                            .policy = policy});
+                            .policy = policy,
+                            .authenticate = config.curve});
     RETURN_IF_ERROR(cluster->status());
     scheduler_endpoint = cluster->scheduler_endpoint();
   }
@@ -153,6 +154,7 @@ Status RunClusterRounds(BenchOptions& config, const std::vector<std::vector<KeyB
     options.request_timeout = kRequestTimeout;
     options.max_keys_per_message = config.max_keys_per_message;
     options.limits = policy.limits;
+    options.security = cluster ? cluster->client_security() : config.security;
     ASSIGN_OR_RETURN(auto client, ps::Client::Connect(std::move(options)));
     clients.push_back(std::move(client));
   }

@@ -28,6 +28,10 @@ struct BenchOptions {
   uint32_t requests = 200;  // timed requests per client per operation, over all rounds
   double seconds = 30;      // time limit per operation, over all rounds (ember and raw each)
   uint32_t rounds = 5;      // each round: ember pull, raw pull, ember push, raw push
+  // CurveZMQ on every connection, ember's and the raw echo traffic's alike (an in-process
+  // cluster makes its own keys; a running one is reached with `security`).
+  bool curve = false;
+  TransportSecurity security;  // the keys to reach a running cluster (--scheduler) with
 };
 
 inline constexpr uint32_t kMaxBenchRounds = 1000;

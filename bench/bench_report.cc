@@ -75,7 +75,7 @@ std::string FormatBenchTable(const BenchReport& report) {
     << Format("%g", c.exponent) << ") over " << c.vocabulary << " keys (" << c.populate
     << " rows created first), seed " << c.seed << ", up to " << c.requests
     << " requests per client or " << Format("%g", c.seconds) << " s per operation, in " << c.rounds
-    << " rounds of ember then raw ZeroMQ\n\n";
+    << " rounds of ember then raw ZeroMQ" << (c.curve ? ", both over CurveZMQ" : "") << "\n\n";
   const PopulateFigures& p = report.populate;
   t << "  populate  " << p.rows << " rows in " << Format("%.2f", p.seconds) << " s ("
     << Format("%.0f", p.rows_per_second) << " rows/s)\n\n";
@@ -122,7 +122,8 @@ std::string BenchReportJson(const BenchReport& report) {
         {"seed", c.seed},
         {"requests", c.requests},
         {"seconds", c.seconds},
-        {"rounds", c.rounds}}},
+        {"rounds", c.rounds},
+        {"curve", c.curve}}},
       {"populate",
        {{"rows", p.rows}, {"seconds", p.seconds}, {"rows_per_second", p.rows_per_second}}},
       {"pull", OperationJson(report.pull)},

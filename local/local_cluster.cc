@@ -30,7 +30,31 @@ LocalCluster::LocalCluster(std::vector<TableSpec> tables, LocalClusterOptions op
   status_ = Start(std::move(tables));
 }
 
+Status LocalCluster::MakeKeys() {
+  ASSIGN_OR_RETURN(KeyPair scheduler, GenerateKeyPair());
+  ASSIGN_OR_RETURN(KeyPair server, GenerateKeyPair());
+  ASSIGN_OR_RETURN(KeyPair admin, GenerateKeyPair());
+  const std::vector<TrustedKey> trusted = {{"servers", server.public_key, PeerRole::kServer},
+                                           {"admin", admin.public_key, PeerRole::kAdmin}};
+  scheduler_security_ = TransportSecurity{scheduler, "", trusted, false};
+  server_security_ = TransportSecurity{server, scheduler.public_key, trusted, false};
+  client_security_ = TransportSecurity{admin, scheduler.public_key, {}, false};
+  return Status::Ok();
+}
+
+ps::ServerOptions LocalCluster::ServerOptionsFor(bool join) const {
+  ps::ServerOptions server_options;
+  server_options.scheduler_endpoint = scheduler_->endpoint();
+  server_options.worker_threads = WorkerThreads();
+  server_options.register_timeout = options_.register_timeout;
+  server_options.policy = options_.policy;
+  server_options.security = server_security_;
+  server_options.join = join;
+  return server_options;
+}
+
 Status LocalCluster::Start(std::vector<TableSpec> tables) {
+  if (options_.authenticate) RETURN_IF_ERROR(MakeKeys());
   scheduler::SchedulerOptions scheduler_options;
   scheduler_options.num_servers = options_.num_servers;
   scheduler_options.num_partitions = options_.num_partitions;
@@ -38,18 +62,14 @@ Status LocalCluster::Start(std::vector<TableSpec> tables) {
   scheduler_options.checkpoints = options_.checkpoints;
   scheduler_options.limits = options_.policy.limits;
   scheduler_options.tables = std::move(tables);
+  scheduler_options.security = scheduler_security_;
   scheduler_ = std::make_unique<scheduler::Scheduler>(std::move(scheduler_options));
   RETURN_IF_ERROR(scheduler_->Start());
   scheduler_thread_ = std::thread([this] { scheduler_->Run(); });
 
   const std::set<pid_t> before = ThreadIdsOfThisProcess();
   for (uint32_t i = 0; i < options_.num_servers; ++i) {
-    ps::ServerOptions server_options;
-    server_options.scheduler_endpoint = scheduler_->endpoint();
-    server_options.worker_threads = WorkerThreads();
-    server_options.register_timeout = options_.register_timeout;
-    server_options.policy = options_.policy;
-    servers_.push_back(std::make_unique<ps::Server>(std::move(server_options)));
+    servers_.push_back(std::make_unique<ps::Server>(ServerOptionsFor(/*join=*/false)));
   }
   // Servers register concurrently: the scheduler answers none until all have registered.
   std::vector<Status> started(options_.num_servers);
@@ -77,13 +97,7 @@ uint32_t LocalCluster::WorkerThreads() const {
 }
 
 Result<uint32_t> LocalCluster::AddServer() {
-  ps::ServerOptions server_options;
-  server_options.scheduler_endpoint = scheduler_->endpoint();
-  server_options.worker_threads = WorkerThreads();
-  server_options.register_timeout = options_.register_timeout;
-  server_options.policy = options_.policy;
-  server_options.join = true;
-  auto server = std::make_unique<ps::Server>(std::move(server_options));
+  auto server = std::make_unique<ps::Server>(ServerOptionsFor(/*join=*/true));
   RETURN_IF_ERROR(server->Start().WithContext("starting a joining server"));
   const uint32_t id = server->server_id();
   server_threads_.emplace_back([s = server.get()] {
@@ -115,6 +129,7 @@ Result<std::unique_ptr<ps::Client>> LocalCluster::Connect(const std::string& nam
 
 Result<std::unique_ptr<ps::Client>> LocalCluster::Connect(ps::ClientOptions options) const {
   options.scheduler_endpoint = scheduler_->endpoint();
+  if (!options.security.enabled()) options.security = client_security_;
   return ps::Client::Connect(std::move(options));
 }
 

@@ -27,6 +27,9 @@ struct LocalClusterOptions {
   SyncOptions sync;                            // the scheduler's clocks and their gating
   scheduler::PeriodicCheckpoints checkpoints;  // the scheduler's periodic cuts (every 0: none)
   ps::ShardPolicy policy;  // every process's limits, and the servers' non-finite policy
+  // CurveZMQ between every process of the cluster, with key pairs made for it in memory: one for
+  // the scheduler, one all its servers share, and an admin pair for its clients.
+  bool authenticate = false;
 };
 
 class LocalCluster {
@@ -50,18 +53,27 @@ class LocalCluster {
   // partitions as its moves commit); returns its id.
   Result<uint32_t> AddServer();
 
-  // A client of this cluster registered under `name`, with the cluster's limits.
+  // What a client of this cluster connects with: the admin key pair and the scheduler's key when
+  // it authenticates, else nothing.
+  const TransportSecurity& client_security() const { return client_security_; }
+
+  // A client of this cluster registered under `name`, with the cluster's limits and keys.
   Result<std::unique_ptr<ps::Client>> Connect(const std::string& name = "client") const;
-  // A client with these options (its limits as given), pointed at this cluster's scheduler.
+  // A client with these options (its limits, and its keys if it has any, as given), pointed at
+  // this cluster's scheduler.
   Result<std::unique_ptr<ps::Client>> Connect(ps::ClientOptions options) const;
 
  private:
   // Worker threads of each server: options_.worker_threads, or the default for this machine.
   uint32_t WorkerThreads() const;
   Status Start(std::vector<TableSpec> tables);
+  // Makes the key pairs of `authenticate`.
+  Status MakeKeys();
+  ps::ServerOptions ServerOptionsFor(bool join) const;
 
   const LocalClusterOptions options_;
   Status status_;
+  TransportSecurity scheduler_security_, server_security_, client_security_;
   std::unique_ptr<scheduler::Scheduler> scheduler_;
   std::thread scheduler_thread_;
   std::vector<std::unique_ptr<ps::Server>> servers_;

@@ -18,17 +18,19 @@ class EchoDriver : public RequestDriver {
  public:
   using Mode = EchoOperation;
 
-  EchoDriver(Mode mode, uint32_t keys, uint32_t dim, std::vector<size_t> reply_bytes)
+  EchoDriver(Mode mode, uint32_t keys, uint32_t dim, std::vector<size_t> reply_bytes,
+             TransportSecurity security)
       : mode_(mode),
         dim_(dim),
         reply_bytes_(std::move(reply_bytes)),
-        context_(1),
+        context_(1, std::move(security)),
         gradients_(mode == Mode::kPush ? size_t{keys} * dim : 0, 1e-3f) {}
 
-  Status Connect(const std::vector<std::string>& endpoints) {
+  // The peers' endpoints, and their public key when they authenticate.
+  Status Connect(const std::vector<std::string>& endpoints, const std::string& peer_key) {
     for (const std::string& endpoint : endpoints) {
       ASSIGN_OR_RETURN(Socket socket, MakeSocket(context_, SocketKind::kDealer));
-      RETURN_IF_ERROR(ConnectSocket(socket, endpoint));
+      RETURN_IF_ERROR(ConnectSocket(socket, endpoint, peer_key));
       sockets_.push_back(std::move(socket));
     }
     return Status::Ok();
@@ -72,6 +74,14 @@ class EchoDriver : public RequestDriver {
 
 Result<EchoTraffic> StartEchoTraffic(const BenchOptions& config, EchoOperation mode) {
   EchoTraffic echo;
+  // With --curve, the peers and drivers authenticate and encrypt as ember's processes do.
+  TransportSecurity peer_security, driver_security;
+  if (config.curve) {
+    ASSIGN_OR_RETURN(KeyPair peer_keys, GenerateKeyPair());
+    ASSIGN_OR_RETURN(KeyPair driver_keys, GenerateKeyPair());
+    peer_security = {peer_keys, "", {{"driver", driver_keys.public_key, PeerRole::kTrainer}}, false};
+    driver_security = {driver_keys, peer_keys.public_key, {}, false};
+  }
   std::vector<std::string> endpoints;
   std::vector<size_t> reply_bytes;
   for (uint32_t i = 0; i < config.servers; ++i) {
@@ -79,14 +89,16 @@ Result<EchoTraffic> StartEchoTraffic(const BenchOptions& config, EchoOperation m
     reply_bytes.push_back(mode == EchoDriver::Mode::kPull ? share * config.dim * sizeof(float)
                                                           : kPushReplyBytes);
     echo.peers.push_back(std::make_unique<ps::EchoPeer>(
-        ps::EchoPeerOptions{.bind = "tcp://127.0.0.1:*", .reply_bytes = reply_bytes.back()}));
+        ps::EchoPeerOptions{.bind = "tcp://127.0.0.1:*",
+                            .reply_bytes = reply_bytes.back(),
+                            .security = peer_security}));
     RETURN_IF_ERROR(echo.peers.back()->Start().WithContext("starting an echo peer"));
     endpoints.push_back(echo.peers.back()->endpoint());
   }
   for (uint32_t c = 0; c < config.clients; ++c) {
-    auto driver =
-        std::make_unique<EchoDriver>(mode, config.keys_per_request, config.dim, reply_bytes);
-    RETURN_IF_ERROR(driver->Connect(endpoints));
+    auto driver = std::make_unique<EchoDriver>(mode, config.keys_per_request, config.dim,
+                                               reply_bytes, driver_security);
+    RETURN_IF_ERROR(driver->Connect(endpoints, peer_security.own.public_key));
     echo.drivers.push_back(std::move(driver));
   }
   return echo;

@@ -11,7 +11,7 @@ constexpr Millis kPollInterval{100};
 }  // namespace
 
 EchoPeer::EchoPeer(EchoPeerOptions options)
-    : options_(std::move(options)), context_(1), reply_template_(options_.reply_bytes, '\x5a') {}
+    : options_(std::move(options)), context_(1, options_.security), reply_template_(options_.reply_bytes, '\x5a') {}
 
 EchoPeer::~EchoPeer() { Stop(); }
 

@@ -21,6 +21,7 @@ namespace ember::ps {
 struct EchoPeerOptions {
   std::string bind = "tcp://127.0.0.1:*";
   size_t reply_bytes = 0;  // size of the payload frame sent back for every request
+  TransportSecurity security;  // with keys: CurveZMQ, admitting the keys it trusts
 };
 
 class EchoPeer {

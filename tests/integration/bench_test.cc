@@ -118,6 +118,27 @@ TEST(BenchTest, ShortRunWritesEveryFigure) {
   EXPECT_NE(printed.find("bytes/row"), std::string::npos) << printed;
 }
 
+// --curve: the in-process cluster and the echo peers authenticate and encrypt, and every request
+// still gets through.
+TEST(BenchTest, CurveRunEncryptsEmberAndTheEchoTrafficAlike) {
+  testing::TempDir dir;
+  const std::string json_path = dir.path() + "/bench.json";
+  const std::string log = dir.path() + "/bench.log";
+  ChildProcess bench({EMBER_BINARY, "bench", "--curve", "--keys-per-request", "1024",
+                      "--vocabulary", "100000", "--requests", "10", "--rounds", "2", "--json",
+                      json_path},
+                     log);
+  ASSERT_EQ(bench.WaitExit(seconds(120)), 0) << testing::ReadFile(log);
+  const std::string json = testing::ReadFile(json_path);
+  EXPECT_NE(JsonObject(json, "config").find("\"curve\": true"), std::string::npos) << json;
+  for (const char* operation : {"pull", "push"}) {
+    const std::string figures = JsonObject(json, operation);
+    EXPECT_EQ(JsonNumber(figures, "keys"), 10 * 1024) << figures;
+    EXPECT_GT(JsonNumber(figures, "raw_keys_per_second"), 0) << figures;
+  }
+  EXPECT_NE(testing::ReadFile(log).find("both over CurveZMQ"), std::string::npos);
+}
+
 TEST(BenchTest, BadFlagsAreUsageErrors) {
   testing::TempDir dir;
   const std::string log = dir.path() + "/bench.log";
