@@ -15,6 +15,7 @@
 #include "common/check.h"
 #include "common/checkpoint_layout.h"
 #include "common/file_io.h"
+#include "common/transport_security.h"
 #include "common/wire.h"
 #include "embedding/partition_file.h"
 #include "fuzz/fuzz_model.h"
@@ -357,8 +358,30 @@ void WriteConfigs(CorpusWriter& out, const fs::path& source) {
             "  optimizer: {kind: ftrl, learning_rate: 0.05, ftrl_beta: 1, l1: 0.1, l2: 0.1}\n"
             "  admit_after: 2\n  ttl_seconds: 3600\n"
             "- name: item_id\n  dim: 8\n  optimizer: adam\n  initializer: zeros\n");
+  out.Write("config_yaml", "security", 0,
+            "cluster: {servers: 1}\ntables: [{name: a, dim: 4}]\n"
+            "security:\n  scheduler_key: \"rq:rM>}U?@Lns47E1%kR.o@n%FcmmsL/@{H8]yf7\"\n"
+            "  keyring: keys\n"
+            "  trusted:\n    - {name: alice, role: admin, key: \"Yne@$w-vo<fVvi]a<NY6T1ed:M$fCG*[IaLV{hID\"}\n"
+            "    - {name: bob, role: trainer, key: bob.pub}\n");
   out.Write("config_yaml", "edge-anchors", 0,
             "cluster: &c {servers: 2}\ntables: [{name: a, dim: 4}]\nmodel: *c\n");
+}
+
+// Key files as `ember keygen` writes them (a throwaway pair made for the corpus), and broken ones.
+void WriteKeyFiles(CorpusWriter& out, const std::string& dir) {
+  auto pair = ember::WriteKeyFiles(dir, "corpus");
+  EMBER_CHECK(pair.ok());
+  auto key_file = ReadWholeFile(dir + "/corpus.key");
+  auto pub_file = ReadWholeFile(dir + "/corpus.pub");
+  EMBER_CHECK(key_file.ok() && pub_file.ok());
+  out.Write("key_file", "pair", 0, *key_file);
+  out.Write("key_file", "public", 1, *pub_file);
+  out.Write("key_file", "edge-public-as-pair", 0, *pub_file);
+  out.Write("key_file", "edge-mismatched", 0,
+            "public-key = " + std::string(40, 'a') + "\nsecret-key = " + pair->secret_key + "\n");
+  out.Write("key_file", "edge-repeated", 1,
+            "public-key = x\npublic-key = " + pair->public_key + "\n#\n");
 }
 
 void WriteDelimited(CorpusWriter& out) {
@@ -390,6 +413,7 @@ int main(int argc, char** argv) {
   WriteManifests(out, ScratchDir());
   WriteConfigs(out, fs::path(argv[2]));
   WriteDelimited(out);
+  WriteKeyFiles(out, ScratchDir() + "/keys");
   std::printf("wrote %d seeds under %s\n", out.written(), argv[1]);
   return 0;
 }
