@@ -262,6 +262,8 @@ struct PartitionTransfer {
     release @2;               # committed: the source drops the partition
     resume @3;                # aborted: the source serves the partition again
   }
+  offset @2 :UInt64;          # copy and handover come in chunks: 0 starts the phase, a chunk's
+                              # reply names the offset of the next (0 after the last)
 }
 
 struct RegisterTrainer {
@@ -335,7 +337,7 @@ struct Response {
     cutInfo @11 :CutInfo;
     serverOrders @12 :ServerOrders;
     clusterStatus @13 :ClusterStatus;
-    partitionData @14 :Data;  # partitionTransfer: the rows (layout in ps/partition_transfer.h)
+    partitionData @14 :Data;  # partitionTransfer: a chunk of rows (layout in ps/server/shard_service_moves.cc)
   }
   rowFormat @9 :RowFormat;    # format of `pull`
 }

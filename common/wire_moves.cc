@@ -36,7 +36,7 @@ Result<ServerOrders> ReadServerOrders(schema::ServerOrders::Reader in) {
 Result<PartitionTransferRequest> ReadTransfer(schema::PartitionTransfer::Reader in) {
   const auto phase = FromSchema(in.getPhase(), TransferPhase::kResume);
   if (!phase) return InvalidArgument("partition-transfer names an unknown phase");
-  return PartitionTransferRequest{in.getPartition(), *phase};
+  return PartitionTransferRequest{in.getPartition(), *phase, in.getOffset()};
 }
 
 Result<CheckpointRequest> ReadCheckpoint(schema::Checkpoint::Reader in) {
@@ -123,6 +123,7 @@ Frame EncodePartitionTransfer(const RequestHeader& header,
     auto out = request.initPartitionTransfer();
     out.setPartition(transfer.partition);
     out.setPhase(ToSchema<schema::PartitionTransfer::Phase>(transfer.phase));
+    out.setOffset(transfer.offset);
   });
 }
 

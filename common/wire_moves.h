@@ -60,6 +60,9 @@ struct PartitionTransferRequest {
   static constexpr PeerRoles kSenders = kServers;
   uint32_t partition = 0;
   TransferPhase phase = TransferPhase::kCopy;
+  // Copy and hand-over come in chunks that fit a frame: 0 starts the phase (the source takes
+  // the list of rows to send), a chunk's reply names the offset of the next one.
+  uint64_t offset = 0;
 };
 struct CheckpointRequest {
   static constexpr std::string_view kName = "checkpoint";

@@ -1,6 +1,8 @@
 // Partition files: layout and checks.
 #include "embedding/partition_file.h"
 
+#include <algorithm>
+
 #include "common/checksummed_file.h"
 #include "common/hash.h"
 
@@ -20,16 +22,23 @@ uint64_t ShapeHash(const EmbeddingTable& table) {
 }  // namespace
 
 Status AppendPartitionRows(const EmbeddingTable& table, uint32_t partition,
-                           const std::set<uint64_t>* only, PayloadWriter& out) {
+                           const std::vector<uint64_t>* sorted_only, PayloadWriter& out) {
   std::vector<uint64_t> keys;
   std::vector<float> values;
-  RETURN_IF_ERROR(table.ForEachRowInPartition(
-      partition, [&](uint64_t key, std::span<const float> row, std::span<const float> state) {
-        if (only != nullptr && !only->count(key)) return;
-        keys.push_back(key);
-        values.insert(values.end(), row.begin(), row.end());
-        values.insert(values.end(), state.begin(), state.end());
-      }));
+  const bool all = sorted_only == nullptr;
+  if (all || !sorted_only->empty()) {
+    // A key outside [lowest, highest] is skipped without a search.
+    const uint64_t lowest = all ? 0 : sorted_only->front();
+    const uint64_t highest = all ? UINT64_MAX : sorted_only->back();
+    RETURN_IF_ERROR(table.ForEachRowInPartition(
+        partition, [&](uint64_t key, std::span<const float> row, std::span<const float> state) {
+          if (key < lowest || key > highest) return;
+          if (!all && !std::binary_search(sorted_only->begin(), sorted_only->end(), key)) return;
+          keys.push_back(key);
+          values.insert(values.end(), row.begin(), row.end());
+          values.insert(values.end(), state.begin(), state.end());
+        }));
+  }
   out.PutString(table.spec().name);
   out.Put(ShapeHash(table));
   out.Put(table.num_partitions());
@@ -40,6 +49,16 @@ Status AppendPartitionRows(const EmbeddingTable& table, uint32_t partition,
   out.PutArray(std::span<const uint64_t>(keys));
   out.PutArray(std::span<const float>(values));
   return Status::Ok();
+}
+
+Result<std::vector<uint64_t>> PartitionKeys(const EmbeddingTable& table, uint32_t partition) {
+  std::vector<uint64_t> keys;
+  RETURN_IF_ERROR(table.ForEachRowInPartition(
+      partition, [&](uint64_t key, std::span<const float>, std::span<const float>) {
+        keys.push_back(key);
+      }));
+  std::sort(keys.begin(), keys.end());
+  return keys;
 }
 
 Result<PartitionRows> TakePartitionRows(PayloadReader& in, const std::string& where) {

@@ -12,7 +12,6 @@
 #pragma once
 
 #include <cstdint>
-#include <set>
 #include <string>
 #include <vector>
 
@@ -36,9 +35,12 @@ struct PartitionRows {
 };
 
 // The payload of a partition file, also what a partition move carries (one per table): appends
-// the rows of `partition` of `table` (only the keys in `only`, when given) to `out`.
+// the rows of `partition` of `table` to `out`; when `sorted_only` is given (ascending keys), only
+// the rows of those keys that exist.
 Status AppendPartitionRows(const EmbeddingTable& table, uint32_t partition,
-                           const std::set<uint64_t>* only, PayloadWriter& out);
+                           const std::vector<uint64_t>* sorted_only, PayloadWriter& out);
+// The keys of the rows of `partition` of `table`, ascending.
+Result<std::vector<uint64_t>> PartitionKeys(const EmbeddingTable& table, uint32_t partition);
 // Reads one such payload from `in`; DataLoss naming `where` when it is truncated.
 Result<PartitionRows> TakePartitionRows(PayloadReader& in, const std::string& where);
 // DataLoss naming `where` unless `rows` hold `partition` of a table shaped like `table`.

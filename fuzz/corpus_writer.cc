@@ -275,8 +275,12 @@ void WriteSchedulerConversations(CorpusWriter& out) {
 void WritePartitionFiles(CorpusWriter& out, const std::string& scratch) {
   const std::string target = "partition_file";
   const auto tables = FuzzTables();
+  // A chunk of a partition transfer: the next chunk's offset (0: the last), the table count and
+  // each table's rows.
   std::string transfer;
+  const uint64_t next_chunk = 0;
   const uint32_t table_count = static_cast<uint32_t>(tables.size());
+  transfer.append(reinterpret_cast<const char*>(&next_chunk), sizeof(next_chunk));
   transfer.append(reinterpret_cast<const char*>(&table_count), sizeof(table_count));
   for (const TableSpec& spec : tables) {
     auto table = std::make_unique<embedding::EmbeddingTable>(spec, kFuzzPartitions);
@@ -302,9 +306,13 @@ void WritePartitionFiles(CorpusWriter& out, const std::string& scratch) {
     EMBER_CHECK(embedding::AppendPartitionRows(*table, kFuzzPartitions - 1, nullptr, rows).ok());
     transfer += rows.bytes();
   }
-  out.Write(target, "transfer-replace", 2, transfer);
-  out.Write(target, "transfer-add", 3, transfer);
-  out.Write(target, "edge-transfer-huge-count", 2, std::string("\xff\xff\xff\xff", 4));
+  out.Write(target, "transfer-first", 2, transfer);
+  out.Write(target, "transfer-next", 3, transfer);
+  std::string more = transfer;
+  more[0] = 7;  // another chunk follows at offset 7
+  out.Write(target, "transfer-more", 2, more);
+  out.Write(target, "edge-transfer-huge-count", 2,
+            std::string(8, '\0') + std::string("\xff\xff\xff\xff", 4));
 }
 
 void WriteTrainerCheckpoints(CorpusWriter& out, const std::string& scratch) {

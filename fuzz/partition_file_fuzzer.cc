@@ -1,10 +1,12 @@
 // Fuzzes the readers of partition rows: partition checkpoint files (embedding/partition_file.h,
-// ReadPartitionFile, then the checks and the load into a table that a restore runs) and the rows a
-// partition move brings (ps::ShardService::LoadIncoming, the same payloads, one per table).
+// ReadPartitionFile, then the checks and the load into a table that a restore runs) and the
+// chunks of rows a partition move brings (ps::ShardService::LoadIncoming: the next chunk's offset,
+// then the same payloads, one per table).
 //
 // The first byte picks the mode: 0 and 1 are FileMode (raw or sealed, fuzz/fuzz_support.h) for a
 // partition file of table "user"; 2 and 3 feed the rest to LoadIncoming for partition
-// kIncomingPartition (not served by this server), replacing its rows (2) or adding to them (3).
+// kIncomingPartition (not served by this server), as the first chunk of a copy (2) or a later
+// chunk (3).
 // Corpus: fuzz/corpus/partition_file/.
 #include <cstddef>
 #include <cstdint>
@@ -32,11 +34,11 @@ void ReadFile(FileMode mode, std::string_view bytes) {
   (void)embedding::LoadPartitionRows(table, partition, *checked);
 }
 
-void LoadIncoming(bool replace, std::string_view bytes) {
+void LoadIncoming(bool starts_copy, std::string_view bytes) {
   auto service = ps::ShardService::Create(0, FuzzTables(), FuzzRouting());
   EMBER_CHECK(service.ok(), service.status().ToString());
   const auto* data = reinterpret_cast<const uint8_t*>(bytes.data());
-  if ((*service)->LoadIncoming(kIncomingPartition, {data, bytes.size()}, replace).ok()) {
+  if ((*service)->LoadIncoming(kIncomingPartition, {data, bytes.size()}, starts_copy).ok()) {
     (*service)->Adopt(kIncomingPartition, (*service)->epoch() + 1);
   } else {
     (*service)->Discard(kIncomingPartition);

@@ -34,15 +34,27 @@ void PartitionMover::Pause(Millis duration, const std::atomic<bool>& stop) {
   }
 }
 
+Result<wire::ServerOrders> PartitionMover::Heartbeat() {
+  last_heartbeat_ = std::chrono::steady_clock::now();
+  auto orders = CallAndCheck<wire::ServerOrders>(
+      scheduler_, "heartbeat", options_.heartbeat_interval * 5,
+      [&](const wire::RequestHeader& header) {
+        return wire::EncodeServerHeartbeat(header, service_.server_id());
+      });
+  if (orders.ok()) service_.ApplyRouting(orders->routing);
+  return orders;
+}
+
+void PartitionMover::HeartbeatIfDue() {
+  if (std::chrono::steady_clock::now() - last_heartbeat_ >= options_.heartbeat_interval) {
+    (void)Heartbeat();  // its move orders are the ones under way, or wait for the next loop
+  }
+}
+
 void PartitionMover::Run(const std::atomic<bool>& stop) {
   while (!stop.load()) {
-    auto orders = CallAndCheck<wire::ServerOrders>(
-        scheduler_, "heartbeat", options_.heartbeat_interval * 5,
-        [&](const wire::RequestHeader& header) {
-          return wire::EncodeServerHeartbeat(header, service_.server_id());
-        });
+    auto orders = Heartbeat();
     if (orders.ok()) {
-      service_.ApplyRouting(orders->routing);
       for (const wire::MoveOrder& move : orders->moves) {
         if (stop.load()) break;
         Status moved = RunMove(move, orders->routing);
@@ -81,25 +93,39 @@ Status PartitionMover::RunMove(const wire::MoveOrder& move, const RoutingTable& 
   }
   RpcChannel source(context_, routing.servers[move.from].endpoint,
                     routing.servers[move.from].public_key);
-  auto transfer = [&](wire::TransferPhase phase) -> Result<wire::DecodedResponse> {
+  auto transfer = [&](wire::TransferPhase phase,
+                      uint64_t offset) -> Result<wire::DecodedResponse> {
     const uint64_t id = source.NextRequestId();
-    ASSIGN_OR_RETURN(auto reply,
-                     source.Call(id, wire::EncodePartitionTransfer({id, 0}, {move.partition, phase}),
-                                 options_.transfer_timeout));
+    ASSIGN_OR_RETURN(auto reply, source.Call(id,
+                                             wire::EncodePartitionTransfer(
+                                                 {id, 0}, {move.partition, phase, offset}),
+                                             options_.transfer_timeout));
     if (!reply.status.ok()) return reply.status;
     return reply;
   };
+  // Loads the phase's rows chunk by chunk, each request naming the offset the last reply gave.
   auto load = [&](wire::TransferPhase phase) -> Status {
-    ASSIGN_OR_RETURN(auto reply, transfer(phase));
-    auto* data = std::get_if<wire::PartitionData>(&reply.body);
-    if (data == nullptr) return Internal("partition transfer answered without rows");
-    RETURN_IF_ERROR(
-        service_.LoadIncoming(move.partition, data->bytes, phase == wire::TransferPhase::kCopy));
-    if (phase == wire::TransferPhase::kCopy && options_.bandwidth_bytes_per_second > 0) {
-      const double seconds =
-          static_cast<double>(data->bytes.size()) / options_.bandwidth_bytes_per_second;
-      std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
-    }
+    uint64_t offset = 0;
+    do {
+      ASSIGN_OR_RETURN(auto reply, transfer(phase, offset));
+      auto* data = std::get_if<wire::PartitionData>(&reply.body);
+      if (data == nullptr) return Internal("partition transfer answered without rows");
+      ASSIGN_OR_RETURN(const uint64_t next,
+                       service_.LoadIncoming(move.partition, data->bytes,
+                                             phase == wire::TransferPhase::kCopy && offset == 0));
+      if (next != 0 && next <= offset) {
+        return DataLoss("partition transfer of partition " + std::to_string(move.partition) +
+                        " went from offset " + std::to_string(offset) + " back to " +
+                        std::to_string(next));
+      }
+      offset = next;
+      HeartbeatIfDue();  // a long move must not look like a dead server
+      if (phase == wire::TransferPhase::kCopy && options_.bandwidth_bytes_per_second > 0) {
+        const double seconds =
+            static_cast<double>(data->bytes.size()) / options_.bandwidth_bytes_per_second;
+        std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
+      }
+    } while (offset != 0);
     return Status::Ok();
   };
   Status moved = load(wire::TransferPhase::kCopy);
@@ -108,6 +134,7 @@ Status PartitionMover::RunMove(const wire::MoveOrder& move, const RoutingTable& 
     moved = load(wire::TransferPhase::kHandover);
     if (moved.code() != StatusCode::kUnavailable || attempt >= kHandoverAttempts) break;
     std::this_thread::sleep_for(kHandoverRetry);
+    HeartbeatIfDue();
     moved = Status::Ok();
   }
   // With a data directory the rows are on disk before the move commits: a target killed right
@@ -117,7 +144,7 @@ Status PartitionMover::RunMove(const wire::MoveOrder& move, const RoutingTable& 
     auto committed = Decide(move, true, "");
     if (committed.ok()) {
       service_.Adopt(move.partition, committed->epoch);
-      (void)transfer(wire::TransferPhase::kRelease);  // the source also learns it by itself
+      (void)transfer(wire::TransferPhase::kRelease, 0);  // the source also learns it by itself
       return Status::Ok();
     }
     moved = committed.status();
@@ -125,7 +152,7 @@ Status PartitionMover::RunMove(const wire::MoveOrder& move, const RoutingTable& 
   // Not committed: nobody but the source serves the partition.
   service_.Discard(move.partition);
   (void)Decide(move, false, moved.ToString());
-  (void)transfer(wire::TransferPhase::kResume);
+  (void)transfer(wire::TransferPhase::kResume, 0);
   return moved;
 }
 

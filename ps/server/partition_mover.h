@@ -1,11 +1,13 @@
 // PartitionMover: a server's thread that keeps in touch with the scheduler and runs the partition
 // moves it is ordered to (scheduler/shard_moves.h decides them).
 //
-// Every heartbeat_interval it sends a heartbeat; the answer carries the routing table (applied to
-// the ShardService: epoch, lost commit answers), the moves this server is the target of, and
-// whether it may exit (it drained). A move of partition p from server A to this server B:
-//   1. copy: B asks A for every row of p (all tables, with optimizer state); A keeps serving p and
-//      notes the keys pushed into it from now on; B loads the rows but does not serve p yet.
+// Every heartbeat_interval it sends a heartbeat (also between the chunks of a move); the answer
+// carries the routing table (applied to the ShardService: epoch, lost commit answers), the moves
+// this server is the target of, and whether it may exit (it drained). A move of partition p from
+// server A to this server B:
+//   1. copy: B asks A for every row of p (all tables, with optimizer state), chunk by chunk so
+//      that a partition of any size moves; A keeps serving p and notes the keys pushed into it
+//      from now on; B loads the rows but does not serve p yet.
 //   2. (the copy's bytes are paced to `bandwidth_bytes_per_second` so training keeps its network)
 //   3. hand-over: A holds p (requests for it are answered "being handed over; retry", which
 //      clients retry after a short wait) and sends the rows of the noted keys; B loads them.
@@ -56,6 +58,11 @@ class PartitionMover {
   void Run(const std::atomic<bool>& stop);
 
  private:
+  // Sends a heartbeat and applies the routing table of its answer.
+  Result<wire::ServerOrders> Heartbeat();
+  // Heartbeat() when heartbeat_interval passed since the last one: a move that takes long
+  // heartbeats between its chunks.
+  void HeartbeatIfDue();
   // Runs one move as its target; errors are returned after the move was aborted.
   Status RunMove(const wire::MoveOrder& move, const RoutingTable& routing);
   // Asks the scheduler for a decision; returns its routing table.
@@ -72,6 +79,7 @@ class PartitionMover {
   const MoverOptions options_;
   std::function<void()> on_exit_;
   RpcChannel scheduler_;
+  std::chrono::steady_clock::time_point last_heartbeat_{};
 };
 
 }  // namespace ember::ps

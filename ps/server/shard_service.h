@@ -57,6 +57,9 @@ struct ShardStorage {
 struct ShardPolicy {
   Limits limits;
   NonFinitePolicy non_finite = NonFinitePolicy::kRefuse;
+  // A partition move's copy and hand-over go in chunks of about this many bytes of rows (at
+  // least one row each), so a partition of any size moves in frames of bounded size.
+  uint64_t transfer_chunk_bytes = uint64_t{32} << 20;
 };
 
 class ShardService {
@@ -85,9 +88,12 @@ class ShardService {
   // Whether any table has a TTL.
   bool has_expiry() const;
   // ---- Partition moves (shard_service_moves.cc; protocol in ps/partition_mover.h) ----
-  // Target: loads what a partitionTransfer brought (all rows when `replace`, else the rows changed
-  // since the copy); the partition is not served until Adopt.
-  Status LoadIncoming(uint32_t partition, std::span<const uint8_t> data, bool replace);
+  // Target: loads one chunk that a partitionTransfer brought (rows of the copy, or rows changed
+  // since it); the first chunk of a copy first drops whatever rows of the partition are here.
+  // Returns the offset of the next chunk, 0 after the last. The partition is not served until
+  // Adopt.
+  Result<uint64_t> LoadIncoming(uint32_t partition, std::span<const uint8_t> chunk,
+                                bool starts_copy);
   // Target: the move committed at `epoch`; serve the partition.
   void Adopt(uint32_t partition, uint64_t epoch);
   // Target: the move was aborted; drop what arrived.
@@ -139,6 +145,8 @@ class ShardService {
   // With authentication, the server key that started copying partition `p` is the only one that
   // may go on with its move (hand-over, release, resume): PermissionDenied for any other.
   Status CheckMover(uint32_t p, wire::TransferPhase phase, const Peer& peer);
+  // Source: the reply with the chunk of partition `p`'s outgoing rows at `offset`.
+  Frame TransferChunk(uint64_t request_id, uint32_t p, wire::TransferPhase phase, uint64_t offset);
   // Ends a move out of partition `p`: its state becomes `to`, nothing more is noted for it.
   void EndMoveOut(uint32_t p, PartitionState to);
   // Notes keys pushed into partitions being copied, so the hand-over sends their rows again.
@@ -157,7 +165,8 @@ class ShardService {
   // Pulls, pushes and clock applies hold it shared; a partition changing state (copy, hand-over)
   // holds it exclusively, so no request is between its ownership check and its effect then.
   mutable std::shared_mutex transfer_mutex_;
-  mutable std::mutex changed_mutex_;  // guards changed_, moving_out_since_ and mover_keys_
+  // guards changed_, moving_out_since_, mover_keys_ and outgoing_
+  mutable std::mutex changed_mutex_;
   std::atomic<uint32_t> copying_{0};  // partitions in kCopying
   // Keys pushed into partitions being copied, by partition and table.
   std::map<uint32_t, std::map<std::string, std::set<uint64_t>>> changed_;
@@ -165,6 +174,14 @@ class ShardService {
   std::map<uint32_t, std::chrono::steady_clock::time_point> moving_out_since_;
   // Partitions moving out: the public key of the server copying them (authenticated moves).
   std::map<uint32_t, std::string> mover_keys_;
+  // What a move out sends in chunks: the keys of the partition as its copy began, or those that
+  // changed since, when its hand-over began; per table (tables with rows only), ascending.
+  struct OutgoingRows {
+    wire::TransferPhase phase = wire::TransferPhase::kCopy;
+    std::vector<std::pair<std::string, std::vector<uint64_t>>> tables;
+    uint64_t total = 0;  // keys over all tables
+  };
+  std::map<uint32_t, OutgoingRows> outgoing_;
 
   PushAccumulator deferred_;  // bsp pushes waiting for their clock
   std::unique_ptr<PushLedger> ledger_;  // which pushes were applied, by sender and request id

@@ -1,10 +1,15 @@
 // ShardService: partitions moving between servers (the source's answers to partitionTransfer and
 // the target's loading, adoption or discarding of what arrived). Protocol in ps/partition_mover.h.
 //
-// Transfer payload: u32 table count, then per table the payload of a partition file
-// (embedding/partition_file.h): the partition's rows, or those that changed since the copy.
+// A copy or hand-over goes in chunks of about ShardPolicy::transfer_chunk_bytes: when the phase
+// starts (offset 0), the source lists the keys to send (every row of the partition, or the rows
+// changed since the copy) and answers chunk after chunk of that list, each request naming the
+// offset the previous reply gave. Chunk payload: u64 offset of the next chunk (0: this is the
+// last), u32 table count (0 or 1), then per table the payload of a partition file
+// (embedding/partition_file.h) with the chunk's rows.
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <mutex>
 #include <set>
 
@@ -73,9 +78,16 @@ Frame ShardService::HandlePartitionTransfer(const wire::RequestHeader& header,
   const PartitionState state = ownership_.state(p);
   const std::string where = "partition " + std::to_string(p) + " of server " +
                             std::to_string(server_id_);
-  PayloadWriter out;
+  const bool next_chunk = transfer.offset != 0;
   switch (transfer.phase) {
     case wire::TransferPhase::kCopy: {
+      if (next_chunk) {
+        if (state != PartitionState::kCopying) {
+          return Error(header.request_id,
+                       FailedPrecondition(where + " is not being copied: no chunk to send"));
+        }
+        break;
+      }
       if (state != PartitionState::kOwned && state != PartitionState::kCopying) {
         return Error(header.request_id, FailedPrecondition(where + " cannot be copied: it is not "
                                                            "served here"));
@@ -90,46 +102,56 @@ Frame ShardService::HandlePartitionTransfer(const wire::RequestHeader& header,
         moving_out_since_[p] = std::chrono::steady_clock::now();
         if (peer.authenticated()) mover_keys_.emplace(p, peer.public_key);
       }
-      out.Put<uint32_t>(static_cast<uint32_t>(tables_.size()));
+      // Rows pushed from now on are noted and sent again at the hand-over.
+      OutgoingRows rows{wire::TransferPhase::kCopy, {}, 0};
       for (const auto& [name, table] : tables_) {
-        Status put = embedding::AppendPartitionRows(*table, p, nullptr, out);
-        if (!put.ok()) return Error(header.request_id, put.WithContext(where));
+        auto keys = embedding::PartitionKeys(*table, p);
+        if (!keys.ok()) return Error(header.request_id, keys.status().WithContext(where));
+        rows.total += keys->size();
+        if (!keys->empty()) rows.tables.emplace_back(name, std::move(*keys));
       }
+      std::lock_guard lock(changed_mutex_);
+      outgoing_[p] = std::move(rows);
       break;
     }
     case wire::TransferPhase::kHandover: {
+      if (next_chunk) {
+        if (state != PartitionState::kHandedOver) {
+          return Error(header.request_id,
+                       FailedPrecondition(where + " is not handed over: no chunk to send"));
+        }
+        break;
+      }
       if (state != PartitionState::kCopying && state != PartitionState::kHandedOver) {
         return Error(header.request_id,
                      FailedPrecondition(where + " cannot be handed over: it was not copied"));
       }
-      std::map<std::string, std::set<uint64_t>> changed;
-      {
-        std::unique_lock exclusive(transfer_mutex_);
-        // Held bsp pushes stay with the server that will apply their clock: a partition is
-        // handed over between clocks only (the target asks again shortly).
-        const bool holds = deferred_.Holds([&](const std::string& name, uint64_t key) {
-          auto table = tables_.find(name);
-          return table != tables_.end() && table->second->PartitionOf(key) == p;
-        });
-        if (holds) {
-          return Error(header.request_id,
-                       Unavailable(where + " has held bsp pushes; hand it over after its clock"));
-        }
-        std::lock_guard lock(changed_mutex_);
-        if (state == PartitionState::kCopying) copying_.fetch_sub(1);
+      std::unique_lock exclusive(transfer_mutex_);
+      // Held bsp pushes stay with the server that will apply their clock: a partition is
+      // handed over between clocks only (the target asks again shortly).
+      const bool holds = deferred_.Holds([&](const std::string& name, uint64_t key) {
+        auto table = tables_.find(name);
+        return table != tables_.end() && table->second->PartitionOf(key) == p;
+      });
+      if (holds) {
+        return Error(header.request_id,
+                     Unavailable(where + " has held bsp pushes; hand it over after its clock"));
+      }
+      std::lock_guard lock(changed_mutex_);
+      // A repeated hand-over (its answer lost) finds the partition handed over and sends the
+      // same rows again.
+      if (state == PartitionState::kCopying) {
+        copying_.fetch_sub(1);
         ownership_.set(p, PartitionState::kHandedOver);
-        moving_out_since_[p] = std::chrono::steady_clock::now();
-        changed = std::move(changed_[p]);
+        OutgoingRows rows{wire::TransferPhase::kHandover, {}, 0};
+        for (auto& [name, keys] : changed_[p]) {
+          rows.total += keys.size();
+          rows.tables.emplace_back(name, std::vector<uint64_t>(keys.begin(), keys.end()));
+        }
+        outgoing_[p] = std::move(rows);
         changed_.erase(p);
       }
-      out.Put<uint32_t>(static_cast<uint32_t>(tables_.size()));
-      static const std::set<uint64_t> kNone;
-      for (const auto& [name, table] : tables_) {
-        auto it = changed.find(name);
-        Status put = embedding::AppendPartitionRows(
-            *table, p, it == changed.end() ? &kNone : &it->second, out);
-        if (!put.ok()) return Error(header.request_id, put.WithContext(where));
-      }
+      moving_out_since_[p] = std::chrono::steady_clock::now();
       break;
     }
     case wire::TransferPhase::kRelease:
@@ -146,9 +168,56 @@ Frame ShardService::HandlePartitionTransfer(const wire::RequestHeader& header,
       Resume(p);
       return wire::EncodeStatusResponse(header.request_id, ownership_.epoch(), Status::Ok());
   }
+  return TransferChunk(header.request_id, p, transfer.phase, transfer.offset);
+}
+
+Frame ShardService::TransferChunk(uint64_t request_id, uint32_t p, wire::TransferPhase phase,
+                                  uint64_t offset) {
+  const std::string what = "partition-transfer (" + std::string(wire::TransferPhaseName(phase)) +
+                           ") of partition " + std::to_string(p) + " at offset " +
+                           std::to_string(offset);
+  std::string table_name;
+  std::vector<uint64_t> keys;
+  uint64_t next = 0;
+  {
+    std::lock_guard lock(changed_mutex_);
+    auto rows = outgoing_.find(p);
+    if (rows == outgoing_.end() || rows->second.phase != phase) {
+      return Error(request_id, FailedPrecondition(what + ": no such transfer is under way"));
+    }
+    if (offset > rows->second.total || (offset == rows->second.total && offset != 0)) {
+      return Error(request_id, InvalidArgument(what + ": the transfer has " +
+                                          std::to_string(rows->second.total) + " rows"));
+    }
+    uint64_t skipped = 0;
+    for (const auto& [name, table_keys] : rows->second.tables) {
+      if (offset >= skipped + table_keys.size()) {
+        skipped += table_keys.size();
+        continue;
+      }
+      auto table = tables_.find(name);
+      const uint64_t row_bytes =
+          sizeof(uint64_t) +
+          sizeof(float) * (uint64_t{table->second->dim()} + table->second->state_floats());
+      const uint64_t rows_per_chunk = std::max<uint64_t>(1, policy_.transfer_chunk_bytes / row_bytes);
+      const uint64_t first = offset - skipped;
+      const uint64_t last = std::min<uint64_t>(table_keys.size(), first + rows_per_chunk);
+      table_name = name;
+      keys.assign(table_keys.begin() + first, table_keys.begin() + last);
+      next = skipped + last == rows->second.total ? 0 : skipped + last;
+      break;
+    }
+  }
+  PayloadWriter out;
+  out.Put<uint64_t>(next);
+  out.Put<uint32_t>(table_name.empty() ? 0 : 1);
+  if (!table_name.empty()) {
+    Status put = embedding::AppendPartitionRows(*tables_.find(table_name)->second, p, &keys, out);
+    if (!put.ok()) return Error(request_id, put.WithContext(what));
+  }
   const std::string bytes = out.Take();
   return wire::EncodePartitionDataResponse(
-      header.request_id, ownership_.epoch(), bytes.size(),
+      request_id, ownership_.epoch(), bytes.size(),
       [&bytes](std::span<uint8_t> data) { std::memcpy(data.data(), bytes.data(), bytes.size()); });
 }
 
@@ -160,6 +229,7 @@ void ShardService::EndMoveOut(uint32_t p, PartitionState to) {
   changed_.erase(p);
   moving_out_since_.erase(p);
   mover_keys_.erase(p);
+  outgoing_.erase(p);
 }
 
 void ShardService::Release(uint32_t p) {
@@ -182,25 +252,30 @@ void ShardService::Resume(uint32_t p) {
   }
 }
 
-Status ShardService::LoadIncoming(uint32_t p, std::span<const uint8_t> data, bool replace) {
+Result<uint64_t> ShardService::LoadIncoming(uint32_t p, std::span<const uint8_t> chunk,
+                                            bool starts_copy) {
   if (p >= ownership_.size()) return InvalidArgument("no partition " + std::to_string(p));
   if (ownership_.serves(p)) {
     return FailedPrecondition("partition " + std::to_string(p) + " is already served here");
   }
   ownership_.set(p, PartitionState::kIncoming);
-  PayloadReader in(std::string_view(reinterpret_cast<const char*>(data.data()), data.size()));
+  if (starts_copy) {
+    // What an earlier attempt left.
+    for (const auto& [name, table] : tables_) RETURN_IF_ERROR(table->Erase(p).status());
+  }
+  PayloadReader in(std::string_view(reinterpret_cast<const char*>(chunk.data()), chunk.size()));
   const std::string where = "the transfer of partition " + std::to_string(p);
+  uint64_t next = 0;
   uint32_t table_count = 0;
-  if (!in.Get(table_count)) return DataLoss(where + " is corrupt: truncated");
+  if (!in.Get(next) || !in.Get(table_count)) return DataLoss(where + " is corrupt: truncated");
   for (uint32_t t = 0; t < table_count; ++t) {
     ASSIGN_OR_RETURN(embedding::PartitionRows rows, embedding::TakePartitionRows(in, where));
     ASSIGN_OR_RETURN(embedding::EmbeddingTable * table, FindTable(rows.table));
     RETURN_IF_ERROR(embedding::CheckPartitionRows(*table, p, rows, where));
-    RETURN_IF_ERROR(replace ? embedding::LoadPartitionRows(*table, p, rows)
-                            : embedding::RestorePartitionRows(*table, rows));
+    RETURN_IF_ERROR(embedding::RestorePartitionRows(*table, rows));
   }
-  if (in.remaining() != 0) return DataLoss("partition transfer: trailing bytes");
-  return Status::Ok();
+  if (in.remaining() != 0) return DataLoss(where + " is corrupt: trailing bytes");
+  return next;
 }
 
 void ShardService::Adopt(uint32_t p, uint64_t epoch) {

@@ -2,7 +2,7 @@
 // applied twice (rows start at zero and every push adds exactly 1 to each of its keys: SGD,
 // learning rate 1, gradient -1, so a row counts the pushes applied to it); a bsp trainer whose
 // cluster gains a server and loses another ends with exactly the rows and dense weights of a
-// run without scaling.
+// run without scaling; a partition of more than 1 GiB moves (in chunks) with every row intact.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -58,10 +58,11 @@ Status Drain(const local::LocalCluster& cluster, uint32_t server) {
   return reply.status;
 }
 
-// Waits (bounded) until no move is planned or in flight; returns the last status seen.
-wire::ClusterStatus WaitForMoves(const local::LocalCluster& cluster) {
+// Waits (bounded: `polls` times 50 ms) until no move is planned or in flight; returns the last
+// status seen.
+wire::ClusterStatus WaitForMoves(const local::LocalCluster& cluster, int polls = 600) {
   wire::ClusterStatus last;
-  for (int i = 0; i < 600; ++i) {
+  for (int i = 0; i < polls; ++i) {
     auto status = ClusterStatusOf(cluster);
     if (status.ok()) {
       last = *status;
@@ -223,6 +224,71 @@ TEST(ShardScalingTest, BspTrainingWithAJoinAndADrainEqualsTrainingWithout) {
   size_t differ = 0;
   for (size_t i = 0; i < plain.size(); ++i) differ += plain[i] != scaled[i];
   EXPECT_EQ(differ, 0u) << "of " << plain.size() << " values";
+}
+
+// A partition of more than 1 GiB (twice what one message can carry) moves to a joining server,
+// chunk by chunk, and every row arrives bit for bit.
+TEST(ShardScalingTest, APartitionOfMoreThanOneGibMovesWithEveryRow) {
+  TableSpec spec;
+  spec.name = "wide";
+  spec.dim = 1024;
+  spec.seed = HashName("wide");
+  spec.optimizer.kind = OptimizerKind::kAdagrad;
+  spec.optimizer.learning_rate = 0.05f;
+  // A row is its key, 1024 weights and 1024 Adagrad accumulators: 8200 bytes.
+  constexpr uint64_t kRowBytes = 8 + 2 * 1024 * 4;
+  constexpr uint64_t kRowsPerPartition = (uint64_t{1} << 30) / kRowBytes + 100;
+  local::LocalCluster cluster({spec}, {.num_servers = 1, .num_partitions = 2});
+  ASSERT_TRUE(cluster.status().ok()) << cluster.status().ToString();
+  // Both partitions hold more than 1 GiB: whichever moves is that large.
+  std::vector<uint64_t> keys;
+  uint64_t in_partition[2] = {0, 0};
+  for (uint64_t key = 0; in_partition[0] < kRowsPerPartition || in_partition[1] < kRowsPerPartition;
+       ++key) {
+    const uint32_t p = PartitionOf(HashName(spec.name), key, 2);
+    if (in_partition[p] < kRowsPerPartition) {
+      ++in_partition[p];
+      keys.push_back(key);
+    }
+  }
+  auto client = cluster.Connect("filler");
+  ASSERT_TRUE(client.ok()) << client.status().ToString();
+  // Pushes make every row and its optimizer state differ from a fresh one; then a digest of the
+  // rows of each batch of keys.
+  constexpr size_t kBatch = 16384;
+  std::vector<float> values(kBatch * spec.dim);
+  auto digests = [&]() {
+    std::vector<size_t> out;
+    for (size_t first = 0; first < keys.size(); first += kBatch) {
+      const std::span<const uint64_t> batch(keys.data() + first,
+                                            std::min(kBatch, keys.size() - first));
+      const std::span<float> rows(values.data(), batch.size() * spec.dim);
+      EXPECT_TRUE((*client)->Pull("wide", batch, rows).Wait().ok());
+      out.push_back(std::hash<std::string_view>()(std::string_view(
+          reinterpret_cast<const char*>(rows.data()), rows.size_bytes())));
+    }
+    return out;
+  };
+  for (size_t first = 0; first < keys.size(); first += kBatch) {
+    const std::span<const uint64_t> batch(keys.data() + first,
+                                          std::min(kBatch, keys.size() - first));
+    for (size_t i = 0; i < batch.size() * spec.dim; ++i) {
+      values[i] = static_cast<float>((batch[i / spec.dim] + i) % 97) / 97.0f - 0.5f;
+    }
+    ASSERT_TRUE(
+        (*client)->Push("wide", batch, std::span<const float>(values.data(), batch.size() * spec.dim))
+            .Wait()
+            .ok());
+  }
+  const std::vector<size_t> before = digests();
+
+  auto joined = cluster.AddServer();
+  ASSERT_TRUE(joined.ok()) << joined.status().ToString();
+  const wire::ClusterStatus after = WaitForMoves(cluster, /*polls=*/6000);
+  ASSERT_EQ(after.moves_in_flight + after.moves_planned, 0u);
+  EXPECT_EQ(after.moves_done, 1u);
+  EXPECT_EQ(after.servers.at(1).partitions, 1u);
+  EXPECT_EQ(digests(), before);
 }
 
 }  // namespace

@@ -1,10 +1,12 @@
 // ShardService: a push that arrives again with the same (sender, request id) is applied once,
 // in memory, with a data directory, across a restart on that directory, and when deferred (bsp);
-// keys pushed into a partition being copied out are sent again at its hand-over.
+// keys pushed into a partition being copied out are sent again at its hand-over; a partition
+// moves in chunks of bounded size.
 #include "ps/server/shard_service.h"
 
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <memory>
 #include <numeric>
 #include <set>
@@ -33,7 +35,7 @@ TableSpec Spec() {
 // A one-server ShardService, with its rows in `data_dir` (logging every push) or in memory.
 class Service {
  public:
-  explicit Service(const std::string& data_dir) {
+  explicit Service(const std::string& data_dir, const ShardPolicy& policy = {}) {
     ShardStorage storage;
     if (!data_dir.empty()) {
       auto store = embedding::RocksStore::Open(
@@ -44,7 +46,8 @@ class Service {
       storage.log_pushes = true;
     }
     auto service = ShardService::Create(
-        0, {Spec()}, MakeBalancedRouting(kPartitions, {{0, "tcp://127.0.0.1:1"}}, 1), storage);
+        0, {Spec()}, MakeBalancedRouting(kPartitions, {{0, "tcp://127.0.0.1:1"}}, 1), storage,
+        policy);
     EXPECT_TRUE(service.ok()) << service.status().ToString();
     service_ = std::move(*service);
   }
@@ -175,8 +178,11 @@ std::set<uint64_t> TransferredKeys(ShardService& service, uint32_t partition,
   if (data == nullptr) return {};
   PayloadReader in(
       std::string_view(reinterpret_cast<const char*>(data->bytes.data()), data->bytes.size()));
+  uint64_t next_chunk = 1;
   uint32_t tables = 0;
-  EXPECT_TRUE(in.Get(tables) && tables == 1);
+  EXPECT_TRUE(in.Get(next_chunk) && in.Get(tables) && tables <= 1);
+  EXPECT_EQ(next_chunk, 0u);  // one chunk holds it all
+  if (tables == 0) return {};
   auto rows = embedding::TakePartitionRows(in, "the transfer");
   EXPECT_TRUE(rows.ok()) << rows.status().ToString();
   return rows.ok() ? std::set<uint64_t>(rows->keys.begin(), rows->keys.end())
@@ -211,6 +217,97 @@ TEST(ShardServiceMovesTest, KeysPushedWhileAPartitionIsCopiedAreSentAgainAtTheHa
   EXPECT_EQ(TransferredKeys(*service, partition, wire::TransferPhase::kCopy), in_partition);
   ASSERT_TRUE(service.Push(3, {kSender, 3}, batch.keys, batch.grads).ok());
   EXPECT_EQ(TransferredKeys(*service, partition, wire::TransferPhase::kHandover), in_partition);
+}
+
+// Moves `partition` of `source` into `target` chunk by chunk, as a PartitionMover does, calling
+// `between_chunks` after each chunk of the copy; returns how many chunks each phase took.
+std::pair<int, int> MoveInChunks(ShardService& source, ShardService& target, uint32_t partition,
+                                 const std::function<void()>& between_chunks) {
+  std::pair<int, int> chunks{0, 0};
+  for (auto phase : {wire::TransferPhase::kCopy, wire::TransferPhase::kHandover}) {
+    uint64_t offset = 0;
+    do {
+      auto response = wire::DecodeResponse(source.Handle(
+          wire::EncodePartitionTransfer({3, 1}, {partition, phase, offset}), Peer{}));
+      EXPECT_TRUE(response.ok() && response->status.ok())
+          << (response.ok() ? response->status.ToString() : response.status().ToString());
+      auto* data = response.ok() ? std::get_if<wire::PartitionData>(&response->body) : nullptr;
+      if (data == nullptr) return chunks;
+      auto next = target.LoadIncoming(partition, data->bytes,
+                                      phase == wire::TransferPhase::kCopy && offset == 0);
+      EXPECT_TRUE(next.ok()) << next.status().ToString();
+      if (!next.ok()) return chunks;
+      EXPECT_TRUE(*next == 0 || *next > offset);
+      offset = *next;
+      ++(phase == wire::TransferPhase::kCopy ? chunks.first : chunks.second);
+      if (phase == wire::TransferPhase::kCopy) between_chunks();
+    } while (offset != 0);
+  }
+  return chunks;
+}
+
+TEST(ShardServiceMovesTest, APartitionMovesInChunksOfBoundedSizeAndArrivesBitForBit) {
+  ShardPolicy policy;
+  policy.transfer_chunk_bytes = 400;  // rows of 40 bytes: 10 per chunk
+  Service source("", policy);
+  embedding::EmbeddingTable reference(Spec(), kPartitions);  // takes the same pushes
+  const uint32_t partition = 5;
+  std::vector<uint64_t> keys;
+  for (uint64_t key = 0; keys.size() < 95; ++key) {
+    if (reference.PartitionOf(key) == partition) keys.push_back(key);
+  }
+  std::vector<float> grads(keys.size() * Spec().dim);
+  std::iota(grads.begin(), grads.end(), -100.0f);
+  ASSERT_TRUE(source.Push(1, {kSender, 1}, keys, grads).ok());
+  ASSERT_TRUE(reference.Push(keys, grads).ok());
+  // The target owns nothing of the partition.
+  auto target = ShardService::Create(
+      1, {Spec()},
+      MakeBalancedRouting(kPartitions, {{0, "tcp://127.0.0.1:1"}, {1, "tcp://127.0.0.1:2"}}, 1));
+  ASSERT_TRUE(target.ok());
+  // Pushes into the partition while its copy is under way arrive with the hand-over.
+  const std::vector<uint64_t> pushed_meanwhile = {keys[3], keys[60]};
+  const std::vector<float> more(pushed_meanwhile.size() * Spec().dim, 0.25f);
+  int push_id = 2;
+  const auto [copy_chunks, handover_chunks] = MoveInChunks(*source, **target, partition, [&] {
+    if (push_id == 5) return;
+    ASSERT_TRUE(source.Push(push_id++, {kSender, 1}, pushed_meanwhile, more).ok());
+    ASSERT_TRUE(reference.Push(pushed_meanwhile, more).ok());
+  });
+  EXPECT_EQ(copy_chunks, 10);  // 95 rows, 10 a chunk
+  EXPECT_EQ(handover_chunks, 1);
+  std::vector<float> moved(keys.size() * Spec().dim);
+  ASSERT_TRUE(reference.Pull(keys, moved).ok());
+  (*target)->Adopt(partition, 2);
+  auto response = wire::DecodeResponse((*target)->Handle(wire::EncodePull({1, 2}, "item", keys), Peer{}));
+  ASSERT_TRUE(response.ok() && response->status.ok());
+  auto* rows = std::get_if<std::span<const float>>(&response->body);
+  ASSERT_NE(rows, nullptr);
+  EXPECT_EQ(std::vector<float>(rows->begin(), rows->end()), moved);
+  EXPECT_EQ((*target)->Stats().tables.at(0).rows, keys.size());
+}
+
+TEST(ShardServiceMovesTest, AChunkOutsideTheTransferUnderWayIsRefusedAndChangesNothing) {
+  ShardPolicy policy;
+  policy.transfer_chunk_bytes = 400;
+  Service service("", policy);
+  const Batch batch;
+  ASSERT_TRUE(service.Push(1, {kSender, 1}, batch.keys, batch.grads).ok());
+  const uint32_t partition = embedding::EmbeddingTable(Spec(), kPartitions).PartitionOf(1);
+  auto transfer = [&](wire::TransferPhase phase, uint64_t offset) {
+    return service.Call(wire::EncodePartitionTransfer({3, 1}, {partition, phase, offset}));
+  };
+  // No copy under way: neither phase has a chunk to send.
+  EXPECT_EQ(transfer(wire::TransferPhase::kCopy, 3).code(), StatusCode::kFailedPrecondition);
+  EXPECT_EQ(transfer(wire::TransferPhase::kHandover, 3).code(), StatusCode::kFailedPrecondition);
+  EXPECT_EQ(service.Pull(batch.keys), Expected(batch, 1));  // still served
+  ASSERT_TRUE(transfer(wire::TransferPhase::kCopy, 0).ok());
+  // Beyond the copy's rows, or a hand-over chunk before the hand-over.
+  const Status beyond = transfer(wire::TransferPhase::kCopy, 1000);
+  EXPECT_EQ(beyond.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(beyond.message().find("at offset 1000"), std::string::npos) << beyond.ToString();
+  EXPECT_EQ(transfer(wire::TransferPhase::kHandover, 1).code(), StatusCode::kFailedPrecondition);
+  EXPECT_EQ(service.Pull(batch.keys), Expected(batch, 1));  // served while it is copied
 }
 
 }  // namespace
