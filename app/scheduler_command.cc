@@ -1,5 +1,4 @@
 // `ember scheduler`: runs the scheduler until SIGINT or SIGTERM.
-#include <filesystem>
 #include <optional>
 
 #include "app/commands.h"
@@ -22,8 +21,9 @@ int RunScheduler(const SchedulerFlags& flags) {
   options.sync = config->train.sync;
   options.checkpoints.every = config->cluster.checkpoint_every;
   if (!config->cluster.checkpoint_dir.empty()) {
-    options.checkpoints.dir =
-        std::filesystem::absolute(config->cluster.checkpoint_dir).lexically_normal().string();
+    auto dir = CanonicalDirectory(config->cluster.checkpoint_dir, "cluster.checkpoint_dir");
+    if (!dir.ok()) return PrintError("scheduler", dir.status(), 2);
+    options.checkpoints.dir = std::move(*dir);
   }
   options.checkpoints.keep = config->cluster.checkpoint_keep;
   auto security = ResolveSecurity(flags.security, config->security);

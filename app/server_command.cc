@@ -4,6 +4,7 @@
 #include "app/commands.h"
 #include "app/config_flags.h"
 #include "app/process_setup.h"
+#include "common/file_io.h"
 #include "ps/server/server.h"
 
 namespace ember::app {
@@ -30,7 +31,11 @@ int RunServer(const ServerFlags& flags) {
   }
   options.bind = flags.bind.value_or(shape.server_bind);
   options.worker_threads = flags.threads.value_or(shape.server_threads);
-  options.data_dir = flags.data_dir;
+  if (!flags.data_dir.empty()) {
+    auto data_dir = CanonicalDirectory(flags.data_dir, "--data-dir");
+    if (!data_dir.ok()) return PrintError("server", data_dir.status(), 2);
+    options.data_dir = std::move(*data_dir);
+  }
   auto durability = ps::ParseDurability(flags.durability.value_or(shape.server_durability));
   if (!durability.ok()) return PrintError("server", durability.status(), 2);
   options.durability = *durability;

@@ -123,7 +123,9 @@ Status WriteManifest(const std::string& dir, Manifest manifest) {
        !error && it != fs::recursive_directory_iterator(); it.increment(error)) {
     if (!it->is_regular_file()) continue;
     const std::string relative = fs::relative(it->path(), dir).generic_string();
-    if (relative == kManifestName || it->path().extension() == ".tmp") continue;
+    if (relative == kManifestName || IsTemporaryFileName(it->path().filename().string())) {
+      continue;
+    }
     ASSIGN_OR_RETURN(std::string bytes, ReadWholeFile(it->path().string()));
     manifest.files.push_back({relative, bytes.size(), Crc32(bytes.data(), bytes.size())});
   }

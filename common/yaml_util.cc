@@ -3,13 +3,20 @@
 
 #include <algorithm>
 
+#include "common/file_io.h"
+
 namespace ember::config {
 
 Result<YAML::Node> LoadYamlFile(const std::string& path) {
+  auto text = ReadWholeFile(path, kMaxConfigFileBytes);
+  if (!text.ok()) {
+    if (text.status().code() == StatusCode::kNotFound) {
+      return NotFound("config file '" + path + "' cannot be opened");
+    }
+    return text.status().WithContext("config file");
+  }
   try {
-    return YAML::LoadFile(path);
-  } catch (const YAML::BadFile&) {
-    return NotFound("config file '" + path + "' cannot be opened");
+    return YAML::Load(*text);
   } catch (const YAML::Exception& e) {
     return InvalidArgument("config file '" + path + "': " + e.what());
   }

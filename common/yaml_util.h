@@ -6,6 +6,7 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 
@@ -13,7 +14,9 @@
 
 namespace ember::config {
 
-// Parses a YAML file; the error names the file and the line that failed.
+// The largest config file LoadYamlFile reads.
+constexpr uint64_t kMaxConfigFileBytes = uint64_t{16} << 20;
+// Parses a YAML file; the error names the file and the line that failed, or the size limit.
 Result<YAML::Node> LoadYamlFile(const std::string& path);
 
 // Returns `parse()`, or InvalidArgument naming `file` when yaml-cpp throws from inside it (a node

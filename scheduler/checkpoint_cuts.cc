@@ -3,6 +3,7 @@
 
 #include <cstdio>
 
+#include "common/file_io.h"
 #include "common/quote_for_error.h"
 
 namespace ember::scheduler {
@@ -14,9 +15,10 @@ std::string PeriodicCutDir(const std::string& dir, uint64_t clock) {
 }
 
 Result<uint64_t> CheckpointCuts::Request(const std::string& dir, uint64_t highest_clock) {
-  if (dir.empty() || dir.front() != '/') {
+  if (!IsAbsoluteNormalPath(dir)) {
     return InvalidArgument("checkpoint directory " + QuoteForError(dir, kMaxQuotedPath) +
-                           " is not an absolute path");
+                           " is not an absolute path in normal form (no '.', '..' or empty "
+                           "components)");
   }
   if (requested_) {
     return FailedPrecondition("a checkpoint into '" + requested_->dir + "' at clock " +

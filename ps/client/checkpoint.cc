@@ -3,7 +3,6 @@
 #include "ps/client/checkpoint.h"
 
 #include <algorithm>
-#include <filesystem>
 
 #include "common/file_io.h"
 
@@ -11,7 +10,7 @@ namespace ember::ps {
 
 Result<Manifest> CheckpointServers(Client& client, const std::string& dir, uint64_t step,
                                    Millis timeout) {
-  const std::string absolute = std::filesystem::absolute(dir).lexically_normal().string();
+  ASSIGN_OR_RETURN(const std::string absolute, CanonicalDirectory(dir, "checkpoint directory"));
   RETURN_IF_ERROR(MakeDirectories(absolute));
   RETURN_IF_ERROR(client.Checkpoint(absolute, CheckpointAction::kWrite, timeout));
   const RoutingTable routing = client.routing();
@@ -26,12 +25,12 @@ Result<Manifest> CheckpointServers(Client& client, const std::string& dir, uint6
 Result<CutInfo> RequestCheckpoint(const std::string& scheduler_endpoint,
                                   const TransportSecurity& security, const std::string& dir,
                                   Millis timeout) {
-  const std::string absolute = std::filesystem::absolute(dir).lexically_normal().string();
+  ASSIGN_OR_RETURN(const std::string absolute, CanonicalDirectory(dir, "checkpoint directory"));
   return SchedulerClient(scheduler_endpoint, security).CheckpointNow(absolute, timeout);
 }
 
 Result<Manifest> RestoreServers(Client& client, const std::string& dir, Millis timeout) {
-  const std::string absolute = std::filesystem::absolute(dir).lexically_normal().string();
+  ASSIGN_OR_RETURN(const std::string absolute, CanonicalDirectory(dir, "checkpoint directory"));
   ASSIGN_OR_RETURN(Manifest manifest, ReadAndVerifyCheckpoint(absolute));
   const RoutingTable routing = client.routing();
   if (manifest.partitions != routing.num_partitions) {

@@ -10,6 +10,7 @@
 #include <fstream>
 #include <map>
 
+#include "common/file_io.h"
 #include "common/thread_name.h"
 #include "embedding/embedding_table.h"
 #include "embedding/table_config.h"
@@ -188,18 +189,9 @@ Status Server::RecordIdentity(uint32_t server_id) {
     }
     return Status::Ok();
   }
-  std::error_code error;
-  std::filesystem::create_directories(dir, error);
-  const std::filesystem::path temporary = dir / (std::string(kIdentityFile) + ".tmp");
-  {
-    std::ofstream out(temporary, std::ios::trunc);
-    out << server_id << " " << endpoint_ << "\n";
-    out.flush();
-    if (!out) return Unavailable("cannot write '" + temporary.string() + "'");
-  }
-  std::filesystem::rename(temporary, file, error);
-  if (error) return Unavailable("cannot write '" + file.string() + "': " + error.message());
-  return Status::Ok();
+  RETURN_IF_ERROR(MakeDirectories(dir.string()));
+  return WriteFileAtomically(file.string(),
+                             std::to_string(server_id) + " " + endpoint_ + "\n");
 }
 
 Result<ShardStorage> Server::OpenStorage(const std::vector<TableSpec>& tables) {

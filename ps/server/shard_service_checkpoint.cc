@@ -13,11 +13,12 @@ namespace ember::ps {
 
 Frame ShardService::HandleCheckpoint(const wire::RequestHeader& header,
                                               const wire::CheckpointRequest& checkpoint) {
-  if (checkpoint.dir.empty() || checkpoint.dir.front() != '/' ||
-      checkpoint.dir.find('\0') != std::string::npos) {
-    return Error(header.request_id, InvalidArgument("checkpoint directory " +
-                                                    QuoteForError(checkpoint.dir, kMaxQuotedPath) +
-                                                    " is not an absolute path"));
+  if (!IsAbsoluteNormalPath(checkpoint.dir)) {
+    return Error(header.request_id,
+                 InvalidArgument("checkpoint directory " +
+                                 QuoteForError(checkpoint.dir, kMaxQuotedPath) +
+                                 " is not an absolute path in normal form (no '.', '..' or "
+                                 "empty components)"));
   }
   Status done;
   const char* what = "";
