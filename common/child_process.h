@@ -2,7 +2,9 @@
 //
 // The child is told by the kernel to exit when its parent dies (PR_SET_PDEATHSIG), and the
 // destructor stops it (SIGTERM, a bounded wait, then SIGKILL), so neither a crashed parent nor a
-// failed test leaves orphans behind.
+// failed test leaves orphans behind. The kernel's "parent" is the thread that started the child:
+// the child gets SIGTERM when that thread ends, so start long-lived children from a thread that
+// outlives them.
 #pragma once
 
 #include <sys/types.h>
