@@ -399,6 +399,10 @@ void WriteDelimited(CorpusWriter& out) {
             "user,item,rating,timestamp\r\nu1,i1,4.5,1\r\n\r\nu1,i2,2,2\r\nu2,i1,5,3\r\n");
   out.Write("delimited_file", "movielens", 2 | 8, "1::1193::5::978300760\n1::661::3::978302109\n");
   out.Write("delimited_file", "edge-short-rows", 0 | 8, "1\t2\n3\n\n4\t5\t6\t7\t8\n");
+  out.Write("delimited_file", "csv-quoted", 1 | 4 | 8 | 32,
+            "\xEF\xBB\xBFuser,item,rating,timestamp\n# a comment\n\"u,1\",\"i \"\"1\"\"\",4,1\n"
+            "u2,\"two\nlines\",5,2\n");
+  out.Write("delimited_file", "edge-unclosed-quote", 1 | 8, "u1,i1,4,1\nu2,\"i2,5,2\n");
 }
 
 }  // namespace

@@ -1,7 +1,8 @@
 // Fuzzes the readers of delimited data files (trainer/delimited_reader.h) and the interaction
 // data set built on them (trainer/interaction_dataset.h: user, item, rating and timestamp
-// columns). The first byte picks the format: its delimiter (tab, comma or "::"), whether the
-// first line is a header, and whether the file is also loaded as interactions.
+// columns). The first byte picks the format: its delimiter (tab, comma or "::", bits 0-1),
+// whether the first line is a header (bit 2), whether the file is also loaded as interactions
+// (bit 3), quoting off (bit 4, else '"' quotes fields) and '#' comment lines (bit 5).
 // Corpus: fuzz/corpus/delimited_file/.
 #include <cstddef>
 #include <cstdint>
@@ -18,6 +19,8 @@ void Read(uint8_t format, std::string_view text) {
   trainer::DelimitedOptions options;
   options.delimiter = std::string(kDelimiters[format % std::size(kDelimiters)]);
   options.header = (format & 4) != 0;
+  options.quote = (format & 16) != 0 ? '\0' : '"';
+  if ((format & 32) != 0) options.comment = "#";
   const std::string path = WriteScratchFile("data.txt", text);
 
   auto reader = trainer::DelimitedReader::Open(path, options);

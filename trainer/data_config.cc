@@ -59,6 +59,17 @@ Status ReadFormat(const YAML::Node& node, std::string_view path, DelimitedOption
   RETURN_IF_ERROR(config::ReadOptional(node, path, "delimiter", &format->delimiter));
   RETURN_IF_ERROR(config::ReadOptional(node, path, "header", &format->header));
   if (format->delimiter.empty()) return InvalidArgument(Join(path, "delimiter") + ": is empty");
+  std::string quote(1, format->quote);
+  RETURN_IF_ERROR(config::ReadOptional(node, path, "quote", &quote));
+  if (quote.size() > 1) {
+    return InvalidArgument(Join(path, "quote") + ": '" + quote +
+                           "' is not one character (\"\" turns quoting off)");
+  }
+  format->quote = quote.empty() ? '\0' : quote[0];
+  if (format->quote != '\0' && format->delimiter.find(format->quote) != std::string::npos) {
+    return InvalidArgument(Join(path, "quote") + ": the quote character is part of the delimiter");
+  }
+  RETURN_IF_ERROR(config::ReadOptional(node, path, "comment", &format->comment));
   return Status::Ok();
 }
 
@@ -94,7 +105,7 @@ Status ReadFeatures(const YAML::Node& node, std::string_view path,
 Result<SideFeatureFile> SideFeaturesFromYaml(const YAML::Node& node, std::string_view path,
                                              const std::string& config_dir) {
   RETURN_IF_ERROR(
-      config::RejectUnknownKeys(node, path, {"path", "delimiter", "header", "id", "features"}));
+      config::RejectUnknownKeys(node, path, {"path", "delimiter", "header", "quote", "comment", "id", "features"}));
   SideFeatureFile side;
   RETURN_IF_ERROR(config::ReadRequired(node, path, "path", &side.path));
   side.path = ResolvePath(side.path, config_dir);
@@ -108,8 +119,8 @@ Result<InteractionOptions> InteractionsFromYaml(const YAML::Node& node, std::str
                                                 const std::string& config_dir) {
   RETURN_IF_ERROR(config::RejectUnknownKeys(
       node, path,
-      {"path", "delimiter", "header", "user", "item", "rating", "timestamp", "min_rating",
-       "negatives", "seed", "max_eval_users", "user_features", "item_features"}));
+      {"path", "delimiter", "header", "quote", "comment", "user", "item", "rating", "timestamp",
+       "min_rating", "negatives", "seed", "max_eval_users", "user_features", "item_features"}));
   InteractionOptions options;
   RETURN_IF_ERROR(config::ReadRequired(node, path, "path", &options.path));
   options.path = ResolvePath(options.path, config_dir);

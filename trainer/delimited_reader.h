@@ -1,8 +1,11 @@
 // Delimited text files (TSV, CSV, MovieLens "::"): a streaming line reader, a small in-memory
 // table, and columns named by position or header name, with errors that name file and line.
 //
-// Fields are split on an exact delimiter string (no quoting). '\r' line endings are stripped and
-// blank lines skipped.
+// Fields are split on an exact delimiter string. A field that starts with the quote character
+// (RFC 4180, '"' by default) is quoted: it may hold the delimiter, line breaks and the quote
+// itself, doubled; other fields are taken as they are. A UTF-8 byte-order mark is skipped, '\r'
+// line endings are stripped, blank lines and (when asked) comment lines are skipped. Errors name
+// the file, the line and the column (0-based, as configs count them).
 #pragma once
 
 #include <fstream>
@@ -36,7 +39,12 @@ struct ColumnRef {
 struct DelimitedOptions {
   std::string delimiter = "\t";  // any non-empty string, e.g. "," or "::"
   bool header = false;           // the first non-blank line names the columns
+  char quote = '"';              // starts a quoted field; '\0': no quoting
+  std::string comment;           // lines starting with it are skipped; empty: none
 };
+
+// The longest record (a line, or the lines a quoted line break joins) a reader accepts.
+constexpr size_t kMaxRecordBytes = size_t{16} << 20;
 
 // Reads a delimited file one line at a time; the line's fields stay valid until the next call.
 class DelimitedReader {
@@ -58,16 +66,25 @@ class DelimitedReader {
 
  private:
   DelimitedReader(std::string path, DelimitedOptions options);
-  // Reads the next non-blank line into line_, split into fields_; false at end of file.
-  bool ReadLine();
+  // Reads the next record (skipping blank and comment lines) into fields_; false at end of file.
+  Result<bool> ReadRecord();
+  // Reads the next physical line into line_ (without its '\r'); false at end of file.
+  bool ReadPhysicalLine();
+  // Splits a record in which a quote occurs, reading more lines while a quoted field goes on;
+  // the fields point into record_.
+  Status SplitQuoted();
+  // "<path> line <n>, column <c>", for errors.
+  std::string Where(size_t line, size_t column) const;
 
   std::string path_;
   DelimitedOptions options_;
   std::ifstream in_;
   std::string line_;
+  std::string record_;  // the unquoted fields of a quoted record, one after another
   std::vector<std::string_view> fields_;
   std::vector<std::string> header_;
-  size_t line_number_ = 0;
+  size_t line_number_ = 0;    // the current record's first line
+  size_t physical_line_ = 0;  // the last line read
 };
 
 // A whole (small) file in memory.

@@ -22,14 +22,15 @@ std::string_view TrimSpaces(std::string_view text) {
   return text.substr(first, last - first + 1);
 }
 
-Result<double> ParseNumber(std::string_view field, const DelimitedReader& reader,
+Result<double> ParseNumber(std::string_view field, size_t column, const DelimitedReader& reader,
                            std::string_view what) {
   const std::string_view text = TrimSpaces(field);
   double value = 0;
   const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
   if (text.empty() || error != std::errc() || end != text.data() + text.size()) {
     return InvalidArgument(reader.path() + " line " + std::to_string(reader.line_number()) +
-                           ": " + std::string(what) + " '" + std::string(field) +
+                           ", column " + std::to_string(column) + ": " + std::string(what) +
+                           " '" + std::string(field) +
                            "' is not a number");
   }
   return value;
@@ -159,6 +160,8 @@ Status InteractionDataset::ReadInteractions() {
     const std::string_view item_id = TrimSpaces(item_field);
     if (user_id.empty() || item_id.empty()) {
       return InvalidArgument(options_.path + " line " + std::to_string(reader->line_number()) +
+                             ", column " +
+                             std::to_string(user_id.empty() ? user_column : item_column) +
                              ": empty " + (user_id.empty() ? "user" : "item") + " id");
     }
     const uint32_t user = Intern(user_id, &user_index_, &user_ids_);
@@ -166,14 +169,14 @@ Status InteractionDataset::ReadInteractions() {
     bool positive = true;
     if (rating_column) {
       ASSIGN_OR_RETURN(const std::string_view field, reader->Field(*rating_column, "rating"));
-      ASSIGN_OR_RETURN(const double rating, ParseNumber(field, *reader, "rating"));
+      ASSIGN_OR_RETURN(const double rating, ParseNumber(field, *rating_column, *reader, "rating"));
       positive = rating >= options_.min_rating;
     }
     double timestamp = 0;
     if (timestamp_column) {
       ASSIGN_OR_RETURN(const std::string_view field,
                        reader->Field(*timestamp_column, "timestamp"));
-      ASSIGN_OR_RETURN(timestamp, ParseNumber(field, *reader, "timestamp"));
+      ASSIGN_OR_RETURN(timestamp, ParseNumber(field, *timestamp_column, *reader, "timestamp"));
     }
     all_pairs.push_back(TrainPair{user, item});
     if (positive) positives_.push_back(Positive{user, item, timestamp, line_order});

@@ -110,5 +110,30 @@ TEST(DataConfigTest, MakesAnInteractionSource) {
   EXPECT_NE(source.status().message().find("missing.tsv"), std::string_view::npos);
 }
 
+TEST(DataConfigTest, QuoteAndCommentOfADelimitedFile) {
+  auto read = [](const std::string& format) {
+    return DataConfigFromYaml(
+        YAML::Load("kind: interactions\ninteractions: {path: r.csv, user: 0, item: 1, " + format +
+                   "}"),
+        "data", "/d");
+  };
+  Result<DataConfig> defaults = read("delimiter: ','");
+  ASSERT_TRUE(defaults.ok()) << defaults.status().ToString();
+  EXPECT_EQ(defaults->interactions.format.quote, '"');
+  EXPECT_EQ(defaults->interactions.format.comment, "");
+  Result<DataConfig> set = read("delimiter: ',', quote: \"'\", comment: '#'");
+  ASSERT_TRUE(set.ok()) << set.status().ToString();
+  EXPECT_EQ(set->interactions.format.quote, '\'');
+  EXPECT_EQ(set->interactions.format.comment, "#");
+  Result<DataConfig> off = read("quote: ''");
+  ASSERT_TRUE(off.ok()) << off.status().ToString();
+  EXPECT_EQ(off->interactions.format.quote, '\0');
+  Result<DataConfig> two = read("quote: '<>'");
+  ASSERT_FALSE(two.ok());
+  EXPECT_NE(two.status().message().find("data.interactions.quote"), std::string::npos)
+      << two.status().ToString();
+  EXPECT_FALSE(read("delimiter: '\"', quote: '\"'").ok());
+}
+
 }  // namespace
 }  // namespace ember::trainer

@@ -1,4 +1,5 @@
-// Tests for delimited text reading: delimiters, headers, CRLF, blank lines, column errors.
+// Tests for delimited text reading: delimiters, headers, CRLF, blank lines, column errors, RFC
+// 4180 quoting, byte-order marks and comment lines.
 #include "trainer/delimited_reader.h"
 
 #include <gtest/gtest.h>
@@ -17,6 +18,13 @@ std::string WriteFile(const testing::TempDir& dir, const std::string& name,
   const std::string path = dir.path() + "/" + name;
   std::ofstream(path, std::ios::binary) << text;
   return path;
+}
+
+DelimitedOptions CsvWithHeader() {
+  DelimitedOptions options;
+  options.delimiter = ",";
+  options.header = true;
+  return options;
 }
 
 TEST(DelimitedReaderTest, ReadsTabSeparatedRowsWithLineNumbers) {
@@ -50,10 +58,7 @@ TEST(DelimitedReaderTest, CommaWithHeaderCrlfAndEmptyFields) {
                                      "1,31,2.5,1260759144\r\n"
                                      "\r\n"
                                      "2,,4,\r\n");
-  DelimitedOptions options;
-  options.delimiter = ",";
-  options.header = true;
-  Result<DelimitedTable> table = ReadDelimited(path, options);
+  Result<DelimitedTable> table = ReadDelimited(path, CsvWithHeader());
   ASSERT_TRUE(table.ok()) << table.status().ToString();
   EXPECT_EQ(table->header, (std::vector<std::string>{"userId", "movieId", "rating", "timestamp"}));
   EXPECT_EQ(table->rows, (Rows{{"1", "31", "2.5", "1260759144"}, {"2", "", "4", ""}}));
@@ -117,6 +122,60 @@ TEST(DelimitedReaderTest, MissingFileErrorNamesThePath) {
   ASSERT_FALSE(table.ok());
   EXPECT_EQ(table.status().code(), StatusCode::kNotFound);
   EXPECT_NE(table.status().message().find("/nonexistent/ember/u.data"), std::string_view::npos);
+}
+
+TEST(DelimitedReaderTest, QuotedFieldsHoldDelimitersDoubledQuotesAndLineBreaks) {
+  testing::TempDir dir;
+  const std::string path = WriteFile(dir, "movies.csv",
+                                     "\xEF\xBB\xBFmovieId,title,genres\r\n"
+                                     "1,\"Toy Story, Part \"\"One\"\"\",Comedy\r\n"
+                                     "2,\"Two\r\nlines\",\"\"\r\n"
+                                     "3,plain \"inner\" quote,\n"
+                                     "4,\"last\"\n");
+  Result<DelimitedTable> table = ReadDelimited(path, CsvWithHeader());
+  ASSERT_TRUE(table.ok()) << table.status().ToString();
+  // The byte-order mark is not part of the first column's name.
+  EXPECT_EQ(table->header, (std::vector<std::string>{"movieId", "title", "genres"}));
+  EXPECT_EQ(table->rows, (Rows{{"1", "Toy Story, Part \"One\"", "Comedy"},
+                               {"2", "Two\nlines", ""},
+                               {"3", "plain \"inner\" quote", ""},
+                               {"4", "last"}}));
+  // A record is numbered by its first line.
+  EXPECT_EQ(table->line_numbers, (std::vector<size_t>{2, 3, 5, 6}));
+}
+
+TEST(DelimitedReaderTest, QuotingCanBeTurnedOffAndCommentLinesSkipped) {
+  testing::TempDir dir;
+  const std::string path =
+      WriteFile(dir, "u.data", "# user item\n\"1\"\t\"a\tb\"\n  \n#2\t3\n4\t5\n");
+  DelimitedOptions options;
+  options.quote = '\0';
+  options.comment = "#";
+  Result<DelimitedTable> table = ReadDelimited(path, options);
+  ASSERT_TRUE(table.ok()) << table.status().ToString();
+  EXPECT_EQ(table->rows, (Rows{{"\"1\"", "\"a", "b\""}, {"4", "5"}}));
+  EXPECT_EQ(table->line_numbers, (std::vector<size_t>{2, 5}));
+}
+
+TEST(DelimitedReaderTest, BadQuotingIsRefusedNamingFileLineAndColumn) {
+  testing::TempDir dir;
+  DelimitedOptions options;
+  options.delimiter = ",";
+  const std::string unclosed = WriteFile(dir, "unclosed.csv", "1,2\n3,\"open\n4,5\n");
+  Result<DelimitedTable> table = ReadDelimited(unclosed, options);
+  ASSERT_FALSE(table.ok());
+  EXPECT_EQ(table.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(table.status().message().find(unclosed + " line 2, column 1: a quoted field is not "
+                                          "closed before the end of the file"),
+            std::string::npos)
+      << table.status().ToString();
+  const std::string trailing = WriteFile(dir, "trailing.csv", "1,2\n3,\"x\"y,4\n");
+  table = ReadDelimited(trailing, options);
+  ASSERT_FALSE(table.ok());
+  EXPECT_NE(table.status().message().find(trailing + " line 2, column 1: text after the closing "
+                                          "quote"),
+            std::string::npos)
+      << table.status().ToString();
 }
 
 }  // namespace
