@@ -65,9 +65,18 @@ std::string TrainSummaryJson(const trainer::TrainSummary& s,
                {"loss_end", s.last_window.loss},
                {"servers", std::move(server_list)}};
   if (eval) {
+    auto split = [](const trainer::RankingFigures& figures) {
+      return Json{{"users", figures.cases}, {"hit_rate", figures.hit_rate}, {"ndcg", figures.ndcg}};
+    };
     json["eval"] = {{"users", eval->model.cases},
                     {"hit_rate", eval->model.hit_rate},
                     {"ndcg", eval->model.ndcg},
+                    {"hit_rate_se", eval->model.hit_rate_se},
+                    {"ndcg_se", eval->model.ndcg_se},
+                    {"tie_fraction", eval->model.tie_fraction},
+                    {"items_recommended", eval->model.items_recommended},
+                    {"warm", split(eval->model.warm)},
+                    {"cold", split(eval->model.cold)},
                     {"popularity_hit_rate", eval->popularity.hit_rate},
                     {"popularity_ndcg", eval->popularity.ndcg}};
   }

@@ -59,7 +59,9 @@ Result<RankingResult> EvaluateRanking(ps::Client& client, Backend& backend,
         for (uint32_t d = 0; d < out_dim; ++d) dot += user[d] * item[d];
         scores[i] = dot;
       }
-      accumulator.Add(scores, options.eval_k);
+      const std::vector<uint32_t>& candidate_items = cases[c].candidate_items;
+      accumulator.Add(scores, options.eval_k,
+                      {candidate_items, dataset.item_train_counts()[candidate_items[0]] > 0});
     }
   }
   return accumulator.result();

@@ -1,7 +1,9 @@
 // Ranking metrics and the popularity baseline.
 #include "trainer/ranking_metrics.h"
 
+#include <algorithm>
 #include <cmath>
+#include <numeric>
 #include <vector>
 
 #include "common/check.h"
@@ -19,19 +21,70 @@ uint32_t PessimisticRank(std::span<const float> scores) {
   return rank;
 }
 
-void RankingAccumulator::Add(std::span<const float> scores, uint32_t k) {
+void RankingAccumulator::Sums::Add(bool hit, double gain) {
+  ++cases;
+  hits += hit;
+  gain_sum += gain;
+  gain_squares += gain * gain;
+}
+
+void RankingAccumulator::Sums::Merge(const Sums& other) {
+  cases += other.cases;
+  hits += other.hits;
+  gain_sum += other.gain_sum;
+  gain_squares += other.gain_squares;
+}
+
+void RankingAccumulator::Add(std::span<const float> scores, uint32_t k, const RankingCase& info) {
   const uint32_t rank = PessimisticRank(scores);
-  ++cases_;
-  if (rank < k) {
-    ++hits_;
-    ndcg_sum_ += 1.0 / std::log2(static_cast<double>(rank) + 2.0);
+  const bool hit = rank < k;
+  const double gain = hit ? 1.0 / std::log2(static_cast<double>(rank) + 2.0) : 0.0;
+  all_.Add(hit, gain);
+  (info.warm ? warm_ : cold_).Add(hit, gain);
+  ties_ += std::find(scores.begin() + 1, scores.end(), scores[0]) != scores.end();
+  if (info.items.size() == scores.size()) {
+    // The k best candidates (by score; among equals, the first).
+    std::vector<uint32_t> order(scores.size());
+    std::iota(order.begin(), order.end(), 0u);
+    const size_t top = std::min<size_t>(k, order.size());
+    std::partial_sort(order.begin(), order.begin() + top, order.end(),
+                      [&](uint32_t a, uint32_t b) {
+                        return scores[a] > scores[b] || (scores[a] == scores[b] && a < b);
+                      });
+    for (size_t i = 0; i < top; ++i) recommended_.insert(info.items[order[i]]);
   }
 }
 
 void RankingAccumulator::Merge(const RankingAccumulator& other) {
-  cases_ += other.cases_;
-  hits_ += other.hits_;
-  ndcg_sum_ += other.ndcg_sum_;
+  all_.Merge(other.all_);
+  warm_.Merge(other.warm_);
+  cold_.Merge(other.cold_);
+  ties_ += other.ties_;
+  recommended_.insert(other.recommended_.begin(), other.recommended_.end());
+}
+
+RankingResult RankingAccumulator::result() const {
+  RankingResult result;
+  result.hit_rate = all_.hit_rate();
+  result.ndcg = all_.ndcg();
+  result.cases = all_.cases;
+  if (all_.cases > 1) {
+    // The sample variance of the per-case values over n, square-rooted. A hit is 0 or 1, so
+    // the sum of its squares is the number of hits.
+    const double n = static_cast<double>(all_.cases);
+    auto standard_error = [n](double sum, double squares) {
+      const double mean = sum / n;
+      return std::sqrt(std::max(0.0, (squares - n * mean * mean) / (n - 1)) / n);
+    };
+    const double hits = static_cast<double>(all_.hits);
+    result.hit_rate_se = standard_error(hits, hits);
+    result.ndcg_se = standard_error(all_.gain_sum, all_.gain_squares);
+  }
+  result.tie_fraction = all_.cases ? ties_ / static_cast<double>(all_.cases) : 0.0;
+  result.warm = warm_.figures();
+  result.cold = cold_.figures();
+  result.items_recommended = recommended_.size();
+  return result;
 }
 
 RankingResult EvaluatePopularity(const InteractionDataset& dataset, uint32_t k) {
@@ -43,7 +96,7 @@ RankingResult EvaluatePopularity(const InteractionDataset& dataset, uint32_t k) 
     for (const uint32_t item : eval.candidate_items) {
       scores.push_back(static_cast<float>(counts[item]));
     }
-    accumulator.Add(scores, k);
+    accumulator.Add(scores, k, {eval.candidate_items, counts[eval.candidate_items[0]] > 0});
   }
   return accumulator.result();
 }

@@ -10,6 +10,8 @@
 #include <regex>
 #include <thread>
 
+#include <nlohmann/json.hpp>
+
 #include "local/cluster_config.h"
 #include "common/child_process.h"
 #include "tests/test_util.h"
@@ -645,13 +647,22 @@ TEST(ClusterProcessTest, MovieLens100kBeatsMostPopular) {
                         "--data-root", data_root, "--backend", "cpu", "--summary-json", summary},
                        log);
   ASSERT_EQ(cluster.WaitExit(seconds(900)), 0) << testing::ReadFile(log);
-  const std::string json = testing::ReadFile(summary);
-  const double hr = JsonNumber(json, "hit_rate");
-  const double popular = JsonNumber(json, "popularity_hit_rate");
-  EXPECT_GT(popular, 0.3) << json;
-  EXPECT_GT(hr, popular) << json;
-  std::printf("ml-100k: HR@10 %.4f NDCG@10 %.4f; most-popular HR@10 %.4f NDCG@10 %.4f\n", hr,
-              JsonNumber(json, "ndcg"), popular, JsonNumber(json, "popularity_ndcg"));
+  const std::string text = testing::ReadFile(summary);
+  const nlohmann::json eval = nlohmann::json::parse(text, nullptr, false).value("eval", nlohmann::json());
+  ASSERT_TRUE(eval.is_object()) << text;
+  const double hr = eval.value("hit_rate", 0.0);
+  const double popular = eval.value("popularity_hit_rate", 0.0);
+  EXPECT_GT(popular, 0.3) << text;
+  EXPECT_GT(hr, popular) << text;
+  EXPECT_EQ(eval["warm"].value("users", 0) + eval["cold"].value("users", 0),
+            eval.value("users", 0)) << text;
+  EXPECT_GT(eval.value("hit_rate_se", 0.0), 0.0) << text;
+  EXPECT_LT(eval.value("hit_rate_se", 1.0), 0.03) << text;
+  std::printf("ml-100k: HR@10 %.4f ± %.4f NDCG@10 %.4f ± %.4f, ties %.4f, %d items recommended; "
+              "most-popular HR@10 %.4f NDCG@10 %.4f\n",
+              hr, eval.value("hit_rate_se", 0.0), eval.value("ndcg", 0.0),
+              eval.value("ndcg_se", 0.0), eval.value("tie_fraction", 0.0),
+              eval.value("items_recommended", 0), popular, eval.value("popularity_ndcg", 0.0));
 }
 
 }  // namespace

@@ -42,6 +42,34 @@ TEST(RankingMetricsTest, HandComputedHitRateAndNdcg) {
   EXPECT_DOUBLE_EQ(metrics.ndcg(), (0.5 + 1.0 + 1.0 / std::log2(3.0)) / 5);
 }
 
+TEST(RankingMetricsTest, StandardErrorsTiesWarmColdAndCoverage) {
+  RankingAccumulator metrics;
+  const std::vector<uint32_t> items_a = {7, 1, 2, 3}, items_b = {8, 1, 4, 5};
+  // Warm, rank 0 (gain 1); the top 2 are items 7 and 3.
+  metrics.Add(std::vector<float>{0.9f, 0.1f, 0.2f, 0.5f}, 2, {items_a, true});
+  // Cold, a tie with a negative: rank 1 (gain 1/log2(3)); the top 2 are 8 and 4 (equal scores
+  // in candidate order).
+  metrics.Add(std::vector<float>{0.4f, 0.0f, 0.4f, 0.1f}, 2, {items_b, false});
+  // Warm, rank 3: a miss; the top 2 are 1 and 2.
+  metrics.Add(std::vector<float>{0.0f, 0.9f, 0.8f, 0.7f}, 2, {items_a, true});
+  const RankingResult result = metrics.result();
+  EXPECT_EQ(result.cases, 3u);
+  EXPECT_DOUBLE_EQ(result.hit_rate, 2.0 / 3);
+  // Sample standard deviation over sqrt(n): hits {1, 1, 0}, gains {1, g, 0}.
+  EXPECT_NEAR(result.hit_rate_se, std::sqrt((1.0 / 3) / 3), 1e-12);
+  const double g = 1.0 / std::log2(3.0), mean = (1 + g) / 3;
+  const double variance =
+      ((1 - mean) * (1 - mean) + (g - mean) * (g - mean) + mean * mean) / 2;
+  EXPECT_NEAR(result.ndcg_se, std::sqrt(variance / 3), 1e-12);
+  EXPECT_DOUBLE_EQ(result.tie_fraction, 1.0 / 3);
+  EXPECT_EQ(result.warm.cases, 2u);
+  EXPECT_DOUBLE_EQ(result.warm.hit_rate, 0.5);
+  EXPECT_DOUBLE_EQ(result.warm.ndcg, 0.5);
+  EXPECT_EQ(result.cold.cases, 1u);
+  EXPECT_DOUBLE_EQ(result.cold.ndcg, g);
+  EXPECT_EQ(result.items_recommended, 6u);  // 7, 3, 4, 8, 1, 2
+}
+
 TEST(RankingMetricsTest, PopularityScoresByTrainingCounts) {
   testing::TempDir dir;
   // Held out: e -> q, a -> p, b -> x, f -> z (tie on time: the later line). Training counts:
