@@ -106,25 +106,36 @@ Result<local::EvalFigures> Evaluate(ps::Client& client, trainer::Backend& backen
   const trainer::TrainOptions& train = config.train;
   ASSIGN_OR_RETURN(trainer::RankingResult model,
                    trainer::EvaluateRanking(client, backend, dataset, config.model, train));
-  local::EvalFigures figures{model, trainer::EvaluatePopularity(dataset, train.eval_k)};
+  const bool full = train.eval_protocol == "full";
+  local::EvalFigures figures{model, trainer::EvaluatePopularity(dataset, train.eval_k, full),
+                             train.eval_protocol};
   const unsigned k = train.eval_k;
-  std::printf("  evaluation  leave-one-out, %zu users, %u sampled negatives each (± standard error):\n",
-              figures.model.cases, config.data.interactions.negatives);
+  // With one relevant item per user, Recall@k over the catalogue is its hit rate.
+  const char* hit = full ? "Recall" : "HR";
+  if (full) {
+    std::printf("  evaluation  leave-one-out, %zu users, each against every item it did not train "
+                "on (± standard error):\n",
+                figures.model.cases);
+  } else {
+    std::printf("  evaluation  leave-one-out, %zu users, %u sampled negatives each (± standard "
+                "error):\n",
+                figures.model.cases, config.data.interactions.negatives);
+  }
   const double items = static_cast<double>(std::max<size_t>(1, dataset.num_items()));
   for (const auto& [name, result] : {std::pair{"ember", &figures.model},
                                      std::pair{"most-popular", &figures.popularity}}) {
-    std::printf("              %-12s HR@%u %.4f ± %.4f  NDCG@%u %.4f ± %.4f  ties %.1f%%  "
+    std::printf("              %-12s %s@%u %.4f ± %.4f  NDCG@%u %.4f ± %.4f  ties %.1f%%  "
                 "coverage %.1f%% of %zu items\n",
-                name, k, result->hit_rate, result->hit_rate_se, k, result->ndcg, result->ndcg_se,
-                100.0 * result->tie_fraction, 100.0 * result->items_recommended / items,
-                dataset.num_items());
+                name, hit, k, result->hit_rate, result->hit_rate_se, k, result->ndcg,
+                result->ndcg_se, 100.0 * result->tie_fraction,
+                100.0 * result->items_recommended / items, dataset.num_items());
   }
   // Test items never seen in training can only be ranked by their features.
   for (const auto& [name, split] : {std::pair{"warm", &figures.model.warm},
                                     std::pair{"cold", &figures.model.cold}}) {
-    std::printf("              ember %-6s HR@%u %.4f  NDCG@%u %.4f  (%zu users whose test item %s "
-                "in training)\n",
-                name, k, split->hit_rate, k, split->ndcg, split->cases,
+    std::printf("              ember %-6s %s@%u %.4f  NDCG@%u %.4f  (%zu users whose test item "
+                "%s in training)\n",
+                name, hit, k, split->hit_rate, k, split->ndcg, split->cases,
                 split == &figures.model.warm ? "occurs" : "never occurs");
   }
   return figures;

@@ -68,7 +68,8 @@ std::string TrainSummaryJson(const trainer::TrainSummary& s,
     auto split = [](const trainer::RankingFigures& figures) {
       return Json{{"users", figures.cases}, {"hit_rate", figures.hit_rate}, {"ndcg", figures.ndcg}};
     };
-    json["eval"] = {{"users", eval->model.cases},
+    json["eval"] = {{"protocol", eval->protocol},
+                    {"users", eval->model.cases},
                     {"hit_rate", eval->model.hit_rate},
                     {"ndcg", eval->model.ndcg},
                     {"hit_rate_se", eval->model.hit_rate_se},

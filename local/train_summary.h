@@ -18,6 +18,7 @@ namespace ember::local {
 struct EvalFigures {
   trainer::RankingResult model;
   trainer::RankingResult popularity;
+  std::string protocol = "sampled";  // TrainOptions::eval_protocol
 };
 
 // Mean time per step spent waiting for the other trainers, in ms.

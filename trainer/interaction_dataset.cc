@@ -324,6 +324,7 @@ void InteractionDataset::BuildEvalCases() {
     const uint32_t user = eval_users_[c];
     EvalCase& eval = eval_cases_[c];
     eval.user_id = user_ids_[user];
+    eval.user = user;
     const std::span<const uint64_t> keys = user_keys(user);
     eval.user_keys.assign(keys.begin(), keys.end());
     eval.test_item_id = item_ids_[test_item_[c]];

@@ -56,6 +56,7 @@ struct InteractionOptions {
 // One evaluated user: score every candidate and rank the test item (candidate 0) among them.
 struct EvalCase {
   std::string user_id;
+  uint32_t user = 0;                                       // dense user index
   std::vector<uint64_t> user_keys;                         // [user slot]
   std::vector<std::vector<uint64_t>> candidate_item_keys;  // [candidate][item slot]; 0 = test
   std::string test_item_id;

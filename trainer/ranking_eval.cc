@@ -1,6 +1,8 @@
 // Ranking evaluation implementation.
 #include "trainer/ranking_eval.h"
 
+#include <cblas.h>
+
 #include <algorithm>
 
 #include "trainer/tower_batch.h"
@@ -23,11 +25,69 @@ Status EncodeTower(ps::Client& client, Backend& backend, Tower tower,
   return backend.Encode(tower, samples, batch.Input(), *out);
 }
 
+// Full-catalogue ranking: every item is encoded once, every user batch is scored against all of
+// them with one matrix product, and each test item ranks against the items its user did not
+// train on.
+Result<RankingResult> EvaluateFullCatalogue(ps::Client& client, Backend& backend,
+                                            const InteractionDataset& dataset,
+                                            const ModelConfig& model, const TrainOptions& options) {
+  const uint32_t out_dim = model.output_dim;
+  const size_t num_items = dataset.num_items();
+  std::vector<float> catalogue(num_items * out_dim), encoded;
+  constexpr size_t kItemsPerEncode = 4096;
+  for (size_t first = 0; first < num_items; first += kItemsPerEncode) {
+    const size_t last = std::min(num_items, first + kItemsPerEncode);
+    std::vector<std::vector<uint64_t>> item_keys(dataset.item_slots());
+    for (size_t item = first; item < last; ++item) {
+      const std::span<const uint64_t> keys = dataset.item_keys(static_cast<uint32_t>(item));
+      for (uint32_t s = 0; s < dataset.item_slots(); ++s) item_keys[s].push_back(keys[s]);
+    }
+    RETURN_IF_ERROR(EncodeTower(client, backend, Tower::kItem, item_keys, options.item_tables,
+                                model, &encoded));
+    std::copy(encoded.begin(), encoded.end(), catalogue.begin() + first * out_dim);
+  }
+  const std::vector<std::vector<uint32_t>> trained = TrainItemsByUser(dataset);
+  const std::span<const uint32_t> counts = dataset.item_train_counts();
+  const std::vector<EvalCase>& cases = dataset.eval_cases();
+  RankingAccumulator accumulator;
+  std::vector<float> users, item_scores, scores;
+  std::vector<uint32_t> items;
+  for (size_t first = 0; first < cases.size(); first += options.eval_batch_users) {
+    const size_t last = std::min(cases.size(), first + options.eval_batch_users);
+    std::vector<std::vector<uint64_t>> user_keys(dataset.user_slots());
+    for (size_t c = first; c < last; ++c) {
+      for (uint32_t s = 0; s < dataset.user_slots(); ++s) {
+        user_keys[s].push_back(cases[c].user_keys[s]);
+      }
+    }
+    RETURN_IF_ERROR(EncodeTower(client, backend, Tower::kUser, user_keys, options.user_tables,
+                                model, &users));
+    const size_t batch = last - first;
+    item_scores.resize(batch * num_items);
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<int>(batch),
+                static_cast<int>(num_items), static_cast<int>(out_dim), 1.0f, users.data(),
+                static_cast<int>(out_dim), catalogue.data(), static_cast<int>(out_dim), 0.0f,
+                item_scores.data(), static_cast<int>(num_items));
+    for (size_t c = first; c < last; ++c) {
+      const uint32_t test = cases[c].candidate_items[0];
+      AddCatalogueCase(accumulator,
+                       std::span<const float>(item_scores.data() + (c - first) * num_items,
+                                              num_items),
+                       test, trained[cases[c].user], counts[test] > 0, options.eval_k, &scores,
+                       &items);
+    }
+  }
+  return accumulator.result();
+}
+
 }  // namespace
 
 Result<RankingResult> EvaluateRanking(ps::Client& client, Backend& backend,
                                       const InteractionDataset& dataset, const ModelConfig& model,
                                       const TrainOptions& options) {
+  if (options.eval_protocol == "full") {
+    return EvaluateFullCatalogue(client, backend, dataset, model, options);
+  }
   const std::vector<EvalCase>& cases = dataset.eval_cases();
   const uint32_t out_dim = model.output_dim;
   RankingAccumulator accumulator;

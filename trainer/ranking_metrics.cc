@@ -87,10 +87,50 @@ RankingResult RankingAccumulator::result() const {
   return result;
 }
 
-RankingResult EvaluatePopularity(const InteractionDataset& dataset, uint32_t k) {
+std::vector<std::vector<uint32_t>> TrainItemsByUser(const InteractionDataset& dataset) {
+  std::vector<std::vector<uint32_t>> items(dataset.num_users());
+  for (const TrainPair& pair : dataset.train()) items[pair.user].push_back(pair.item);
+  for (std::vector<uint32_t>& list : items) {
+    std::sort(list.begin(), list.end());
+    list.erase(std::unique(list.begin(), list.end()), list.end());
+  }
+  return items;
+}
+
+void AddCatalogueCase(RankingAccumulator& accumulator, std::span<const float> item_scores,
+                      uint32_t test_item, std::span<const uint32_t> excluded, bool warm,
+                      uint32_t k, std::vector<float>* scores, std::vector<uint32_t>* items) {
+  scores->assign(1, item_scores[test_item]);
+  items->assign(1, test_item);
+  size_t next_excluded = 0;
+  for (uint32_t item = 0; item < item_scores.size(); ++item) {
+    while (next_excluded < excluded.size() && excluded[next_excluded] < item) ++next_excluded;
+    if (item == test_item ||
+        (next_excluded < excluded.size() && excluded[next_excluded] == item)) {
+      continue;
+    }
+    scores->push_back(item_scores[item]);
+    items->push_back(item);
+  }
+  accumulator.Add(*scores, k, {*items, warm});
+}
+
+RankingResult EvaluatePopularity(const InteractionDataset& dataset, uint32_t k,
+                                 bool full_catalogue) {
   RankingAccumulator accumulator;
   std::vector<float> scores;
+  std::vector<uint32_t> items;
   const std::span<const uint32_t> counts = dataset.item_train_counts();
+  if (full_catalogue) {
+    const std::vector<float> by_count(counts.begin(), counts.end());
+    const std::vector<std::vector<uint32_t>> trained = TrainItemsByUser(dataset);
+    for (const EvalCase& eval : dataset.eval_cases()) {
+      const uint32_t test = eval.candidate_items[0];
+      AddCatalogueCase(accumulator, by_count, test, trained[eval.user], counts[test] > 0, k,
+                       &scores, &items);
+    }
+    return accumulator.result();
+  }
   for (const EvalCase& eval : dataset.eval_cases()) {
     scores.clear();
     for (const uint32_t item : eval.candidate_items) {

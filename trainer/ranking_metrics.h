@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <span>
 #include <unordered_set>
+#include <vector>
 
 #include "trainer/interaction_dataset.h"
 
@@ -75,7 +76,19 @@ class RankingAccumulator {
   std::unordered_set<uint32_t> recommended_;
 };
 
-// HR@k / NDCG@k when every candidate is scored by its number of training positives.
-RankingResult EvaluatePopularity(const InteractionDataset& dataset, uint32_t k);
+// The training items of every user, ascending: what full-catalogue ranking leaves out.
+std::vector<std::vector<uint32_t>> TrainItemsByUser(const InteractionDataset& dataset);
+
+// Adds a full-catalogue case: `item_scores` scores every item of the catalogue; the test item
+// ranks against every other item not in `excluded` (ascending). Recall@k equals the hit rate,
+// since each case has one relevant item. `scores` and `items` are scratch space.
+void AddCatalogueCase(RankingAccumulator& accumulator, std::span<const float> item_scores,
+                      uint32_t test_item, std::span<const uint32_t> excluded, bool warm,
+                      uint32_t k, std::vector<float>* scores, std::vector<uint32_t>* items);
+
+// HR@k / NDCG@k when every candidate is scored by its number of training positives: over the
+// sampled candidates, or (full_catalogue) over every item the user did not train on.
+RankingResult EvaluatePopularity(const InteractionDataset& dataset, uint32_t k,
+                                 bool full_catalogue = false);
 
 }  // namespace ember::trainer

@@ -44,7 +44,8 @@ Result<TrainOptions> TrainOptionsFromYaml(const YAML::Node& node, std::string_vi
   RETURN_IF_ERROR(config::RejectUnknownKeys(
       node, path,
       {"steps", "epochs", "batch_size", "backend", "log_every", "user_tables", "item_tables",
-       "pipeline", "wire_fp16", "sampling_correction", "eval_k", "eval_batch_users", "mode",
+       "pipeline", "wire_fp16", "sampling_correction", "eval_k", "eval_batch_users",
+       "eval_protocol", "mode",
        "staleness", "bsp_combine", "on_trainer_failure", "trainer_timeout_ms",
        "clock_timeout_ms", "dense"}));
   RETURN_IF_ERROR(config::ReadOptional(node, path, "steps", &options.steps));
@@ -60,7 +61,12 @@ Result<TrainOptions> TrainOptionsFromYaml(const YAML::Node& node, std::string_vi
       config::ReadOptional(node, path, "sampling_correction", &options.sampling_correction));
   RETURN_IF_ERROR(config::ReadOptional(node, path, "eval_k", &options.eval_k));
   RETURN_IF_ERROR(config::ReadOptional(node, path, "eval_batch_users", &options.eval_batch_users));
+  RETURN_IF_ERROR(config::ReadOptional(node, path, "eval_protocol", &options.eval_protocol));
   const std::string where(path);
+  if (options.eval_protocol != "sampled" && options.eval_protocol != "full") {
+    return InvalidArgument(where + ".eval_protocol: '" + options.eval_protocol +
+                           "' is not one of sampled, full");
+  }
   RETURN_IF_ERROR(ReadSyncOptions(node, where, &options.sync));
   RETURN_IF_ERROR(config::ReadOptional(node, path, "dense", &options.dense));
   if (options.dense != "auto" && options.dense != "local" && options.dense != "servers") {

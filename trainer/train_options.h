@@ -25,6 +25,9 @@ struct TrainOptions {
   bool sampling_correction = true;  // logQ correction when the data knows item frequencies
   uint32_t eval_k = 10;          // HR@k / NDCG@k on interaction data
   uint32_t eval_batch_users = 256;
+  // "sampled": each test item against its sampled negatives (HR@k, NDCG@k); "full": against
+  // every item the user has no training interaction with (Recall@k, NDCG@k).
+  std::string eval_protocol = "sampled";
 
   // Many trainers (see common/sync_options.h). sync.trainers comes from cluster.trainers.
   SyncOptions sync;

@@ -70,6 +70,20 @@ TEST(RankingMetricsTest, StandardErrorsTiesWarmColdAndCoverage) {
   EXPECT_EQ(result.items_recommended, 6u);  // 7, 3, 4, 8, 1, 2
 }
 
+TEST(RankingMetricsTest, FullCatalogueRanksAgainstEveryItemTheUserDidNotTrainOn) {
+  const std::vector<float> item_scores = {0.5f, 0.9f, 0.1f, 0.7f, 0.6f};
+  const std::vector<uint32_t> trained = {1};  // item 1 outscores the test item but is left out
+  std::vector<float> scores;
+  std::vector<uint32_t> items;
+  RankingAccumulator within_10, within_2;
+  AddCatalogueCase(within_10, item_scores, 0, trained, true, 10, &scores, &items);
+  AddCatalogueCase(within_2, item_scores, 0, trained, true, 2, &scores, &items);
+  EXPECT_EQ(items, (std::vector<uint32_t>{0, 2, 3, 4}));
+  EXPECT_DOUBLE_EQ(within_10.ndcg(), 0.5);  // rank 2 (items 3 and 4 score higher)
+  EXPECT_EQ(within_2.hit_rate(), 0.0);
+  EXPECT_EQ(within_2.result().items_recommended, 2u);  // 3 and 4
+}
+
 TEST(RankingMetricsTest, PopularityScoresByTrainingCounts) {
   testing::TempDir dir;
   // Held out: e -> q, a -> p, b -> x, f -> z (tie on time: the later line). Training counts:
@@ -99,6 +113,19 @@ TEST(RankingMetricsTest, PopularityScoresByTrainingCounts) {
   EXPECT_DOUBLE_EQ(result.ndcg, expected.ndcg());
   EXPECT_DOUBLE_EQ(result.hit_rate, 0.5);
   EXPECT_DOUBLE_EQ(result.ndcg, 0.5);
+
+  // Over the whole catalogue, less each user's training items: e's q and a's p still come
+  // first; b's x and f's z (never trained on: cold) tie with the other count-0 item and trail
+  // the popular ones.
+  const RankingResult full = EvaluatePopularity(**data, 1, /*full_catalogue=*/true);
+  EXPECT_EQ(full.cases, 4u);
+  EXPECT_DOUBLE_EQ(full.hit_rate, 0.5);
+  EXPECT_EQ(full.warm.cases, 2u);
+  EXPECT_DOUBLE_EQ(full.warm.hit_rate, 1.0);
+  EXPECT_EQ(full.cold.cases, 2u);
+  EXPECT_DOUBLE_EQ(full.cold.hit_rate, 0.0);
+  EXPECT_DOUBLE_EQ(full.tie_fraction, 0.5);
+  EXPECT_EQ(full.items_recommended, 2u);  // q for e, p for the others
 }
 
 TEST(RankingMetricsTest, PopularityOnMovieLens100k) {
