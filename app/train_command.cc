@@ -110,6 +110,11 @@ Result<local::EvalFigures> Evaluate(ps::Client& client, trainer::Backend& backen
   local::EvalFigures figures{model, trainer::EvaluatePopularity(dataset, train.eval_k, full),
                              train.eval_protocol};
   const unsigned k = train.eval_k;
+  if (!dataset.validation_cases().empty()) {
+    ASSIGN_OR_RETURN(figures.validation,
+                     trainer::EvaluateRanking(client, backend, dataset, dataset.validation_cases(),
+                                              config.model, train));
+  }
   // With one relevant item per user, Recall@k over the catalogue is its hit rate.
   const char* hit = full ? "Recall" : "HR";
   if (full) {
@@ -129,6 +134,12 @@ Result<local::EvalFigures> Evaluate(ps::Client& client, trainer::Backend& backen
                 name, hit, k, result->hit_rate, result->hit_rate_se, k, result->ndcg,
                 result->ndcg_se, 100.0 * result->tie_fraction,
                 100.0 * result->items_recommended / items, dataset.num_items());
+  }
+  if (figures.validation) {
+    std::printf("              ember valid. %s@%u %.4f ± %.4f  NDCG@%u %.4f ± %.4f  (%zu users' "
+                "latest training item, held out)\n",
+                hit, k, figures.validation->hit_rate, figures.validation->hit_rate_se, k,
+                figures.validation->ndcg, figures.validation->ndcg_se, figures.validation->cases);
   }
   // Test items never seen in training can only be ranked by their features.
   for (const auto& [name, split] : {std::pair{"warm", &figures.model.warm},

@@ -80,6 +80,11 @@ std::string TrainSummaryJson(const trainer::TrainSummary& s,
                     {"cold", split(eval->model.cold)},
                     {"popularity_hit_rate", eval->popularity.hit_rate},
                     {"popularity_ndcg", eval->popularity.ndcg}};
+    if (eval->validation) {
+      json["eval"]["validation"] = {{"users", eval->validation->cases},
+                                    {"hit_rate", eval->validation->hit_rate},
+                                    {"ndcg", eval->validation->ndcg}};
+    }
   }
   // Invalid UTF-8 in a string (a table name, say) is replaced rather than thrown about.
   return json.dump(2, ' ', false, Json::error_handler_t::replace) + "\n";

@@ -19,6 +19,7 @@ struct EvalFigures {
   trainer::RankingResult model;
   trainer::RankingResult popularity;
   std::string protocol = "sampled";  // TrainOptions::eval_protocol
+  std::optional<trainer::RankingResult> validation;  // with data.interactions.validation
 };
 
 // Mean time per step spent waiting for the other trainers, in ms.

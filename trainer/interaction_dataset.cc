@@ -14,6 +14,7 @@ namespace ember::trainer {
 namespace {
 
 constexpr uint32_t kNone = std::numeric_limits<uint32_t>::max();
+constexpr size_t kNoPositive = std::numeric_limits<size_t>::max();
 
 std::string_view TrimSpaces(std::string_view text) {
   const size_t first = text.find_first_not_of(' ');
@@ -131,9 +132,14 @@ Result<std::shared_ptr<InteractionDataset>> InteractionDataset::Load(
   data->options_ = options;
   RETURN_IF_ERROR(data->ReadInteractions());
   data->Split();
-  RETURN_IF_ERROR(data->SampleNegatives());
+  // The test cases' negatives come from the seed alone, with or without validation.
+  ASSIGN_OR_RETURN(const auto test_negatives, data->SampleNegatives(data->eval_users_, 0));
+  ASSIGN_OR_RETURN(const auto validation_negatives,
+                   data->SampleNegatives(data->validation_users_, HashName("validation")));
   RETURN_IF_ERROR(data->BuildKeys());
-  data->BuildEvalCases();
+  data->eval_cases_ = data->BuildCases(data->eval_users_, data->test_item_, test_negatives);
+  data->validation_cases_ =
+      data->BuildCases(data->validation_users_, data->validation_item_, validation_negatives);
   return data;
 }
 
@@ -235,9 +241,45 @@ void InteractionDataset::Split() {
     test_item_.push_back(item);
   }
 
+  // Validation: the latest positive of another item than the test item, if one more item is
+  // left for training.
+  std::vector<uint32_t> validation_item_of_user(users, kNone);
+  if (options_.validation) {
+    std::vector<size_t> latest_other(users, kNoPositive);
+    for (size_t p = 0; p < positives_.size(); ++p) {
+      const Positive& positive = positives_[p];
+      if (test_item_of_user[positive.user] == kNone ||
+          positive.item == test_item_of_user[positive.user]) {
+        continue;
+      }
+      size_t& other = latest_other[positive.user];
+      if (other == kNoPositive || positive.timestamp >= positives_[other].timestamp) other = p;
+    }
+    std::vector<uint8_t> trains_on_more(users, 0);
+    for (const Positive& positive : positives_) {
+      const size_t other = latest_other[positive.user];
+      if (other != kNoPositive && positive.item != test_item_of_user[positive.user] &&
+          positive.item != positives_[other].item) {
+        trains_on_more[positive.user] = 1;
+      }
+    }
+    for (const uint32_t u : eval_users_) {
+      if (!trains_on_more[u]) {
+        ++users_without_validation_;
+        continue;
+      }
+      validation_item_of_user[u] = positives_[latest_other[u]].item;
+      validation_users_.push_back(u);
+      validation_item_.push_back(validation_item_of_user[u]);
+    }
+  }
+
   item_train_counts_.assign(item_ids_.size(), 0);
   for (const Positive& positive : positives_) {
-    if (test_item_of_user[positive.user] == positive.item) continue;
+    if (test_item_of_user[positive.user] == positive.item ||
+        validation_item_of_user[positive.user] == positive.item) {
+      continue;
+    }
     train_.push_back(TrainPair{positive.user, positive.item});
     ++item_train_counts_[positive.item];
   }
@@ -245,14 +287,15 @@ void InteractionDataset::Split() {
   positives_.shrink_to_fit();
 }
 
-Status InteractionDataset::SampleNegatives() {
+Result<std::vector<std::vector<uint32_t>>> InteractionDataset::SampleNegatives(
+    std::span<const uint32_t> users, uint64_t stream) const {
   const uint32_t wanted = options_.negatives;
   const size_t catalogue = item_ids_.size();
   std::vector<uint8_t> taken(catalogue, 0);  // interacted with, or already chosen
   std::vector<uint32_t> pool;
-  negatives_.resize(eval_users_.size());
-  for (size_t c = 0; c < eval_users_.size(); ++c) {
-    const uint32_t user = eval_users_[c];
+  std::vector<std::vector<uint32_t>> negatives(users.size());
+  for (size_t c = 0; c < users.size(); ++c) {
+    const uint32_t user = users[c];
     const std::vector<uint32_t>& seen = interacted_[user];
     const size_t available = catalogue - seen.size();
     if (available < wanted) {
@@ -262,8 +305,9 @@ Status InteractionDataset::SampleNegatives() {
                              std::to_string(wanted) + " negatives to sample");
     }
     for (const uint32_t item : seen) taken[item] = 1;
-    std::mt19937_64 rng(HashCombine(options_.seed, HashName(user_ids_[user])));
-    std::vector<uint32_t>& chosen = negatives_[c];
+    const uint64_t seed = stream == 0 ? options_.seed : HashCombine(options_.seed, stream);
+    std::mt19937_64 rng(HashCombine(seed, HashName(user_ids_[user])));
+    std::vector<uint32_t>& chosen = negatives[c];
     chosen.clear();
     if (available <= 4 * static_cast<size_t>(wanted)) {
       // Dense case: a partial shuffle of the items the user never saw.
@@ -287,7 +331,7 @@ Status InteractionDataset::SampleNegatives() {
     for (const uint32_t item : seen) taken[item] = 0;
     for (const uint32_t item : chosen) taken[item] = 0;
   }
-  return Status::Ok();
+  return negatives;
 }
 
 Status InteractionDataset::BuildKeys() {
@@ -318,28 +362,28 @@ Status InteractionDataset::BuildKeys() {
   return Status::Ok();
 }
 
-void InteractionDataset::BuildEvalCases() {
-  eval_cases_.resize(eval_users_.size());
-  for (size_t c = 0; c < eval_users_.size(); ++c) {
-    const uint32_t user = eval_users_[c];
-    EvalCase& eval = eval_cases_[c];
+std::vector<EvalCase> InteractionDataset::BuildCases(
+    std::span<const uint32_t> users, std::span<const uint32_t> held_out,
+    const std::vector<std::vector<uint32_t>>& negatives) const {
+  std::vector<EvalCase> cases(users.size());
+  for (size_t c = 0; c < users.size(); ++c) {
+    const uint32_t user = users[c];
+    EvalCase& eval = cases[c];
     eval.user_id = user_ids_[user];
     eval.user = user;
     const std::span<const uint64_t> keys = user_keys(user);
     eval.user_keys.assign(keys.begin(), keys.end());
-    eval.test_item_id = item_ids_[test_item_[c]];
-    eval.candidate_items.clear();
-    eval.candidate_items.push_back(test_item_[c]);
-    eval.candidate_items.insert(eval.candidate_items.end(), negatives_[c].begin(),
-                                negatives_[c].end());
+    eval.test_item_id = item_ids_[held_out[c]];
+    eval.candidate_items.push_back(held_out[c]);
+    eval.candidate_items.insert(eval.candidate_items.end(), negatives[c].begin(),
+                                negatives[c].end());
     for (const uint32_t item : eval.candidate_items) {
       const std::span<const uint64_t> item_slot_keys = item_keys(item);
       eval.candidate_item_keys.emplace_back(item_slot_keys.begin(), item_slot_keys.end());
       eval.candidate_ids.push_back(item_ids_[item]);
     }
   }
-  negatives_.clear();
-  negatives_.shrink_to_fit();
+  return cases;
 }
 
 std::span<const uint64_t> InteractionDataset::user_keys(uint32_t user) const {
@@ -373,6 +417,10 @@ std::string InteractionDataset::Describe() const {
   }
   if (options_.item_features) {
     text += ", " + std::to_string(items_without_features_) + " items without features";
+  }
+  if (options_.validation) {
+    text += ", " + std::to_string(validation_cases_.size()) + " validation users (" +
+            std::to_string(users_without_validation_) + " with too few interactions to spare one)";
   }
   return text;
 }

@@ -51,6 +51,10 @@ struct InteractionOptions {
   uint64_t seed = 42;            // negatives, the evaluated-user subset and epoch shuffles
   uint32_t max_eval_users = 0;   // 0: every user with >= 2 positives; otherwise a seeded subset
                                  // (users not evaluated keep all their positives for training)
+  // Each evaluated user's latest training interaction (other than its test item) becomes its
+  // validation item, ranked against negatives of its own; the test split stays as it is. Users
+  // left with no training interaction then keep theirs (users_without_validation()).
+  bool validation = false;
 };
 
 // One evaluated user: score every candidate and rank the test item (candidate 0) among them.
@@ -89,6 +93,10 @@ class InteractionDataset {
   std::optional<uint32_t> FindItem(std::string_view item_id) const;
 
   const std::vector<EvalCase>& eval_cases() const { return eval_cases_; }
+  // With options.validation: a case per evaluated user that has a validation item (candidate 0).
+  const std::vector<EvalCase>& validation_cases() const { return validation_cases_; }
+  // Evaluated users without a validation item: too few interactions to spare one.
+  size_t users_without_validation() const { return users_without_validation_; }
 
   // Training positives per dense item, and by id (0 for an unknown id): the popularity baseline.
   std::span<const uint32_t> item_train_counts() const { return item_train_counts_; }
@@ -103,9 +111,15 @@ class InteractionDataset {
 
   Status ReadInteractions();
   void Split();
-  Status SampleNegatives();
+  // Negatives for each of `users` (none it interacted with), drawn from rng seeds of `stream`
+  // and the user's id.
+  Result<std::vector<std::vector<uint32_t>>> SampleNegatives(std::span<const uint32_t> users,
+                                                             uint64_t stream) const;
   Status BuildKeys();
-  void BuildEvalCases();
+  // A case per user: its held-out item first, then its negatives.
+  std::vector<EvalCase> BuildCases(std::span<const uint32_t> users,
+                                   std::span<const uint32_t> held_out,
+                                   const std::vector<std::vector<uint32_t>>& negatives) const;
 
   InteractionOptions options_;
   uint32_t user_slots_ = 1;
@@ -127,13 +141,16 @@ class InteractionDataset {
 
   std::vector<uint32_t> eval_users_;      // ascending
   std::vector<uint32_t> test_item_;       // [eval case]
-  std::vector<std::vector<uint32_t>> negatives_;  // [eval case]
+  std::vector<uint32_t> validation_users_;  // ascending, a subset of eval_users_
+  std::vector<uint32_t> validation_item_;   // [validation case]
+  size_t users_without_validation_ = 0;
 
   std::vector<TrainPair> train_;
   std::vector<uint32_t> item_train_counts_;
   std::vector<uint64_t> user_keys_;  // [user * user_slots + slot]
   std::vector<uint64_t> item_keys_;  // [item * item_slots + slot]
   std::vector<EvalCase> eval_cases_;
+  std::vector<EvalCase> validation_cases_;
   size_t users_without_features_ = 0;  // users absent from the user side file
   size_t items_without_features_ = 0;
 };

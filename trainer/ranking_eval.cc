@@ -30,6 +30,7 @@ Status EncodeTower(ps::Client& client, Backend& backend, Tower tower,
 // train on.
 Result<RankingResult> EvaluateFullCatalogue(ps::Client& client, Backend& backend,
                                             const InteractionDataset& dataset,
+                                            const std::vector<EvalCase>& cases,
                                             const ModelConfig& model, const TrainOptions& options) {
   const uint32_t out_dim = model.output_dim;
   const size_t num_items = dataset.num_items();
@@ -48,7 +49,6 @@ Result<RankingResult> EvaluateFullCatalogue(ps::Client& client, Backend& backend
   }
   const std::vector<std::vector<uint32_t>> trained = TrainItemsByUser(dataset);
   const std::span<const uint32_t> counts = dataset.item_train_counts();
-  const std::vector<EvalCase>& cases = dataset.eval_cases();
   RankingAccumulator accumulator;
   std::vector<float> users, item_scores, scores;
   std::vector<uint32_t> items;
@@ -85,10 +85,16 @@ Result<RankingResult> EvaluateFullCatalogue(ps::Client& client, Backend& backend
 Result<RankingResult> EvaluateRanking(ps::Client& client, Backend& backend,
                                       const InteractionDataset& dataset, const ModelConfig& model,
                                       const TrainOptions& options) {
+  return EvaluateRanking(client, backend, dataset, dataset.eval_cases(), model, options);
+}
+
+Result<RankingResult> EvaluateRanking(ps::Client& client, Backend& backend,
+                                      const InteractionDataset& dataset,
+                                      const std::vector<EvalCase>& cases,
+                                      const ModelConfig& model, const TrainOptions& options) {
   if (options.eval_protocol == "full") {
-    return EvaluateFullCatalogue(client, backend, dataset, model, options);
+    return EvaluateFullCatalogue(client, backend, dataset, cases, model, options);
   }
-  const std::vector<EvalCase>& cases = dataset.eval_cases();
   const uint32_t out_dim = model.output_dim;
   RankingAccumulator accumulator;
   std::vector<float> users, items, scores;

@@ -19,5 +19,11 @@ namespace ember::trainer {
 Result<RankingResult> EvaluateRanking(ps::Client& client, Backend& backend,
                                       const InteractionDataset& dataset, const ModelConfig& model,
                                       const TrainOptions& options);
+// The same over other cases of the dataset, e.g. its validation_cases(). (In the full protocol
+// a validation item also ranks against its user's test item, which is not a training item.)
+Result<RankingResult> EvaluateRanking(ps::Client& client, Backend& backend,
+                                      const InteractionDataset& dataset,
+                                      const std::vector<EvalCase>& cases,
+                                      const ModelConfig& model, const TrainOptions& options);
 
 }  // namespace ember::trainer

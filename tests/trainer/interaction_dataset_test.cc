@@ -1,9 +1,11 @@
-// Tests for InteractionDataset: the leave-one-out split, negative sampling and side features.
+// Tests for InteractionDataset: the leave-one-out split, negative sampling, side features and
+// the validation split.
 #include "trainer/interaction_dataset.h"
 
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <set>
@@ -294,6 +296,65 @@ TEST(InteractionDatasetTest, BadFilesGiveErrorsWithPlaces) {
   ASSERT_FALSE(data.ok());
   EXPECT_NE(data.status().message().find("line 2"), std::string_view::npos)
       << data.status().ToString();
+}
+
+TEST(InteractionDatasetTest, ValidationItemIsNeverTheTestItemNorTrainedOn) {
+  testing::TempDir dir;
+  InteractionOptions options = SmallOptions(WriteFile(dir, "u.data", SmallInteractions()));
+  options.validation = true;
+  auto data = MustLoad(options);
+  ASSERT_NE(data, nullptr);
+  // u1 spares i3 (its latest after the test item i2) and keeps i1; u2 has nothing to spare.
+  std::vector<std::string> validation;
+  for (const EvalCase& eval : data->validation_cases()) {
+    validation.push_back(eval.user_id + ":" + eval.test_item_id);
+  }
+  EXPECT_EQ(validation, (std::vector<std::string>{"u1:i3", "u4:i29"}));
+  EXPECT_EQ(data->users_without_validation(), 1u);
+  EXPECT_EQ(TestItems(*data), (std::vector<std::string>{"u1:i2", "u2:i5", "u4:i30"}));
+  std::map<std::string, std::set<std::string>> trained;
+  for (const TrainPair& pair : data->train()) {
+    trained[data->user_id(pair.user)].insert(data->item_id(pair.item));
+  }
+  EXPECT_EQ(trained["u1"], (std::set<std::string>{"i1"}));
+  EXPECT_EQ(trained["u2"], (std::set<std::string>{"i4"}));  // no validation item: keeps i4
+  for (const EvalCase& eval : data->validation_cases()) {
+    const std::set<std::string>& items = trained[eval.user_id];
+    EXPECT_EQ(items.count(eval.test_item_id), 0u) << eval.user_id;
+    // Its negatives are items the user never interacted with, the test item included.
+    for (size_t c = 1; c < eval.candidate_ids.size(); ++c) {
+      EXPECT_EQ(items.count(eval.candidate_ids[c]), 0u) << eval.user_id;
+      EXPECT_NE(eval.candidate_ids[c], eval.user_id == "u1" ? "i2" : "i30");
+    }
+    EXPECT_EQ(eval.candidate_ids.size(), 1u + options.negatives);
+  }
+}
+
+TEST(InteractionDatasetTest, TheTestSplitIsTheSameWithAndWithoutValidation) {
+  std::string path = EMBER_SOURCE_DIR "/../shared/data/ml-100k/u.data";
+  testing::TempDir dir;
+  if (!std::filesystem::exists(path)) path = WriteFile(dir, "u.data", SmallInteractions());
+  InteractionOptions options;
+  options.path = path;
+  auto plain = MustLoad(options);
+  options.validation = true;
+  auto validated = MustLoad(options);
+  ASSERT_NE(plain, nullptr);
+  ASSERT_NE(validated, nullptr);
+  ASSERT_EQ(plain->eval_cases().size(), validated->eval_cases().size());
+  for (size_t c = 0; c < plain->eval_cases().size(); ++c) {
+    const EvalCase& a = plain->eval_cases()[c];
+    const EvalCase& b = validated->eval_cases()[c];
+    ASSERT_EQ(a.user_id, b.user_id);
+    ASSERT_EQ(a.candidate_ids, b.candidate_ids) << a.user_id;
+    ASSERT_EQ(a.candidate_item_keys, b.candidate_item_keys) << a.user_id;
+    ASSERT_EQ(a.user_keys, b.user_keys) << a.user_id;
+  }
+  EXPECT_GT(validated->validation_cases().size(), 0u);
+  EXPECT_LT(validated->num_train(), plain->num_train());
+  // Validation negatives come from a stream of their own.
+  EXPECT_NE(validated->validation_cases()[0].candidate_ids,
+            plain->eval_cases()[0].candidate_ids);
 }
 
 }  // namespace
