@@ -10,9 +10,9 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <set>
 
+#include "common/file_io.h"
 #include "common/quote_for_error.h"
 
 namespace ember {
@@ -44,18 +44,8 @@ std::string ValueOf(const std::string& text, std::string_view name) {
 }
 
 Result<std::string> ReadSmallFile(const std::string& path) {
-  std::error_code error;
-  const auto size = std::filesystem::file_size(path, error);
-  if (error) return NotFound("key file '" + path + "': " + error.message());
-  if (size > kMaxKeyFileBytes) {
-    return InvalidArgument("key file '" + path + "' has " + std::to_string(size) +
-                           " bytes; a key file has at most " + std::to_string(kMaxKeyFileBytes));
-  }
-  std::ifstream in(path, std::ios::binary);
-  std::string text(size, '\0');
-  if (!in.read(text.data(), static_cast<std::streamsize>(size))) {
-    return Unavailable("cannot read key file '" + path + "'");
-  }
+  auto text = ReadWholeFile(path, kMaxKeyFileBytes);
+  if (!text.ok()) return text.status().WithContext("key file");
   return text;
 }
 
