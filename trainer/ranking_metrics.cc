@@ -44,7 +44,8 @@ void RankingAccumulator::Add(std::span<const float> scores, uint32_t k, const Ra
   ties_ += std::find(scores.begin() + 1, scores.end(), scores[0]) != scores.end();
   if (info.items.size() == scores.size()) {
     // The k best candidates (by score; among equals, the first).
-    std::vector<uint32_t> order(scores.size());
+    std::vector<uint32_t>& order = order_;  // reused: a full catalogue per case
+    order.resize(scores.size());
     std::iota(order.begin(), order.end(), 0u);
     const size_t top = std::min<size_t>(k, order.size());
     std::partial_sort(order.begin(), order.begin() + top, order.end(),

@@ -74,6 +74,7 @@ class RankingAccumulator {
   Sums all_, warm_, cold_;
   size_t ties_ = 0;
   std::unordered_set<uint32_t> recommended_;
+  std::vector<uint32_t> order_;  // scratch of Add
 };
 
 // The training items of every user, ascending: what full-catalogue ranking leaves out.
