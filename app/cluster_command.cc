@@ -24,6 +24,7 @@
 #include "app/config_flags.h"
 #include "app/process_setup.h"
 #include "common/child_process.h"
+#include "common/scratch_directory.h"
 #include "common/transport_security.h"
 #include "ps/server/server.h"
 
@@ -47,20 +48,6 @@ std::string ReadFirstLine(const std::string& path) {
   while (!line.empty() && (line.back() == '\n' || line.back() == '\r')) line.pop_back();
   return line;
 }
-
-// A temporary folder (mode 0700) for the scheduler's endpoint file and the keys, removed on scope
-// exit.
-struct ScratchDir {
-  std::string path;
-  ScratchDir() {
-    std::string pattern = std::filesystem::temp_directory_path().string() + "/ember_local_XXXXXX";
-    if (mkdtemp(pattern.data()) != nullptr) path = pattern;
-  }
-  ~ScratchDir() {
-    std::error_code ignored;
-    if (!path.empty()) std::filesystem::remove_all(path, ignored);
-  }
-};
 
 // The cluster's processes; the destructor stops whichever still run.
 struct Processes {
@@ -143,14 +130,15 @@ int RunCluster(const ClusterFlags& flags) {
   auto config = LoadConfig(flags.config);
   if (!config.ok()) return PrintError("cluster", config.status(), 2);
   const std::string self = SelfExecutable();
-  ScratchDir scratch;
-  if (self.empty() || scratch.path.empty()) {
-    return PrintError("cluster", Internal("cannot locate the ember binary or a temporary folder"));
-  }
+  if (self.empty()) return PrintError("cluster", Internal("cannot locate the ember binary"));
+  // The scheduler's endpoint file and the keys.
+  auto scratch_dir = ScratchDirectory::Make("ember_local_");
+  if (!scratch_dir.ok()) return PrintError("cluster", scratch_dir.status());
+  const ScratchDirectory& scratch = **scratch_dir;
   std::atomic<bool> stop{false};
   StopOnSignals(&stop);
 
-  const std::string keys = scratch.path + "/keys";
+  const std::string keys = scratch.path() + "/keys";
   if (Status made = MakeThrowawayKeys(keys, config->cluster.servers, config->cluster.trainers);
       !made.ok()) {
     return PrintError("cluster", made.WithContext("making the cluster's keys"));
@@ -165,7 +153,7 @@ int RunCluster(const ClusterFlags& flags) {
     args.insert(args.begin(), {self, role, "--key", keys + "/" + key + ".key"});
     return args;
   };
-  const std::string endpoint_file = scratch.path + "/scheduler_endpoint";
+  const std::string endpoint_file = scratch.path() + "/scheduler_endpoint";
   Processes processes;
   processes.scheduler =
       std::make_unique<ChildProcess>(
@@ -200,9 +188,10 @@ int RunCluster(const ClusterFlags& flags) {
       args.insert(args.end(), {"--summary-json",
                                flags.summary_json + (rank ? "." + std::to_string(rank) : "")});
     }
-    // Rank 0 restores the servers' rows, which takes an admin key.
-    const std::string key =
-        !flags.restore.empty() && rank == 0 ? "admin" : "trainer-" + std::to_string(rank);
+    // Rank 0 restores the servers' rows (a checkpoint, or the best state or initial rows of early
+    // stopping), which takes an admin key.
+    const bool restores = !flags.restore.empty() || config->train.early_stopping.reloads_rows();
+    const std::string key = restores && rank == 0 ? "admin" : "trainer-" + std::to_string(rank);
     processes.trainers.push_back(std::make_unique<ChildProcess>(command("train", args, key)));
   }
   return Supervise(processes, stop);
