@@ -7,6 +7,7 @@
 #include "app/commands.h"
 #include "app/config_flags.h"
 #include "app/process_setup.h"
+#include "app/train_early_stopping.h"
 #include "common/checkpoint_layout.h"
 #include "common/file_io.h"
 #include "local/train_summary.h"
@@ -212,12 +213,35 @@ int RunTrain(const TrainFlags& flags) {
       routing.num_partitions, (*client)->tables().size(), std::string((*backend)->name()).c_str(),
       data->source->Describe().c_str(), train.batch_size, steps);
   std::fflush(stdout);
-  auto summary = (*loop)->Run(steps, [&](const trainer::WindowStats& w) { PrintWindow(w, steps); });
-  if (!summary.ok()) return Fail(summary.status());
+  // With early stopping, the final model may live in a client and backend of a retrain.
+  ps::Client* model_client = client->get();
+  trainer::Backend* model_backend = backend->get();
+  std::shared_ptr<trainer::InteractionDataset> model_dataset = data->dataset;
+  std::optional<local::EarlyStoppingReport> early_stopping;
+  EarlyStoppedModel early_stopped;
+  Result<trainer::TrainSummary> summary = trainer::TrainSummary{};
+  if (train.early_stopping.enabled()) {
+    if (!data->dataset) return Fail(InvalidArgument("train.early_stopping needs interaction data"));
+    EarlyStoppingRun run{&*config, &client_options, client->get(), backend->get(), loop->get(),
+                         data->dataset, steps, PrintWindow};
+    auto trained = TrainWithEarlyStopping(run);
+    if (!trained.ok()) return Fail(trained.status());
+    early_stopped = std::move(*trained);
+    summary = early_stopped.summary;
+    early_stopping = early_stopped.report;
+    if (early_stopped.client) {
+      model_client = early_stopped.client.get();
+      model_backend = early_stopped.backend.get();
+      model_dataset = early_stopped.dataset;
+    }
+  } else {
+    summary = (*loop)->Run(steps, [&](const trainer::WindowStats& w) { PrintWindow(w, steps); });
+    if (!summary.ok()) return Fail(summary.status());
+  }
 
   // The training is done either way: a server that does not answer (one that was drained or
   // died) only leaves the per-server lines out.
-  auto servers = (*client)->Stats();
+  auto servers = model_client->Stats();
   if (!servers.ok()) {
     std::fprintf(stderr, "ember train: no server figures: %s\n",
                  servers.status().ToString().c_str());
@@ -225,15 +249,15 @@ int RunTrain(const TrainFlags& flags) {
   }
   PrintSummary(*summary, train.batch_size, *servers, routing.servers);
   std::optional<local::EvalFigures> eval;
-  if (data->dataset) {
-    auto figures = Evaluate(**client, **backend, *data->dataset, *config);
+  if (model_dataset) {
+    auto figures = Evaluate(*model_client, *model_backend, *model_dataset, *config);
     if (!figures.ok()) return Fail(figures.status());
     eval = *figures;
   }
   std::fflush(stdout);
   if (!flags.summary_json.empty()) {
     Status written =
-        WriteFileAtomically(flags.summary_json, local::TrainSummaryJson(*summary, *servers, eval));
+        WriteFileAtomically(flags.summary_json, local::TrainSummaryJson(*summary, *servers, eval, early_stopping));
     if (!written.ok()) return Fail(written);
   }
   return 0;

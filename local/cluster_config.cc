@@ -68,6 +68,20 @@ void ApplyTrainerCount(ClusterConfig* config, uint32_t trainers) {
 
 namespace {
 
+// Early stopping chooses on the validation split of interaction data, in a run of one trainer.
+Status CheckEarlyStopping(const ClusterConfig& config) {
+  if (!config.train.early_stopping.enabled()) return Status::Ok();
+  if (config.data.kind != "interactions" || !config.data.interactions.validation) {
+    return InvalidArgument("train.early_stopping: needs data.interactions.validation: true (it "
+                           "chooses on the validation split, never on the test split)");
+  }
+  if (config.cluster.trainers != 1) {
+    return InvalidArgument("train.early_stopping: needs a run of one trainer (cluster.trainers "
+                           "is " + std::to_string(config.cluster.trainers) + ")");
+  }
+  return Status::Ok();
+}
+
 Result<ClusterConfig> ParseClusterConfig(const std::string& path, const std::string& data_root,
                                          std::span<const config::Override> overrides) {
   ASSIGN_OR_RETURN(YAML::Node root, config::LoadYamlFile(path));
@@ -113,6 +127,7 @@ Result<ClusterConfig> ParseClusterConfig(const std::string& path, const std::str
   auto train = trainer::TrainOptionsFromYaml(root["train"], "train");
   if (!train.ok()) return fail(train.status());
   config.train = std::move(*train);
+  if (Status s = CheckEarlyStopping(config); !s.ok()) return fail(s);
   ApplyTrainerCount(&config, config.cluster.trainers);
   return config;
 }

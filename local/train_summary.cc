@@ -35,7 +35,8 @@ TableStats SumTableStats(const ServerStats& server) {
 
 std::string TrainSummaryJson(const trainer::TrainSummary& s,
                              const std::vector<ServerStats>& servers,
-                             const std::optional<EvalFigures>& eval) {
+                             const std::optional<EvalFigures>& eval,
+                             const std::optional<EarlyStoppingReport>& early_stopping) {
   Json server_list = Json::array();
   for (const ServerStats& server : servers) {
     const TableStats sum = SumTableStats(server);
@@ -85,6 +86,20 @@ std::string TrainSummaryJson(const trainer::TrainSummary& s,
                                     {"hit_rate", eval->validation->hit_rate},
                                     {"ndcg", eval->validation->ndcg}};
     }
+  }
+  if (early_stopping) {
+    auto point = [](const trainer::ValidationPoint& p) {
+      return Json{{"step", p.step}, {"epoch", p.epoch}, {"hit_rate", p.hit_rate},
+                  {"ndcg", p.ndcg}};
+    };
+    Json evaluations = Json::array();
+    for (const auto& p : early_stopping->evaluations) evaluations.push_back(point(p));
+    json["early_stopping"] = {{"evaluations", std::move(evaluations)},
+                              {"best", point(early_stopping->best)},
+                              {"stopped_after_step", early_stopping->stopped_after_step},
+                              {"then", early_stopping->then},
+                              {"final_steps", early_stopping->final_steps},
+                              {"final_epochs", early_stopping->final_epochs}};
   }
   // Invalid UTF-8 in a string (a table name, say) is replaced rather than thrown about.
   return json.dump(2, ' ', false, Json::error_handler_t::replace) + "\n";

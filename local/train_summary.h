@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "common/server_stats.h"
+#include "trainer/early_stopping.h"
 #include "trainer/ranking_metrics.h"
 #include "trainer/trainer.h"
 
@@ -22,6 +23,18 @@ struct EvalFigures {
   std::optional<trainer::RankingResult> validation;  // with data.interactions.validation
 };
 
+// What early stopping saw and chose (train.early_stopping).
+struct EarlyStoppingReport {
+  std::vector<trainer::ValidationPoint> evaluations;  // in step order
+  trainer::ValidationPoint best;
+  uint32_t stopped_after_step = 0;  // where training on the validation split ended
+  std::string then;                 // AfterEarlyStopName
+  // The final model's training: `final_steps` steps, `final_epochs` epochs of its training data
+  // (with `then` retrain, of the whole training set, validation items included).
+  uint32_t final_steps = 0;
+  double final_epochs = 0;
+};
+
 // Mean time per step spent waiting for the other trainers, in ms.
 double WaitPerStepMs(const trainer::TrainSummary& summary);
 
@@ -29,10 +42,11 @@ double WaitPerStepMs(const trainer::TrainSummary& summary);
 TableStats SumTableStats(const ServerStats& server);
 
 // {"steps", "samples", "seconds", "samples_per_second", "wait_ms_per_step", "backend",
-//  "loss_start", "loss_end", "servers": [{"id", "rows", ...}], "eval": {...} when given},
-// indented, ending in a newline.
+//  "loss_start", "loss_end", "servers": [{"id", "rows", ...}], "eval": {...} and
+//  "early_stopping": {...} when given}, indented, ending in a newline.
 std::string TrainSummaryJson(const trainer::TrainSummary& summary,
                              const std::vector<ServerStats>& servers,
-                             const std::optional<EvalFigures>& eval);
+                             const std::optional<EvalFigures>& eval,
+                             const std::optional<EarlyStoppingReport>& early_stopping = {});
 
 }  // namespace ember::local

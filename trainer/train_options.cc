@@ -45,7 +45,7 @@ Result<TrainOptions> TrainOptionsFromYaml(const YAML::Node& node, std::string_vi
       node, path,
       {"steps", "epochs", "batch_size", "backend", "log_every", "user_tables", "item_tables",
        "pipeline", "wire_fp16", "sampling_correction", "eval_k", "eval_batch_users",
-       "eval_protocol", "mode",
+       "eval_protocol", "early_stopping", "mode",
        "staleness", "bsp_combine", "on_trainer_failure", "trainer_timeout_ms",
        "clock_timeout_ms", "dense"}));
   RETURN_IF_ERROR(config::ReadOptional(node, path, "steps", &options.steps));
@@ -66,6 +66,14 @@ Result<TrainOptions> TrainOptionsFromYaml(const YAML::Node& node, std::string_vi
   if (options.eval_protocol != "sampled" && options.eval_protocol != "full") {
     return InvalidArgument(where + ".eval_protocol: '" + options.eval_protocol +
                            "' is not one of sampled, full");
+  }
+  if (node["early_stopping"].IsDefined()) {
+    ASSIGN_OR_RETURN(options.early_stopping,
+                     EarlyStoppingOptionsFromYaml(node["early_stopping"], where + ".early_stopping"));
+    if (options.early_stopping.every_epochs > 0 && options.epochs == 0) {
+      return InvalidArgument(where + ".early_stopping.every_epochs: needs " + where +
+                             ".epochs (the most epochs to train)");
+    }
   }
   RETURN_IF_ERROR(ReadSyncOptions(node, where, &options.sync));
   RETURN_IF_ERROR(config::ReadOptional(node, path, "dense", &options.dense));

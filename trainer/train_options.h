@@ -9,6 +9,7 @@
 
 #include "common/status.h"
 #include "common/sync_options.h"
+#include "trainer/early_stopping.h"
 
 namespace ember::trainer {
 
@@ -28,6 +29,8 @@ struct TrainOptions {
   // "sampled": each test item against its sampled negatives (HR@k, NDCG@k); "full": against
   // every item the user has no training interaction with (Recall@k, NDCG@k).
   std::string eval_protocol = "sampled";
+  // Evaluate on the validation split while training, keep the best, stop when it stops improving.
+  EarlyStoppingOptions early_stopping;
 
   // Many trainers (see common/sync_options.h). sync.trainers comes from cluster.trainers.
   SyncOptions sync;

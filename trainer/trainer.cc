@@ -103,7 +103,8 @@ Result<std::unique_ptr<Trainer>> Trainer::Create(ps::Client* client, Backend* ba
 }
 
 Result<TrainSummary> Trainer::Run(uint32_t steps,
-                                  const std::function<void(const WindowStats&)>& on_window) {
+                                  const std::function<void(const WindowStats&)>& on_window,
+                                  const StepHook& after_step) {
   const uint32_t batch_size = options_.batch_size;
   const uint32_t dim = model_.embedding_dim;
   const uint32_t log_every = options_.log_every > 0 ? options_.log_every : steps;
@@ -153,16 +154,20 @@ Result<TrainSummary> Trainer::Run(uint32_t steps,
     ~DrainOnExit() { (void)drain(); }
   } drain_on_exit{drain_pushes};
 
-  // The data position a cut after step `step_clock` records, noted before the next batch is drawn.
-  Result<std::string> cut_position = FailedPrecondition("no data position was noted");
+  // The data position after step `step_clock`, noted before the next batch is drawn, for a cut
+  // or a checkpoint the step hook may write.
   auto note_position = [&](uint64_t step_clock) {
-    if (pending_cut_.clock == step_clock) cut_position = data_->SavePosition();
+    if (pending_cut_.clock != step_clock && !after_step) return;
+    noted_position_ = data_->SavePosition();
+    noted_position_clock_ = step_clock;
   };
+  ran_ = true;
 
   const uint32_t first_step = completed_steps_ + 1;
   WindowAccumulator window;
   window.first_step = first_step;
   const auto run_start = Clock::now();
+  uint32_t last_step = first_step - 1;
   if (first_step <= steps) {
     RETURN_IF_ERROR(prepare(buffers[0]));
     start_pull(buffers[0]);
@@ -226,10 +231,18 @@ Result<TrainSummary> Trainer::Run(uint32_t steps,
     }
     if (pending_cut_.clock == clock_) {
       if (step == steps) note_position(clock_);  // no batch was drawn after it
-      RETURN_IF_ERROR(TakeCheckpoint(cut_position).WithContext(where + " checkpoint"));
+      RETURN_IF_ERROR(TakeCheckpoint(noted_position_).WithContext(where + " checkpoint"));
     }
     wait_ms = MillisSince(phase);
-    if (!options_.pipeline && step < steps) start_pull(next);  // sees every update of this step
+    bool stop = false;
+    if (after_step) {
+      if (step == steps) note_position(clock_);
+      if (options_.pipeline) RETURN_IF_ERROR(WaitAll(current.pushes).WithContext(where + " push"));
+      completed_steps_ = step;
+      ASSIGN_OR_RETURN(stop, after_step(step));
+    }
+    last_step = step;
+    if (!stop && !options_.pipeline && step < steps) start_pull(next);  // sees every update
 
     window.steps += 1;
     window.loss += stats.loss;
@@ -242,17 +255,19 @@ Result<TrainSummary> Trainer::Run(uint32_t steps,
     window.samples += batch_size;
     summary.samples += batch_size;
 
-    if (step % log_every == 0 || step == steps) {
+    if (step % log_every == 0 || step == steps || stop) {
       WindowStats finished = window.Finish(step);
       summary.windows.push_back(finished);
       if (on_window) on_window(finished);
       window = WindowAccumulator{};
       window.first_step = step + 1;
     }
+    if (stop) break;
   }
   RETURN_IF_ERROR(drain_pushes().WithContext("final push"));
   RETURN_IF_ERROR(client_->scheduler().Leave(client_->trainer_id(), clock_));
-  summary.steps = steps >= first_step ? steps - first_step + 1 : 0;
+  completed_steps_ = last_step;
+  summary.steps = last_step - (first_step - 1);
   summary.seconds = std::chrono::duration<double>(Clock::now() - run_start).count();
   summary.samples_per_second = summary.seconds > 0 ? summary.samples / summary.seconds : 0;
   if (!summary.windows.empty()) {
@@ -284,21 +299,41 @@ Result<DenseState> Trainer::CurrentDenseState() {
   return state;
 }
 
+Status Trainer::WriteOwnFile(const std::string& dir, const Result<std::string>& data_position) {
+  TrainerCheckpoint file;
+  file.step = clock_;
+  file.rank = options_.rank;
+  file.trainers = options_.sync.trainers;
+  ASSIGN_OR_RETURN(file.data_position, data_position);
+  ASSIGN_OR_RETURN(file.dense, CurrentDenseState());
+  file.has_optimizer_state = !dense_;
+  RETURN_IF_ERROR(MakeDirectories(dir));
+  return WriteTrainerCheckpoint(TrainerFilePath(dir, options_.rank), file);
+}
+
+Status Trainer::WriteCheckpoint(const std::string& dir) {
+  if (options_.sync.trainers != 1) {
+    return FailedPrecondition("a checkpoint outside a cut needs a run of one trainer (this run "
+                              "has " + std::to_string(options_.sync.trainers) + ")");
+  }
+  Result<std::string> position = noted_position_;
+  if (!ran_) {
+    position = data_->SavePosition();
+  } else if (noted_position_clock_ != clock_) {
+    return FailedPrecondition("the data position after step " + std::to_string(clock_) +
+                              " was not noted: write a checkpoint from the step hook");
+  }
+  RETURN_IF_ERROR(WriteOwnFile(dir, position));
+  CutInfo cut;
+  cut.dir = dir;
+  cut.clock = clock_;
+  return CompleteCut(cut);
+}
+
 Status Trainer::TakeCheckpoint(const Result<std::string>& data_position) {
   const CutInfo cut = pending_cut_;
   pending_cut_ = CutInfo{};
-  auto write_own_file = [&]() -> Status {
-    TrainerCheckpoint file;
-    file.step = clock_;
-    file.rank = options_.rank;
-    file.trainers = options_.sync.trainers;
-    ASSIGN_OR_RETURN(file.data_position, data_position);
-    ASSIGN_OR_RETURN(file.dense, CurrentDenseState());
-    file.has_optimizer_state = !dense_;
-    RETURN_IF_ERROR(MakeDirectories(cut.dir));
-    return WriteTrainerCheckpoint(TrainerFilePath(cut.dir, options_.rank), file);
-  };
-  const Status written = write_own_file();
+  const Status written = WriteOwnFile(cut.dir, data_position);
   if (!written.ok()) {
     spdlog::error("trainer {}: cannot write its part of the checkpoint after step {}: {}",
                   options_.rank, clock_, written.ToString());

@@ -77,17 +77,28 @@ class Trainer {
                                                  DataSource* data, const ModelConfig& model,
                                                  TrainOptions options);
 
-  // Runs until `steps` steps are completed (all of them, or those after a restored checkpoint's);
-  // `on_window` sees each log window as it completes.
+  // Called after step `step` (1-based) was pushed and acknowledged, before the next step's rows
+  // are pulled; true ends the run after this step. It may evaluate, or WriteCheckpoint.
+  using StepHook = std::function<Result<bool>(uint32_t step)>;
+
+  // Runs until `steps` steps are completed (all of them, or those after a restored checkpoint's)
+  // or `after_step` ends it; `on_window` sees each log window as it completes (also the partial
+  // one an early end leaves).
   Result<TrainSummary> Run(uint32_t steps,
-                           const std::function<void(const WindowStats&)>& on_window = {});
+                           const std::function<void(const WindowStats&)>& on_window = {},
+                           const StepHook& after_step = {});
+
+  // In a run of one trainer: writes a complete checkpoint of the state after the last completed
+  // step into `dir` (servers' partitions, this trainer's file, manifest), as a cut would but
+  // without the scheduler. Before Run, or from the step hook.
+  Status WriteCheckpoint(const std::string& dir);
 
   // Resumes from the checkpoint in `dir` before Run: the trainer of rank 0 has the servers load
   // their partitions (into any number of servers) while the others wait at a barrier; then every
   // trainer loads its own file: steps completed, data position and dense state. The checkpoint
   // must come from a run with as many trainers. Errors name the file or the mismatch.
   Status Restore(const std::string& dir);
-  // Steps completed before Run started (non-zero after Restore).
+  // Steps completed: before Run, non-zero after Restore; after Run, those it ended after.
   uint32_t completed_steps() const { return completed_steps_; }
 
   void set_clock_observer(ClockObserver observer) { observer_ = std::move(observer); }
@@ -102,6 +113,8 @@ class Trainer {
   // next batch was drawn), meets the others and, as coordinator, completes the cut. A failed cut
   // is logged and training goes on; only a broken connection to the scheduler is an error.
   Status TakeCheckpoint(const Result<std::string>& data_position);
+  // This trainer's file of a checkpoint in `dir`: step, data position and dense state.
+  Status WriteOwnFile(const std::string& dir, const Result<std::string>& data_position);
   // The coordinator's part: the servers' partitions, every trainer file present, the manifest,
   // and pruning of older periodic checkpoints.
   Status CompleteCut(const CutInfo& cut);
@@ -119,6 +132,10 @@ class Trainer {
   std::unique_ptr<DenseTable> dense_;  // when the dense weights live on the servers
   ClockObserver observer_;
   CutInfo pending_cut_;  // announced cut (clock 0: none)
+  // The data position after step noted_position_clock_, noted for a cut or the step hook.
+  Result<std::string> noted_position_ = FailedPrecondition("no data position was noted");
+  uint64_t noted_position_clock_ = 0;
+  bool ran_ = false;  // Run has drawn batches: the source is past the last completed step
 };
 
 }  // namespace ember::trainer

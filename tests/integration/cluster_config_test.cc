@@ -80,6 +80,35 @@ TEST(ClusterConfigTest, AnOverrideTheTreeCannotTakeIsRejected) {
       << config.status().ToString();
 }
 
+TEST(ClusterConfigTest, EarlyStoppingNeedsAValidationSplitAndOneTrainer) {
+  const std::string movielens = std::string(EMBER_SOURCE_DIR) + "/configs/movielens-100k.yaml";
+  auto load = [&](const std::vector<std::string>& texts) {
+    std::vector<config::Override> overrides;
+    for (const std::string& text : texts) overrides.push_back(*config::ParseOverride(text));
+    return local::LoadClusterConfig(movielens, "", overrides);
+  };
+  const std::string every = "train.early_stopping.every_epochs=1";
+  auto ok = load({every, "data.interactions.validation=true"});
+  ASSERT_TRUE(ok.ok()) << ok.status().ToString();
+  EXPECT_EQ(ok->train.early_stopping.every_epochs, 1u);
+  for (const auto& [texts, message] :
+       std::vector<std::pair<std::vector<std::string>, std::string>>{
+           {{every}, "needs data.interactions.validation: true"},
+           {{every, "data.interactions.validation=true", "cluster.trainers=2"},
+            "needs a run of one trainer (cluster.trainers is 2)"},
+           {{every, "data.interactions.validation=true", "train.epochs=0"},
+            "every_epochs: needs train.epochs"}}) {
+    auto refused = load(texts);
+    ASSERT_FALSE(refused.ok()) << texts.back();
+    EXPECT_NE(refused.status().message().find(message), std::string_view::npos)
+        << refused.status().ToString();
+  }
+  auto synthetic = LoadWith({"train.early_stopping.every_steps=10"});
+  ASSERT_FALSE(synthetic.ok());
+  EXPECT_NE(synthetic.status().message().find("needs data.interactions.validation"),
+            std::string_view::npos);
+}
+
 TEST(LimitsConfigTest, DefaultsWithoutALimitsSection) {
   auto config = LoadWith({});
   ASSERT_TRUE(config.ok()) << config.status().ToString();
