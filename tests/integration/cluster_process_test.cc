@@ -416,7 +416,15 @@ TEST(ClusterProcessTest, ServersAndTrainerOnSeparateHostsInNetworkNamespaces) {
   std::vector<std::unique_ptr<ChildProcess>> servers;
   for (int i = 0; i < 2; ++i) servers.push_back(server(i, i, {}));
   auto trainer = train("60");
-  std::this_thread::sleep_for(milliseconds(300));
+  // The joiner starts once both servers registered, so that it cannot take one of their places.
+  for (int i = 0; i < 600; ++i) {
+    const std::string text = testing::ReadFile(log);
+    if (text.find("registered at tcp://10.213.0.1:") != std::string::npos &&
+        text.find("registered at tcp://10.213.0.2:") != std::string::npos) {
+      break;
+    }
+    std::this_thread::sleep_for(milliseconds(50));
+  }
   servers.push_back(server(3, 2, {"--join"}));
   ASSERT_EQ(trainer->WaitExit(seconds(120)), 0) << testing::ReadFile(log);
   // The joiner's share moves over the namespaces' network; then a trainer reads from all three.
