@@ -105,19 +105,33 @@ Result<local::EvalFigures> Evaluate(ps::Client& client, trainer::Backend& backen
                                     const trainer::InteractionDataset& dataset,
                                     const local::ClusterConfig& config) {
   const trainer::TrainOptions& train = config.train;
-  ASSIGN_OR_RETURN(trainer::RankingResult model,
-                   trainer::EvaluateRanking(client, backend, dataset, config.model, train));
   const bool full = train.eval_protocol == "full";
-  local::EvalFigures figures{model, trainer::EvaluatePopularity(dataset, train.eval_k, full),
-                             train.eval_protocol};
   const unsigned k = train.eval_k;
+  // With one relevant item per user, Recall@k over the catalogue is its hit rate.
+  const char* hit = full ? "Recall" : "HR";
+  local::EvalFigures figures;
+  figures.protocol = train.eval_protocol;
   if (!dataset.validation_cases().empty()) {
     ASSIGN_OR_RETURN(figures.validation,
                      trainer::EvaluateRanking(client, backend, dataset, dataset.validation_cases(),
                                               config.model, train));
   }
-  // With one relevant item per user, Recall@k over the catalogue is its hit rate.
-  const char* hit = full ? "Recall" : "HR";
+  auto print_validation = [&] {
+    if (!figures.validation) return;
+    std::printf("              ember valid. %s@%u %.4f ± %.4f  NDCG@%u %.4f ± %.4f  (%zu users' "
+                "latest training item, held out)\n",
+                hit, k, figures.validation->hit_rate, figures.validation->hit_rate_se, k,
+                figures.validation->ndcg, figures.validation->ndcg_se, figures.validation->cases);
+  };
+  if (!train.eval_test) {
+    figures.test = false;
+    std::printf("  evaluation  validation split only (train.eval_test: false)\n");
+    print_validation();
+    return figures;
+  }
+  ASSIGN_OR_RETURN(figures.model,
+                   trainer::EvaluateRanking(client, backend, dataset, config.model, train));
+  figures.popularity = trainer::EvaluatePopularity(dataset, train.eval_k, full);
   if (full) {
     std::printf("  evaluation  leave-one-out, %zu users, each against every item it did not train "
                 "on (± standard error):\n",
@@ -136,12 +150,7 @@ Result<local::EvalFigures> Evaluate(ps::Client& client, trainer::Backend& backen
                 result->ndcg_se, 100.0 * result->tie_fraction,
                 100.0 * result->items_recommended / items, dataset.num_items());
   }
-  if (figures.validation) {
-    std::printf("              ember valid. %s@%u %.4f ± %.4f  NDCG@%u %.4f ± %.4f  (%zu users' "
-                "latest training item, held out)\n",
-                hit, k, figures.validation->hit_rate, figures.validation->hit_rate_se, k,
-                figures.validation->ndcg, figures.validation->ndcg_se, figures.validation->cases);
-  }
+  print_validation();
   // Test items never seen in training can only be ranked by their features.
   for (const auto& [name, split] : {std::pair{"warm", &figures.model.warm},
                                     std::pair{"cold", &figures.model.cold}}) {

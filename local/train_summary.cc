@@ -69,18 +69,20 @@ std::string TrainSummaryJson(const trainer::TrainSummary& s,
     auto split = [](const trainer::RankingFigures& figures) {
       return Json{{"users", figures.cases}, {"hit_rate", figures.hit_rate}, {"ndcg", figures.ndcg}};
     };
-    json["eval"] = {{"protocol", eval->protocol},
-                    {"users", eval->model.cases},
-                    {"hit_rate", eval->model.hit_rate},
-                    {"ndcg", eval->model.ndcg},
-                    {"hit_rate_se", eval->model.hit_rate_se},
-                    {"ndcg_se", eval->model.ndcg_se},
-                    {"tie_fraction", eval->model.tie_fraction},
-                    {"items_recommended", eval->model.items_recommended},
-                    {"warm", split(eval->model.warm)},
-                    {"cold", split(eval->model.cold)},
-                    {"popularity_hit_rate", eval->popularity.hit_rate},
-                    {"popularity_ndcg", eval->popularity.ndcg}};
+    json["eval"] = {{"protocol", eval->protocol}};
+    if (eval->test) {
+      json["eval"].update(Json{{"users", eval->model.cases},
+                               {"hit_rate", eval->model.hit_rate},
+                               {"ndcg", eval->model.ndcg},
+                               {"hit_rate_se", eval->model.hit_rate_se},
+                               {"ndcg_se", eval->model.ndcg_se},
+                               {"tie_fraction", eval->model.tie_fraction},
+                               {"items_recommended", eval->model.items_recommended},
+                               {"warm", split(eval->model.warm)},
+                               {"cold", split(eval->model.cold)},
+                               {"popularity_hit_rate", eval->popularity.hit_rate},
+                               {"popularity_ndcg", eval->popularity.ndcg}});
+    }
     if (eval->validation) {
       json["eval"]["validation"] = {{"users", eval->validation->cases},
                                     {"hit_rate", eval->validation->hit_rate},

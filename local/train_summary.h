@@ -21,6 +21,7 @@ struct EvalFigures {
   trainer::RankingResult popularity;
   std::string protocol = "sampled";  // TrainOptions::eval_protocol
   std::optional<trainer::RankingResult> validation;  // with data.interactions.validation
+  bool test = true;  // false: the test split was not evaluated (model and popularity are empty)
 };
 
 // What early stopping saw and chose (train.early_stopping).

@@ -45,7 +45,7 @@ Result<TrainOptions> TrainOptionsFromYaml(const YAML::Node& node, std::string_vi
       node, path,
       {"steps", "epochs", "batch_size", "backend", "log_every", "user_tables", "item_tables",
        "pipeline", "wire_fp16", "sampling_correction", "eval_k", "eval_batch_users",
-       "eval_protocol", "early_stopping", "mode",
+       "eval_protocol", "eval_test", "early_stopping", "mode",
        "staleness", "bsp_combine", "on_trainer_failure", "trainer_timeout_ms",
        "clock_timeout_ms", "dense"}));
   RETURN_IF_ERROR(config::ReadOptional(node, path, "steps", &options.steps));
@@ -62,6 +62,7 @@ Result<TrainOptions> TrainOptionsFromYaml(const YAML::Node& node, std::string_vi
   RETURN_IF_ERROR(config::ReadOptional(node, path, "eval_k", &options.eval_k));
   RETURN_IF_ERROR(config::ReadOptional(node, path, "eval_batch_users", &options.eval_batch_users));
   RETURN_IF_ERROR(config::ReadOptional(node, path, "eval_protocol", &options.eval_protocol));
+  RETURN_IF_ERROR(config::ReadOptional(node, path, "eval_test", &options.eval_test));
   const std::string where(path);
   if (options.eval_protocol != "sampled" && options.eval_protocol != "full") {
     return InvalidArgument(where + ".eval_protocol: '" + options.eval_protocol +

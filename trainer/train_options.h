@@ -29,6 +29,9 @@ struct TrainOptions {
   // "sampled": each test item against its sampled negatives (HR@k, NDCG@k); "full": against
   // every item the user has no training interaction with (Recall@k, NDCG@k).
   std::string eval_protocol = "sampled";
+  // false: the end-of-run evaluation leaves the test split alone (validation figures only), as
+  // the trials of a search do, so that nothing they report can steer the choice.
+  bool eval_test = true;
   // Evaluate on the validation split while training, keep the best, stop when it stops improving.
   EarlyStoppingOptions early_stopping;
 
