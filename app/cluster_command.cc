@@ -33,11 +33,6 @@ namespace {
 
 using std::chrono::milliseconds;
 
-std::string SelfExecutable() {
-  std::error_code error;
-  auto path = std::filesystem::read_symlink("/proc/self/exe", error);
-  return error ? std::string() : path.string();
-}
 
 std::string ReadFirstLine(const std::string& path) {
   FILE* file = std::fopen(path.c_str(), "r");

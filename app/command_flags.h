@@ -23,6 +23,17 @@ struct ClusterFlags {
   std::string data_dir, summary_json, restore;
 };
 
+// `ember tune`.
+struct TuneFlags {
+  ConfigFlags config;  // the base config; its --set and shorthands apply to every trial
+  std::vector<std::string> grid;  // KEY=V1,V2,...
+  std::string budget;             // trials and/or time (local/tune_grid.h)
+  uint32_t parallel = 1;          // trials at once
+  std::string out;                // the chosen config (default: beside --config)
+  std::string json;
+  std::string work_dir;           // trial logs and summaries (default: a scratch folder)
+};
+
 // `ember scheduler`.
 struct SchedulerFlags {
   ConfigFlags config;

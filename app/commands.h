@@ -8,6 +8,7 @@
 namespace ember::app {
 
 int RunCluster(const ClusterFlags& flags);
+int RunTune(const TuneFlags& flags);
 int RunScheduler(const SchedulerFlags& flags);
 int RunServer(const ServerFlags& flags);
 int RunTrain(const TrainFlags& flags);

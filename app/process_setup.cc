@@ -6,6 +6,7 @@
 #include <spdlog/spdlog.h>
 
 #include <cstdlib>
+#include <filesystem>
 #include <string>
 
 namespace ember::app {
@@ -31,6 +32,12 @@ void SetUpLogging(std::string_view role) {
   spdlog::set_pattern("%H:%M:%S.%e " + std::string(role) + " %^%l%$ %v");
   const char* level = std::getenv("EMBER_LOG_LEVEL");
   spdlog::set_level(level != nullptr ? spdlog::level::from_str(level) : spdlog::level::info);
+}
+
+std::string SelfExecutable() {
+  std::error_code error;
+  auto path = std::filesystem::read_symlink("/proc/self/exe", error);
+  return error ? std::string() : path.string();
 }
 
 void StopOnSignals(std::atomic<bool>* flag) {

@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <functional>
+#include <string>
 #include <string_view>
 
 #include "app/command_line.h"
@@ -18,6 +19,9 @@ void SetUpLogging(std::string_view role);
 // Keeps large allocations (message frames of megabytes, made and freed per request) in the heap
 // instead of fresh mmaps, so they are reused without page faults and zeroing by the kernel.
 void KeepLargeAllocationsInTheHeap();
+
+// The path of the running `ember` binary (empty when /proc cannot tell), for starting more of it.
+std::string SelfExecutable();
 
 // Makes SIGINT and SIGTERM store true into *flag (an atomic store, safe in a signal handler).
 void StopOnSignals(std::atomic<bool>* flag);
