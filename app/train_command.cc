@@ -33,12 +33,13 @@ struct TrainData {
   uint32_t steps = 0;
 };
 
-Result<TrainData> LoadTrainData(trainer::DataConfig data, const trainer::TrainOptions& train) {
+Result<TrainData> LoadTrainData(trainer::DataConfig data, const trainer::ModelConfig& model,
+                                const trainer::TrainOptions& train) {
   TrainData loaded;
   if (data.kind == "interactions") {
     ASSIGN_OR_RETURN(loaded.dataset, trainer::LoadInteractions(data.interactions));
     loaded.source = std::make_unique<trainer::InteractionSource>(
-        loaded.dataset, data.interactions.seed, train.rank, train.sync.trainers);
+        loaded.dataset, data.interactions.seed, train.rank, train.sync.trainers, model.negatives);
   } else {
     if (train.sync.trainers > 1) data.synthetic.seed += 0x9E3779B97F4A7C15ull * train.rank;
     ASSIGN_OR_RETURN(loaded.source, trainer::MakeDataSource(data));
@@ -195,7 +196,7 @@ int RunTrain(const TrainFlags& flags) {
   }
 
   // Data first: a bad file path should fail before anything connects.
-  auto data = LoadTrainData(config->data, train);
+  auto data = LoadTrainData(config->data, config->model, train);
   if (!data.ok()) return Fail(data.status());
   const uint32_t steps = data->steps;
   auto client = ps::Client::Connect(client_options);

@@ -128,6 +128,11 @@ Result<ClusterConfig> ParseClusterConfig(const std::string& path, const std::str
   if (!train.ok()) return fail(train.status());
   config.train = std::move(*train);
   if (Status s = CheckEarlyStopping(config); !s.ok()) return fail(s);
+  if (config.model.negatives > 0 && config.data.kind != "interactions") {
+    return fail(InvalidArgument("model.loss " + std::string(trainer::LossName(config.model.loss)) +
+                                " draws its negatives from the catalogue of interaction data; "
+                                "data.kind is '" + config.data.kind + "'"));
+  }
   ApplyTrainerCount(&config, config.cluster.trainers);
   return config;
 }

@@ -28,11 +28,18 @@ bool CudaBackendAvailable() {
 
 Result<std::unique_ptr<Backend>> MakeBackend(std::string_view kind, const ModelConfig& config) {
   RETURN_IF_ERROR(ValidateModelConfig(config));
-  if (kind == "cpu" || (kind == "auto" && !CudaBackendAvailable())) {
+  // The CUDA backend trains the in-batch softmax only; `auto` then picks the CPU.
+  const bool cuda_loss = config.loss == LossKind::kInBatchSoftmax;
+  if (kind == "cpu" || (kind == "auto" && (!CudaBackendAvailable() || !cuda_loss))) {
     return MakeCpuBackend(config, InitDenseWeights(config));
   }
   if (kind != "cuda" && kind != "auto") {
     return InvalidArgument("backend '" + std::string(kind) + "' is not one of cpu, cuda, auto");
+  }
+  if (!cuda_loss) {
+    return FailedPrecondition("backend 'cuda' trains the in-batch softmax only; model.loss " +
+                              std::string(LossName(config.loss)) +
+                              " runs on the 'cpu' backend ('auto' picks it)");
   }
 #if EMBER_HAVE_CUDA
   if (!CudaDevicePresent()) {

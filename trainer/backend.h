@@ -34,7 +34,7 @@ struct TowerInput {
 };
 
 struct StepStats {
-  float loss = 0;       // mean in-batch softmax cross-entropy before this step's update
+  float loss = 0;       // mean loss over the batch's users, before this step's update
   float device_ms = 0;  // time the device was busy with this step (CUDA: events; CPU: wall)
 };
 
@@ -45,9 +45,11 @@ class Backend {
   virtual std::string_view name() const = 0;  // "cpu" or "cuda"
 
   // Forward, backward and one Adam update of the dense weights on a batch of `batch_size`
-  // (user, item) positive pairs; every other item of the batch is a negative for each user.
-  // Overwrites unique_grads of every slot with d(mean loss)/d(row), summed over the samples
-  // that share the row.
+  // (user, item) positive pairs, with the model's loss (ModelConfig::loss): with the in-batch
+  // softmax every other item of the batch is a negative for each user; with a sampled loss the
+  // item tower holds ItemSamples(config, batch_size) samples, each positive's negatives after
+  // the positives, and `item.logit_offset` must be empty. Overwrites unique_grads of every slot
+  // with d(mean loss)/d(row), summed over the samples that share the row.
   virtual Result<StepStats> TrainStep(uint32_t batch_size, const TowerInput& user,
                                       const TowerInput& item) = 0;
 
@@ -78,8 +80,9 @@ bool CudaBackendAvailable();
 // InitDenseWeights(config). "cuda" without a usable device is FailedPrecondition.
 Result<std::unique_ptr<Backend>> MakeBackend(std::string_view kind, const ModelConfig& config);
 
-// For backend implementations: InvalidArgument unless `input` fits `tower` of `config` for a
-// batch of `batch_size` (slot count, row and gradient span sizes, inverse length and range).
+// For backend implementations: InvalidArgument unless `input` fits `tower` of `config` for
+// `batch_size` samples of that tower (slot count, row and gradient span sizes, inverse length and
+// range; a logit_offset of one value per sample).
 // Gradient spans are only checked when `check_grads`.
 Status CheckTowerInput(const ModelConfig& config, Tower tower, uint32_t batch_size,
                        const TowerInput& input, bool check_grads);

@@ -6,8 +6,10 @@
 
 namespace ember::trainer {
 
-// Sample b's key in user-tower slot s is user_keys[s][b]; likewise for the item tower. Every slot
-// holds exactly `size` keys. Sample b's user and item form the positive pair of row b.
+// Sample b's key in user-tower slot s is user_keys[s][b]; likewise for the item tower. Every user
+// slot holds exactly `size` keys, every item slot ItemSamples(model, size): `size` positives (the
+// first), then with a sampled loss each positive's negatives. Sample b's user and item form the
+// positive pair of row b.
 struct Batch {
   uint32_t size = 0;
   std::vector<std::vector<uint64_t>> user_keys;  // [slot][sample]

@@ -4,6 +4,7 @@
 //   Z_l = X_{l-1} W_l^T + b_l, X_l = relu(Z_l) for hidden layers; Y = Z_last; U = Y / |Y|.
 // Logits S = U_user U_item^T / temperature; loss = mean_b (logsumexp(S_b) - S_bb).
 // Backward: dS = (softmax(S) - I) / B, dU_user = dS U_item / t, dU_item = dS^T U_user / t,
+// (the sampled losses score user b against its own 1 + N items only; see SampledLossAndGrads),
 // through the normalisation dY = (dU - U (U.dU)) / |Y|, then the usual Linear/ReLU chain, and
 // dX0 is scatter-added into each slot's unique rows.
 #include "trainer/cpu_backend.h"
@@ -70,18 +71,25 @@ class CpuBackend final : public Backend {
 
   Result<StepStats> TrainStep(uint32_t batch_size, const TowerInput& user,
                               const TowerInput& item) override {
+    const uint32_t items = ItemSamples(config_, batch_size);
+    const bool in_batch = config_.loss == LossKind::kInBatchSoftmax;
+    if (!in_batch && !item.logit_offset.empty()) {
+      return InvalidArgument("item logit_offset (the logQ correction) is for the in-batch "
+                             "softmax only; model.loss is " + std::string(LossName(config_.loss)));
+    }
     RETURN_IF_ERROR(CheckTowerInput(config_, Tower::kUser, batch_size, user, true));
-    RETURN_IF_ERROR(CheckTowerInput(config_, Tower::kItem, batch_size, item, true));
+    RETURN_IF_ERROR(CheckTowerInput(config_, Tower::kItem, items, item, true));
     const auto start = std::chrono::steady_clock::now();
     ReserveTower(Tower::kUser, batch_size);
-    ReserveTower(Tower::kItem, batch_size);
-    ReserveLoss(batch_size);
+    ReserveTower(Tower::kItem, items);
+    ReserveLoss(batch_size, items);
     Forward(Tower::kUser, batch_size, user);
-    Forward(Tower::kItem, batch_size, item);
+    Forward(Tower::kItem, items, item);
     StepStats stats;
-    stats.loss = SoftmaxLossAndGrads(batch_size, item.logit_offset);
+    stats.loss = in_batch ? SoftmaxLossAndGrads(batch_size, item.logit_offset)
+                          : SampledLossAndGrads(batch_size);
     Backward(Tower::kUser, batch_size, user);
-    Backward(Tower::kItem, batch_size, item);
+    Backward(Tower::kItem, items, item);
     AdamUpdate();
     stats.device_ms =
         std::chrono::duration<float, std::milli>(std::chrono::steady_clock::now() - start).count();
@@ -143,12 +151,13 @@ class CpuBackend final : public Backend {
     workspace(tower).Reserve(widths(tower), batch_size);
   }
 
-  // The B x B logits and the bias-gradient ones, needed only for training.
-  void ReserveLoss(uint32_t batch_size) {
+  // The logits (B x B in-batch, B x (1 + N) sampled) and the bias-gradient ones (one per sample
+  // of the larger tower), needed only for training.
+  void ReserveLoss(uint32_t batch_size, uint32_t item_samples) {
     if (batch_size <= loss_batch_) return;
     loss_batch_ = batch_size;
-    logits_.resize(size_t{batch_size} * batch_size);
-    ones_.assign(batch_size, 1.0f);
+    logits_.resize(size_t{batch_size} * std::max(batch_size, 1 + config_.negatives));
+    ones_.assign(std::max(batch_size, item_samples), 1.0f);
   }
 
   // Fills the tower's workspace up to `normalized` (and `norms`).
@@ -244,6 +253,92 @@ class CpuBackend final : public Backend {
     cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, batch, out_dim, batch, inverse_temperature,
                 logits, batch, user, out_dim, 0.0f, workspace(Tower::kItem).grad_normalized.data(),
                 out_dim);
+    return static_cast<float>(loss_sum / batch_size);
+  }
+
+  // The sampled losses, from both towers' `normalized`: user b's logits are s_c = U_user[b] .
+  // V_c / t over its candidates c = 0 (its positive, item sample b) and 1..N (its negatives,
+  // item samples B + b N + c - 1). Returns the mean loss over users and fills each tower's
+  // grad_normalized (d loss / d s_c is ds below, already divided by B).
+  float SampledLossAndGrads(uint32_t batch_size) {
+    const size_t out_dim = config_.output_dim;
+    const uint32_t negatives = config_.negatives;
+    const uint32_t candidates = 1 + negatives;
+    const float inverse_temperature = 1.0f / config_.temperature;
+    const float inverse_batch = 1.0f / static_cast<float>(batch_size);
+    const float* user = workspace(Tower::kUser).normalized.data();
+    const float* item = workspace(Tower::kItem).normalized.data();
+    float* grad_user = workspace(Tower::kUser).grad_normalized.data();
+    float* grad_item = workspace(Tower::kItem).grad_normalized.data();
+    std::fill(grad_item, grad_item + size_t{batch_size} * candidates * out_dim, 0.0f);
+    auto sample_of = [&](uint32_t b, uint32_t c) -> size_t {
+      return c == 0 ? b : batch_size + size_t{b} * negatives + (c - 1);
+    };
+    // log(1 + e^x) and the logistic function, stable for large |x|.
+    auto softplus = [](double x) { return x > 0 ? x + std::log1p(std::exp(-x)) : std::log1p(std::exp(x)); };
+    auto sigmoid = [](float x) { return 1.0f / (1.0f + std::exp(-x)); };
+
+    double loss_sum = 0;
+    float* scores = logits_.data();
+    for (uint32_t b = 0; b < batch_size; ++b) {
+      const float* u = user + size_t{b} * out_dim;
+      float* ds = scores + size_t{b} * candidates;
+      for (uint32_t c = 0; c < candidates; ++c) {
+        const float* v = item + sample_of(b, c) * out_dim;
+        float dot = 0;
+        for (size_t j = 0; j < out_dim; ++j) dot += u[j] * v[j];
+        ds[c] = dot * inverse_temperature;
+      }
+      // Turn the scores into d loss / d score, in place.
+      switch (config_.loss) {
+        case LossKind::kSampledSoftmax: {
+          const float top = *std::max_element(ds, ds + candidates);
+          const float positive = ds[0];
+          float sum = 0;
+          for (uint32_t c = 0; c < candidates; ++c) sum += (ds[c] = std::exp(ds[c] - top));
+          loss_sum += std::log(sum) + top - positive;
+          for (uint32_t c = 0; c < candidates; ++c) ds[c] *= inverse_batch / sum;
+          ds[0] -= inverse_batch;
+          break;
+        }
+        case LossKind::kBce:
+          loss_sum += softplus(-ds[0]);
+          ds[0] = (sigmoid(ds[0]) - 1.0f) * inverse_batch;
+          for (uint32_t c = 1; c < candidates; ++c) {
+            loss_sum += softplus(ds[c]);
+            ds[c] = sigmoid(ds[c]) * inverse_batch;
+          }
+          break;
+        case LossKind::kBpr: {
+          const float positive = ds[0];
+          const float pair_weight = inverse_batch / static_cast<float>(negatives);
+          ds[0] = 0;
+          for (uint32_t c = 1; c < candidates; ++c) {
+            const float margin = positive - ds[c];
+            loss_sum += softplus(-margin) / negatives;
+            const float slope = sigmoid(-margin) * pair_weight;  // -d loss / d margin
+            ds[0] -= slope;
+            ds[c] = slope;
+          }
+          break;
+        }
+        case LossKind::kInBatchSoftmax:
+          break;
+      }
+      // dU_user[b] = sum_c ds_c V_c / t;  dV_c += ds_c U_user[b] / t.
+      float* du = grad_user + size_t{b} * out_dim;
+      std::fill(du, du + out_dim, 0.0f);
+      for (uint32_t c = 0; c < candidates; ++c) {
+        const float weight = ds[c] * inverse_temperature;
+        const size_t sample = sample_of(b, c);
+        const float* v = item + sample * out_dim;
+        float* dv = grad_item + sample * out_dim;
+        for (size_t j = 0; j < out_dim; ++j) {
+          du[j] += weight * v[j];
+          dv[j] += weight * u[j];
+        }
+      }
+    }
     return static_cast<float>(loss_sum / batch_size);
   }
 

@@ -14,7 +14,8 @@ namespace ember::trainer {
 // True when the CUDA runtime reports at least one usable device.
 bool CudaDevicePresent();
 
-// Uses the current CUDA device. Failures (no device, out of memory, invalid config or weight
+// Uses the current CUDA device; trains the in-batch softmax only (FailedPrecondition for another
+// model.loss). Failures (no device, out of memory, invalid config or weight
 // shapes, and later any CUDA or cuBLAS error in a call) are returned as Status, never aborted on;
 // GetWeights, which has no Status, returns an empty DenseWeights when the device has failed.
 Result<std::unique_ptr<Backend>> MakeCudaBackend(const ModelConfig& config, DenseWeights initial);

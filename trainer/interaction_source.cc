@@ -12,8 +12,10 @@
 namespace ember::trainer {
 
 InteractionSource::InteractionSource(std::shared_ptr<const InteractionDataset> dataset,
-                                     uint64_t seed, uint32_t share, uint32_t shares)
-    : dataset_(std::move(dataset)), seed_(seed), share_(share), shares_(std::max(shares, 1u)) {
+                                     uint64_t seed, uint32_t share, uint32_t shares,
+                                     uint32_t negatives)
+    : dataset_(std::move(dataset)), seed_(seed), share_(share), shares_(std::max(shares, 1u)),
+      negatives_(negatives) {
   Reshuffle();
 }
 
@@ -42,12 +44,15 @@ Status InteractionSource::Next(uint32_t batch_size, Batch* out) {
   out->user_keys.resize(user_slots);
   out->item_keys.resize(item_slots);
   for (auto& slot : out->user_keys) slot.resize(batch_size);
-  for (auto& slot : out->item_keys) slot.resize(batch_size);
+  const size_t items = size_t{batch_size} * (1 + negatives_);
+  for (auto& slot : out->item_keys) slot.resize(items);
   out->item_log_frequency.resize(batch_size);
   const std::span<const TrainPair> train = dataset_->train();
   const std::span<const uint32_t> counts = dataset_->item_train_counts();
   const double log_total = std::log(static_cast<double>(train.size()));
+  const uint32_t catalogue = static_cast<uint32_t>(dataset_->num_items());
   for (uint32_t b = 0; b < batch_size; ++b) {
+    const uint64_t sample_id = HashCombine(HashCombine(seed_, epoch_), position_);
     const TrainPair& pair = train[order_[position_++]];
     if (position_ == order_.size()) {
       ++epoch_;
@@ -59,6 +64,17 @@ Status InteractionSource::Next(uint32_t batch_size, Batch* out) {
     for (uint32_t s = 0; s < item_slots; ++s) out->item_keys[s][b] = item[s];
     out->item_log_frequency[b] =
         static_cast<float>(std::log(static_cast<double>(counts[pair.item])) - log_total);
+    for (uint32_t n = 0; n < negatives_; ++n) {
+      uint64_t draw = HashCombine(sample_id, n + 1);
+      uint32_t negative = static_cast<uint32_t>(draw % catalogue);
+      while (negative == pair.item && catalogue > 1) {
+        draw = HashCombine(draw, 0x9E3779B97F4A7C15ull);
+        negative = static_cast<uint32_t>(draw % catalogue);
+      }
+      const std::span<const uint64_t> keys = dataset_->item_keys(negative);
+      const size_t sample = batch_size + size_t{b} * negatives_ + n;
+      for (uint32_t s = 0; s < item_slots; ++s) out->item_keys[s][sample] = keys[s];
+    }
   }
   return Status::Ok();
 }

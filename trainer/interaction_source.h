@@ -22,8 +22,13 @@ class InteractionSource : public DataSource {
   // Epoch e's order is a shuffle seeded by (seed, e): identical across runs. With `shares` > 1
   // (many trainers) this source yields only the samples at positions i of each epoch's order
   // with i % shares == share: trainers with the same seed read disjoint shares of every epoch.
+  //
+  // With `negatives` > 0 each batch's item slots also hold, after the batch_size positives, each
+  // positive's `negatives` sampled negatives (ItemSamples' layout): catalogue items other than
+  // its own, drawn uniformly by hashing (seed, epoch, position, n), so that a restored position
+  // draws the same ones.
   InteractionSource(std::shared_ptr<const InteractionDataset> dataset, uint64_t seed,
-                    uint32_t share = 0, uint32_t shares = 1);
+                    uint32_t share = 0, uint32_t shares = 1, uint32_t negatives = 0);
 
   // FailedPrecondition when the dataset has no training positives.
   Status Next(uint32_t batch_size, Batch* out) override;
@@ -45,6 +50,7 @@ class InteractionSource : public DataSource {
   std::shared_ptr<const InteractionDataset> dataset_;
   uint64_t seed_;
   uint32_t share_ = 0, shares_ = 1;
+  uint32_t negatives_ = 0;
   std::vector<uint32_t> order_;  // indices into dataset_->train()
   size_t position_ = 0;
   uint64_t epoch_ = 0;

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iterator>
 #include <string>
 
 #include "common/yaml_util.h"
@@ -12,6 +13,9 @@ namespace {
 
 // Largest accepted layer width or slot count: keeps every buffer size far from overflow.
 constexpr uint32_t kMaxWidth = 1u << 16;
+constexpr uint32_t kMaxNegatives = 1024;
+constexpr LossKind kLosses[] = {LossKind::kInBatchSoftmax, LossKind::kSampledSoftmax,
+                                LossKind::kBce, LossKind::kBpr};
 
 Status CheckWidth(const std::string& field, uint32_t value) {
   if (value == 0) return InvalidArgument(field + ": must be > 0");
@@ -51,10 +55,34 @@ Status CheckValidFields(const ModelConfig& config, const std::string& where) {
   if (!(config.epsilon > 0) || !std::isfinite(config.epsilon)) {
     return InvalidArgument(where + ".epsilon: must be a finite value > 0");
   }
+  const bool sampled = config.loss != LossKind::kInBatchSoftmax;
+  if (sampled && config.negatives == 0) {
+    return InvalidArgument(where + ".negatives: loss " + std::string(LossName(config.loss)) +
+                           " needs sampled negatives (> 0) per positive");
+  }
+  if (!sampled && config.negatives != 0) {
+    return InvalidArgument(where + ".negatives: the in-batch softmax takes the batch's other items "
+                                   "as negatives; set loss to sampled_softmax, bce or bpr to "
+                                   "sample them");
+  }
+  if (config.negatives > kMaxNegatives) {
+    return InvalidArgument(where + ".negatives: " + std::to_string(config.negatives) +
+                           " exceeds the limit of " + std::to_string(kMaxNegatives));
+  }
   return Status::Ok();
 }
 
 }  // namespace
+
+std::string_view LossName(LossKind loss) {
+  switch (loss) {
+    case LossKind::kInBatchSoftmax: return "in_batch_softmax";
+    case LossKind::kSampledSoftmax: return "sampled_softmax";
+    case LossKind::kBce: return "bce";
+    case LossKind::kBpr: return "bpr";
+  }
+  return "?";
+}
 
 Result<ModelConfig> ModelConfigFromYaml(const YAML::Node& node, std::string_view path) {
   ModelConfig config;
@@ -63,7 +91,8 @@ Result<ModelConfig> ModelConfigFromYaml(const YAML::Node& node, std::string_view
   RETURN_IF_ERROR(config::RejectUnknownKeys(
       node, path,
       {"embedding_dim", "user_slots", "item_slots", "hidden", "output_dim", "temperature",
-       "learning_rate", "beta1", "beta2", "epsilon", "seed", "tf32", "cuda_graphs"}));
+       "loss", "negatives", "learning_rate", "beta1", "beta2", "epsilon", "seed", "tf32",
+       "cuda_graphs"}));
   RETURN_IF_ERROR(config::ReadOptional(node, path, "embedding_dim", &config.embedding_dim));
   RETURN_IF_ERROR(config::ReadOptional(node, path, "user_slots", &config.user_slots));
   RETURN_IF_ERROR(config::ReadOptional(node, path, "item_slots", &config.item_slots));
@@ -73,6 +102,16 @@ Result<ModelConfig> ModelConfigFromYaml(const YAML::Node& node, std::string_view
   RETURN_IF_ERROR(config::ReadOptional(node, path, "hidden", &config.hidden));
   RETURN_IF_ERROR(config::ReadOptional(node, path, "output_dim", &config.output_dim));
   RETURN_IF_ERROR(config::ReadOptional(node, path, "temperature", &config.temperature));
+  std::string loss(LossName(config.loss));
+  RETURN_IF_ERROR(config::ReadOptional(node, path, "loss", &loss));
+  const auto* known = std::find_if(std::begin(kLosses), std::end(kLosses),
+                                   [&](LossKind kind) { return LossName(kind) == loss; });
+  if (known == std::end(kLosses)) {
+    return InvalidArgument(where + ".loss: '" + loss +
+                           "' is not one of in_batch_softmax, sampled_softmax, bce, bpr");
+  }
+  config.loss = *known;
+  RETURN_IF_ERROR(config::ReadOptional(node, path, "negatives", &config.negatives));
   RETURN_IF_ERROR(config::ReadOptional(node, path, "learning_rate", &config.learning_rate));
   RETURN_IF_ERROR(config::ReadOptional(node, path, "beta1", &config.beta1));
   RETURN_IF_ERROR(config::ReadOptional(node, path, "beta2", &config.beta2));

@@ -8,6 +8,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <cstdint>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -15,12 +16,22 @@
 
 namespace ember::trainer {
 
+// The training loss. kInBatchSoftmax: each user's item is the positive among all the batch's
+// items. The others score each user against its own item and `negatives` items drawn from the
+// catalogue: a softmax over those 1 + N (kSampledSoftmax), a binary cross-entropy of each of them
+// (kBce: the positive labelled 1, the negatives 0, summed per user), or Bayesian personalised
+// ranking (kBpr: -log sigmoid(positive - negative), averaged over the N pairs).
+enum class LossKind { kInBatchSoftmax, kSampledSoftmax, kBce, kBpr };
+std::string_view LossName(LossKind loss);  // in_batch_softmax, sampled_softmax, bce, bpr
+
 struct ModelConfig {
   uint32_t embedding_dim = 64;  // D: width of every sparse slot's embedding row
   uint32_t user_slots = 3, item_slots = 3;
   std::vector<uint32_t> hidden = {256, 128};  // Linear+ReLU layer widths, shared by both towers
   uint32_t output_dim = 64;                   // width of the final Linear, before L2 normalisation
   float temperature = 0.05f;                  // logits are dot(u, i) / temperature
+  LossKind loss = LossKind::kInBatchSoftmax;
+  uint32_t negatives = 0;  // sampled negatives per positive (0 with the in-batch softmax)
   float learning_rate = 1e-3f, beta1 = 0.9f, beta2 = 0.999f, epsilon = 1e-8f;  // Adam
   uint64_t seed = 1;  // initial dense weights
   // CUDA backend only (the CPU backend ignores both).
@@ -36,12 +47,19 @@ struct ModelConfig {
   bool cuda_graphs = true;
 };
 
+// Item-tower samples of a training batch of `batch_size` positives: the positives, then each
+// positive's `negatives` in order (sample batch_size + b * negatives + n is positive b's n-th).
+inline uint32_t ItemSamples(const ModelConfig& config, uint32_t batch_size) {
+  return batch_size * (1 + config.negatives);
+}
+
 // Reads a `model:` mapping; absent keys keep their defaults, unknown keys are rejected, and every
 // error names the offending field ("<path>.<key>: ...").
 Result<ModelConfig> ModelConfigFromYaml(const YAML::Node& node, std::string_view path);
 
 // Checks the values make a model: positive sizes, temperature > 0, learning_rate >= 0 (0 freezes
-// the dense weights), betas in [0, 1), epsilon > 0.
+// the dense weights), betas in [0, 1), epsilon > 0, and negatives > 0 exactly for the sampled
+// losses.
 Status ValidateModelConfig(const ModelConfig& config);
 
 }  // namespace ember::trainer

@@ -193,7 +193,9 @@ Result<TrainSummary> Trainer::Run(uint32_t steps,
     phase = Clock::now();
     if (dense_) RETURN_IF_ERROR(dense_->Load(current.dense_rows, *backend_).WithContext(where));
     TowerInput item_input = current.item.Input();
-    if (options_.sampling_correction) item_input.logit_offset = current.batch.item_log_frequency;
+    if (options_.sampling_correction && model_.loss == LossKind::kInBatchSoftmax) {
+      item_input.logit_offset = current.batch.item_log_frequency;
+    }
     ASSIGN_OR_RETURN(StepStats stats,
                      backend_->TrainStep(batch_size, current.user.Input(), item_input));
     const double compute_ms = MillisSince(phase);

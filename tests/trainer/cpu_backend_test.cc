@@ -32,37 +32,47 @@ ModelConfig Frozen(ModelConfig config) {
   return config;
 }
 
-// The model's loss in double precision, written independently of the backend.
+// One tower's normalised outputs for every sample of `tower`, in double precision.
+std::vector<std::vector<double>> ReferenceEncode(const ModelConfig& config,
+                                               const std::vector<LinearWeights>& layers,
+                                               const RandomTower& tower) {
+  const size_t dim = config.embedding_dim;
+  std::vector<std::vector<double>> outputs;
+  for (uint32_t b = 0; b < tower.slots[0].inverse.size(); ++b) {
+    std::vector<double> x;
+    for (const auto& slot : tower.slots) {
+      for (size_t d = 0; d < dim; ++d) x.push_back(slot.rows[slot.inverse[b] * dim + d]);
+    }
+    for (size_t l = 0; l < layers.size(); ++l) {
+      std::vector<double> y(layers[l].out);
+      for (uint32_t o = 0; o < layers[l].out; ++o) {
+        double sum = layers[l].bias[o];
+        for (uint32_t i = 0; i < layers[l].in; ++i)
+          sum += layers[l].weight[o * layers[l].in + i] * x[i];
+        y[o] = l + 1 < layers.size() ? std::max(sum, 0.0) : sum;
+      }
+      x = std::move(y);
+    }
+    double norm = 0;
+    for (double v : x) norm += v * v;
+    norm = std::sqrt(norm);
+    for (double& v : x) v /= norm;
+    outputs.push_back(std::move(x));
+  }
+  return outputs;
+}
+
+double Dot(const std::vector<double>& a, const std::vector<double>& b) {
+  double dot = 0;
+  for (size_t k = 0; k < a.size(); ++k) dot += a[k] * b[k];
+  return dot;
+}
+
+// The model's in-batch softmax loss in double precision, written independently of the backend.
 double ReferenceLoss(const ModelConfig& config, const DenseWeights& weights, RandomBatch& batch,
                      const std::vector<float>& logit_offset = {}) {
-  const size_t dim = config.embedding_dim;
-  auto encode = [&](const std::vector<LinearWeights>& layers, const RandomTower& tower) {
-    std::vector<std::vector<double>> outputs;
-    for (uint32_t b = 0; b < batch.batch; ++b) {
-      std::vector<double> x;
-      for (const auto& slot : tower.slots) {
-        for (size_t d = 0; d < dim; ++d) x.push_back(slot.rows[slot.inverse[b] * dim + d]);
-      }
-      for (size_t l = 0; l < layers.size(); ++l) {
-        std::vector<double> y(layers[l].out);
-        for (uint32_t o = 0; o < layers[l].out; ++o) {
-          double sum = layers[l].bias[o];
-          for (uint32_t i = 0; i < layers[l].in; ++i)
-            sum += layers[l].weight[o * layers[l].in + i] * x[i];
-          y[o] = l + 1 < layers.size() ? std::max(sum, 0.0) : sum;
-        }
-        x = std::move(y);
-      }
-      double norm = 0;
-      for (double v : x) norm += v * v;
-      norm = std::sqrt(norm);
-      for (double& v : x) v /= norm;
-      outputs.push_back(std::move(x));
-    }
-    return outputs;
-  };
-  const auto users = encode(weights.user, batch.user);
-  const auto items = encode(weights.item, batch.item);
+  const auto users = ReferenceEncode(config, weights.user, batch.user);
+  const auto items = ReferenceEncode(config, weights.item, batch.item);
   double loss = 0;
   for (uint32_t b = 0; b < batch.batch; ++b) {
     std::vector<double> logits(batch.batch);
@@ -75,6 +85,40 @@ double ReferenceLoss(const ModelConfig& config, const DenseWeights& weights, Ran
     double sum = 0;
     for (double v : logits) sum += std::exp(v - top);
     loss += std::log(sum) + top - logits[b];
+  }
+  return loss / batch.batch;
+}
+
+// A sampled loss in double precision: user b against item b and items B + b N .. B + b N + N-1.
+double ReferenceSampledLoss(const ModelConfig& config, const DenseWeights& weights,
+                            RandomBatch& batch) {
+  const auto users = ReferenceEncode(config, weights.user, batch.user);
+  const auto items = ReferenceEncode(config, weights.item, batch.item);
+  const uint32_t n = config.negatives;
+  auto softplus = [](double x) { return std::log1p(std::exp(x)); };
+  double loss = 0;
+  for (uint32_t b = 0; b < batch.batch; ++b) {
+    std::vector<double> s = {Dot(users[b], items[b]) / config.temperature};
+    for (uint32_t c = 0; c < n; ++c) {
+      s.push_back(Dot(users[b], items[batch.batch + b * n + c]) / config.temperature);
+    }
+    switch (config.loss) {
+      case LossKind::kSampledSoftmax: {
+        double sum = 0;
+        for (double v : s) sum += std::exp(v);
+        loss += std::log(sum) - s[0];
+        break;
+      }
+      case LossKind::kBce:
+        loss += softplus(-s[0]);
+        for (uint32_t c = 1; c <= n; ++c) loss += softplus(s[c]);
+        break;
+      case LossKind::kBpr:
+        for (uint32_t c = 1; c <= n; ++c) loss += softplus(-(s[0] - s[c])) / n;
+        break;
+      case LossKind::kInBatchSoftmax:
+        ADD_FAILURE() << "not a sampled loss";
+    }
   }
   return loss / batch.batch;
 }
@@ -138,8 +182,7 @@ TEST(CpuBackendTest, ZeroLearningRateLeavesWeightsUnchanged) {
 // d(loss)/d(row entry) by central differences on a frozen backend, against the unique-row
 // gradients of a training step from the same weights. The batch reuses rows across samples, so
 // this also checks the scatter-add of duplicate keys.
-TEST(CpuBackendTest, UniqueRowGradientsMatchFiniteDifferences) {
-  const ModelConfig config = TinyConfig();
+void ExpectRowGradientsMatchFiniteDifferences(const ModelConfig& config) {
   const DenseWeights weights = InitDenseWeights(config);
   RandomBatch batch(config, 6, 13);
 
@@ -153,7 +196,8 @@ TEST(CpuBackendTest, UniqueRowGradientsMatchFiniteDifferences) {
   auto frozen = MakeCpuBackend(Frozen(config), weights);
   EXPECT_EQ(StepLoss(*frozen, batch), loss);
 
-  constexpr float kStep = 1e-2f;
+  // Small enough that no ReLU of the tiny model changes side within a step.
+  constexpr float kStep = 2e-3f;
   size_t checked = 0;
   size_t slot_index = 0;
   for (RandomTower* tower : {&batch.user, &batch.item}) {
@@ -176,6 +220,61 @@ TEST(CpuBackendTest, UniqueRowGradientsMatchFiniteDifferences) {
   }
   EXPECT_GT(checked, 0u);
 }
+
+TEST(CpuBackendTest, UniqueRowGradientsMatchFiniteDifferences) {
+  ExpectRowGradientsMatchFiniteDifferences(TinyConfig());
+}
+
+ModelConfig WithLoss(LossKind loss, uint32_t negatives) {
+  ModelConfig config = TinyConfig();
+  config.loss = loss;
+  config.negatives = negatives;
+  config.temperature = 0.5f;
+  return config;
+}
+
+class SampledLossTest : public ::testing::TestWithParam<LossKind> {};
+
+TEST_P(SampledLossTest, LossMatchesDoublePrecisionReference) {
+  const ModelConfig config = WithLoss(GetParam(), 3);
+  const DenseWeights weights = InitDenseWeights(config);
+  RandomBatch batch(config, 6, 11);
+  ASSERT_EQ(batch.item.slots[0].inverse.size(), 24u);  // 6 positives, 3 negatives each
+  const double expected = ReferenceSampledLoss(config, weights, batch);
+  auto backend = MakeCpuBackend(config, weights);
+  EXPECT_NEAR(StepLoss(*backend, batch), expected, 1e-5 * std::abs(expected));
+}
+
+TEST_P(SampledLossTest, UniqueRowGradientsMatchFiniteDifferences) {
+  ExpectRowGradientsMatchFiniteDifferences(WithLoss(GetParam(), 2));
+}
+
+TEST_P(SampledLossTest, LossDecreasesAndRefusesALogitOffset) {
+  ModelConfig config = WithLoss(GetParam(), 4);
+  config.hidden = {32, 16};
+  config.output_dim = 8;
+  auto backend = MakeCpuBackend(config, InitDenseWeights(config));
+  RandomBatch batch(config, 16, 15);
+  const float first = StepLoss(*backend, batch);
+  float last = first;
+  for (int step = 0; step < 40; ++step) last = StepLoss(*backend, batch);
+  EXPECT_LT(last, 0.9f * first) << LossName(GetParam());
+  const std::vector<float> offset(16, 0.0f);
+  TowerInput item = batch.item.Input();
+  item.logit_offset = offset;
+  auto refused = backend->TrainStep(16, batch.user.Input(), item);
+  EXPECT_EQ(refused.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(refused.status().message().find("in-batch softmax only"), std::string_view::npos);
+  // An item tower without the negatives does not fit the model.
+  RandomBatch in_batch(TinyConfig(), 16, 15);
+  auto misshapen = backend->TrainStep(16, batch.user.Input(), in_batch.item.Input());
+  EXPECT_EQ(misshapen.status().code(), StatusCode::kInvalidArgument);
+}
+
+INSTANTIATE_TEST_SUITE_P(Losses, SampledLossTest,
+                         ::testing::Values(LossKind::kSampledSoftmax, LossKind::kBce,
+                                           LossKind::kBpr),
+                         [](const auto& info) { return std::string(LossName(info.param)); });
 
 // Adam's first step moves every weight by about learning_rate against the sign of its gradient;
 // the gradients here come from finite differences of the double-precision reference.
@@ -352,6 +451,12 @@ TEST(BackendFactoryTest, MakesCpuAndRejectsUnknownKinds) {
   ModelConfig broken = TinyConfig();
   broken.temperature = 0;
   EXPECT_EQ(MakeBackend("cpu", broken).status().code(), StatusCode::kInvalidArgument);
+  // The CUDA backend trains the in-batch softmax only: auto picks the CPU for other losses.
+  const ModelConfig bpr = WithLoss(LossKind::kBpr, 2);
+  EXPECT_EQ((*MakeBackend("auto", bpr))->name(), "cpu");
+  auto cuda_bpr = MakeBackend("cuda", bpr);
+  EXPECT_EQ(cuda_bpr.status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_NE(cuda_bpr.status().message().find("in-batch softmax only"), std::string_view::npos);
 }
 
 }  // namespace

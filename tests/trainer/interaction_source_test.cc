@@ -4,7 +4,9 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <algorithm>
 #include <map>
+#include <set>
 
 #include "tests/test_util.h"
 
@@ -90,6 +92,42 @@ TEST(InteractionSourceTest, ASavedPositionResumesWithTheSameBatches) {
   EXPECT_EQ(refused.code(), StatusCode::kInvalidArgument);
   EXPECT_NE(refused.ToString().find("share 1/2"), std::string::npos) << refused.ToString();
   EXPECT_EQ(resumed.RestorePosition("interactions epoch x").code(), StatusCode::kInvalidArgument);
+}
+
+TEST(InteractionSourceTest, SampledNegativesFollowThePositivesAndResume) {
+  testing::TempDir dir;
+  auto data = LoadSmall(dir);
+  constexpr uint32_t kNegatives = 3;
+  InteractionSource source(data, 4, 0, 1, kNegatives), resumed(data, 4, 0, 1, kNegatives);
+  InteractionSource plain(data, 4);
+  Batch batch, without;
+  ASSERT_TRUE(source.Next(8, &batch).ok());
+  ASSERT_TRUE(plain.Next(8, &without).ok());
+  ASSERT_EQ(batch.item_keys[0].size(), 8u * (1 + kNegatives));
+  EXPECT_EQ(batch.user_keys[0].size(), 8u);
+  // The positives are those of a source without negatives; each positive's negatives are
+  // catalogue items other than itself, and not all the same.
+  EXPECT_TRUE(std::equal(without.item_keys[0].begin(), without.item_keys[0].end(),
+                         batch.item_keys[0].begin()));
+  std::set<uint64_t> catalogue, drawn;
+  for (uint32_t i = 0; i < data->num_items(); ++i) catalogue.insert(data->item_keys(i)[0]);
+  for (uint32_t b = 0; b < 8; ++b) {
+    for (uint32_t n = 0; n < kNegatives; ++n) {
+      const uint64_t negative = batch.item_keys[0][8 + b * kNegatives + n];
+      EXPECT_NE(negative, batch.item_keys[0][b]);
+      EXPECT_TRUE(catalogue.count(negative));
+      drawn.insert(negative);
+    }
+  }
+  EXPECT_GT(drawn.size(), 5u);
+  // A restored position draws the same negatives.
+  ASSERT_TRUE(resumed.RestorePosition(*source.SavePosition()).ok());
+  Batch expected;
+  for (int step = 0; step < 5; ++step) {
+    ASSERT_TRUE(source.Next(7, &expected).ok());
+    ASSERT_TRUE(resumed.Next(7, &batch).ok());
+    EXPECT_EQ(batch.item_keys, expected.item_keys) << step;
+  }
 }
 
 }  // namespace

@@ -57,6 +57,26 @@ TEST(ModelConfigTest, ErrorsNameTheField) {
   expect_error("{beta2: 1.0}", "model.beta2");
   expect_error("{epsilon: 0}", "model.epsilon");
   expect_error("[1, 2]", "model");
+  expect_error("{loss: hinge}", "model.loss: 'hinge' is not one of");
+  expect_error("{loss: bpr}", "model.negatives: loss bpr needs sampled negatives");
+  expect_error("{negatives: 4}", "model.negatives: the in-batch softmax");
+  expect_error("{loss: bce, negatives: 5000}", "model.negatives: 5000 exceeds");
+}
+
+TEST(ModelConfigTest, SampledLossesAndTheirItemSamples) {
+  auto config = ModelConfigFromYaml(YAML::Load("{loss: sampled_softmax, negatives: 7}"), "model");
+  ASSERT_TRUE(config.ok()) << config.status().ToString();
+  EXPECT_EQ(config->loss, LossKind::kSampledSoftmax);
+  EXPECT_EQ(ItemSamples(*config, 10), 80u);
+  EXPECT_EQ(ItemSamples(ModelConfig{}, 10), 10u);
+  for (LossKind loss : {LossKind::kInBatchSoftmax, LossKind::kSampledSoftmax, LossKind::kBce,
+                        LossKind::kBpr}) {
+    const std::string yaml = "{loss: " + std::string(LossName(loss)) + ", negatives: " +
+                             (loss == LossKind::kInBatchSoftmax ? "0" : "2") + "}";
+    auto parsed = ModelConfigFromYaml(YAML::Load(yaml), "model");
+    ASSERT_TRUE(parsed.ok()) << yaml;
+    EXPECT_EQ(parsed->loss, loss);
+  }
 }
 
 TEST(DenseWeightsTest, InitialisationIsDeterministicAndBounded) {

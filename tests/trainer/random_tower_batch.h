@@ -53,13 +53,14 @@ struct RandomTower {
 struct RandomBatch {
   std::mt19937 rng;  // declared first: the towers below draw from it as they are built
   uint32_t batch;
-  RandomTower user, item;
+  RandomTower user, item;  // item: ItemSamples(config, batch) samples (negatives with a sampled loss)
 
   RandomBatch(const ModelConfig& config, uint32_t batch_size, uint32_t seed, float scale = 0.5f)
       : rng(seed),
         batch(batch_size),
         user(config.user_slots, config.embedding_dim, batch_size, scale, rng),
-        item(config.item_slots, config.embedding_dim, batch_size, scale, rng) {}
+        item(config.item_slots, config.embedding_dim, ItemSamples(config, batch_size), scale,
+             rng) {}
 };
 
 // `trained` takes three steps; a `fresh` backend of the same model given trained's state must

@@ -231,6 +231,10 @@ bool CudaDevicePresent() {
 Result<std::unique_ptr<Backend>> MakeCudaBackend(const ModelConfig& config, DenseWeights initial) {
   RETURN_IF_ERROR(ValidateModelConfig(config));
   RETURN_IF_ERROR(CheckDenseWeightsShape(config, initial));
+  if (config.loss != LossKind::kInBatchSoftmax) {
+    return FailedPrecondition("the CUDA backend trains the in-batch softmax only, not model.loss " +
+                              std::string(LossName(config.loss)));
+  }
   if (!CudaDevicePresent()) return FailedPrecondition("no CUDA device is present");
   auto backend = std::make_unique<cuda::CudaBackend>(config);
   RETURN_IF_ERROR(backend->Init(initial).WithContext("starting the CUDA backend"));
