@@ -372,9 +372,10 @@ void WriteConfigs(CorpusWriter& out, const fs::path& source) {
             "  keyring: keys\n"
             "  trusted:\n    - {name: alice, role: admin, key: \"Yne@$w-vo<fVvi]a<NY6T1ed:M$fCG*[IaLV{hID\"}\n"
             "    - {name: bob, role: trainer, key: bob.pub}\n");
-  out.Write("config_yaml", "early-stopping", 0,
+  out.Write("config_yaml", "early-stopping-bpr", 0,
             "cluster: {servers: 1}\ntables: [{name: u, dim: 4}, {name: i, dim: 4}]\n"
-            "model: {embedding_dim: 4, user_slots: 1, item_slots: 1, hidden: [4], output_dim: 4}\n"
+            "model: {embedding_dim: 4, user_slots: 1, item_slots: 1, hidden: [4], output_dim: 4,"
+            " loss: bpr, negatives: 4}\n"
             "data:\n  kind: interactions\n"
             "  interactions: {path: u.data, validation: true, negatives: 9}\n"
             "train:\n  epochs: 20\n  user_tables: [u]\n  item_tables: [i]\n"
