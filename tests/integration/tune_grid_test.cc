@@ -15,7 +15,7 @@ TEST(TuneGridTest, AxesSplitAtCommasOutsideBrackets) {
   ASSERT_TRUE(axis.ok()) << axis.status().ToString();
   EXPECT_EQ(axis->path, "model.hidden");
   EXPECT_EQ(axis->values, (std::vector<std::string>{"[64]", "[128, 64]", "[32]"}));
-  for (const std::string& bad : {"model.temperature", "=0.1", "model.temperature=0.1,,0.2",
+  for (const std::string bad : {"model.temperature", "=0.1", "model.temperature=0.1,,0.2",
                                  "model..temperature=1"}) {
     auto parsed = ParseGridAxis(bad);
     ASSERT_FALSE(parsed.ok()) << bad;
