@@ -374,11 +374,12 @@ void WriteConfigs(CorpusWriter& out, const fs::path& source) {
             "    - {name: bob, role: trainer, key: bob.pub}\n");
   out.Write("config_yaml", "early-stopping-bpr", 0,
             "cluster: {servers: 1}\ntables: [{name: u, dim: 4}, {name: i, dim: 4}]\n"
-            "model: {embedding_dim: 4, user_slots: 1, item_slots: 1, hidden: [4], output_dim: 4,"
+            "model: {embedding_dim: 4, user_slots: 1, item_slots: 2, hidden: [4], output_dim: 4,"
             " loss: bpr, negatives: 4}\n"
             "data:\n  kind: interactions\n"
-            "  interactions: {path: u.data, validation: true, negatives: 9}\n"
-            "train:\n  epochs: 20\n  user_tables: [u]\n  item_tables: [i]\n"
+            "  interactions: {path: u.data, validation: true, negatives: 9,\n"
+            "    item_features: {path: i.csv, id: 0, features: [{column: 2, separator: \"|\"}]}}\n"
+            "train:\n  epochs: 20\n  user_tables: [u]\n  item_tables: [i, i]\n"
             "  early_stopping: {every_epochs: 2, patience: 3, then: retrain, dir: best}\n");
   out.Write("config_yaml", "edge-anchors", 0,
             "cluster: &c {servers: 2}\ntables: [{name: a, dim: 4}]\nmodel: *c\n");
@@ -401,7 +402,8 @@ void WriteKeyFiles(CorpusWriter& out, const std::string& dir) {
 }
 
 void WriteDelimited(CorpusWriter& out) {
-  // Format byte: delimiter (0 tab, 1 comma, 2 "::"), 4 header, 8 also load as interactions.
+  // Format byte: delimiter (0 tab, 1 comma, 2 "::"), 4 header, 8 also load as interactions,
+  // 64 with the file as item side features too.
   out.Write("delimited_file", "tsv", 8, "1\t10\t5\t100\n1\t11\t3\t101\n2\t10\t4\t102\n2\t12\t5\t99\n");
   out.Write("delimited_file", "csv-header", 1 | 4 | 8,
             "user,item,rating,timestamp\r\nu1,i1,4.5,1\r\n\r\nu1,i2,2,2\r\nu2,i1,5,3\r\n");
@@ -411,6 +413,8 @@ void WriteDelimited(CorpusWriter& out) {
             "\xEF\xBB\xBFuser,item,rating,timestamp\n# a comment\n\"u,1\",\"i \"\"1\"\"\",4,1\n"
             "u2,\"two\nlines\",5,2\n");
   out.Write("delimited_file", "edge-unclosed-quote", 1 | 8, "u1,i1,4,1\nu2,\"i2,5,2\n");
+  out.Write("delimited_file", "csv-multi-valued", 1 | 8 | 64,
+            "u1,i1,\"a|b\",1\nu1,i2,b,2\nu2,i1,|,3\nu2,i3,\"a | |c\",4\n");
 }
 
 }  // namespace

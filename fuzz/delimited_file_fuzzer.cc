@@ -2,7 +2,9 @@
 // data set built on them (trainer/interaction_dataset.h: user, item, rating and timestamp
 // columns). The first byte picks the format: its delimiter (tab, comma or "::", bits 0-1),
 // whether the first line is a header (bit 2), whether the file is also loaded as interactions
-// (bit 3), quoting off (bit 4, else '"' quotes fields) and '#' comment lines (bit 5).
+// (bit 3), quoting off (bit 4, else '"' quotes fields), '#' comment lines (bit 5), and whether
+// the interactions also take the same file as item side features (bit 6: column 2 multi-valued,
+// split at '|', and column 3 single-valued).
 // Corpus: fuzz/corpus/delimited_file/.
 #include <cstddef>
 #include <cstdint>
@@ -42,6 +44,14 @@ void Read(uint8_t format, std::string_view text) {
     interactions.format = options;
     interactions.negatives = 3;
     interactions.max_eval_users = 4;
+    if ((format & 64) != 0) {
+      trainer::SideFeatureFile items;
+      items.path = path;
+      items.format = options;
+      items.id = trainer::ColumnRef(1);
+      items.features = {{{trainer::ColumnRef(2)}, "|"}, {{trainer::ColumnRef(3)}}};
+      interactions.item_features = items;
+    }
     (void)trainer::InteractionDataset::Load(interactions);
   }
 }

@@ -18,6 +18,13 @@ Status Backend::SetState(const DenseState&) {
                             " backend cannot resume from a checkpoint's optimizer state");
 }
 
+bool HasMultiValuedSlots(const TowerInput& input) {
+  for (const SlotInput& slot : input.slots) {
+    if (!slot.offsets.empty()) return true;
+  }
+  return false;
+}
+
 bool CudaBackendAvailable() {
 #if EMBER_HAVE_CUDA
   return CudaDevicePresent();
@@ -86,7 +93,21 @@ Status CheckTowerInput(const ModelConfig& config, Tower tower, uint32_t batch_si
           where + ": unique_grads has " + std::to_string(slot.unique_grads.size()) +
           " floats but unique_rows has " + std::to_string(slot.unique_rows.size()));
     }
-    if (slot.inverse.size() != batch_size) {
+    if (!slot.offsets.empty()) {
+      if (slot.offsets.size() != size_t{batch_size} + 1 || slot.offsets.front() != 0 ||
+          slot.offsets.back() != slot.inverse.size()) {
+        return InvalidArgument(where + ": offsets must be batch_size + 1 = " +
+                               std::to_string(size_t{batch_size} + 1) + " entries from 0 to the " +
+                               std::to_string(slot.inverse.size()) + " of inverse; they are " +
+                               std::to_string(slot.offsets.size()));
+      }
+      for (size_t b = 0; b < batch_size; ++b) {
+        if (slot.offsets[b] > slot.offsets[b + 1]) {
+          return InvalidArgument(where + ": offsets[" + std::to_string(b + 1) +
+                                 "] is below offsets[" + std::to_string(b) + "]");
+        }
+      }
+    } else if (slot.inverse.size() != batch_size) {
       return InvalidArgument(where + ": inverse has " + std::to_string(slot.inverse.size()) +
                              " entries but the batch has " + std::to_string(batch_size));
     }

@@ -24,6 +24,9 @@ struct SlotInput {
   std::span<const float> unique_rows;  // U x D pulled rows, row-major
   std::span<const uint32_t> inverse;   // B entries: sample b uses unique row inverse[b]
   std::span<float> unique_grads;       // U x D out: summed gradient per unique row (overwritten)
+  // A multi-valued slot: B + 1 offsets, and sample b's input is the mean of the unique rows
+  // inverse[offsets[b] .. offsets[b + 1]) (zeros when it has none). Empty: one row per sample.
+  std::span<const uint32_t> offsets;
 };
 
 struct TowerInput {
@@ -32,6 +35,9 @@ struct TowerInput {
   // logit of item j. With log-frequencies this is the logQ correction of in-batch sampling.
   std::span<const float> logit_offset;
 };
+
+// Whether any slot of `input` is multi-valued (has offsets).
+bool HasMultiValuedSlots(const TowerInput& input);
 
 struct StepStats {
   float loss = 0;       // mean loss over the batch's users, before this step's update
@@ -82,7 +88,7 @@ Result<std::unique_ptr<Backend>> MakeBackend(std::string_view kind, const ModelC
 
 // For backend implementations: InvalidArgument unless `input` fits `tower` of `config` for
 // `batch_size` samples of that tower (slot count, row and gradient span sizes, inverse length and
-// range; a logit_offset of one value per sample).
+// range, offsets of multi-valued slots; a logit_offset of one value per sample).
 // Gradient spans are only checked when `check_grads`.
 Status CheckTowerInput(const ModelConfig& config, Tower tower, uint32_t batch_size,
                        const TowerInput& input, bool check_grads);

@@ -14,6 +14,10 @@ struct Batch {
   uint32_t size = 0;
   std::vector<std::vector<uint64_t>> user_keys;  // [slot][sample]
   std::vector<std::vector<uint64_t>> item_keys;  // [slot][sample]
+  // [slot]: empty when each sample has one key in the slot. For a multi-valued slot, samples + 1
+  // offsets: sample b's keys are keys[slot][offsets[b] .. offsets[b + 1]) and its input is the
+  // mean of their rows.
+  std::vector<std::vector<uint32_t>> user_offsets, item_offsets;
   // log of the probability that sample b's item is drawn as a positive, when the source knows
   // it (else empty). The in-batch softmax subtracts it from the item's logits (the logQ
   // correction), so frequent items are not over-penalised for appearing often as negatives.

@@ -168,13 +168,26 @@ class CpuBackend final : public Backend {
     const int batch = static_cast<int>(batch_size);
     const size_t dim = config_.embedding_dim;
 
-    // Gather each sample's slot rows into its concatenated input row.
+    // Gather each sample's slot rows (the mean of a multi-valued slot's) into its input row.
     const size_t input_width = width[0];
     for (size_t s = 0; s < input.slots.size(); ++s) {
       const SlotInput& slot = input.slots[s];
       for (size_t b = 0; b < batch_size; ++b) {
-        std::memcpy(&ws.input[b * input_width + s * dim], &slot.unique_rows[slot.inverse[b] * dim],
-                    dim * sizeof(float));
+        float* target = &ws.input[b * input_width + s * dim];
+        if (slot.offsets.empty()) {
+          std::memcpy(target, &slot.unique_rows[slot.inverse[b] * dim], dim * sizeof(float));
+          continue;
+        }
+        std::fill(target, target + dim, 0.0f);
+        const uint32_t begin = slot.offsets[b], end = slot.offsets[b + 1];
+        for (uint32_t j = begin; j < end; ++j) {
+          const float* row = &slot.unique_rows[slot.inverse[j] * dim];
+          for (size_t d = 0; d < dim; ++d) target[d] += row[d];
+        }
+        if (end > begin) {
+          const float inverse_count = 1.0f / static_cast<float>(end - begin);
+          for (size_t d = 0; d < dim; ++d) target[d] *= inverse_count;
+        }
       }
     }
 
@@ -386,16 +399,22 @@ class CpuBackend final : public Backend {
       std::swap(grad, spare);
     }
 
-    // Scatter-add dX0 into each slot's unique-row gradients.
+    // Scatter-add dX0 into each slot's unique-row gradients (a multi-valued slot's rows each get
+    // their sample's share of the mean).
     const size_t dim = config_.embedding_dim;
     const size_t input_width = widths(tower)[0];
     for (size_t s = 0; s < input.slots.size(); ++s) {
       const SlotInput& slot = input.slots[s];
       std::fill(slot.unique_grads.begin(), slot.unique_grads.end(), 0.0f);
       for (size_t b = 0; b < batch_size; ++b) {
-        float* target = &slot.unique_grads[slot.inverse[b] * dim];
         const float* source = grad + b * input_width + s * dim;
-        for (size_t d = 0; d < dim; ++d) target[d] += source[d];
+        const uint32_t begin = slot.offsets.empty() ? static_cast<uint32_t>(b) : slot.offsets[b];
+        const uint32_t end = slot.offsets.empty() ? begin + 1 : slot.offsets[b + 1];
+        const float share = end > begin ? 1.0f / static_cast<float>(end - begin) : 0.0f;
+        for (uint32_t j = begin; j < end; ++j) {
+          float* target = &slot.unique_grads[slot.inverse[j] * dim];
+          for (size_t d = 0; d < dim; ++d) target[d] += source[d] * share;
+        }
       }
     }
   }

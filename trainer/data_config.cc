@@ -73,8 +73,10 @@ Status ReadFormat(const YAML::Node& node, std::string_view path, DelimitedOption
   return Status::Ok();
 }
 
+// A feature is a column, a list of columns (one key for their combined values), or
+// {column: C, separator: S} (a multi-valued column: a key per value).
 Status ReadFeatures(const YAML::Node& node, std::string_view path,
-                    std::vector<std::vector<ColumnRef>>* features) {
+                    std::vector<SideFeature>* features) {
   const YAML::Node list = node["features"];
   if (!list.IsDefined() || list.IsNull()) return Status::Ok();
   const std::string where = Join(path, "features");
@@ -83,8 +85,19 @@ Status ReadFeatures(const YAML::Node& node, std::string_view path,
   for (size_t f = 0; f < list.size(); ++f) {
     const YAML::Node entry = list[f];
     const std::string entry_where = where + "[" + std::to_string(f) + "]";
-    std::vector<ColumnRef> columns;
-    if (entry.IsSequence()) {
+    SideFeature feature;
+    std::vector<ColumnRef>& columns = feature.columns;
+    if (entry.IsMap()) {
+      RETURN_IF_ERROR(config::RejectUnknownKeys(entry, entry_where, {"column", "separator"}));
+      ColumnRef column;
+      if (!entry["column"].IsDefined()) return InvalidArgument(entry_where + ".column: missing");
+      RETURN_IF_ERROR(ParseColumn(entry["column"], entry_where + ".column", false, &column));
+      columns.push_back(std::move(column));
+      RETURN_IF_ERROR(config::ReadRequired(entry, entry_where, "separator", &feature.separator));
+      if (feature.separator.empty()) {
+        return InvalidArgument(entry_where + ".separator: must not be empty");
+      }
+    } else if (entry.IsSequence()) {
       if (entry.size() == 0) return InvalidArgument(entry_where + ": lists no columns");
       for (size_t c = 0; c < entry.size(); ++c) {
         ColumnRef column;
@@ -97,7 +110,7 @@ Status ReadFeatures(const YAML::Node& node, std::string_view path,
       RETURN_IF_ERROR(ParseColumn(entry, entry_where, false, &column));
       columns.push_back(std::move(column));
     }
-    features->push_back(std::move(columns));
+    features->push_back(std::move(feature));
   }
   return Status::Ok();
 }

@@ -53,19 +53,36 @@ Result<std::optional<size_t>> ResolveOptionalColumn(const DelimitedReader& reade
   return std::optional<size_t>(index);
 }
 
-// One side feature: the columns whose values form its key, and its name's hash.
+// One side feature: the columns whose values form its key (or the multi-valued column and its
+// separator), and its name's hash.
 struct ResolvedFeature {
   std::vector<size_t> columns;
+  std::string separator;
   uint64_t name_hash = 0;
 };
 
-uint64_t FeatureKey(const ResolvedFeature& feature, const std::vector<std::string>& row) {
-  std::string value;
-  for (size_t i = 0; i < feature.columns.size(); ++i) {
-    if (i > 0) value += '\x1f';
-    value += TrimSpaces(row[feature.columns[i]]);
+// The feature's keys in `row`: one, or one per value of a multi-valued field.
+std::vector<uint64_t> FeatureKeys(const ResolvedFeature& feature,
+                                  const std::vector<std::string>& row) {
+  if (feature.separator.empty()) {
+    std::string value;
+    for (size_t i = 0; i < feature.columns.size(); ++i) {
+      if (i > 0) value += '\x1f';
+      value += TrimSpaces(row[feature.columns[i]]);
+    }
+    return {HashCombine(feature.name_hash, HashName(value))};
   }
-  return HashCombine(feature.name_hash, HashName(value));
+  std::vector<uint64_t> keys;
+  const std::string_view field = row[feature.columns[0]];
+  size_t start = 0;
+  while (start <= field.size()) {
+    const size_t end = std::min(field.find(feature.separator, start), field.size());
+    const std::string_view value = TrimSpaces(field.substr(start, end - start));
+    if (!value.empty()) keys.push_back(HashCombine(feature.name_hash, HashName(value)));
+    start = end + feature.separator.size();
+  }
+  if (keys.empty()) keys.push_back(HashCombine(feature.name_hash, HashName("")));
+  return keys;
 }
 
 uint64_t MissingFeatureKey(const ResolvedFeature& feature) {
@@ -76,17 +93,22 @@ uint64_t MissingFeatureKey(const ResolvedFeature& feature) {
 // Fills keys[entity * slots + 1 + f] from the side file; returns how many entities it lacks.
 Result<size_t> JoinSideFeatures(const SideFeatureFile& side, std::string_view tower,
                                 const std::vector<std::string>& ids, uint32_t slots,
-                                std::vector<uint64_t>* keys) {
+                                std::vector<std::vector<uint64_t>>* keys) {
   const std::string what = std::string(tower) + "_features";
   ASSIGN_OR_RETURN(DelimitedTable table, ReadDelimited(side.path, side.format));
   ASSIGN_OR_RETURN(const size_t id_column, ResolveColumn(table, side.id, what + " id column"));
   std::vector<ResolvedFeature> features;
   for (size_t f = 0; f < side.features.size(); ++f) {
-    const std::vector<ColumnRef>& refs = side.features[f];
+    const std::vector<ColumnRef>& refs = side.features[f].columns;
     if (refs.empty()) {
       return InvalidArgument(what + ".features[" + std::to_string(f) + "]: lists no columns");
     }
     ResolvedFeature feature;
+    feature.separator = side.features[f].separator;
+    if (!feature.separator.empty() && refs.size() != 1) {
+      return InvalidArgument(what + ".features[" + std::to_string(f) +
+                             "]: a multi-valued feature (with a separator) has one column");
+    }
     std::string name;
     for (const ColumnRef& ref : refs) {
       ASSIGN_OR_RETURN(const size_t column,
@@ -116,9 +138,9 @@ Result<size_t> JoinSideFeatures(const SideFeatureFile& side, std::string_view to
     const auto it = row_of_id.find(ids[e]);
     if (it == row_of_id.end()) ++missing;
     for (size_t f = 0; f < features.size(); ++f) {
-      (*keys)[e * slots + 1 + f] = it == row_of_id.end()
-                                       ? MissingFeatureKey(features[f])
-                                       : FeatureKey(features[f], table.rows[it->second]);
+      (*keys)[e * slots + 1 + f] =
+          it == row_of_id.end() ? std::vector<uint64_t>{MissingFeatureKey(features[f])}
+                                : FeatureKeys(features[f], table.rows[it->second]);
     }
   }
   return missing;
@@ -341,24 +363,26 @@ Status InteractionDataset::BuildKeys() {
   if (options_.item_features) {
     item_slots_ += static_cast<uint32_t>(options_.item_features->features.size());
   }
-  user_keys_.assign(user_ids_.size() * user_slots_, 0);
-  item_keys_.assign(item_ids_.size() * item_slots_, 0);
-  for (size_t u = 0; u < user_ids_.size(); ++u) {
-    user_keys_[u * user_slots_] = HashName(user_ids_[u]);
-  }
-  for (size_t i = 0; i < item_ids_.size(); ++i) {
-    item_keys_[i * item_slots_] = HashName(item_ids_[i]);
-  }
-  if (options_.user_features) {
-    ASSIGN_OR_RETURN(users_without_features_,
-                     JoinSideFeatures(*options_.user_features, "user", user_ids_, user_slots_,
-                                      &user_keys_));
-  }
-  if (options_.item_features) {
-    ASSIGN_OR_RETURN(items_without_features_,
-                     JoinSideFeatures(*options_.item_features, "item", item_ids_, item_slots_,
-                                      &item_keys_));
-  }
+  // Slot 0 is the id; then one slot per side feature.
+  auto build = [](const std::vector<std::string>& ids, uint32_t slots,
+                  const std::optional<SideFeatureFile>& side, std::string_view tower,
+                  size_t* without_features, EntityKeys* out) -> Status {
+    std::vector<std::vector<uint64_t>> keys(ids.size() * slots);
+    for (size_t e = 0; e < ids.size(); ++e) keys[e * slots] = {HashName(ids[e])};
+    std::vector<bool> multi_valued(slots, false);
+    if (side) {
+      ASSIGN_OR_RETURN(*without_features, JoinSideFeatures(*side, tower, ids, slots, &keys));
+      for (size_t f = 0; f < side->features.size(); ++f) {
+        multi_valued[1 + f] = !side->features[f].separator.empty();
+      }
+    }
+    *out = EntityKeys(keys, std::move(multi_valued));
+    return Status::Ok();
+  };
+  RETURN_IF_ERROR(build(user_ids_, user_slots_, options_.user_features, "user",
+                        &users_without_features_, &user_keys_));
+  RETURN_IF_ERROR(build(item_ids_, item_slots_, options_.item_features, "item",
+                        &items_without_features_, &item_keys_));
   return Status::Ok();
 }
 
@@ -371,27 +395,13 @@ std::vector<EvalCase> InteractionDataset::BuildCases(
     EvalCase& eval = cases[c];
     eval.user_id = user_ids_[user];
     eval.user = user;
-    const std::span<const uint64_t> keys = user_keys(user);
-    eval.user_keys.assign(keys.begin(), keys.end());
     eval.test_item_id = item_ids_[held_out[c]];
     eval.candidate_items.push_back(held_out[c]);
     eval.candidate_items.insert(eval.candidate_items.end(), negatives[c].begin(),
                                 negatives[c].end());
-    for (const uint32_t item : eval.candidate_items) {
-      const std::span<const uint64_t> item_slot_keys = item_keys(item);
-      eval.candidate_item_keys.emplace_back(item_slot_keys.begin(), item_slot_keys.end());
-      eval.candidate_ids.push_back(item_ids_[item]);
-    }
+    for (const uint32_t item : eval.candidate_items) eval.candidate_ids.push_back(item_ids_[item]);
   }
   return cases;
-}
-
-std::span<const uint64_t> InteractionDataset::user_keys(uint32_t user) const {
-  return std::span<const uint64_t>(user_keys_).subspan(size_t{user} * user_slots_, user_slots_);
-}
-
-std::span<const uint64_t> InteractionDataset::item_keys(uint32_t item) const {
-  return std::span<const uint64_t>(item_keys_).subspan(size_t{item} * item_slots_, item_slots_);
 }
 
 std::optional<uint32_t> InteractionDataset::FindItem(std::string_view item_id) const {

@@ -11,8 +11,10 @@
 // Keys: slot 0 of each tower is HashName(id). Side-feature slot f is
 // HashCombine(HashName(feature name), HashName(values)), where the feature name joins the labels
 // of its columns with '+' and the values are its columns' fields joined by '\x1f' (so a list of
-// genre flag columns becomes one key per genre combination). Ids absent from the side file get
-// a per-feature "missing" key.
+// genre flag columns becomes one key per genre combination). A multi-valued feature (one column
+// with a separator, e.g. "Action|Comedy") has a key per value instead, HashCombine(HashName(column
+// label), HashName(value)), and its slot averages their rows (an empty field is one empty value).
+// Ids absent from the side file get a per-feature "missing" key.
 #pragma once
 
 #include <cstdint>
@@ -26,15 +28,22 @@
 
 #include "common/status.h"
 #include "trainer/delimited_reader.h"
+#include "trainer/entity_keys.h"
 
 namespace ember::trainer {
+
+// One side feature, one slot: its key combines the values of all its columns; or, with a
+// separator, its one column holds several values and each is a key of its own.
+struct SideFeature {
+  std::vector<ColumnRef> columns;
+  std::string separator;  // non-empty: multi-valued (exactly one column)
+};
 
 struct SideFeatureFile {
   std::string path;
   DelimitedOptions format;
   ColumnRef id{0};
-  // Each feature is one slot; its key combines the values of all the columns listed for it.
-  std::vector<std::vector<ColumnRef>> features;
+  std::vector<SideFeature> features;
 };
 
 struct InteractionOptions {
@@ -58,11 +67,10 @@ struct InteractionOptions {
 };
 
 // One evaluated user: score every candidate and rank the test item (candidate 0) among them.
+// Their keys are the dataset's (users() and items()).
 struct EvalCase {
   std::string user_id;
   uint32_t user = 0;                                       // dense user index
-  std::vector<uint64_t> user_keys;                         // [user slot]
-  std::vector<std::vector<uint64_t>> candidate_item_keys;  // [candidate][item slot]; 0 = test
   std::string test_item_id;
   std::vector<std::string> candidate_ids;    // [candidate]; 0 = test item
   std::vector<uint32_t> candidate_items;     // [candidate]: dense item indices
@@ -86,8 +94,10 @@ class InteractionDataset {
   size_t num_train() const { return train_.size(); }
 
   std::span<const TrainPair> train() const { return train_; }
-  std::span<const uint64_t> user_keys(uint32_t user) const;  // [user slot]
-  std::span<const uint64_t> item_keys(uint32_t item) const;  // [item slot]
+  // Every user's and item's keys per slot (one for slot 0, the id, and for single-valued
+  // features; one or more for multi-valued ones).
+  const EntityKeys& users() const { return user_keys_; }
+  const EntityKeys& items() const { return item_keys_; }
   const std::string& user_id(uint32_t user) const { return user_ids_[user]; }
   const std::string& item_id(uint32_t item) const { return item_ids_[item]; }
   std::optional<uint32_t> FindItem(std::string_view item_id) const;
@@ -147,8 +157,8 @@ class InteractionDataset {
 
   std::vector<TrainPair> train_;
   std::vector<uint32_t> item_train_counts_;
-  std::vector<uint64_t> user_keys_;  // [user * user_slots + slot]
-  std::vector<uint64_t> item_keys_;  // [item * item_slots + slot]
+  EntityKeys user_keys_;
+  EntityKeys item_keys_;
   std::vector<EvalCase> eval_cases_;
   std::vector<EvalCase> validation_cases_;
   size_t users_without_features_ = 0;  // users absent from the user side file

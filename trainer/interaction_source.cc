@@ -38,19 +38,16 @@ Status InteractionSource::Next(uint32_t batch_size, Batch* out) {
   if (order_.empty()) {
     return FailedPrecondition("no training interactions in " + dataset_->Describe());
   }
-  const uint32_t user_slots = dataset_->user_slots();
-  const uint32_t item_slots = dataset_->item_slots();
   out->size = batch_size;
-  out->user_keys.resize(user_slots);
-  out->item_keys.resize(item_slots);
-  for (auto& slot : out->user_keys) slot.resize(batch_size);
-  const size_t items = size_t{batch_size} * (1 + negatives_);
-  for (auto& slot : out->item_keys) slot.resize(items);
   out->item_log_frequency.resize(batch_size);
   const std::span<const TrainPair> train = dataset_->train();
   const std::span<const uint32_t> counts = dataset_->item_train_counts();
   const double log_total = std::log(static_cast<double>(train.size()));
   const uint32_t catalogue = static_cast<uint32_t>(dataset_->num_items());
+  // The batch's positives, then each one's negatives (ItemSamples' layout).
+  positive_items_.resize(batch_size);
+  negative_items_.resize(size_t{batch_size} * negatives_);
+  dataset_->users().StartBatch(&out->user_keys, &out->user_offsets);
   for (uint32_t b = 0; b < batch_size; ++b) {
     const uint64_t sample_id = HashCombine(HashCombine(seed_, epoch_), position_);
     const TrainPair& pair = train[order_[position_++]];
@@ -58,10 +55,8 @@ Status InteractionSource::Next(uint32_t batch_size, Batch* out) {
       ++epoch_;
       Reshuffle();
     }
-    const std::span<const uint64_t> user = dataset_->user_keys(pair.user);
-    const std::span<const uint64_t> item = dataset_->item_keys(pair.item);
-    for (uint32_t s = 0; s < user_slots; ++s) out->user_keys[s][b] = user[s];
-    for (uint32_t s = 0; s < item_slots; ++s) out->item_keys[s][b] = item[s];
+    dataset_->users().AppendSample(pair.user, &out->user_keys, &out->user_offsets);
+    positive_items_[b] = pair.item;
     out->item_log_frequency[b] =
         static_cast<float>(std::log(static_cast<double>(counts[pair.item])) - log_total);
     for (uint32_t n = 0; n < negatives_; ++n) {
@@ -71,9 +66,13 @@ Status InteractionSource::Next(uint32_t batch_size, Batch* out) {
         draw = HashCombine(draw, 0x9E3779B97F4A7C15ull);
         negative = static_cast<uint32_t>(draw % catalogue);
       }
-      const std::span<const uint64_t> keys = dataset_->item_keys(negative);
-      const size_t sample = batch_size + size_t{b} * negatives_ + n;
-      for (uint32_t s = 0; s < item_slots; ++s) out->item_keys[s][sample] = keys[s];
+      negative_items_[size_t{b} * negatives_ + n] = negative;
+    }
+  }
+  dataset_->items().StartBatch(&out->item_keys, &out->item_offsets);
+  for (const auto* items : {&positive_items_, &negative_items_}) {
+    for (const uint32_t item : *items) {
+      dataset_->items().AppendSample(item, &out->item_keys, &out->item_offsets);
     }
   }
   return Status::Ok();

@@ -51,6 +51,7 @@ class InteractionSource : public DataSource {
   uint64_t seed_;
   uint32_t share_ = 0, shares_ = 1;
   uint32_t negatives_ = 0;
+  std::vector<uint32_t> positive_items_, negative_items_;  // the last batch's, reused
   std::vector<uint32_t> order_;  // indices into dataset_->train()
   size_t position_ = 0;
   uint64_t epoch_ = 0;

@@ -4,20 +4,26 @@
 #include <cblas.h>
 
 #include <algorithm>
+#include <numeric>
 
 #include "trainer/tower_batch.h"
 
 namespace ember::trainer {
 namespace {
 
-// Encodes `keys[slot][sample]` with one tower; out is samples x output_dim.
+// Encodes `entities` (users or items, as `tower` says) with one tower; out is entities x
+// output_dim.
 Status EncodeTower(ps::Client& client, Backend& backend, Tower tower,
-                   const std::vector<std::vector<uint64_t>>& keys,
+                   const EntityKeys& entity_keys, std::span<const uint32_t> entities,
                    const std::vector<std::string>& tables, const ModelConfig& model,
                    std::vector<float>* out) {
-  const uint32_t samples = static_cast<uint32_t>(keys.front().size());
+  const uint32_t samples = static_cast<uint32_t>(entities.size());
+  std::vector<std::vector<uint64_t>> keys;
+  std::vector<std::vector<uint32_t>> offsets;
+  entity_keys.StartBatch(&keys, &offsets);
+  for (const uint32_t entity : entities) entity_keys.AppendSample(entity, &keys, &offsets);
   TowerBatch batch;
-  batch.Prepare(keys, model.embedding_dim);
+  batch.Prepare(keys, model.embedding_dim, offsets);
   std::vector<ps::Ticket> pulls;
   batch.StartPull(client, tables, &pulls);
   RETURN_IF_ERROR(WaitAll(pulls).WithContext("evaluation pull"));
@@ -36,15 +42,13 @@ Result<RankingResult> EvaluateFullCatalogue(ps::Client& client, Backend& backend
   const size_t num_items = dataset.num_items();
   std::vector<float> catalogue(num_items * out_dim), encoded;
   constexpr size_t kItemsPerEncode = 4096;
+  std::vector<uint32_t> entities;
   for (size_t first = 0; first < num_items; first += kItemsPerEncode) {
     const size_t last = std::min(num_items, first + kItemsPerEncode);
-    std::vector<std::vector<uint64_t>> item_keys(dataset.item_slots());
-    for (size_t item = first; item < last; ++item) {
-      const std::span<const uint64_t> keys = dataset.item_keys(static_cast<uint32_t>(item));
-      for (uint32_t s = 0; s < dataset.item_slots(); ++s) item_keys[s].push_back(keys[s]);
-    }
-    RETURN_IF_ERROR(EncodeTower(client, backend, Tower::kItem, item_keys, options.item_tables,
-                                model, &encoded));
+    entities.resize(last - first);
+    std::iota(entities.begin(), entities.end(), static_cast<uint32_t>(first));
+    RETURN_IF_ERROR(EncodeTower(client, backend, Tower::kItem, dataset.items(), entities,
+                                options.item_tables, model, &encoded));
     std::copy(encoded.begin(), encoded.end(), catalogue.begin() + first * out_dim);
   }
   const std::vector<std::vector<uint32_t>> trained = TrainItemsByUser(dataset);
@@ -54,14 +58,10 @@ Result<RankingResult> EvaluateFullCatalogue(ps::Client& client, Backend& backend
   std::vector<uint32_t> items;
   for (size_t first = 0; first < cases.size(); first += options.eval_batch_users) {
     const size_t last = std::min(cases.size(), first + options.eval_batch_users);
-    std::vector<std::vector<uint64_t>> user_keys(dataset.user_slots());
-    for (size_t c = first; c < last; ++c) {
-      for (uint32_t s = 0; s < dataset.user_slots(); ++s) {
-        user_keys[s].push_back(cases[c].user_keys[s]);
-      }
-    }
-    RETURN_IF_ERROR(EncodeTower(client, backend, Tower::kUser, user_keys, options.user_tables,
-                                model, &users));
+    entities.clear();
+    for (size_t c = first; c < last; ++c) entities.push_back(cases[c].user);
+    RETURN_IF_ERROR(EncodeTower(client, backend, Tower::kUser, dataset.users(), entities,
+                                options.user_tables, model, &users));
     const size_t batch = last - first;
     item_scores.resize(batch * num_items);
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<int>(batch),
@@ -98,26 +98,24 @@ Result<RankingResult> EvaluateRanking(ps::Client& client, Backend& backend,
   const uint32_t out_dim = model.output_dim;
   RankingAccumulator accumulator;
   std::vector<float> users, items, scores;
+  std::vector<uint32_t> user_entities, item_entities;
   for (size_t first = 0; first < cases.size(); first += options.eval_batch_users) {
     const size_t last = std::min(cases.size(), first + options.eval_batch_users);
-    std::vector<std::vector<uint64_t>> user_keys(dataset.user_slots());
-    std::vector<std::vector<uint64_t>> item_keys(dataset.item_slots());
+    user_entities.clear();
+    item_entities.clear();
     for (size_t c = first; c < last; ++c) {
-      for (uint32_t s = 0; s < dataset.user_slots(); ++s) {
-        user_keys[s].push_back(cases[c].user_keys[s]);
-      }
-      for (const auto& candidate : cases[c].candidate_item_keys) {
-        for (uint32_t s = 0; s < dataset.item_slots(); ++s) item_keys[s].push_back(candidate[s]);
-      }
+      user_entities.push_back(cases[c].user);
+      item_entities.insert(item_entities.end(), cases[c].candidate_items.begin(),
+                           cases[c].candidate_items.end());
     }
-    RETURN_IF_ERROR(EncodeTower(client, backend, Tower::kUser, user_keys, options.user_tables,
-                                model, &users));
-    RETURN_IF_ERROR(EncodeTower(client, backend, Tower::kItem, item_keys, options.item_tables,
-                                model, &items));
+    RETURN_IF_ERROR(EncodeTower(client, backend, Tower::kUser, dataset.users(), user_entities,
+                                options.user_tables, model, &users));
+    RETURN_IF_ERROR(EncodeTower(client, backend, Tower::kItem, dataset.items(), item_entities,
+                                options.item_tables, model, &items));
     size_t item_row = 0;
     for (size_t c = first; c < last; ++c) {
       const float* user = users.data() + (c - first) * out_dim;
-      const size_t candidates = cases[c].candidate_item_keys.size();
+      const size_t candidates = cases[c].candidate_items.size();
       scores.assign(candidates, 0.0f);
       for (size_t i = 0; i < candidates; ++i, ++item_row) {
         const float* item = items.data() + item_row * out_dim;

@@ -3,13 +3,20 @@
 
 namespace ember::trainer {
 
-void TowerBatch::Prepare(const std::vector<std::vector<uint64_t>>& keys_per_slot, uint32_t dim) {
+void TowerBatch::Prepare(const std::vector<std::vector<uint64_t>>& keys_per_slot, uint32_t dim,
+                         const std::vector<std::vector<uint32_t>>& offsets_per_slot) {
   dim_ = dim;
   const size_t slots = keys_per_slot.size();
   unique_.resize(slots);
   rows_.resize(slots);
   grads_.resize(slots);
+  offsets_.resize(slots);
   for (size_t s = 0; s < slots; ++s) {
+    if (s < offsets_per_slot.size()) {
+      offsets_[s] = offsets_per_slot[s];
+    } else {
+      offsets_[s].clear();
+    }
     Dedupe(keys_per_slot[s], &unique_[s]);
     rows_[s].resize(unique_[s].keys.size() * dim);
     grads_[s].resize(unique_[s].keys.size() * dim);
@@ -33,7 +40,7 @@ void TowerBatch::StartPush(ps::Client& client, const std::vector<std::string>& t
 TowerInput TowerBatch::Input() {
   TowerInput input;
   for (size_t s = 0; s < unique_.size(); ++s) {
-    input.slots.push_back(SlotInput{rows_[s], unique_[s].inverse, grads_[s]});
+    input.slots.push_back(SlotInput{rows_[s], unique_[s].inverse, grads_[s], offsets_[s]});
   }
   return input;
 }

@@ -18,8 +18,11 @@ namespace ember::trainer {
 
 class TowerBatch {
  public:
-  // Deduplicates keys_per_slot[slot][sample] and sizes the row and gradient buffers.
-  void Prepare(const std::vector<std::vector<uint64_t>>& keys_per_slot, uint32_t dim);
+  // Deduplicates keys_per_slot[slot][...] and sizes the row and gradient buffers.
+  // offsets_per_slot[slot] (when there is such an entry and it is not empty) marks a multi-valued
+  // slot: Batch::user_offsets has the layout.
+  void Prepare(const std::vector<std::vector<uint64_t>>& keys_per_slot, uint32_t dim,
+               const std::vector<std::vector<uint32_t>>& offsets_per_slot = {});
 
   // Starts pulling every slot's unique rows from tables[slot]; appends the tickets.
   void StartPull(ps::Client& client, const std::vector<std::string>& tables,
@@ -38,6 +41,7 @@ class TowerBatch {
   std::vector<UniqueKeys> unique_;
   std::vector<std::vector<float>> rows_;
   std::vector<std::vector<float>> grads_;
+  std::vector<std::vector<uint32_t>> offsets_;  // [slot]: empty for a single-valued slot
 };
 
 // Waits for every ticket; the first error, if any (all are waited for regardless).

@@ -129,8 +129,8 @@ Result<TrainSummary> Trainer::Run(uint32_t steps,
   const bool deferred = options_.sync.mode == SyncMode::kBsp;
   auto prepare = [&](StepBuffers& b) -> Status {
     RETURN_IF_ERROR(data_->Next(batch_size, &b.batch));
-    b.user.Prepare(b.batch.user_keys, dim);
-    b.item.Prepare(b.batch.item_keys, dim);
+    b.user.Prepare(b.batch.user_keys, dim, b.batch.user_offsets);
+    b.item.Prepare(b.batch.item_keys, dim, b.batch.item_offsets);
     return Status::Ok();
   };
   auto start_pull = [&](StepBuffers& b) {

@@ -14,6 +14,7 @@ namespace ember::trainer {
 namespace {
 
 using testing::RandomBatch;
+using testing::RandomSlot;
 using testing::RandomTower;
 
 ModelConfig TinyConfig() {
@@ -38,10 +39,21 @@ std::vector<std::vector<double>> ReferenceEncode(const ModelConfig& config,
                                                const RandomTower& tower) {
   const size_t dim = config.embedding_dim;
   std::vector<std::vector<double>> outputs;
-  for (uint32_t b = 0; b < tower.slots[0].inverse.size(); ++b) {
+  const RandomSlot& first = tower.slots[0];
+  const size_t samples = first.offsets.empty() ? first.inverse.size() : first.offsets.size() - 1;
+  for (uint32_t b = 0; b < samples; ++b) {
     std::vector<double> x;
     for (const auto& slot : tower.slots) {
-      for (size_t d = 0; d < dim; ++d) x.push_back(slot.rows[slot.inverse[b] * dim + d]);
+      if (slot.offsets.empty()) {
+        for (size_t d = 0; d < dim; ++d) x.push_back(slot.rows[slot.inverse[b] * dim + d]);
+        continue;
+      }
+      std::vector<double> mean(dim, 0.0);
+      const uint32_t begin = slot.offsets[b], end = slot.offsets[b + 1];
+      for (uint32_t j = begin; j < end; ++j) {
+        for (size_t d = 0; d < dim; ++d) mean[d] += slot.rows[slot.inverse[j] * dim + d];
+      }
+      for (size_t d = 0; d < dim; ++d) x.push_back(end > begin ? mean[d] / (end - begin) : 0.0);
     }
     for (size_t l = 0; l < layers.size(); ++l) {
       std::vector<double> y(layers[l].out);
@@ -182,9 +194,15 @@ TEST(CpuBackendTest, ZeroLearningRateLeavesWeightsUnchanged) {
 // d(loss)/d(row entry) by central differences on a frozen backend, against the unique-row
 // gradients of a training step from the same weights. The batch reuses rows across samples, so
 // this also checks the scatter-add of duplicate keys.
-void ExpectRowGradientsMatchFiniteDifferences(const ModelConfig& config) {
+// With `multi_valued`, the second slot of each tower holds 0 to 3 rows per sample.
+void ExpectRowGradientsMatchFiniteDifferences(const ModelConfig& config,
+                                              bool multi_valued = false) {
   const DenseWeights weights = InitDenseWeights(config);
   RandomBatch batch(config, 6, 13);
+  if (multi_valued) {
+    batch.user.slots[1].MakeMultiValued(batch.batch, batch.rng);
+    batch.item.slots[1].MakeMultiValued(ItemSamples(config, batch.batch), batch.rng);
+  }
 
   auto trained = MakeCpuBackend(config, weights);
   const float loss = StepLoss(*trained, batch);
@@ -225,6 +243,33 @@ TEST(CpuBackendTest, UniqueRowGradientsMatchFiniteDifferences) {
   ExpectRowGradientsMatchFiniteDifferences(TinyConfig());
 }
 
+TEST(CpuBackendTest, MultiValuedSlotsAverageTheirRows) {
+  const ModelConfig config = TinyConfig();
+  const DenseWeights weights = InitDenseWeights(config);
+  RandomBatch batch(config, 6, 17);
+  batch.user.slots[1].MakeMultiValued(6, batch.rng);
+  batch.item.slots[1].MakeMultiValued(6, batch.rng);
+  const double expected = ReferenceLoss(config, weights, batch);
+  auto backend = MakeCpuBackend(config, weights);
+  EXPECT_NEAR(StepLoss(*backend, batch), expected, 1e-5 * std::abs(expected));
+  // A row no sample uses gets no gradient.
+  RandomSlot& slot = batch.user.slots[1];
+  const size_t dim = config.embedding_dim;
+  for (size_t row = 0; row < slot.rows.size() / dim; ++row) {
+    if (std::find(slot.inverse.begin(), slot.inverse.end(), row) != slot.inverse.end()) continue;
+    for (size_t d = 0; d < dim; ++d) EXPECT_EQ(slot.grads[row * dim + d], 0.0f);
+  }
+  // Offsets that do not cover inverse are refused.
+  slot.offsets.back() -= 1;
+  auto refused = backend->TrainStep(6, batch.user.Input(), batch.item.Input());
+  EXPECT_EQ(refused.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(refused.status().message().find("offsets"), std::string_view::npos);
+}
+
+TEST(CpuBackendTest, MultiValuedRowGradientsMatchFiniteDifferences) {
+  ExpectRowGradientsMatchFiniteDifferences(TinyConfig(), /*multi_valued=*/true);
+}
+
 ModelConfig WithLoss(LossKind loss, uint32_t negatives) {
   ModelConfig config = TinyConfig();
   config.loss = loss;
@@ -247,6 +292,7 @@ TEST_P(SampledLossTest, LossMatchesDoublePrecisionReference) {
 
 TEST_P(SampledLossTest, UniqueRowGradientsMatchFiniteDifferences) {
   ExpectRowGradientsMatchFiniteDifferences(WithLoss(GetParam(), 2));
+  ExpectRowGradientsMatchFiniteDifferences(WithLoss(GetParam(), 2), /*multi_valued=*/true);
 }
 
 TEST_P(SampledLossTest, LossDecreasesAndRefusesALogitOffset) {

@@ -36,7 +36,8 @@ interactions:
   seed: 9
   max_eval_users: 100
   user_features: {path: ../data/ml-100k/u.user, delimiter: "|", id: 0, features: [3, [1, 2]]}
-  item_features: {path: /abs/u.item, delimiter: "|", id: 0, features: [[5, 6, 7]]}
+  item_features: {path: /abs/u.item, delimiter: "|", id: 0,
+                  features: [[5, 6, 7], {column: genres, separator: ";"}]}
 synthetic: {vocabulary: 1000, exponent: 1.2, seed: 3, num_clusters: 10, signal: 0.5}
 )");
   Result<DataConfig> config = DataConfigFromYaml(node, "data", "/etc/ember/configs");
@@ -57,18 +58,22 @@ synthetic: {vocabulary: 1000, exponent: 1.2, seed: 3, num_clusters: 10, signal: 
   EXPECT_EQ(options.user_features->path, "/etc/ember/data/ml-100k/u.user");
   EXPECT_EQ(options.user_features->format.delimiter, "|");
   ASSERT_EQ(options.user_features->features.size(), 2u);
-  EXPECT_EQ(options.user_features->features[0].size(), 1u);
-  EXPECT_EQ(options.user_features->features[1].size(), 2u);
-  EXPECT_EQ(options.user_features->features[1][1].index, 2);
+  EXPECT_EQ(options.user_features->features[0].columns.size(), 1u);
+  EXPECT_EQ(options.user_features->features[1].columns.size(), 2u);
+  EXPECT_EQ(options.user_features->features[1].columns[1].index, 2);
   ASSERT_TRUE(options.item_features.has_value());
   EXPECT_EQ(options.item_features->path, "/abs/u.item");
+  ASSERT_EQ(options.item_features->features.size(), 2u);
+  EXPECT_TRUE(options.item_features->features[0].separator.empty());
+  EXPECT_EQ(options.item_features->features[1].columns[0].name, "genres");
+  EXPECT_EQ(options.item_features->features[1].separator, ";");
   EXPECT_EQ(config->synthetic.vocabulary, 1000u);
   EXPECT_EQ(config->synthetic.num_clusters, 10u);
   EXPECT_FLOAT_EQ(config->synthetic.signal, 0.5f);
 }
 
 TEST(DataConfigTest, RejectsUnknownKeysAndBadValuesByName) {
-  auto error = [](const char* yaml) {
+  auto error = [](const std::string& yaml) {
     Result<DataConfig> config = DataConfigFromYaml(YAML::Load(yaml), "data", "");
     return config.ok() ? std::string() : std::string(config.status().message());
   };
@@ -86,6 +91,14 @@ TEST(DataConfigTest, RejectsUnknownKeysAndBadValuesByName) {
   EXPECT_NE(error("interactions: {path: x, user: -3}").find("data.interactions.user"),
             std::string::npos);
   EXPECT_NE(error("synthetic: {signal: 2}").find("data.synthetic.signal"), std::string::npos);
+  const std::string side = "interactions: {path: x, item_features: {path: y, features: [";
+  EXPECT_NE(error(side + "{column: 3}]}}").find("features[0].separator"), std::string::npos);
+  EXPECT_NE(error(side + "{column: 3, separator: ''}]}}").find("features[0].separator: must not"),
+            std::string::npos);
+  EXPECT_NE(error(side + "{columns: 3, separator: '|'}]}}").find("features[0].columns"),
+            std::string::npos);
+  EXPECT_NE(error(side + "{separator: '|'}]}}").find("features[0].column: missing"),
+            std::string::npos);
 }
 
 TEST(DataConfigTest, MakesAnInteractionSource) {

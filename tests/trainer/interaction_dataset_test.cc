@@ -212,26 +212,37 @@ TEST(InteractionDatasetTest, JoinsSideFeaturesAndMarksMissingIds) {
                          "u1|24|M|technician|85711\nu2|53|F|technician|94043\n"
                          "u3|23|M|writer|32067\n");
   users.format.delimiter = "|";
-  users.features = {{3}, {2}};  // occupation, gender
+  users.features = {{{3}}, {{2}}};  // occupation, gender
   options.user_features = users;
   SideFeatureFile items;
   items.path = WriteFile(dir, "u.item", "i1|A|0|1|0\ni2|B|0|1|0\ni3|C|1|0|0\n");
   items.format.delimiter = "|";
-  items.features = {{2, 3, 4}};  // the flag combination is one key
+  items.features = {{{2, 3, 4}}};  // the flag combination is one key
   options.item_features = items;
   auto data = MustLoad(options);
   ASSERT_NE(data, nullptr);
   EXPECT_EQ(data->user_slots(), 3u);
   EXPECT_EQ(data->item_slots(), 2u);
 
+  // Each slot's one key.
+  auto slot_keys = [](const EntityKeys& keys, uint32_t entity) {
+    std::vector<uint64_t> out;
+    for (uint32_t s = 0; s < keys.slots(); ++s) {
+      EXPECT_EQ(keys.keys(entity, s).size(), 1u);
+      out.push_back(keys.keys(entity, s)[0]);
+    }
+    return out;
+  };
   auto user = [&](const std::string& id) {
     for (uint32_t u = 0; u < data->num_users(); ++u) {
-      if (data->user_id(u) == id) return data->user_keys(u);
+      if (data->user_id(u) == id) return slot_keys(data->users(), u);
     }
     ADD_FAILURE() << "no user " << id;
-    return std::span<const uint64_t>();
+    return std::vector<uint64_t>(3);
   };
-  auto item = [&](const std::string& id) { return data->item_keys(*data->FindItem(id)); };
+  auto item = [&](const std::string& id) {
+    return slot_keys(data->items(), *data->FindItem(id));
+  };
 
   EXPECT_EQ(user("u1")[0], HashName("u1"));
   EXPECT_EQ(user("u1")[1], user("u2")[1]);  // both technicians
@@ -253,12 +264,62 @@ TEST(InteractionDatasetTest, JoinsSideFeaturesAndMarksMissingIds) {
 
   const EvalCase& eval = data->eval_cases()[0];
   EXPECT_EQ(eval.user_id, "u1");
-  EXPECT_EQ(eval.user_keys, std::vector<uint64_t>(user("u1").begin(), user("u1").end()));
-  ASSERT_EQ(eval.candidate_item_keys.size(), 4u);
-  EXPECT_EQ(eval.candidate_item_keys[0],
-            std::vector<uint64_t>(item("i2").begin(), item("i2").end()));
+  EXPECT_EQ(data->user_id(eval.user), "u1");
+  ASSERT_EQ(eval.candidate_items.size(), 4u);
+  EXPECT_EQ(data->item_id(eval.candidate_items[0]), "i2");
+  EXPECT_FALSE(data->items().any_multi_valued());
   EXPECT_NE(data->Describe().find("1 users without features"), std::string::npos)
       << data->Describe();
+}
+
+TEST(InteractionDatasetTest, MultiValuedFeatureHasAKeyPerValue) {
+  testing::TempDir dir;
+  InteractionOptions options = SmallOptions(WriteFile(dir, "u.data", SmallInteractions()));
+  SideFeatureFile items;
+  items.path = WriteFile(dir, "items.csv",
+                         "id,title,genres\ni1,A,Action|Comedy\ni2,B,\" Comedy |\"\n"
+                         "i3,\"C, the sequel\",\n");
+  items.format.delimiter = ",";
+  items.format.header = true;
+  items.features = {{{ColumnRef("genres")}, "|"}, {{ColumnRef("title")}}};
+  options.item_features = items;
+  auto data = MustLoad(options);
+  ASSERT_NE(data, nullptr);
+  const EntityKeys& keys = data->items();
+  ASSERT_EQ(keys.slots(), 3u);
+  EXPECT_TRUE(keys.multi_valued(1));
+  EXPECT_FALSE(keys.multi_valued(2));
+  const uint64_t action = HashCombine(HashName("'genres'"), HashName("Action"));
+  const uint64_t comedy = HashCombine(HashName("'genres'"), HashName("Comedy"));
+  auto genres = [&](const char* id) {
+    const auto span = keys.keys(*data->FindItem(id), 1);
+    return std::vector<uint64_t>(span.begin(), span.end());
+  };
+  EXPECT_EQ(genres("i1"), (std::vector<uint64_t>{action, comedy}));
+  EXPECT_EQ(genres("i2"), (std::vector<uint64_t>{comedy}));  // spaces and empty values dropped
+  EXPECT_EQ(genres("i3"), (std::vector<uint64_t>{HashCombine(HashName("'genres'"), HashName(""))}));
+  EXPECT_EQ(genres("i10").size(), 1u);  // not in the file: the missing key
+  EXPECT_NE(genres("i10")[0], genres("i3")[0]);
+
+  // A batch lays the values out with offsets.
+  std::vector<std::vector<uint64_t>> batch_keys;
+  std::vector<std::vector<uint32_t>> offsets;
+  keys.StartBatch(&batch_keys, &offsets);
+  for (const char* id : {"i1", "i2", "i1"}) keys.AppendSample(*data->FindItem(id), &batch_keys, &offsets);
+  EXPECT_EQ(batch_keys[1], (std::vector<uint64_t>{action, comedy, comedy, action, comedy}));
+  EXPECT_EQ(offsets[1], (std::vector<uint32_t>{0, 2, 3, 5}));
+  EXPECT_TRUE(offsets[0].empty());
+  EXPECT_EQ(batch_keys[0].size(), 3u);
+
+  // A separator goes with one column.
+  items.features = {{{ColumnRef("genres"), ColumnRef("title")}, "|"}};
+  options.item_features = items;
+  auto refused = InteractionDataset::Load(options);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().ToString().find("a multi-valued feature (with a separator) has one "
+                                             "column"),
+            std::string::npos)
+      << refused.status().ToString();
 }
 
 TEST(InteractionDatasetTest, ColumnsByHeaderName) {
@@ -347,8 +408,8 @@ TEST(InteractionDatasetTest, TheTestSplitIsTheSameWithAndWithoutValidation) {
     const EvalCase& b = validated->eval_cases()[c];
     ASSERT_EQ(a.user_id, b.user_id);
     ASSERT_EQ(a.candidate_ids, b.candidate_ids) << a.user_id;
-    ASSERT_EQ(a.candidate_item_keys, b.candidate_item_keys) << a.user_id;
-    ASSERT_EQ(a.user_keys, b.user_keys) << a.user_id;
+    ASSERT_EQ(a.candidate_items, b.candidate_items) << a.user_id;
+    ASSERT_EQ(a.user, b.user) << a.user_id;
   }
   EXPECT_GT(validated->validation_cases().size(), 0u);
   EXPECT_LT(validated->num_train(), plain->num_train());

@@ -38,7 +38,7 @@ TEST(InteractionSourceTest, EachEpochVisitsEveryTrainingPairOnce) {
 
   std::map<std::pair<uint64_t, uint64_t>, int> expected;
   for (const TrainPair& pair : data->train()) {
-    ++expected[{data->user_keys(pair.user)[0], data->item_keys(pair.item)[0]}];
+    ++expected[{data->users().keys(pair.user, 0)[0], data->items().keys(pair.item, 0)[0]}];
   }
   std::map<std::pair<uint64_t, uint64_t>, int> seen;
   Batch batch;
@@ -110,7 +110,7 @@ TEST(InteractionSourceTest, SampledNegativesFollowThePositivesAndResume) {
   EXPECT_TRUE(std::equal(without.item_keys[0].begin(), without.item_keys[0].end(),
                          batch.item_keys[0].begin()));
   std::set<uint64_t> catalogue, drawn;
-  for (uint32_t i = 0; i < data->num_items(); ++i) catalogue.insert(data->item_keys(i)[0]);
+  for (uint32_t i = 0; i < data->num_items(); ++i) catalogue.insert(data->items().keys(i, 0)[0]);
   for (uint32_t b = 0; b < 8; ++b) {
     for (uint32_t n = 0; n < kNegatives; ++n) {
       const uint64_t negative = batch.item_keys[0][8 + b * kNegatives + n];

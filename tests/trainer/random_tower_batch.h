@@ -20,6 +20,21 @@ struct RandomSlot {
   std::vector<float> rows;  // U x D
   std::vector<uint32_t> inverse;
   std::vector<float> grads;  // U x D
+  std::vector<uint32_t> offsets;  // a multi-valued slot's (empty: one row per sample)
+
+  // Makes this a multi-valued slot: sample b gets 0 to 3 of the unique rows.
+  void MakeMultiValued(uint32_t samples, std::mt19937& rng) {
+    // Every unique row is used by the single-valued layout, so the largest index is the last.
+    const uint32_t unique = *std::max_element(inverse.begin(), inverse.end()) + 1;
+    std::uniform_int_distribution<uint32_t> count(0, 3), pick(0, unique - 1);
+    inverse.clear();
+    offsets.assign(1, 0);
+    for (uint32_t b = 0; b < samples; ++b) {
+      const uint32_t n = count(rng);
+      for (uint32_t j = 0; j < n; ++j) inverse.push_back(pick(rng));
+      offsets.push_back(static_cast<uint32_t>(inverse.size()));
+    }
+  }
 };
 
 // One tower's slots for a batch. Every slot has about batch/2 unique rows (at least one), so
@@ -45,7 +60,9 @@ struct RandomTower {
 
   TowerInput Input() {
     TowerInput input;
-    for (RandomSlot& slot : slots) input.slots.push_back({slot.rows, slot.inverse, slot.grads});
+    for (RandomSlot& slot : slots) {
+      input.slots.push_back({slot.rows, slot.inverse, slot.grads, slot.offsets});
+    }
     return input;
   }
 };
