@@ -47,9 +47,7 @@ Result<TrainData> LoadTrainData(trainer::DataConfig data, const trainer::ModelCo
   loaded.steps = train.steps;
   if (train.epochs > 0) {
     if (!loaded.dataset) return InvalidArgument("train.epochs needs interaction data");
-    // This trainer's share: every trainers-th sample of each epoch, from its rank on.
-    const double share = std::ceil(static_cast<double>(loaded.dataset->num_train() - train.rank) /
-                                   train.sync.trainers);
+    const double share = trainer::EpochShare(*loaded.dataset, train.rank, train.sync.trainers);
     loaded.steps = static_cast<uint32_t>(std::ceil(train.epochs * share / train.batch_size));
   }
   return loaded;

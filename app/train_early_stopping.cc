@@ -20,9 +20,7 @@ using trainer::AfterEarlyStop;
 // Steps one epoch of `dataset` takes for this trainer (fractional).
 double StepsPerEpoch(const trainer::InteractionDataset& dataset,
                      const trainer::TrainOptions& train) {
-  const double share = std::ceil(static_cast<double>(dataset.num_train() - train.rank) /
-                                 train.sync.trainers);
-  return share / train.batch_size;
+  return trainer::EpochShare(dataset, train.rank, train.sync.trainers) / train.batch_size;
 }
 
 // A directory for a checkpoint: the one the options name (kept), or a scratch one (removed).

@@ -11,6 +11,10 @@
 
 namespace ember::trainer {
 
+double EpochShare(const InteractionDataset& dataset, uint32_t share, uint32_t shares) {
+  return std::ceil(static_cast<double>(dataset.num_train() - share) / std::max(shares, 1u));
+}
+
 InteractionSource::InteractionSource(std::shared_ptr<const InteractionDataset> dataset,
                                      uint64_t seed, uint32_t share, uint32_t shares,
                                      uint32_t negatives)

@@ -17,6 +17,10 @@
 
 namespace ember::trainer {
 
+// Training samples of `dataset` that trainer `share` of `shares` reads per epoch (every shares-th
+// sample of each epoch's order, from its share on).
+double EpochShare(const InteractionDataset& dataset, uint32_t share, uint32_t shares);
+
 class InteractionSource : public DataSource {
  public:
   // Epoch e's order is a shuffle seeded by (seed, e): identical across runs. With `shares` > 1

@@ -19,8 +19,8 @@ namespace ember::trainer::cuda {
 namespace {
 
 // The CUDA backend gathers one row per sample and slot.
-Status RejectMultiValuedSlots(const TowerInput& a, const TowerInput& b) {
-  if (!HasMultiValuedSlots(a) && !HasMultiValuedSlots(b)) return Status::Ok();
+Status RejectMultiValuedSlots(const TowerInput& input) {
+  if (!HasMultiValuedSlots(input)) return Status::Ok();
   return InvalidArgument("multi-valued feature slots (several keys per sample) run on the cpu "
                          "backend; the cuda backend takes one key per sample and slot");
 }
@@ -31,7 +31,8 @@ Result<StepStats> CudaBackend::TrainStep(uint32_t batch_size, const TowerInput& 
                                          const TowerInput& item) {
   RETURN_IF_ERROR(CheckTowerInput(config_, Tower::kUser, batch_size, user, true));
   RETURN_IF_ERROR(CheckTowerInput(config_, Tower::kItem, batch_size, item, true));
-  RETURN_IF_ERROR(RejectMultiValuedSlots(user, item));
+  RETURN_IF_ERROR(RejectMultiValuedSlots(user));
+  RETURN_IF_ERROR(RejectMultiValuedSlots(item));
   RETURN_IF_ERROR(context_.Activate());
   RETURN_IF_ERROR(ReserveTower(Tower::kUser, batch_size));
   RETURN_IF_ERROR(ReserveTower(Tower::kItem, batch_size));
@@ -85,7 +86,7 @@ Result<StepStats> CudaBackend::TrainStep(uint32_t batch_size, const TowerInput& 
 Status CudaBackend::Encode(Tower tower, uint32_t batch_size, const TowerInput& input,
                            std::span<float> out) {
   RETURN_IF_ERROR(CheckEncodeInput(config_, tower, batch_size, input, out));
-  RETURN_IF_ERROR(RejectMultiValuedSlots(input, input));
+  RETURN_IF_ERROR(RejectMultiValuedSlots(input));
   const size_t expected = out.size();
   RETURN_IF_ERROR(context_.Activate());
   RETURN_IF_ERROR(ReserveTower(tower, batch_size));
