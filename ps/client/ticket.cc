@@ -22,6 +22,12 @@ Status Ticket::Wait() const {
   return state_->status;
 }
 
+bool Ticket::WaitFor(Millis timeout) const {
+  if (!state_) return true;
+  std::unique_lock lock(state_->mutex);
+  return state_->done_cv.wait_for(lock, timeout, [&] { return state_->done; });
+}
+
 bool Ticket::ready() const {
   if (!state_) return true;
   std::lock_guard lock(state_->mutex);

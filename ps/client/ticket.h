@@ -8,6 +8,7 @@
 #include <memory>
 #include <mutex>
 
+#include "common/millis.h"
 #include "common/status.h"
 
 namespace ember::ps {
@@ -22,6 +23,8 @@ class Ticket {
 
   // Blocks until the operation finished; its status.
   Status Wait() const;
+  // Blocks until the operation finished or `timeout` passed; whether it finished.
+  bool WaitFor(Millis timeout) const;
   bool ready() const;
   void Complete(Status status) const;
 
