@@ -4,6 +4,9 @@
 // ranked by dot product.
 #pragma once
 
+#include <span>
+#include <vector>
+
 #include "ps/client/client.h"
 #include "trainer/backend.h"
 #include "trainer/interaction_dataset.h"
@@ -25,5 +28,14 @@ Result<RankingResult> EvaluateRanking(ps::Client& client, Backend& backend,
                                       const InteractionDataset& dataset,
                                       const std::vector<EvalCase>& cases,
                                       const ModelConfig& model, const TrainOptions& options);
+
+// The same from vectors encoded elsewhere (e.g. by a PyTorch model): user_vectors holds one row of
+// `dim` per user of the dataset, item_vectors one per item, and a candidate's score is the dot
+// product of its vector with the user's. InvalidArgument when the sizes do not fit the dataset.
+Result<RankingResult> EvaluateEncoded(const InteractionDataset& dataset,
+                                      const std::vector<EvalCase>& cases,
+                                      std::span<const float> user_vectors,
+                                      std::span<const float> item_vectors, uint32_t dim,
+                                      uint32_t k, bool full_catalogue);
 
 }  // namespace ember::trainer
