@@ -167,6 +167,9 @@ int RunTrain(const TrainFlags& flags) {
   SetUpLogging("trainer");
   auto config = LoadConfig(flags.config);
   if (!config.ok()) return PrintError("train", config.status(), 2);
+  if (Status trains = local::RequireTraining(*config); !trains.ok()) {
+    return PrintError("train", trains, 2);
+  }
   trainer::TrainOptions& train = config->train;
   train.rank = flags.rank;
   if (train.rank >= train.sync.trainers) {

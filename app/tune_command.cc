@@ -189,6 +189,9 @@ int RunTune(const TuneFlags& flags) {
   }
   auto base = LoadConfig(flags.config);
   if (!base.ok()) return PrintError("tune", base.status(), 2);
+  if (Status trains = local::RequireTraining(*base); !trains.ok()) {
+    return PrintError("tune", trains, 2);
+  }
   if (base->data.kind != "interactions") {
     return PrintError("tune", InvalidArgument("data.kind: tune chooses on a validation split of "
                                               "interaction data; this config's data is '" +

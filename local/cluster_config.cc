@@ -124,10 +124,13 @@ Result<ClusterConfig> ParseClusterConfig(const std::string& path, const std::str
   auto security = SecurityConfigFromYaml(root["security"], config_dir.empty() ? "." : config_dir);
   if (!security.ok()) return fail(security.status());
   config.security = std::move(*security);
-  auto train = trainer::TrainOptionsFromYaml(root["train"], "train");
-  if (!train.ok()) return fail(train.status());
-  config.train = std::move(*train);
-  if (Status s = CheckEarlyStopping(config); !s.ok()) return fail(s);
+  config.has_train = root["train"].IsDefined();
+  if (config.has_train) {
+    auto train = trainer::TrainOptionsFromYaml(root["train"], "train");
+    if (!train.ok()) return fail(train.status());
+    config.train = std::move(*train);
+    if (Status s = CheckEarlyStopping(config); !s.ok()) return fail(s);
+  }
   if (config.model.negatives > 0 && config.data.kind != "interactions") {
     return fail(InvalidArgument("model.loss " + std::string(trainer::LossName(config.model.loss)) +
                                 " draws its negatives from the catalogue of interaction data; "
@@ -138,6 +141,12 @@ Result<ClusterConfig> ParseClusterConfig(const std::string& path, const std::str
 }
 
 }  // namespace
+
+Status RequireTraining(const ClusterConfig& config) {
+  if (config.has_train) return Status::Ok();
+  return InvalidArgument(config.path + ": train: missing (a config without it can only serve "
+                         "clients: ember cluster --serve)");
+}
 
 Result<ClusterConfig> LoadClusterConfig(const std::string& path, const std::string& data_root,
                                         std::span<const config::Override> overrides) {

@@ -49,8 +49,14 @@ struct ClusterConfig {
   trainer::ModelConfig model;
   trainer::DataConfig data;
   trainer::TrainOptions train;
+  // Whether the config has a `train:` section. One without can still run a cluster that serves
+  // clients (the scheduler and servers), but not train: RequireTraining says so.
+  bool has_train = false;
   SecurityConfig security;
 };
+
+// InvalidArgument naming the missing `train:` section when `config` has none.
+Status RequireTraining(const ClusterConfig& config);
 
 // Reads the file at `path`, applies `overrides` in order, then loads every section. Errors are
 // InvalidArgument (NotFound for a missing file) naming the file and the field, or the override
