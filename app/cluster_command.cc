@@ -20,12 +20,17 @@
 #include <memory>
 #include <thread>
 
+#include <nlohmann/json.hpp>
+
 #include "app/commands.h"
 #include "app/config_flags.h"
 #include "app/process_setup.h"
 #include "common/child_process.h"
+#include "common/file_io.h"
 #include "common/scratch_directory.h"
 #include "common/transport_security.h"
+#include "local/security_config.h"
+#include "ps/client/scheduler_client.h"
 #include "ps/server/server.h"
 
 namespace ember::app {
@@ -81,15 +86,50 @@ std::string WaitForEndpoint(ChildProcess& scheduler, const std::string& endpoint
   return endpoint;
 }
 
+// Waits (60 s at most) until the cluster formed: every server registered and the routing table
+// is ready.
+Status WaitUntilServing(const Processes& processes, const std::string& endpoint,
+                        const TransportSecurity& admin, const std::atomic<bool>& stop) {
+  ps::SchedulerClient scheduler(endpoint, admin);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  for (;;) {
+    auto routing = scheduler.GetRouting(Millis(2'000));
+    if (routing.ok()) return Status::Ok();
+    if (stop.load()) return Aborted("stopped on a signal before the cluster formed");
+    for (size_t i = 0; i < processes.servers.size(); ++i) {
+      if (!processes.servers[i]->running()) {
+        return Unavailable("server process " + std::to_string(i) + " exited (code " +
+                           std::to_string(processes.servers[i]->exit_code()) + ")");
+      }
+    }
+    if (std::chrono::steady_clock::now() > deadline) {
+      return routing.status().WithContext("the cluster did not form within 60 s");
+    }
+    std::this_thread::sleep_for(milliseconds(100));
+  }
+}
+
+// What a client needs to connect to a serving cluster, as JSON.
+std::string ConnectionInfo(const std::string& endpoint, const std::string& keys,
+                           uint32_t servers) {
+  nlohmann::json info = {{"scheduler", endpoint},
+                         {"key", keys + "/admin.key"},
+                         {"scheduler_key", keys + "/scheduler.pub"},
+                         {"servers", servers},
+                         {"pid", ::getpid()}};
+  return info.dump(2) + "\n";
+}
+
 // Watches the processes until the trainers are done (their first failing exit code, else 0),
-// the scheduler or a server exits (1), or `stop` is set (130).
-int Supervise(Processes& processes, const std::atomic<bool>& stop) {
+// the scheduler or a server exits (1), or `stop` is set (130; 0 when serving, where a signal is
+// the normal end).
+int Supervise(Processes& processes, const std::atomic<bool>& stop, bool serve) {
   const size_t num_trainers = processes.trainers.size();
   int trainers_code = 0;
   for (;;) {
     if (stop.load()) {
       spdlog::warn("stopping the cluster on a signal");
-      return 130;
+      return serve ? 0 : 130;
     }
     bool any_running = false;
     for (size_t rank = 0; rank < num_trainers; ++rank) {
@@ -101,7 +141,7 @@ int Supervise(Processes& processes, const std::atomic<bool>& stop) {
         if (num_trainers > 1) spdlog::error("trainer {} exited with code {}", rank, trainers_code);
       }
     }
-    if (!any_running) return trainers_code;
+    if (!any_running && !serve) return trainers_code;
     if (!processes.scheduler->running()) {
       spdlog::error("the scheduler exited (code {}); stopping the cluster",
                     processes.scheduler->exit_code());
@@ -124,6 +164,13 @@ int RunCluster(const ClusterFlags& flags) {
   SetUpLogging("cluster");
   auto config = LoadConfig(flags.config);
   if (!config.ok()) return PrintError("cluster", config.status(), 2);
+  if (Status trains = local::RequireTraining(*config); !flags.serve && !trains.ok()) {
+    return PrintError("cluster", trains, 2);
+  }
+  if (flags.serve && (!flags.restore.empty() || !flags.summary_json.empty())) {
+    return PrintError("cluster", InvalidArgument("--restore and --summary-json are the "
+                                                 "trainers' and --serve starts none"), 2);
+  }
   const std::string self = SelfExecutable();
   if (self.empty()) return PrintError("cluster", Internal("cannot locate the ember binary"));
   // The scheduler's endpoint file and the keys.
@@ -173,6 +220,22 @@ int RunCluster(const ClusterFlags& flags) {
     processes.servers.push_back(
         std::make_unique<ChildProcess>(command("server", args, "server-" + std::to_string(i))));
   }
+  if (flags.serve) {
+    auto admin = local::BuildTransportSecurity(
+        {.key_file = keys + "/admin.key", .scheduler_key = keys + "/scheduler.pub"}, "", false);
+    if (!admin.ok()) return PrintError("cluster", admin.status());
+    if (Status serving = WaitUntilServing(processes, endpoint, *admin, stop); !serving.ok()) {
+      return PrintError("cluster", serving);
+    }
+    if (!flags.info_file.empty()) {
+      Status written = WriteFileAtomically(
+          flags.info_file, ConnectionInfo(endpoint, keys, config->cluster.servers));
+      if (!written.ok()) return PrintError("cluster", written);
+    }
+    spdlog::info("cluster: {} servers serving; stop with SIGINT or SIGTERM",
+                 config->cluster.servers);
+    return Supervise(processes, stop, /*serve=*/true);
+  }
   for (uint32_t rank = 0; rank < config->cluster.trainers; ++rank) {
     std::vector<std::string> args = {"--scheduler", endpoint, "--rank", std::to_string(rank)};
     if (!flags.config.data_root.empty()) {
@@ -189,7 +252,7 @@ int RunCluster(const ClusterFlags& flags) {
     const std::string key = restores && rank == 0 ? "admin" : "trainer-" + std::to_string(rank);
     processes.trainers.push_back(std::make_unique<ChildProcess>(command("train", args, key)));
   }
-  return Supervise(processes, stop);
+  return Supervise(processes, stop, /*serve=*/false);
 }
 
 }  // namespace ember::app

@@ -13,7 +13,8 @@ constexpr CommandText kClusterCommand = {
     .description =
         "Starts a local cluster (scheduler, cluster.servers servers, cluster.trainers trainers; "
         "each its own process on loopback), trains, prints the trainers' summaries, and stops "
-        "everything. Every process loads the config with the same overrides.",
+        "everything. Every process loads the config with the same overrides. With --serve it "
+        "starts no trainers and serves until SIGINT or SIGTERM, for clients started apart.",
 };
 
 void AddClusterFlags(CLI::App* command, ClusterFlags* flags) {
@@ -34,6 +35,13 @@ void AddClusterFlags(CLI::App* command, ClusterFlags* flags) {
   AddValue(command, "--summary-json", &flags->summary_json, "FILE",
            "the trainers also write their final figures here as JSON (trainer r > 0 to FILE.r)")
       ->group("output");
+  command->add_flag("--serve", flags->serve,
+                    "start the scheduler and servers only and serve until SIGINT/SIGTERM")
+      ->group("serving");
+  AddValue(command, "--info-file", &flags->info_file, "FILE",
+           "once every server serves, write where clients connect (scheduler endpoint, admin "
+           "key, scheduler key) to FILE as JSON")
+      ->group("serving");
 }
 
 constexpr CommandText kTuneCommand = {

@@ -21,6 +21,10 @@ namespace ember::app {
 struct ClusterFlags {
   ConfigFlags config;
   std::string data_dir, summary_json, restore;
+  // Start the scheduler and servers only, and keep them serving until SIGINT/SIGTERM: clients
+  // (the Python module, `ember train` started by hand) train against them.
+  bool serve = false;
+  std::string info_file;  // once serving: where clients connect, as JSON
 };
 
 // `ember tune`.
