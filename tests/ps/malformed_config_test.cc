@@ -30,6 +30,24 @@ void ExpectRefused(const std::string& text, const std::string& mentions = "") {
 
 constexpr const char* kTables = "tables:\n  - {name: t, dim: 4}\n";
 
+TEST(MalformedConfigTest, AConfigWithoutTrainServesButCannotTrain) {
+  std::string path;
+  ASSERT_TRUE(LoadText(kTables, &path).ok());
+  auto serving = local::LoadClusterConfig(path);
+  ASSERT_TRUE(serving.ok()) << serving.status().ToString();
+  EXPECT_FALSE(serving->has_train);
+  const Status refused = local::RequireTraining(*serving);
+  EXPECT_EQ(refused.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(refused.message().find(path + ": train: missing"), std::string::npos)
+      << refused.ToString();
+  ASSERT_TRUE(LoadText(std::string(kTables) + "train: {user_tables: [t], item_tables: [t]}\n",
+                       &path).ok());
+  auto training = local::LoadClusterConfig(path);
+  ASSERT_TRUE(training.ok()) << training.status().ToString();
+  EXPECT_TRUE(training->has_train);
+  EXPECT_TRUE(local::RequireTraining(*training).ok());
+}
+
 TEST(MalformedConfigTest, ComplexKeyAtTheTopIsRefused) {
   ExpectRefused(std::string("? [a]\n: 1\n") + kTables);
 }
