@@ -21,7 +21,7 @@ forbid() {
 # ZeroMQ lives in the transport alone (common/transport.cc; its key files may use zmq.h's key
 # generation).
 hits=$(grep -rnE --include='*.h' --include='*.cc' --include='*.cu' '^#include [<"](zmq\.h|zmq\.hpp)' \
-         common embedding ps scheduler trainer app bench local tests 2>/dev/null |
+         common embedding ps scheduler trainer app bench local python tests 2>/dev/null |
        grep -v '^common/transport\.cc:' | grep -v '^common/transport_security\.cc:.*zmq\.h>')
 if [[ -n $hits ]]; then
   printf '%s\n' "$hits" | sed 's/$/   <- only common\/transport.cc talks to ZeroMQ/'

@@ -1,0 +1,364 @@
+// ember.Client and ember.Future: a thin binding of ps::Client (ps/client/client.h).
+//
+// Pulled rows land in the numpy array the caller gets (or passes as `out`) with no extra copy;
+// keys are read in place when they are a contiguous uint64 or int64 array (an int64 key is its
+// unsigned bit pattern, so that torch's int64 tensors carry every uint64 key).
+// The client reads and writes those buffers from its I/O thread until the operation finishes, so
+// every operation keeps its arrays alive until then, also when the caller dropped its Future
+// (e.g. after Ctrl-C): the client holds them in `in_flight_` and lets go once the ticket is done.
+#include <pybind11/numpy.h>
+#include <pybind11/stl.h>
+
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/checkpoint_layout.h"
+#include "embedding/initializer.h"
+#include "embedding/table_config.h"
+#include "local/security_config.h"
+#include "ps/client/checkpoint.h"
+#include "ps/client/client.h"
+#include "python/binding.h"
+
+namespace ember::python {
+namespace {
+
+using FloatArray = py::array_t<float, py::array::c_style>;
+using KeyArray = py::array_t<uint64_t, py::array::c_style>;
+
+std::string ShapeText(const py::array& array) {
+  std::string text = "(";
+  for (py::ssize_t i = 0; i < array.ndim(); ++i) {
+    text += (i ? ", " : "") + std::to_string(array.shape(i));
+  }
+  return text + (array.ndim() == 1 ? ",)" : ")");
+}
+
+std::string DtypeText(const py::array& array) { return py::str(array.dtype()).cast<std::string>(); }
+
+// `keys` as a contiguous uint64 array: the caller's own buffer when it already is one, or an int64
+// one read as its unsigned bit pattern (torch has no uint64: a key above 2^63 is a negative int64
+// there), else a converted copy. A narrower signed type must not hold negative ids.
+KeyArray ToKeys(const py::handle& keys) {
+  py::array array = py::array::ensure(keys);
+  if (!array) ThrowStatus(InvalidArgument("keys: expected an array of integer ids"));
+  if (array.ndim() != 1) {
+    ThrowStatus(InvalidArgument("keys: expected a 1-D array of ids, got shape " +
+                                ShapeText(array)));
+  }
+  const char kind = array.dtype().kind();
+  if (kind != 'u' && kind != 'i') {
+    ThrowStatus(InvalidArgument("keys: expected integer ids (uint64 or int64), got " +
+                                DtypeText(array)));
+  }
+  if (kind == 'i') {
+    auto signed_keys = py::array_t<int64_t, py::array::c_style | py::array::forcecast>::ensure(array);
+    if (array.itemsize() < 8) {
+      const int64_t* data = signed_keys.data();
+      for (py::ssize_t i = 0; i < signed_keys.size(); ++i) {
+        if (data[i] < 0) {
+          ThrowStatus(InvalidArgument("keys: id " + std::to_string(data[i]) + " at position " +
+                                      std::to_string(i) + " is negative (" + DtypeText(array) +
+                                      ")"));
+        }
+      }
+    }
+    return py::reinterpret_borrow<KeyArray>(signed_keys.attr("view")("uint64"));
+  }
+  return KeyArray::ensure(array);
+}
+
+// A Future: an operation's ticket and, for a pull, the rows it fills.
+class Future {
+ public:
+  Future(ps::Ticket ticket, py::object value) : ticket_(std::move(ticket)), value_(std::move(value)) {}
+
+  // The pulled rows (a pull) or None (a push), once the operation finished; raises its error.
+  // `timeout` in seconds (None: as long as it takes) raises DeadlineExceededError when it passes.
+  py::object Result(std::optional<double> timeout) {
+    ThrowIfError(WaitForTicket(ticket_, timeout.value_or(-1)));
+    return value_;
+  }
+  bool Done() const { return ticket_.ready(); }
+
+ private:
+  ps::Ticket ticket_;
+  py::object value_;
+};
+
+class PythonClient {
+ public:
+  PythonClient(const std::string& scheduler, const std::string& key,
+               const std::string& scheduler_key, const std::string& name, double timeout_s,
+               double register_timeout_s, double heartbeat_s, uint32_t max_keys_per_message) {
+    ps::ClientOptions options;
+    options.scheduler_endpoint = scheduler;
+    options.name = name;
+    options.request_timeout = Millis(static_cast<int64_t>(timeout_s * 1000));
+    options.register_timeout = Millis(static_cast<int64_t>(register_timeout_s * 1000));
+    options.heartbeat_interval = Millis(static_cast<int64_t>(heartbeat_s * 1000));
+    options.max_keys_per_message = max_keys_per_message;
+    if (!key.empty() || !scheduler_key.empty()) {
+      options.security = ValueOrThrow(local::BuildTransportSecurity(
+          {.key_file = key, .scheduler_key = scheduler_key}, "", /*insecure=*/false));
+    }
+    timeout_ = options.request_timeout;
+    client_ = ValueOrThrow(WithoutGil([&] { return ps::Client::Connect(std::move(options)); }));
+  }
+
+  ~PythonClient() { Close(); }
+
+  // Leaves the scheduler (nobody waits for this trainer any more) and disconnects; what is still
+  // in flight fails with Aborted. Safe to call more than once.
+  void Close() {
+    std::shared_ptr<ps::Client> client = std::move(client_);
+    if (!client) return;
+    {
+      py::gil_scoped_release release;
+      (void)client->scheduler().Leave(client->trainer_id(), 0, Millis(2'000));
+      client.reset();  // unless another thread's call still holds it
+    }
+    in_flight_.clear();
+  }
+
+  py::object Pull(const std::string& table, const py::handle& keys, const py::object& out) {
+    return PullAsync(table, keys, out).Result(std::nullopt);
+  }
+  void Push(const std::string& table, const py::handle& keys, const py::handle& gradients) {
+    PushAsync(table, keys, gradients).Result(std::nullopt);
+  }
+
+  Future PullAsync(const std::string& table, const py::handle& keys, const py::object& out) {
+    std::shared_ptr<ps::Client> client = Connected();
+    const TableSpec* spec = ValueOrThrow(client->FindTable(table));
+    KeyArray key_array = ToKeys(keys);
+    const size_t n = static_cast<size_t>(key_array.size());
+    FloatArray rows;
+    if (out.is_none()) {
+      rows = FloatArray({static_cast<py::ssize_t>(n), static_cast<py::ssize_t>(spec->dim)});
+    } else {
+      rows = CheckedRows(out, n, spec->dim, "out");
+      if (!py::cast<py::array>(out).writeable()) {
+        ThrowStatus(InvalidArgument("out: the array is read-only"));
+      }
+    }
+    ps::Ticket ticket = client->Pull(
+        table, {key_array.data(), n}, {rows.mutable_data(), n * spec->dim});
+    Remember(ticket, py::make_tuple(key_array, rows));
+    return Future(std::move(ticket), rows);
+  }
+
+  Future PushAsync(const std::string& table, const py::handle& keys, const py::handle& gradients) {
+    std::shared_ptr<ps::Client> client = Connected();
+    const TableSpec* spec = ValueOrThrow(client->FindTable(table));
+    KeyArray key_array = ToKeys(keys);
+    const size_t n = static_cast<size_t>(key_array.size());
+    FloatArray rows = CheckedRows(gradients, n, spec->dim, "gradients");
+    ps::Ticket ticket =
+        client->Push(table, {key_array.data(), n}, {rows.data(), n * spec->dim});
+    Remember(ticket, py::make_tuple(key_array, rows));
+    return Future(std::move(ticket), py::none());
+  }
+
+  // The rows `keys` start with in `table` (the deterministic initialiser), computed here.
+  FloatArray InitialRows(const std::string& table, const py::handle& keys) {
+    const TableSpec* spec = ValueOrThrow(Connected()->FindTable(table));
+    KeyArray key_array = ToKeys(keys);
+    FloatArray rows({key_array.size(), static_cast<py::ssize_t>(spec->dim)});
+    for (py::ssize_t i = 0; i < key_array.size(); ++i) {
+      embedding::InitializeRow(*spec, key_array.data()[i],
+                               {rows.mutable_data() + i * spec->dim, spec->dim});
+    }
+    return rows;
+  }
+
+  py::list Tables() {
+    py::list tables;
+    std::shared_ptr<ps::Client> client = Connected();
+    for (const TableSpec& spec : client->tables()) {
+      py::dict table;
+      table["name"] = spec.name;
+      table["dim"] = spec.dim;
+      table["optimizer"] = std::string(embedding::OptimizerKindName(spec.optimizer.kind));
+      table["learning_rate"] = spec.optimizer.learning_rate;
+      table["initializer"] = std::string(embedding::InitializerKindName(spec.initializer.kind));
+      table["seed"] = spec.seed;
+      table["admit_after"] = spec.admit_after;
+      table["ttl_seconds"] = spec.ttl_seconds;
+      tables.append(table);
+    }
+    return tables;
+  }
+
+  py::dict ClusterStatusDict() {
+    std::shared_ptr<ps::Client> client = Connected();
+    ClusterStatus cluster = ValueOrThrow(
+        WithoutGil([&] { return client->scheduler().GetClusterStatus(timeout_); }));
+    py::dict out;
+    out["epoch"] = cluster.routing.epoch;
+    out["partitions"] = cluster.routing.num_partitions;
+    py::list servers;
+    for (const ServerStatus& server : cluster.servers) {
+      py::dict entry;
+      entry["id"] = server.id;
+      entry["endpoint"] = server.endpoint;
+      entry["state"] = server.state;
+      entry["partitions"] = server.partitions;
+      servers.append(entry);
+    }
+    out["servers"] = servers;
+    out["moves_in_flight"] = cluster.moves_in_flight;
+    out["moves_planned"] = cluster.moves_planned;
+    out["moves_done"] = cluster.moves_done;
+    return out;
+  }
+
+  py::list Stats() {
+    std::shared_ptr<ps::Client> client = Connected();
+    const std::vector<ServerStats> stats =
+        ValueOrThrow(WithoutGil([&] { return client->Stats(timeout_); }));
+    py::list out;
+    for (const ServerStats& server : stats) {
+      py::dict entry;
+      entry["server"] = server.server_id;
+      entry["pull_requests"] = server.pull_requests;
+      entry["push_requests"] = server.push_requests;
+      entry["keys_pulled"] = server.keys_pulled;
+      entry["keys_pushed"] = server.keys_pushed;
+      entry["errors"] = server.errors;
+      entry["partitions"] = server.partitions_owned;
+      py::dict tables;
+      for (const TableStats& table : server.tables) {
+        py::dict sizes;
+        sizes["rows"] = table.rows;
+        sizes["bytes"] = table.bytes;
+        sizes["resident_rows"] = table.resident_rows;
+        sizes["disk_bytes"] = table.disk_bytes;
+        tables[py::str(table.name)] = sizes;
+      }
+      entry["tables"] = tables;
+      out.append(entry);
+    }
+    return out;
+  }
+
+  // Every server writes its partitions into `dir`, then the manifest makes it a checkpoint of
+  // the servers alone (restorable into any server count). Consistent when no push is in flight.
+  std::string Checkpoint(const std::string& dir, uint64_t step) {
+    std::shared_ptr<ps::Client> client = Connected();
+    const std::string absolute = std::filesystem::absolute(dir).lexically_normal().string();
+    const Status written = WithoutGil([&] {
+      Result<Manifest> manifest = ps::CheckpointServers(*client, absolute, step, timeout_);
+      return manifest.ok() ? WriteManifest(absolute, *manifest) : manifest.status();
+    });
+    ThrowIfError(written.WithContext("checkpoint into " + absolute));
+    return absolute;
+  }
+
+  // Loads a checkpoint (or the newest under `dir`) into the servers; returns its step.
+  uint64_t Restore(const std::string& dir) {
+    std::shared_ptr<ps::Client> client = Connected();
+    const std::string absolute = std::filesystem::absolute(dir).string();
+    Result<Manifest> manifest = WithoutGil([&]() -> Result<Manifest> {
+      ASSIGN_OR_RETURN(std::string found, FindCheckpoint(absolute));
+      return ps::RestoreServers(*client, found, timeout_);
+    });
+    return ValueOrThrow(std::move(manifest)).step;
+  }
+
+  void Barrier(const std::string& name, uint32_t count, double timeout_s) {
+    std::shared_ptr<ps::Client> client = Connected();
+    const Millis timeout(static_cast<int64_t>(timeout_s * 1000));
+    ThrowIfError(WithoutGil([&] { return client->scheduler().Barrier(name, count, timeout); }));
+  }
+
+  uint32_t trainer_id() { return Connected()->trainer_id(); }
+  uint64_t requests_resent() { return Connected()->requests_resent(); }
+  double timeout() const { return timeout_.count() / 1000.0; }
+
+ private:
+  // The client, held by the caller for the length of its call (Close may run meanwhile).
+  std::shared_ptr<ps::Client> Connected() const {
+    if (!client_) ThrowStatus(FailedPrecondition("the client is closed"));
+    return client_;
+  }
+
+  // `array` as a C-contiguous float32 array of n rows of `dim` (a copy only when it is strided).
+  static FloatArray CheckedRows(const py::handle& value, size_t n, uint32_t dim,
+                                const std::string& what) {
+    py::array array = py::array::ensure(value);
+    if (!array) ThrowStatus(InvalidArgument(what + ": expected a float32 array"));
+    if (array.dtype().kind() != 'f' || array.itemsize() != 4) {
+      ThrowStatus(InvalidArgument(what + ": expected float32, got " + DtypeText(array)));
+    }
+    if (array.ndim() != 2 || static_cast<size_t>(array.shape(0)) != n ||
+        static_cast<uint32_t>(array.shape(1)) != dim) {
+      ThrowStatus(InvalidArgument(what + ": expected shape (" + std::to_string(n) + ", " +
+                                  std::to_string(dim) + ") for " + std::to_string(n) +
+                                  " keys of a table of dim " + std::to_string(dim) + ", got " +
+                                  ShapeText(array)));
+    }
+    FloatArray rows = FloatArray::ensure(array);
+    return rows;
+  }
+
+  // Keeps `buffers` alive until `ticket` finished; forgets those of finished operations.
+  void Remember(const ps::Ticket& ticket, py::object buffers) {
+    std::erase_if(in_flight_, [](const InFlight& entry) { return entry.ticket.ready(); });
+    if (!ticket.ready()) in_flight_.push_back({ticket, std::move(buffers)});
+  }
+
+  struct InFlight {
+    ps::Ticket ticket;
+    py::object buffers;
+  };
+  std::shared_ptr<ps::Client> client_;
+  std::vector<InFlight> in_flight_;  // touched with the GIL held
+  Millis timeout_{30'000};
+};
+
+}  // namespace
+
+void BindClient(py::module_& module) {
+  py::class_<Future>(module, "Future", "An asynchronous pull or push.")
+      .def("result", &Future::Result, py::arg("timeout") = py::none(),
+           "Waits for the operation (Ctrl-C interrupts the wait); the rows of a pull, None for a "
+           "push. Raises the operation's error.")
+      .def("done", &Future::Done, "Whether the operation finished.");
+
+  py::class_<PythonClient>(module, "Client", "A trainer's connection to an ember cluster.")
+      .def(py::init<const std::string&, const std::string&, const std::string&,
+                    const std::string&, double, double, double, uint32_t>(),
+           py::arg("scheduler"), py::arg("key") = "", py::arg("scheduler_key") = "",
+           py::arg("name") = "python", py::arg("timeout") = 30.0,
+           py::arg("register_timeout") = 60.0, py::arg("heartbeat_interval") = 1.0,
+           py::arg("max_keys_per_message") = 4096)
+      .def("pull", &PythonClient::Pull, py::arg("table"), py::arg("keys"),
+           py::arg("out") = py::none(),
+           "The rows of `keys` (uint64 or non-negative int64 ids) as a float32 array (n, dim), "
+           "created on first pull; into `out` when given.")
+      .def("push", &PythonClient::Push, py::arg("table"), py::arg("keys"), py::arg("gradients"),
+           "Applies one gradient row per key (float32, (n, dim)) with the table's server-side "
+           "optimizer; sum the gradients of duplicate keys first.")
+      .def("pull_async", &PythonClient::PullAsync, py::arg("table"), py::arg("keys"),
+           py::arg("out") = py::none())
+      .def("push_async", &PythonClient::PushAsync, py::arg("table"), py::arg("keys"),
+           py::arg("gradients"))
+      .def("initial_rows", &PythonClient::InitialRows, py::arg("table"), py::arg("keys"),
+           "The rows `keys` start with (the table's deterministic initialiser), computed locally.")
+      .def("tables", &PythonClient::Tables)
+      .def("status", &PythonClient::ClusterStatusDict)
+      .def("stats", &PythonClient::Stats)
+      .def("checkpoint", &PythonClient::Checkpoint, py::arg("dir"), py::arg("step") = 0)
+      .def("restore", &PythonClient::Restore, py::arg("dir"))
+      .def("barrier", &PythonClient::Barrier, py::arg("name"), py::arg("count"),
+           py::arg("timeout") = 60.0)
+      .def("close", &PythonClient::Close)
+      .def_property_readonly("trainer_id", &PythonClient::trainer_id)
+      .def_property_readonly("requests_resent", &PythonClient::requests_resent)
+      .def_property_readonly("timeout", &PythonClient::timeout);
+}
+
+}  // namespace ember::python

@@ -1,0 +1,154 @@
+"""ember.torch.Embedding: an embedding layer whose rows live in an ember table.
+
+Forward dedups the batch's ids, pulls their rows from the servers and gathers them back to the
+batch's shape; backward sums the gradients of duplicate ids (autograd's own index backward) and
+pushes one gradient row per unique id, which the table's server-side optimizer applies. The rest
+of the model trains with any torch optimizer as usual; the layer has no torch parameters.
+
+Ordering: a pull waits until this layer's earlier pushes were applied, so one process training
+with one layer gets exactly what a local nn.Embedding with the same optimizer gets. prefetch()
+keeps that exactness: ids that a batch still to be pushed may change are pulled later, at
+forward, and only the others ahead of time.
+"""
+
+import collections
+import weakref
+
+import numpy
+import torch
+
+__all__ = ["Embedding"]
+
+_Prefetch = collections.namedtuple("_Prefetch", "ids early_mask early_rows future")
+
+
+def _unique_ids(ids):
+    """The sorted unique ids of `ids` (any shape, integer) on the CPU, and each id's position."""
+    if ids.dtype.is_floating_point or ids.dtype == torch.bool or ids.is_complex():
+        raise TypeError("ids: expected an integer tensor, got {}".format(ids.dtype))
+    flat = ids.reshape(-1).to("cpu", torch.int64)
+    return torch.unique(flat, sorted=True, return_inverse=True)
+
+
+class Embedding(torch.nn.Module):
+    """Embedding(client, table, device=None)
+
+    `client` is an ember.Client, `table` the name of one of its tables. forward(ids) takes an
+    integer tensor of any shape and returns (*ids.shape, dim) rows on `device` (default: the
+    CPU). Ids are the table's keys; an int64 id is read as its unsigned bit pattern, so every
+    uint64 key has an id (numpy: keys.view(numpy.int64)).
+
+    prefetch(next_ids) pulls a coming batch's rows while the current one trains (call it with the
+    batches in the order they will be forwarded). flush() waits for the pushes in flight (before a
+    checkpoint, say). stats counts pulls, prefetch hits and pushes.
+    """
+
+    def __init__(self, client, table, device=None):
+        super().__init__()
+        specs = {spec["name"]: spec for spec in client.tables()}
+        if table not in specs:
+            raise KeyError("unknown table '{}' (the cluster has {})".format(
+                table, ", ".join(sorted(specs)) or "none"))
+        self.client = client
+        self.table = table
+        self.dim = specs[table]["dim"]
+        self.device = torch.device(device) if device is not None else torch.device("cpu")
+        self._pushes = []  # (future, ids) of pushes not known to be applied
+        self._unpushed = {}  # token -> ids of forwards whose gradient is still to come
+        self._tokens = 0
+        self._prefetches = collections.deque()
+        self.stats = collections.Counter()
+
+    def extra_repr(self):
+        return "table={}, dim={}, device={}".format(self.table, self.dim, self.device)
+
+    # ---- forward and backward ----
+
+    def forward(self, ids):
+        unique, inverse = _unique_ids(ids)
+        rows = self._rows_of(unique).to(self.device, non_blocking=True)
+        if torch.is_grad_enabled():
+            rows.requires_grad_(True)
+            token = self._note_unpushed(unique, rows)
+            rows.register_hook(lambda grad: self._push(token, unique, grad))
+        inverse = inverse.to(self.device, non_blocking=True)
+        return rows[inverse].reshape(*ids.shape, self.dim)
+
+    def _note_unpushed(self, unique, rows):
+        # Until its gradient is pushed (or its graph is gone), this batch may still change these
+        # ids: a prefetch must not read them early.
+        self._tokens += 1
+        token = self._tokens
+        self._unpushed[token] = unique
+        weakref.finalize(rows, self._unpushed.pop, token, None)
+        return token
+
+    def _push(self, token, unique, grad):
+        self._unpushed.pop(token, None)
+        gradients = grad.detach().to("cpu", torch.float32).contiguous().numpy()
+        future = self.client.push_async(self.table, unique.numpy(), gradients)
+        self._pushes.append((future, unique))
+        self.stats["pushes"] += 1
+        return None
+
+    # ---- pulls ----
+
+    def flush(self):
+        """Waits until every push of this layer was applied; raises the first one's error."""
+        pushes, self._pushes = self._pushes, []
+        for future, _ in pushes:
+            future.result()
+
+    def _pull(self, ids):
+        rows = torch.empty((len(ids), self.dim), dtype=torch.float32,
+                           pin_memory=self.device.type == "cuda")
+        if len(ids):
+            self.client.pull(self.table, ids.numpy(), out=rows.numpy())
+        self.stats["keys_pulled"] += len(ids)
+        return rows
+
+    def _rows_of(self, unique):
+        prefetch = self._take_prefetch(unique)
+        self.flush()  # earlier pushes first: a pull sees them
+        if prefetch is None:
+            self.stats["pulls"] += 1
+            return self._pull(unique)
+        self.stats["prefetched"] += 1
+        rows = torch.empty((len(unique), self.dim), dtype=torch.float32,
+                           pin_memory=self.device.type == "cuda")
+        if prefetch.future is not None:
+            prefetch.future.result()  # fills early_rows
+        rows[prefetch.early_mask] = prefetch.early_rows
+        late = ~prefetch.early_mask
+        rows[late] = self._pull(unique[late])
+        self.stats["keys_prefetched"] += int(prefetch.early_mask.sum())
+        return rows
+
+    def _take_prefetch(self, unique):
+        if not self._prefetches:
+            return None
+        prefetch = self._prefetches.popleft()
+        if torch.equal(prefetch.ids, unique):
+            return prefetch
+        # Batches came in another order than prefetched: drop the look-ahead.
+        self.stats["prefetch_misses"] += 1 + len(self._prefetches)
+        self._prefetches.clear()
+        return None
+
+    def prefetch(self, next_ids):
+        """Starts pulling the rows of a batch to be forwarded after those already prefetched.
+        Ids that an earlier batch may still update (not pushed yet) are left for forward."""
+        unique, _ = _unique_ids(next_ids)
+        hazards = [ids for ids in self._unpushed.values()]
+        hazards += [prefetch.ids for prefetch in self._prefetches]
+        hazards += [ids for future, ids in self._pushes if not future.done()]
+        if hazards:
+            early_mask = ~torch.from_numpy(numpy.isin(unique.numpy(), torch.cat(hazards).numpy()))
+        else:
+            early_mask = torch.ones(len(unique), dtype=torch.bool)
+        early = unique[early_mask]
+        early_rows = torch.empty((len(early), self.dim), dtype=torch.float32)
+        future = None
+        if len(early):
+            future = self.client.pull_async(self.table, early.numpy(), out=early_rows.numpy())
+        self._prefetches.append(_Prefetch(unique, early_mask, early_rows, future))
