@@ -15,9 +15,15 @@ _live_clusters = weakref.WeakSet()
 
 
 def find_binary(binary=None):
-    """The `ember` binary: `binary`, else $EMBER_BINARY, else the one this module was built
-    beside, else the installed one, else `ember` on PATH."""
-    candidates = [binary, os.environ.get("EMBER_BINARY"), _ember.build_binary,
+    """The `ember` binary: `binary`, else $EMBER_BINARY, else the one this module was built beside
+    (when it runs from the build folder), else the one installed with it (PREFIX/bin beside
+    PREFIX/lib/python3/dist-packages), else `ember` on PATH."""
+    module_dir = os.path.dirname(os.path.abspath(_ember.__file__))
+    in_build_tree = module_dir == os.path.join(os.path.dirname(_ember.build_binary), "python",
+                                               "ember")
+    installed_beside = os.path.normpath(os.path.join(module_dir, *[os.pardir] * 4, "bin", "ember"))
+    candidates = [binary, os.environ.get("EMBER_BINARY"),
+                  _ember.build_binary if in_build_tree else None, installed_beside,
                   _ember.installed_binary, shutil.which("ember")]
     for candidate in candidates:
         if candidate and os.path.isfile(candidate) and os.access(candidate, os.X_OK):
