@@ -14,7 +14,6 @@ forward, and only the others ahead of time.
 import collections
 import weakref
 
-import numpy
 import torch
 
 __all__ = ["Embedding"]
@@ -110,18 +109,22 @@ class Embedding(torch.nn.Module):
     def _rows_of(self, unique):
         prefetch = self._take_prefetch(unique)
         self.flush()  # earlier pushes first: a pull sees them
-        if prefetch is None:
+        if prefetch is not None:
+            self.stats["prefetched"] += 1
+        if prefetch is None or prefetch.future is None:
             self.stats["pulls"] += 1
             return self._pull(unique)
-        self.stats["prefetched"] += 1
+        prefetch.future.result()  # fills early_rows
+        early = len(prefetch.early_rows)
+        self.stats["keys_prefetched"] += early
+        if early == len(unique):
+            return prefetch.early_rows
+        self.stats["pulls"] += 1
         rows = torch.empty((len(unique), self.dim), dtype=torch.float32,
                            pin_memory=self.device.type == "cuda")
-        if prefetch.future is not None:
-            prefetch.future.result()  # fills early_rows
         rows[prefetch.early_mask] = prefetch.early_rows
         late = ~prefetch.early_mask
         rows[late] = self._pull(unique[late])
-        self.stats["keys_prefetched"] += int(prefetch.early_mask.sum())
         return rows
 
     def _take_prefetch(self, unique):
@@ -143,11 +146,12 @@ class Embedding(torch.nn.Module):
         hazards += [prefetch.ids for prefetch in self._prefetches]
         hazards += [ids for future, ids in self._pushes if not future.done()]
         if hazards:
-            early_mask = ~torch.from_numpy(numpy.isin(unique.numpy(), torch.cat(hazards).numpy()))
+            early_mask = ~torch.isin(unique, torch.cat(hazards))
         else:
             early_mask = torch.ones(len(unique), dtype=torch.bool)
         early = unique[early_mask]
-        early_rows = torch.empty((len(early), self.dim), dtype=torch.float32)
+        early_rows = torch.empty((len(early), self.dim), dtype=torch.float32,
+                                 pin_memory=self.device.type == "cuda")
         future = None
         if len(early):
             future = self.client.pull_async(self.table, early.numpy(), out=early_rows.numpy())
