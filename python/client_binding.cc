@@ -45,16 +45,17 @@ KeyArray ToKeys(const py::handle& keys) {
   py::array array = py::array::ensure(keys);
   if (!array) ThrowStatus(InvalidArgument("keys: expected an array of integer ids"));
   if (array.ndim() != 1) {
-    ThrowStatus(InvalidArgument("keys: expected a 1-D array of ids, got shape " +
-                                ShapeText(array)));
+    ThrowStatus(
+        InvalidArgument("keys: expected a 1-D array of ids, got shape " + ShapeText(array)));
   }
   const char kind = array.dtype().kind();
   if (kind != 'u' && kind != 'i') {
-    ThrowStatus(InvalidArgument("keys: expected integer ids (uint64 or int64), got " +
-                                DtypeText(array)));
+    ThrowStatus(
+        InvalidArgument("keys: expected integer ids (uint64 or int64), got " + DtypeText(array)));
   }
   if (kind == 'i') {
-    auto signed_keys = py::array_t<int64_t, py::array::c_style | py::array::forcecast>::ensure(array);
+    auto signed_keys =
+        py::array_t<int64_t, py::array::c_style | py::array::forcecast>::ensure(array);
     if (array.itemsize() < 8) {
       const int64_t* data = signed_keys.data();
       for (py::ssize_t i = 0; i < signed_keys.size(); ++i) {
@@ -73,7 +74,8 @@ KeyArray ToKeys(const py::handle& keys) {
 // A Future: an operation's ticket and, for a pull, the rows it fills.
 class Future {
  public:
-  Future(ps::Ticket ticket, py::object value) : ticket_(std::move(ticket)), value_(std::move(value)) {}
+  Future(ps::Ticket ticket, py::object value)
+      : ticket_(std::move(ticket)), value_(std::move(value)) {}
 
   // The pulled rows (a pull) or None (a push), once the operation finished; raises its error.
   // `timeout` in seconds (None: as long as it takes) raises DeadlineExceededError when it passes.
@@ -144,8 +146,8 @@ class PythonClient {
         ThrowStatus(InvalidArgument("out: the array is read-only"));
       }
     }
-    ps::Ticket ticket = client->Pull(
-        table, {key_array.data(), n}, {rows.mutable_data(), n * spec->dim});
+    ps::Ticket ticket =
+        client->Pull(table, {key_array.data(), n}, {rows.mutable_data(), n * spec->dim});
     Remember(ticket, py::make_tuple(key_array, rows));
     return Future(std::move(ticket), rows);
   }
@@ -156,8 +158,7 @@ class PythonClient {
     KeyArray key_array = ToKeys(keys);
     const size_t n = static_cast<size_t>(key_array.size());
     FloatArray rows = CheckedRows(gradients, n, spec->dim, "gradients");
-    ps::Ticket ticket =
-        client->Push(table, {key_array.data(), n}, {rows.data(), n * spec->dim});
+    ps::Ticket ticket = client->Push(table, {key_array.data(), n}, {rows.data(), n * spec->dim});
     Remember(ticket, py::make_tuple(key_array, rows));
     return Future(std::move(ticket), py::none());
   }
@@ -194,8 +195,8 @@ class PythonClient {
 
   py::dict ClusterStatusDict() {
     std::shared_ptr<ps::Client> client = Connected();
-    ClusterStatus cluster = ValueOrThrow(
-        WithoutGil([&] { return client->scheduler().GetClusterStatus(timeout_); }));
+    ClusterStatus cluster =
+        ValueOrThrow(WithoutGil([&] { return client->scheduler().GetClusterStatus(timeout_); }));
     py::dict out;
     out["epoch"] = cluster.routing.epoch;
     out["partitions"] = cluster.routing.num_partitions;
@@ -329,8 +330,8 @@ void BindClient(py::module_& module) {
       .def("done", &Future::Done, "Whether the operation finished.");
 
   py::class_<PythonClient>(module, "Client", "A trainer's connection to an ember cluster.")
-      .def(py::init<const std::string&, const std::string&, const std::string&,
-                    const std::string&, double, double, double, uint32_t>(),
+      .def(py::init<const std::string&, const std::string&, const std::string&, const std::string&,
+                    double, double, double, uint32_t>(),
            py::arg("scheduler"), py::arg("key") = "", py::arg("scheduler_key") = "",
            py::arg("name") = "python", py::arg("timeout") = 30.0,
            py::arg("register_timeout") = 60.0, py::arg("heartbeat_interval") = 1.0,

@@ -91,8 +91,7 @@ class InteractionData {
     const char* what = users ? "user" : "item";
     if (slot >= keys.slots()) {
       ThrowStatus(InvalidArgument(std::string(what) + " slot " + std::to_string(slot) +
-                                  " does not exist (" + std::to_string(keys.slots()) +
-                                  " slots)"));
+                                  " does not exist (" + std::to_string(keys.slots()) + " slots)"));
     }
     if (keys.multi_valued(slot)) {
       ThrowStatus(InvalidArgument(std::string(what) + " slot " + std::to_string(slot) +
@@ -104,9 +103,7 @@ class InteractionData {
     return out;
   }
 
-  py::array_t<uint32_t> ItemTrainCounts() const {
-    return ToArray(dataset_->item_train_counts());
-  }
+  py::array_t<uint32_t> ItemTrainCounts() const { return ToArray(dataset_->item_train_counts()); }
 
   // Every evaluation case: (users, candidates), candidates[:, 0] being the held-out item.
   py::tuple Cases(const std::string& split) const {
@@ -128,8 +125,9 @@ class InteractionData {
                     uint32_t k, const std::string& protocol, const std::string& split) const {
     const bool full = FullProtocol(protocol);
     if (users.ndim() != 2 || items.ndim() != 2 || users.shape(1) != items.shape(1)) {
-      ThrowStatus(InvalidArgument("user_vectors and item_vectors: expected two 2-D arrays with "
-                                  "the same number of columns"));
+      ThrowStatus(
+          InvalidArgument("user_vectors and item_vectors: expected two 2-D arrays with "
+                          "the same number of columns"));
     }
     const std::vector<trainer::EvalCase>& cases = CasesOf(split);
     const uint32_t dim = static_cast<uint32_t>(users.shape(1));
@@ -147,8 +145,12 @@ class InteractionData {
 
   std::string Describe() const { return dataset_->Describe(); }
   size_t users_without_validation() const { return dataset_->users_without_validation(); }
-  std::string user_id(uint32_t user) const { return dataset_->user_id(CheckedIndex(user, num_users(), "user")); }
-  std::string item_id(uint32_t item) const { return dataset_->item_id(CheckedIndex(item, num_items(), "item")); }
+  std::string user_id(uint32_t user) const {
+    return dataset_->user_id(CheckedIndex(user, num_users(), "user"));
+  }
+  std::string item_id(uint32_t item) const {
+    return dataset_->item_id(CheckedIndex(item, num_items(), "item"));
+  }
 
  private:
   static uint32_t CheckedIndex(uint32_t index, size_t count, const char* what) {
@@ -163,8 +165,9 @@ class InteractionData {
     if (split == "test") return dataset_->eval_cases();
     if (split == "validation") {
       if (!dataset_->options().validation) {
-        ThrowStatus(InvalidArgument("split 'validation': the config has no validation split "
-                                    "(data.interactions.validation: true)"));
+        ThrowStatus(
+            InvalidArgument("split 'validation': the config has no validation split "
+                            "(data.interactions.validation: true)"));
       }
       return dataset_->validation_cases();
     }
@@ -186,22 +189,22 @@ void BindData(py::module_& module) {
       .def_property_readonly("num_train", &InteractionData::num_train)
       .def_property_readonly("user_slots", &InteractionData::user_slots)
       .def_property_readonly("item_slots", &InteractionData::item_slots)
-      .def_property_readonly("users_without_validation",
-                             &InteractionData::users_without_validation)
+      .def_property_readonly("users_without_validation", &InteractionData::users_without_validation)
       .def("train_pairs", &InteractionData::TrainPairs,
            "(users, items): dense indices of every training interaction (uint32 arrays).")
       .def(
-          "user_keys", [](const InteractionData& data, uint32_t slot) { return data.Keys(true, slot); },
+          "user_keys",
+          [](const InteractionData& data, uint32_t slot) { return data.Keys(true, slot); },
           py::arg("slot") = 0, "The key of every user in `slot` (uint64, by dense index).")
       .def(
-          "item_keys", [](const InteractionData& data, uint32_t slot) { return data.Keys(false, slot); },
+          "item_keys",
+          [](const InteractionData& data, uint32_t slot) { return data.Keys(false, slot); },
           py::arg("slot") = 0, "The key of every item in `slot` (uint64, by dense index).")
       .def("item_train_counts", &InteractionData::ItemTrainCounts)
       .def("cases", &InteractionData::Cases, py::arg("split") = "test",
            "(users, candidates): each case's user and candidate items, the held-out item first.")
-      .def("evaluate", &InteractionData::Evaluate, py::arg("user_vectors"),
-           py::arg("item_vectors"), py::arg("k") = 10, py::arg("protocol") = "sampled",
-           py::arg("split") = "test",
+      .def("evaluate", &InteractionData::Evaluate, py::arg("user_vectors"), py::arg("item_vectors"),
+           py::arg("k") = 10, py::arg("protocol") = "sampled", py::arg("split") = "test",
            "Ranks each case's held-out item by the dot product of the user's and items' vectors "
            "(one row per user, one per item), ties pessimistic: HR@k and NDCG@k among sampled "
            "negatives, or Recall@k and NDCG@k over the full catalogue.")

@@ -32,12 +32,18 @@ PyObject* MakeException(py::module_& module, const char* name, PyObject* python_
 
 PyObject* ExceptionFor(StatusCode code) {
   switch (code) {
-    case StatusCode::kInvalidArgument: return exceptions.invalid_argument;
-    case StatusCode::kNotFound: return exceptions.not_found;
-    case StatusCode::kDeadlineExceeded: return exceptions.deadline_exceeded;
-    case StatusCode::kUnavailable: return exceptions.unavailable;
-    case StatusCode::kPermissionDenied: return exceptions.permission_denied;
-    default: return exceptions.base;
+    case StatusCode::kInvalidArgument:
+      return exceptions.invalid_argument;
+    case StatusCode::kNotFound:
+      return exceptions.not_found;
+    case StatusCode::kDeadlineExceeded:
+      return exceptions.deadline_exceeded;
+    case StatusCode::kUnavailable:
+      return exceptions.unavailable;
+    case StatusCode::kPermissionDenied:
+      return exceptions.permission_denied;
+    default:
+      return exceptions.base;
   }
 }
 
@@ -55,13 +61,13 @@ void BindErrors(py::module_& module) {
                                               "Bad input: a wrong dtype, shape, table or value.");
   exceptions.not_found =
       MakeException(module, "NotFoundError", PyExc_LookupError, "Something named is not there.");
-  exceptions.deadline_exceeded = MakeException(module, "DeadlineExceededError",
-                                               PyExc_TimeoutError, "No answer in time.");
+  exceptions.deadline_exceeded =
+      MakeException(module, "DeadlineExceededError", PyExc_TimeoutError, "No answer in time.");
   exceptions.unavailable = MakeException(module, "UnavailableError", PyExc_ConnectionError,
                                          "A server or the scheduler cannot be reached.");
-  exceptions.permission_denied = MakeException(module, "PermissionDeniedError",
-                                               PyExc_PermissionError,
-                                               "This client's key may not make that request.");
+  exceptions.permission_denied =
+      MakeException(module, "PermissionDeniedError", PyExc_PermissionError,
+                    "This client's key may not make that request.");
   py::register_exception_translator([](std::exception_ptr pointer) {
     try {
       if (pointer) std::rethrow_exception(pointer);
@@ -86,8 +92,8 @@ Status WaitForTicket(const ps::Ticket& ticket, double timeout_s) {
     const double waited =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     if (timeout_s >= 0 && waited >= timeout_s) {
-      return DeadlineExceeded("the operation did not finish within " +
-                              std::to_string(timeout_s) + " s");
+      return DeadlineExceeded("the operation did not finish within " + std::to_string(timeout_s) +
+                              " s");
     }
   }
 }
