@@ -99,6 +99,9 @@ void AddSchedulerFlags(CLI::App* command, SchedulerFlags* flags) {
   AddConfigFlags(command, &flags->config, /*required=*/true);
   AddValue(command, "--bind", &flags->bind, "ENDPOINT",
            "address to bind (default: cluster.scheduler from the config)");
+  AddValue(command, "--advertise", &flags->advertise, "HOST[:PORT]",
+           "the address others reach it at, when not the bind address (logged; default: the "
+           "bind address, or this machine's host name for a wildcard bind)");
   // Internal: how `ember cluster` learns where its scheduler listens.
   command->add_option("--endpoint-file", flags->endpoint_file)->group("");
   AddSyncFlags(command, &flags->config);
@@ -121,6 +124,9 @@ void AddServerFlags(CLI::App* command, ServerFlags* flags) {
   AddConfigFlags(command, &flags->config, /*required=*/false);
   AddValue(command, "--bind", &flags->bind, "ENDPOINT",
            "data socket address (default: cluster.server_bind)");
+  AddValue(command, "--advertise", &flags->advertise, "HOST[:PORT]",
+           "what the scheduler and clients connect to, when not the bind address (default: "
+           "cluster.server_advertise; for a wildcard bind, this machine's host name)");
   AddCount(command, "--threads", &flags->threads, "N",
            "worker threads (default: cluster.server_threads, or the cores less one)");
   const std::string storage = "storage";

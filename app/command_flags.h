@@ -42,6 +42,7 @@ struct TuneFlags {
 struct SchedulerFlags {
   ConfigFlags config;
   std::optional<std::string> bind;  // unset: the config's
+  std::string advertise;            // HOST[:PORT] written to the endpoint file and logged
   std::string endpoint_file;        // internal: how `ember cluster` learns where it listens
   SecurityFlags security;
 };
@@ -49,7 +50,7 @@ struct SchedulerFlags {
 // `ember server`; without --config the defaults are ClusterShape's.
 struct ServerFlags {
   ConfigFlags config;
-  std::optional<std::string> scheduler, bind, durability;  // unset: the config's
+  std::optional<std::string> scheduler, bind, advertise, durability;  // unset: the config's
   std::optional<uint32_t> threads;
   std::optional<uint64_t> memory_budget;
   std::string data_dir;

@@ -1,9 +1,12 @@
 // `ember scheduler`: runs the scheduler until SIGINT or SIGTERM.
+#include <spdlog/spdlog.h>
+
 #include <optional>
 
 #include "app/commands.h"
 #include "app/config_flags.h"
 #include "app/process_setup.h"
+#include "common/advertised_endpoint.h"
 #include "common/file_io.h"
 #include "scheduler/scheduler.h"
 
@@ -31,9 +34,15 @@ int RunScheduler(const SchedulerFlags& flags) {
   options.security = std::move(*security);
   options.limits = config->limits;
   scheduler::Scheduler scheduler(std::move(options));
-  return ServeUntilStopped("scheduler", scheduler, [&] {
+  return ServeUntilStopped("scheduler", scheduler, [&]() -> Status {
+    ASSIGN_OR_RETURN(std::string advertised,
+                     AdvertisedEndpoint(scheduler.endpoint(), flags.advertise));
+    if (advertised != scheduler.endpoint()) {
+      spdlog::info("scheduler: servers, trainers and tools connect with --scheduler {}",
+                   advertised);
+    }
     if (flags.endpoint_file.empty()) return Status::Ok();
-    return WriteFileAtomically(flags.endpoint_file, scheduler.endpoint() + "\n");
+    return WriteFileAtomically(flags.endpoint_file, advertised + "\n");
   });
 }
 

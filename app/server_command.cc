@@ -30,6 +30,7 @@ int RunServer(const ServerFlags& flags) {
                       2);
   }
   options.bind = flags.bind.value_or(shape.server_bind);
+  options.advertise = flags.advertise.value_or(shape.server_advertise);
   options.worker_threads = flags.threads.value_or(shape.server_threads);
   if (!flags.data_dir.empty()) {
     auto data_dir = CanonicalDirectory(flags.data_dir, "--data-dir");

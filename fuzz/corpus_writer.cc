@@ -381,6 +381,10 @@ void WriteConfigs(CorpusWriter& out, const fs::path& source) {
             "    item_features: {path: i.csv, id: 0, features: [{column: 2, separator: \"|\"}]}}\n"
             "train:\n  epochs: 20\n  user_tables: [u]\n  item_tables: [i, i]\n"
             "  early_stopping: {every_epochs: 2, patience: 3, then: retrain, dir: best}\n");
+  // A serving cluster's config: no train section; servers on every interface, advertised.
+  out.Write("config_yaml", "serving", 0,
+            "cluster: {servers: 2, server_bind: \"tcp://0.0.0.0:*\", server_advertise: "
+            "\"node7:9000\"}\ntables: [{name: a, dim: 4}]\n");
   out.Write("config_yaml", "edge-anchors", 0,
             "cluster: &c {servers: 2}\ntables: [{name: a, dim: 4}]\nmodel: *c\n");
 }

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <filesystem>
 
+#include "common/advertised_endpoint.h"
 #include "common/yaml_util.h"
 #include "embedding/table_config.h"
 #include "ps/server/server.h"
@@ -16,14 +17,21 @@ Status ReadShape(const YAML::Node& node, ClusterShape* shape) {
   if (!node.IsDefined() || node.IsNull()) return Status::Ok();
   RETURN_IF_ERROR(config::RejectUnknownKeys(
       node, "cluster",
-      {"scheduler", "servers", "server_bind", "server_threads", "partitions", "trainers",
-       "server_memory_budget", "server_durability", "checkpoint_every", "checkpoint_dir",
-       "checkpoint_keep", "non_finite_gradients"}));
+      {"scheduler", "servers", "server_bind", "server_advertise", "server_threads", "partitions",
+       "trainers", "server_memory_budget", "server_durability", "checkpoint_every",
+       "checkpoint_dir", "checkpoint_keep", "non_finite_gradients"}));
   RETURN_IF_ERROR(config::ReadOptional(node, "cluster", "trainers", &shape->trainers));
   if (shape->trainers == 0) return InvalidArgument("cluster.trainers: must be >= 1");
   RETURN_IF_ERROR(config::ReadOptional(node, "cluster", "scheduler", &shape->scheduler));
   RETURN_IF_ERROR(config::ReadOptional(node, "cluster", "servers", &shape->servers));
   RETURN_IF_ERROR(config::ReadOptional(node, "cluster", "server_bind", &shape->server_bind));
+  RETURN_IF_ERROR(
+      config::ReadOptional(node, "cluster", "server_advertise", &shape->server_advertise));
+  if (!shape->server_advertise.empty()) {
+    // Checked here, so that a bad value is named before any server starts.
+    RETURN_IF_ERROR_CTX(AdvertisedEndpoint("tcp://0.0.0.0:1", shape->server_advertise).status(),
+                        "cluster.server_advertise");
+  }
   RETURN_IF_ERROR(config::ReadOptional(node, "cluster", "server_threads", &shape->server_threads));
   RETURN_IF_ERROR(config::ReadOptional(node, "cluster", "partitions", &shape->partitions));
   RETURN_IF_ERROR(

@@ -27,6 +27,9 @@ struct ClusterShape {
   std::string scheduler = "tcp://127.0.0.1:*";  // where the scheduler binds
   uint32_t servers = 2;
   std::string server_bind = "tcp://127.0.0.1:*";  // where each server binds its data socket
+  // HOST[:PORT] a server advertises instead (common/advertised_endpoint.h); empty: its bind
+  // address, or the host name for a wildcard one.
+  std::string server_advertise;
   uint32_t server_threads = 0;  // worker threads per server; 0: ps::DefaultWorkerThreads()
   uint32_t partitions = 1024;
   uint32_t trainers = 1;  // trainer processes `ember cluster` starts; each reads its own share

@@ -10,6 +10,7 @@
 #include <fstream>
 #include <map>
 
+#include "common/advertised_endpoint.h"
 #include "common/file_io.h"
 #include "common/thread_name.h"
 #include "embedding/embedding_table.h"
@@ -93,7 +94,8 @@ Status Server::Start() {
                                                        : "binding the endpoint recorded in '" +
                                                              options_.data_dir + "'");
   }
-  endpoint_ = *bound;
+  bound_endpoint_ = *bound;
+  ASSIGN_OR_RETURN(endpoint_, AdvertisedEndpoint(bound_endpoint_, options_.advertise));
   ASSIGN_OR_RETURN(backend_, MakeSocket(context_, SocketKind::kDealer));
   backend_endpoint_ = "inproc://ember-server-workers";
   ASSIGN_OR_RETURN(std::string bound_backend, BindSocket(backend_, backend_endpoint_));
@@ -130,9 +132,10 @@ Status Server::Start() {
     mover_->Run(workers_stop_);
   });
   started_ = true;
-  spdlog::info("server {}: serving on {} with {} worker threads, owning {} partitions",
-               service_->server_id(), endpoint_, options_.worker_threads,
-               service_->Stats().partitions_owned);
+  spdlog::info("server {}: serving on {}{} with {} worker threads, owning {} partitions",
+               service_->server_id(), endpoint_,
+               endpoint_ == bound_endpoint_ ? "" : " (bound at " + bound_endpoint_ + ")",
+               options_.worker_threads, service_->Stats().partitions_owned);
   return Status::Ok();
 }
 
@@ -191,7 +194,7 @@ Status Server::RecordIdentity(uint32_t server_id) {
   }
   RETURN_IF_ERROR(MakeDirectories(dir.string()));
   return WriteFileAtomically(file.string(),
-                             std::to_string(server_id) + " " + endpoint_ + "\n");
+                             std::to_string(server_id) + " " + bound_endpoint_ + "\n");
 }
 
 Result<ShardStorage> Server::OpenStorage(const std::vector<TableSpec>& tables) {

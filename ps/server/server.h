@@ -52,6 +52,8 @@ Result<Durability> ParseDurability(const std::string& name);
 struct ServerOptions {
   std::string scheduler_endpoint;           // e.g. tcp://127.0.0.1:7000
   std::string bind = "tcp://127.0.0.1:*";   // data socket; '*' picks a free port
+  // HOST[:PORT] others connect to, when the bind address is not it (common/advertised_endpoint.h).
+  std::string advertise;
   uint32_t worker_threads = 0;              // 0: DefaultWorkerThreads()
   Millis register_timeout{60'000};          // give up if the cluster does not form in time
   std::string data_dir;                     // empty: rows in memory only, nothing survives
@@ -113,7 +115,8 @@ class Server {
   Context context_;
   Socket frontend_;  // ROUTER, peers connect here
   Socket backend_;   // DEALER, inproc fan-out to workers
-  std::string endpoint_;
+  std::string endpoint_;        // advertised: what the scheduler and clients know it by
+  std::string bound_endpoint_;  // what the data socket is bound at (recorded in the data dir)
   std::string backend_endpoint_;
   // Declared before service_, which borrows them.
   std::unique_ptr<embedding::MemoryBudget> budget_;

@@ -371,8 +371,9 @@ std::string WriteAuthenticatedConfig(const testing::TempDir& dir,
 }
 
 // Nothing assumes one host: the scheduler here, two servers and the trainer each in its own
-// network namespace with its own address, and a third server joining from a fourth; every
-// connection authenticated with keys from `ember keygen`.
+// network namespace with its own address (one server bound to all of its interfaces, advertising
+// its address), and a third server joining from a fourth; every connection authenticated with
+// keys from `ember keygen`.
 TEST(ClusterProcessTest, ServersAndTrainerOnSeparateHostsInNetworkNamespaces) {
   if (::geteuid() != 0) GTEST_SKIP() << "creating network namespaces needs root";
   TestHosts hosts(4);
@@ -402,10 +403,12 @@ TEST(ClusterProcessTest, ServersAndTrainerOnSeparateHostsInNetworkNamespaces) {
   auto server = [&](int host, int id, std::vector<std::string> extra) {
     std::vector<std::string> args = {EMBER_BINARY, "server", "--config", config, "--key",
                                      keys + "server-" + std::to_string(id) + ".key",
-                                     "--scheduler", endpoint, "--threads", "1", "--bind",
-                                     "tcp://" + TestHosts::Address(host) + ":*"};
+                                     "--scheduler", endpoint, "--threads", "1"};
     args.insert(args.end(), extra.begin(), extra.end());
     return std::make_unique<ChildProcess>(hosts.On(host, args), log);
+  };
+  auto bind_to = [](int host) {
+    return std::vector<std::string>{"--bind", "tcp://" + TestHosts::Address(host) + ":*"};
   };
   auto train = [&](const char* steps) {
     return std::make_unique<ChildProcess>(
@@ -414,7 +417,10 @@ TEST(ClusterProcessTest, ServersAndTrainerOnSeparateHostsInNetworkNamespaces) {
         log);
   };
   std::vector<std::unique_ptr<ChildProcess>> servers;
-  for (int i = 0; i < 2; ++i) servers.push_back(server(i, i, {}));
+  servers.push_back(server(0, 0, bind_to(0)));
+  // Server 1 binds every interface of its host and advertises the address the others reach.
+  servers.push_back(
+      server(1, 1, {"--bind", "tcp://0.0.0.0:*", "--advertise", TestHosts::Address(1)}));
   auto trainer = train("60");
   // The joiner starts once both servers registered, so that it cannot take one of their places.
   for (int i = 0; i < 600; ++i) {
@@ -425,7 +431,9 @@ TEST(ClusterProcessTest, ServersAndTrainerOnSeparateHostsInNetworkNamespaces) {
     }
     std::this_thread::sleep_for(milliseconds(50));
   }
-  servers.push_back(server(3, 2, {"--join"}));
+  std::vector<std::string> joiner = bind_to(3);
+  joiner.push_back("--join");
+  servers.push_back(server(3, 2, joiner));
   ASSERT_EQ(trainer->WaitExit(seconds(120)), 0) << testing::ReadFile(log);
   // The joiner's share moves over the namespaces' network; then a trainer reads from all three.
   for (int i = 0; i < 600; ++i) {
@@ -436,6 +444,7 @@ TEST(ClusterProcessTest, ServersAndTrainerOnSeparateHostsInNetworkNamespaces) {
   const std::string text = testing::ReadFile(log);
   EXPECT_NE(text.find("registered at tcp://10.213.0.1:"), std::string::npos) << text;
   EXPECT_NE(text.find("registered at tcp://10.213.0.2:"), std::string::npos) << text;
+  EXPECT_NE(text.find("(bound at tcp://0.0.0.0:"), std::string::npos) << text;
   EXPECT_NE(text.find("joined at tcp://10.213.0.4:"), std::string::npos) << text;
   EXPECT_NE(text.find("every planned move is done"), std::string::npos) << text;
   EXPECT_NE(text.find("3 servers, 64 partitions"), std::string::npos) << text;

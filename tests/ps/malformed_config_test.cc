@@ -48,6 +48,14 @@ TEST(MalformedConfigTest, AConfigWithoutTrainServesButCannotTrain) {
   EXPECT_TRUE(local::RequireTraining(*training).ok());
 }
 
+TEST(MalformedConfigTest, ABadAdvertisedAddressIsRefusedNamingTheKey) {
+  ExpectRefused(std::string(kTables) + "cluster: {server_advertise: \"two words\"}\n",
+                "cluster.server_advertise: advertised address 'two words'");
+  std::string path;
+  EXPECT_TRUE(
+      LoadText(std::string(kTables) + "cluster: {server_advertise: \"node7:9000\"}\n", &path).ok());
+}
+
 TEST(MalformedConfigTest, ComplexKeyAtTheTopIsRefused) {
   ExpectRefused(std::string("? [a]\n: 1\n") + kTables);
 }
