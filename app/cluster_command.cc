@@ -167,9 +167,10 @@ int RunCluster(const ClusterFlags& flags) {
   if (Status trains = local::RequireTraining(*config); !flags.serve && !trains.ok()) {
     return PrintError("cluster", trains, 2);
   }
-  if (flags.serve && (!flags.restore.empty() || !flags.summary_json.empty())) {
-    return PrintError("cluster", InvalidArgument("--restore and --summary-json are the "
-                                                 "trainers' and --serve starts none"), 2);
+  if (flags.serve &&
+      (!flags.restore.empty() || !flags.summary_json.empty() || !flags.log_jsonl.empty())) {
+    return PrintError("cluster", InvalidArgument("--restore, --summary-json and --log-jsonl are "
+                                                 "the trainers' and --serve starts none"), 2);
   }
   const std::string self = SelfExecutable();
   if (self.empty()) return PrintError("cluster", Internal("cannot locate the ember binary"));
@@ -242,9 +243,12 @@ int RunCluster(const ClusterFlags& flags) {
       args.insert(args.end(), {"--data-root", flags.config.data_root});
     }
     if (!flags.restore.empty()) args.insert(args.end(), {"--restore", flags.restore});
+    const std::string rank_suffix = rank ? "." + std::to_string(rank) : "";
     if (!flags.summary_json.empty()) {
-      args.insert(args.end(), {"--summary-json",
-                               flags.summary_json + (rank ? "." + std::to_string(rank) : "")});
+      args.insert(args.end(), {"--summary-json", flags.summary_json + rank_suffix});
+    }
+    if (!flags.log_jsonl.empty()) {
+      args.insert(args.end(), {"--log-jsonl", flags.log_jsonl + rank_suffix});
     }
     // Rank 0 restores the servers' rows (a checkpoint, or the best state or initial rows of early
     // stopping), which takes an admin key.

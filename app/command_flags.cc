@@ -35,6 +35,10 @@ void AddClusterFlags(CLI::App* command, ClusterFlags* flags) {
   AddValue(command, "--summary-json", &flags->summary_json, "FILE",
            "the trainers also write their final figures here as JSON (trainer r > 0 to FILE.r)")
       ->group("output");
+  AddValue(command, "--log-jsonl", &flags->log_jsonl, "FILE",
+           "the trainers write their progress windows and summary here, one JSON object a line "
+           "(trainer r > 0 to FILE.r)")
+      ->group("output");
   command->add_flag("--serve", flags->serve,
                     "start the scheduler and servers only and serve until SIGINT/SIGTERM")
       ->group("serving");
@@ -182,6 +186,10 @@ void AddTrainFlags(CLI::App* command, TrainFlags* flags) {
       ->group("checkpoints");
   AddValue(command, "--summary-json", &flags->summary_json, "FILE",
            "also write the final figures as JSON")
+      ->group("output");
+  AddValue(command, "--log-jsonl", &flags->log_jsonl, "FILE",
+           "write one JSON object per progress window, then the summary, a line each (ember plot "
+           "draws them)")
       ->group("output");
   AddSecurityFlags(command, &flags->security, /*can_bind=*/false);
 }

@@ -20,7 +20,7 @@ namespace ember::app {
 // `ember cluster`: a whole local cluster, each role its own process (app/cluster_command.cc).
 struct ClusterFlags {
   ConfigFlags config;
-  std::string data_dir, summary_json, restore;
+  std::string data_dir, summary_json, restore, log_jsonl;
   // Start the scheduler and servers only, and keep them serving until SIGINT/SIGTERM: clients
   // (the Python module, `ember train` started by hand) train against them.
   bool serve = false;
@@ -65,6 +65,7 @@ struct TrainFlags {
   uint32_t rank = 0;
   std::optional<std::string> scheduler, name;  // unset: the config's, and trainer[-R]
   std::string summary_json, restore;
+  std::string log_jsonl;  // one JSON object per progress window, then the summary
   SecurityFlags security;
 };
 

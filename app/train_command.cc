@@ -10,6 +10,7 @@
 #include "app/train_early_stopping.h"
 #include "common/checkpoint_layout.h"
 #include "common/file_io.h"
+#include "local/run_log.h"
 #include "local/train_summary.h"
 #include "ps/client/client.h"
 #include "trainer/backend.h"
@@ -53,12 +54,13 @@ Result<TrainData> LoadTrainData(trainer::DataConfig data, const trainer::ModelCo
   return loaded;
 }
 
-void PrintWindow(const trainer::WindowStats& w, uint32_t steps) {
+void PrintWindow(const trainer::WindowStats& w, uint32_t steps, uint32_t batch_size) {
   std::printf(
       "step %5u/%u  loss %.4f  %9.0f samples/s  pull %6.1f ms  compute %7.1f ms  "
-      "push %6.1f ms  wait %6.1f ms  busy %3.0f%%  rows/step %.0f\n",
+      "push %6.1f ms  wait %6.1f ms  busy %3.0f%%  rows/step %.0f  eta %s\n",
       w.last_step, steps, w.loss, w.samples_per_second, w.pull_ms, w.compute_ms, w.push_ms,
-      w.wait_ms, 100.0 * w.device_busy, w.unique_keys);
+      w.wait_ms, 100.0 * w.device_busy, w.unique_keys,
+      local::FormatDuration(local::EtaSeconds(w, steps, batch_size)).c_str());
   std::fflush(stdout);
 }
 
@@ -196,7 +198,13 @@ int RunTrain(const TrainFlags& flags) {
                       2);
   }
 
-  // Data first: a bad file path should fail before anything connects.
+  // The log and the data first: a bad file path should fail before anything connects.
+  std::unique_ptr<local::RunLog> run_log;
+  if (!flags.log_jsonl.empty()) {
+    auto opened = local::RunLog::Open(flags.log_jsonl);
+    if (!opened.ok()) return PrintError("train", opened.status(), 2);
+    run_log = std::move(*opened);
+  }
   auto data = LoadTrainData(config->data, config->model, train);
   if (!data.ok()) return Fail(data.status());
   const uint32_t steps = data->steps;
@@ -224,6 +232,16 @@ int RunTrain(const TrainFlags& flags) {
       routing.num_partitions, (*client)->tables().size(), std::string((*backend)->name()).c_str(),
       data->source->Describe().c_str(), train.batch_size, steps);
   std::fflush(stdout);
+  // Each progress window is printed and logged; a log that cannot be written is reported once.
+  bool log_failed = false;
+  auto on_window = [&](const trainer::WindowStats& w, uint32_t window_steps) {
+    PrintWindow(w, window_steps, train.batch_size);
+    if (!run_log || log_failed) return;
+    if (Status logged = run_log->Window(w, window_steps, train.batch_size); !logged.ok()) {
+      std::fprintf(stderr, "ember train: %s\n", logged.ToString().c_str());
+      log_failed = true;
+    }
+  };
   // With early stopping, the final model may live in a client and backend of a retrain.
   ps::Client* model_client = client->get();
   trainer::Backend* model_backend = backend->get();
@@ -234,7 +252,7 @@ int RunTrain(const TrainFlags& flags) {
   if (train.early_stopping.enabled()) {
     if (!data->dataset) return Fail(InvalidArgument("train.early_stopping needs interaction data"));
     EarlyStoppingRun run{&*config, &client_options, client->get(), backend->get(), loop->get(),
-                         data->dataset, steps, PrintWindow};
+                         data->dataset, steps, on_window};
     auto trained = TrainWithEarlyStopping(run);
     if (!trained.ok()) return Fail(trained.status());
     early_stopped = std::move(*trained);
@@ -246,7 +264,7 @@ int RunTrain(const TrainFlags& flags) {
       model_dataset = early_stopped.dataset;
     }
   } else {
-    summary = (*loop)->Run(steps, [&](const trainer::WindowStats& w) { PrintWindow(w, steps); });
+    summary = (*loop)->Run(steps, [&](const trainer::WindowStats& w) { on_window(w, steps); });
     if (!summary.ok()) return Fail(summary.status());
   }
 
@@ -266,10 +284,15 @@ int RunTrain(const TrainFlags& flags) {
     eval = *figures;
   }
   std::fflush(stdout);
+  const std::string summary_json =
+      local::TrainSummaryJson(*summary, *servers, eval, early_stopping);
+  if (run_log) {
+    if (Status logged = run_log->Summary(summary_json); !logged.ok()) return Fail(logged);
+  }
   if (!flags.summary_json.empty()) {
-    Status written =
-        WriteFileAtomically(flags.summary_json, local::TrainSummaryJson(*summary, *servers, eval, early_stopping));
-    if (!written.ok()) return Fail(written);
+    if (Status written = WriteFileAtomically(flags.summary_json, summary_json); !written.ok()) {
+      return Fail(written);
+    }
   }
   return 0;
 }

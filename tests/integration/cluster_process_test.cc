@@ -8,7 +8,9 @@
 #include <fstream>
 #include <memory>
 #include <regex>
+#include <sstream>
 #include <thread>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -166,18 +168,44 @@ TEST(ClusterProcessTest, SeparateProcessesTrainAndTheLossFalls) {
   EXPECT_TRUE(servers.running());
 }
 
-TEST(ClusterProcessTest, PipelinedTrainingAlsoLearns) {
+// Pipelined training learns; --log-jsonl has a line per progress window, then the summary.
+TEST(ClusterProcessTest, PipelinedTrainingLearnsAndLogsEveryWindow) {
   testing::TempDir dir;
   const std::string config = WriteConfig(dir, kSmallConfig);
   const std::string summary = dir.path() + "/summary.json";
+  const std::string run_log = dir.path() + "/run.jsonl";
   const std::string log = dir.path() + "/cluster.log";
   ChildProcess cluster({EMBER_BINARY, "cluster", "--config", config, "--pipeline",
-                        "--summary-json", summary},
+                        "--summary-json", summary, "--log-jsonl", run_log},
                        log);
   ASSERT_EQ(cluster.WaitExit(seconds(300)), 0) << testing::ReadFile(log);
   const std::string json = testing::ReadFile(summary);
   EXPECT_LT(JsonNumber(json, "loss_end"), 0.85 * JsonNumber(json, "loss_start")) << json;
-  EXPECT_NE(testing::ReadFile(log).find("busy"), std::string::npos);
+  const std::string printed = testing::ReadFile(log);
+  EXPECT_NE(printed.find("busy"), std::string::npos);
+  EXPECT_NE(printed.find("eta 0s"), std::string::npos) << printed;
+
+  std::istringstream lines(testing::ReadFile(run_log));
+  std::vector<nlohmann::json> windows;
+  nlohmann::json last;
+  for (std::string line; std::getline(lines, line);) {
+    last = nlohmann::json::parse(line, nullptr, false);
+    ASSERT_FALSE(last.is_discarded()) << line;
+    if (last["kind"] == "window") windows.push_back(last);
+  }
+  ASSERT_EQ(windows.size(), 10u);  // 300 steps, a window every 30
+  for (size_t i = 0; i < windows.size(); ++i) {
+    EXPECT_EQ(windows[i]["step"], 30 * (i + 1));
+    EXPECT_EQ(windows[i]["steps"], 300);
+    EXPECT_GT(windows[i]["samples_per_second"].get<double>(), 0);
+    EXPECT_GE(windows[i]["eta_s"].get<double>(), 0);
+  }
+  EXPECT_EQ(windows.back()["eta_s"].get<double>(), 0);
+  EXPECT_GT(windows.front()["eta_s"].get<double>(), 0);
+  EXPECT_EQ(last["kind"], "summary");
+  const nlohmann::json record = nlohmann::json::parse(json);
+  EXPECT_EQ(last["steps"], record["steps"]);
+  EXPECT_EQ(last["loss_end"], record["loss_end"]);
 }
 
 // `ember checkpoint` against a training run of separate processes, then `ember export` of it.
