@@ -129,6 +129,12 @@ struct KeygenFlags {
   std::vector<std::string> names;
 };
 
+// `ember plot`.
+struct PlotFlags {
+  std::vector<std::string> files;  // run logs (--log-jsonl) and `ember bench --json` results
+  std::string out, labels;
+};
+
 // Adds every subcommand to `ember`, in the order `ember --help` lists them.
 std::vector<Command> AddCommands(CLI::App& ember);
 

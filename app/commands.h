@@ -20,5 +20,6 @@ int RunStatus(const StatusFlags& flags);
 int RunDrain(const DrainFlags& flags);
 int RunExport(const ExportFlags& flags);
 int RunKeygen(const KeygenFlags& flags);
+int RunPlot(const PlotFlags& flags);
 
 }  // namespace ember::app

@@ -15,6 +15,7 @@ PACKAGES=(
   libcli11-dev nlohmann-json3-dev
   # The Python module (python/): pybind11 and Debian's python3 with numpy, torch and pytest.
   python3-dev pybind11-dev python3-numpy python3-pytest python3-torch python3-yaml
+  python3-matplotlib  # ember plot
   # The fuzz targets (scripts/fuzz.sh): clang with libFuzzer and the sanitizer runtimes.
   clang-16 libfuzzer-16-dev libclang-rt-16-dev
 )
