@@ -356,6 +356,13 @@ constexpr CommandText kStatusCommand = {
 void AddStatusFlags(CLI::App* command, StatusFlags* flags) {
   AddValue(command, "--scheduler", &flags->scheduler, "ENDPOINT", "the running cluster's scheduler")
       ->required();
+  command->add_flag("--watch", flags->watch,
+                    "refresh until Ctrl-C, with keys/s per server and the moves' rate and ETA")
+      ->group("watching");
+  AddValue(command, "--every", &flags->every, "SECONDS", "seconds between refreshes (default 2)")
+      ->group("watching");
+  AddCount(command, "--count", &flags->count, "N", "stop after N refreshes (default: never)")
+      ->group("watching");
   AddSecurityFlags(command, &flags->security, /*can_bind=*/false);
 }
 

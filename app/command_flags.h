@@ -106,6 +106,9 @@ struct CheckpointFlags {
 // `ember status`.
 struct StatusFlags {
   std::string scheduler;
+  bool watch = false;   // refresh until Ctrl-C (or `count` refreshes)
+  double every = 2.0;   // seconds between refreshes
+  uint32_t count = 0;   // refreshes, 0: until stopped
   SecurityFlags security;
 };
 

@@ -168,6 +168,47 @@ TEST(ClusterProcessTest, SeparateProcessesTrainAndTheLossFalls) {
   EXPECT_TRUE(servers.running());
 }
 
+// `ember cluster --serve` serves until stopped and says where to connect; a trainer started apart
+// trains against it while `ember status --watch` refreshes its view.
+TEST(ClusterProcessTest, AServingClusterTrainsAStrayTrainerWhileStatusWatches) {
+  testing::TempDir dir;
+  const std::string config = WriteConfig(dir, kSmallConfig);
+  const std::string info_file = dir.path() + "/cluster.json";
+  const std::string log = dir.path() + "/cluster.log";
+  ChildProcess cluster(
+      {EMBER_BINARY, "cluster", "--config", config, "--serve", "--info-file", info_file}, log);
+  const std::string text = WaitForFile(info_file, seconds(60));
+  ASSERT_FALSE(text.empty()) << testing::ReadFile(log);
+  const nlohmann::json info = nlohmann::json::parse(text);
+  const std::vector<std::string> connect = {
+      "--scheduler", info["scheduler"].get<std::string>(), "--key", info["key"].get<std::string>(),
+      "--scheduler-key", info["scheduler_key"].get<std::string>()};
+  auto command = [&](std::vector<std::string> args) {
+    args.insert(args.end(), connect.begin(), connect.end());
+    return args;
+  };
+  ChildProcess trainer(command({EMBER_BINARY, "train", "--config", config, "--steps", "150"}),
+                       log);
+  const std::string watch_log = dir.path() + "/watch.log";
+  ChildProcess watch(
+      command({EMBER_BINARY, "status", "--watch", "--every", "0.3", "--count", "4"}), watch_log);
+  ASSERT_EQ(watch.WaitExit(seconds(60)), 0) << testing::ReadFile(watch_log);
+  const std::string frames = testing::ReadFile(watch_log);
+  size_t count = 0;
+  for (size_t at = frames.find("ember status at "); at != std::string::npos;
+       at = frames.find("ember status at ", at + 1)) {
+    ++count;
+  }
+  EXPECT_EQ(count, 4u) << frames;
+  EXPECT_NE(frames.find("pulled keys/s"), std::string::npos) << frames;
+  EXPECT_EQ(frames.find("\033["), std::string::npos) << "not a terminal: no escapes";
+  ASSERT_EQ(trainer.WaitExit(seconds(300)), 0) << testing::ReadFile(log);
+  // Still serving after the trainer left; SIGTERM is its normal end.
+  EXPECT_TRUE(cluster.running());
+  cluster.Signal(SIGTERM);
+  EXPECT_EQ(cluster.WaitExit(seconds(30)), 0) << testing::ReadFile(log);
+}
+
 // Pipelined training learns; --log-jsonl has a line per progress window, then the summary.
 TEST(ClusterProcessTest, PipelinedTrainingLearnsAndLogsEveryWindow) {
   testing::TempDir dir;
