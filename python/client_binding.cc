@@ -95,6 +95,16 @@ class PythonClient {
   PythonClient(const std::string& scheduler, const std::string& key,
                const std::string& scheduler_key, const std::string& name, double timeout_s,
                double register_timeout_s, double heartbeat_s, uint32_t max_keys_per_message) {
+    for (const auto& [what, seconds] :
+         {std::pair{"timeout", timeout_s}, std::pair{"register_timeout", register_timeout_s}}) {
+      if (!(seconds > 0)) {
+        ThrowStatus(InvalidArgument(std::string(what) + ": must be > 0 seconds, got " +
+                                    std::to_string(seconds)));
+      }
+    }
+    if (!(heartbeat_s >= 0)) {
+      ThrowStatus(InvalidArgument("heartbeat_interval: must be >= 0 seconds (0: none)"));
+    }
     ps::ClientOptions options;
     options.scheduler_endpoint = scheduler;
     options.name = name;

@@ -158,7 +158,10 @@ class LocalCluster:
         self.stop()
 
     def __del__(self):
-        self.stop()
+        try:
+            self.stop()
+        except Exception:  # at interpreter shutdown the modules may be gone; atexit stopped it
+            pass
 
 
 @atexit.register

@@ -167,6 +167,13 @@ def test_gradients_that_do_not_match_the_rows_raise(client):
     numpy.testing.assert_array_equal(client.pull("user", KEYS), client.initial_rows("user", KEYS))
 
 
+def test_bad_client_options_raise(cluster):
+    with pytest.raises(ValueError, match="timeout: must be > 0"):
+        cluster.client(timeout=0)
+    with pytest.raises(ValueError, match="heartbeat_interval"):
+        cluster.client(heartbeat_interval=-1)
+
+
 def test_a_closed_client_raises(cluster):
     closed = cluster.client()
     closed.close()
