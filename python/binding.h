@@ -5,6 +5,9 @@
 
 #include <pybind11/pybind11.h>
 
+#include <functional>
+
+#include "common/millis.h"
 #include "common/status.h"
 #include "ps/client/ticket.h"
 
@@ -35,10 +38,13 @@ auto WithoutGil(Call&& call) {
   return call();
 }
 
-// Waits for `ticket` with the GIL released, looking at Python's signals every 100 ms: a pending
-// KeyboardInterrupt (or another signal handler's exception) is raised at once, leaving the
-// operation to finish or time out in the background. Returns the ticket's status; `timeout_s`
-// < 0 waits as long as the operation takes, otherwise DeadlineExceeded after it.
+// Calls `wait_step(100 ms)` with the GIL released until it returns true (done) or `timeout_s`
+// passed (< 0: no limit), looking at Python's signals between steps: a pending KeyboardInterrupt
+// (or another signal handler's exception) is raised at once, leaving what was waited for to
+// finish in the background. Whether it was done.
+bool WaitInterruptibly(const std::function<bool(Millis)>& wait_step, double timeout_s);
+
+// WaitInterruptibly for `ticket`: its status, or DeadlineExceeded after `timeout_s` (< 0: none).
 Status WaitForTicket(const ps::Ticket& ticket, double timeout_s = -1);
 
 void BindClient(py::module_& module);     // client_binding.cc: Client, Future

@@ -79,23 +79,23 @@ void BindErrors(py::module_& module) {
 
 void ThrowStatus(const Status& status) { throw StatusError{status}; }
 
-Status WaitForTicket(const ps::Ticket& ticket, double timeout_s) {
+bool WaitInterruptibly(const std::function<bool(Millis)>& wait_step, double timeout_s) {
   const auto start = std::chrono::steady_clock::now();
   for (;;) {
-    bool done = false;
-    {
-      py::gil_scoped_release release;
-      done = ticket.WaitFor(Millis(100));
-    }
-    if (done) return ticket.Wait();
+    if (WithoutGil([&] { return wait_step(Millis(100)); })) return true;
     if (PyErr_CheckSignals() != 0) throw py::error_already_set();
     const double waited =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    if (timeout_s >= 0 && waited >= timeout_s) {
-      return DeadlineExceeded("the operation did not finish within " + std::to_string(timeout_s) +
-                              " s");
-    }
+    if (timeout_s >= 0 && waited >= timeout_s) return false;
   }
+}
+
+Status WaitForTicket(const ps::Ticket& ticket, double timeout_s) {
+  if (!WaitInterruptibly([&](Millis step) { return ticket.WaitFor(step); }, timeout_s)) {
+    return DeadlineExceeded("the operation did not finish within " + std::to_string(timeout_s) +
+                            " s");
+  }
+  return ticket.Wait();
 }
 
 }  // namespace ember::python

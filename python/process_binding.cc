@@ -3,7 +3,6 @@
 // the kernel sends the child SIGTERM when the thread that started it ends.
 #include <pybind11/stl.h>
 
-#include <chrono>
 #include <optional>
 #include <string>
 #include <vector>
@@ -14,24 +13,17 @@
 namespace ember::python {
 namespace {
 
-using std::chrono::milliseconds;
-
-// The exit code once the process exited within `timeout_s` (None: no limit), else None. Waits
-// with the GIL released in 100 ms steps, so that Ctrl-C interrupts it.
+// The exit code once the process exited within `timeout_s` (None: no limit), else None; Ctrl-C
+// interrupts the wait.
 std::optional<int> WaitExit(ChildProcess& process, std::optional<double> timeout_s) {
-  const auto start = std::chrono::steady_clock::now();
-  for (;;) {
-    int code = -1;
-    {
-      py::gil_scoped_release release;
-      code = process.WaitExit(milliseconds(100));
-    }
-    if (code >= 0) return code;
-    if (PyErr_CheckSignals() != 0) throw py::error_already_set();
-    const double waited =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    if (timeout_s && waited >= *timeout_s) return std::nullopt;
-  }
+  int code = -1;
+  const bool exited = WaitInterruptibly(
+      [&](Millis step) {
+        code = process.WaitExit(step);
+        return code >= 0;
+      },
+      timeout_s.value_or(-1));
+  return exited ? std::optional<int>(code) : std::nullopt;
 }
 
 }  // namespace
@@ -52,7 +44,7 @@ void BindProcesses(py::module_& module) {
           "stop",
           [](ChildProcess& process, double grace_s) {
             py::gil_scoped_release release;
-            process.Stop(milliseconds(static_cast<int64_t>(grace_s * 1000)));
+            process.Stop(Millis(static_cast<int64_t>(grace_s * 1000)));
           },
           py::arg("grace") = 5.0, "SIGTERM, up to `grace` seconds to exit, then SIGKILL.")
       .def_property_readonly("exit_code", &ChildProcess::exit_code);

@@ -10,6 +10,7 @@ import time
 import weakref
 
 from . import _ember
+from ._config import config_path
 
 _live_clusters = weakref.WeakSet()
 
@@ -63,22 +64,10 @@ class LocalCluster:
         _live_clusters.add(self)
 
     def _start(self, config, servers, data_dir, overrides, start_timeout):
-        if isinstance(config, dict):
-            config_path = os.path.join(self._dir, "config.yaml")
-            with open(config_path, "w") as out:
-                json.dump(config, out)
-            data_root = os.getcwd()
-        elif isinstance(config, (str, os.PathLike)):
-            config_path = os.path.abspath(os.fspath(config))
-            if not os.path.isfile(config_path):
-                raise FileNotFoundError("ember config not found: {}".format(config_path))
-            data_root = None
-        else:
-            raise TypeError("config: expected a path or a dict, got {}".format(
-                type(config).__name__))
+        config_file, data_root = config_path(config, self._dir)
         info_path = os.path.join(self._dir, "cluster.json")
         self.log_path = os.path.join(self._dir, "cluster.log")
-        argv = [self._binary, "cluster", "--serve", "--config", config_path,
+        argv = [self._binary, "cluster", "--serve", "--config", config_file,
                 "--info-file", info_path]
         if data_root:
             argv += ["--data-root", data_root]

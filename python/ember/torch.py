@@ -98,9 +98,13 @@ class Embedding(torch.nn.Module):
         for future, _ in pushes:
             future.result()
 
-    def _pull(self, ids):
-        rows = torch.empty((len(ids), self.dim), dtype=torch.float32,
+    def _empty_rows(self, n):
+        """Room for n rows on the CPU, pinned when they go on to a CUDA device."""
+        return torch.empty((n, self.dim), dtype=torch.float32,
                            pin_memory=self.device.type == "cuda")
+
+    def _pull(self, ids):
+        rows = self._empty_rows(len(ids))
         if len(ids):
             self.client.pull(self.table, ids.numpy(), out=rows.numpy())
         self.stats["keys_pulled"] += len(ids)
@@ -120,8 +124,7 @@ class Embedding(torch.nn.Module):
         if early == len(unique):
             return prefetch.early_rows
         self.stats["pulls"] += 1
-        rows = torch.empty((len(unique), self.dim), dtype=torch.float32,
-                           pin_memory=self.device.type == "cuda")
+        rows = self._empty_rows(len(unique))
         rows[prefetch.early_mask] = prefetch.early_rows
         late = ~prefetch.early_mask
         rows[late] = self._pull(unique[late])
@@ -150,8 +153,7 @@ class Embedding(torch.nn.Module):
         else:
             early_mask = torch.ones(len(unique), dtype=torch.bool)
         early = unique[early_mask]
-        early_rows = torch.empty((len(early), self.dim), dtype=torch.float32,
-                                 pin_memory=self.device.type == "cuda")
+        early_rows = self._empty_rows(len(early))
         future = None
         if len(early):
             future = self.client.pull_async(self.table, early.numpy(), out=early_rows.numpy())
