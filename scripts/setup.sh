@@ -16,9 +16,15 @@ PACKAGES=(
   # The Python module (python/): pybind11 and Debian's python3 with numpy, torch and pytest.
   python3-dev pybind11-dev python3-numpy python3-pytest python3-torch python3-yaml
   python3-matplotlib  # ember plot
+  # --metrics-bind, and promtool to check what it serves.
+  prometheus-cpp-dev prometheus
+  # The launch tests: a single-node Slurm for scripts/slurm/, kubectl for deploy/.
+  slurmctld slurmd slurm-client munge
   # The fuzz targets (scripts/fuzz.sh): clang with libFuzzer and the sanitizer runtimes.
   clang-16 libfuzzer-16-dev libclang-rt-16-dev
 )
+# kubectl may already come from another package, which then owns /usr/bin/kubectl.
+if ! command -v kubectl >/dev/null; then PACKAGES+=(kubernetes-client); fi
 
 missing=()
 for package in "${PACKAGES[@]}"; do
