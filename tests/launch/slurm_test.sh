@@ -51,6 +51,7 @@ cleanup() {
   rm -rf "$SCRATCH"
 }
 trap cleanup EXIT
+trap "exit 1" TERM INT
 
 fail() {
   echo "FAIL: $*"
@@ -89,7 +90,7 @@ done
 munge --socket="$SOCKET" --no-input | unmunge --socket="$SOCKET" >/dev/null ||
   fail "munged did not come up"
 
-HOST="$(hostname -s)"
+HOST="$(hostname -s 2>/dev/null || uname -n | cut -d. -f1)"
 export SLURM_CONF="$SCRATCH/slurm.conf"
 cat >"$SLURM_CONF" <<EOF
 ClusterName=embertest
@@ -127,12 +128,12 @@ PIDS+=($!)
 slurmd -D -f "$SLURM_CONF" >>"$SCRATCH/log/slurmd.out.log" 2>&1 </dev/null &
 PIDS+=($!)
 state=""
-for ((t = 0; t < 300; ++t)); do
+for ((t = 0; t < 600; ++t)); do
   state="$(sinfo --noheader --format '%T' 2>/dev/null)"
   [[ "$state" == idle ]] && break
   sleep 0.1
 done
-[[ "$state" == idle ]] || fail "the Slurm node is not idle after 30 s (state '$state')"
+[[ "$state" == idle ]] || fail "the Slurm node is not idle after 60 s (state '$state')"
 
 # The small synthetic job: two one-slot towers of dim-16 rows, a few hundred CPU steps.
 cat >"$SCRATCH/job/job.yaml" <<'EOF'
