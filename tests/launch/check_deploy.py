@@ -18,6 +18,7 @@ Prints each problem and exits 1 if there is any.
 """
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -296,4 +297,9 @@ def finish():
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    scratch = tempfile.mkdtemp(prefix="ember-deploy-check-")
+    tempfile.tempdir = scratch  # the data directory main() makes goes in here, removed below
+    try:
+        sys.exit(main())
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
