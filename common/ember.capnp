@@ -139,6 +139,25 @@ struct PushRequest {
   ackedBelow @8 :UInt64;      # every request id of `sender` below this one was answered
 }
 
+# A read-only pull, for serving: rows are read, never created, and nothing changes on the server
+# (no row, no optimizer state, no admission count, no tier residency or eviction).
+struct LookupRequest {
+  table @0 :Text;
+  keys @1 :Data;              # n little-endian uint64 keys
+  rowFormat @2 :RowFormat;    # format the rows of the reply should travel in
+  missing @3 :MissingRows;    # what the reply holds for a key without a row
+  enum MissingRows {
+    initial @0;               # the table's initial row for the key (computed, not stored)
+    flag @1;                  # zeros
+  }
+}
+
+# The answer to a lookup.
+struct LookupReply {
+  rows @0 :Data;              # n * dim little-endian rows (Response.rowFormat), in key order
+  found @1 :Data;             # n bytes: 1 where the key has a row (in memory or on disk), else 0
+}
+
 # bsp: apply the deferred pushes of one clock, combined over the trainers listed; pushes of that
 # clock from trainers not listed (one that died mid-step) are dropped. Idempotent: the answer
 # comes once the clock is applied, whichever trainer asked first.
@@ -312,6 +331,7 @@ struct Request {
     drain @19 :UInt32;                 # to the scheduler: move every partition off this server
     clusterStatus @20 :Void;           # to the scheduler
     partitionTransfer @21 :PartitionTransfer;  # to a server
+    lookup @22 :LookupRequest;         # to a server
   }
 }
 
@@ -338,6 +358,7 @@ struct Response {
     serverOrders @12 :ServerOrders;
     clusterStatus @13 :ClusterStatus;
     partitionData @14 :Data;  # partitionTransfer: a chunk of rows (layout in ps/server/shard_service_moves.cc)
+    lookup @15 :LookupReply;
   }
-  rowFormat @9 :RowFormat;    # format of `pull`
+  rowFormat @9 :RowFormat;    # format of `pull` and of `lookup.rows`
 }

@@ -1,5 +1,6 @@
-// The data plane of the wire codec: pull, push, ping and stats, encoded and read. Pulls, pushes
-// and pull replies are built in place (BuildInPlace); the rest are small messages (BuildMessage).
+// The data plane of the wire codec: pull, lookup, push, ping and stats, encoded and read. Pulls,
+// lookups, pushes and their replies are built in place (BuildInPlace); the rest are small
+// messages (BuildMessage).
 #include "common/wire_data_plane.h"
 
 #include <cstring>
@@ -35,6 +36,50 @@ Result<PullRequest> ReadPull(schema::PullRequest::Reader pull) {
   if (!format) return InvalidArgument("pull asks for an unknown row format");
   out.row_format = *format;
   return out;
+}
+
+Result<LookupRequest> ReadLookup(schema::LookupRequest::Reader lookup) {
+  LookupRequest out;
+  out.table = ToString(lookup.getTable());
+  ASSIGN_OR_RETURN(out.keys, DataAs<uint64_t>(lookup.getKeys(), "lookup keys"));
+  const auto format = FromSchema(lookup.getRowFormat(), RowFormat::kF16);
+  if (!format) return InvalidArgument("lookup asks for an unknown row format");
+  out.row_format = *format;
+  const auto missing = FromSchema(lookup.getMissing(), MissingRows::kFlag);
+  if (!missing) return InvalidArgument("lookup asks for an unknown treatment of missing rows");
+  out.missing = *missing;
+  return out;
+}
+
+Result<LookupRows> ReadLookupReply(schema::LookupReply::Reader reply, schema::RowFormat row_format,
+                                   FrameStorage& storage) {
+  LookupRows out;
+  ASSIGN_OR_RETURN(out.rows, RowsAs(reply.getRows(), row_format, storage, "looked-up rows"));
+  ASSIGN_OR_RETURN(out.found, DataAs<uint8_t>(reply.getFound(), "lookup found flags"));
+  return out;
+}
+
+// A pull or lookup of keys[positions[i]] (all keys when positions is empty): `init(request)`
+// starts the body, a PullRequest or LookupRequest builder, whose table, row format and keys are
+// set here.
+template <typename InitBody>
+Frame EncodeKeysRequest(const RequestHeader& header, std::string_view table,
+                        std::span<const uint64_t> keys, std::span<const uint32_t> positions,
+                        RowFormat row_format, InitBody&& init) {
+  const size_t n = positions.empty() ? keys.size() : positions.size();
+  return BuildInPlace(header, n * sizeof(uint64_t), table.size(),
+                      [&](schema::Request::Builder request, FrameBuilder& builder) {
+                        auto body = init(request);
+                        body.setTable(TextOf(table));
+                        body.setRowFormat(ToSchema<schema::RowFormat>(row_format));
+                        auto* dst = reinterpret_cast<uint64_t*>(builder.InitBulk(
+                            n * sizeof(uint64_t), [&](unsigned b) { return body.initKeys(b); }));
+                        if (positions.empty()) {
+                          if (n > 0) std::memcpy(dst, keys.data(), n * sizeof(uint64_t));
+                        } else {
+                          for (size_t i = 0; i < n; ++i) dst[i] = keys[positions[i]];
+                        }
+                      });
 }
 
 Result<PushRequest> ReadPush(schema::PushRequest::Reader push, FrameStorage& storage) {
@@ -115,6 +160,8 @@ std::optional<Result<RequestBody>> ReadDataPlaneRequest(schema::Request::Reader 
       return AsBody<RequestBody>(ReadPull(request.getPull()));
     case schema::Request::PUSH:
       return AsBody<RequestBody>(ReadPush(request.getPush(), storage));
+    case schema::Request::LOOKUP:
+      return AsBody<RequestBody>(ReadLookup(request.getLookup()));
     case schema::Request::PING:
       return AsBody<RequestBody>(PingRequest{});
     case schema::Request::STATS:
@@ -130,6 +177,9 @@ std::optional<Result<ResponseBody>> ReadDataPlaneResponse(schema::Response::Read
     case schema::Response::PULL:
       return AsBody<ResponseBody>(
           RowsAs(response.getPull(), response.getRowFormat(), storage, "pulled rows"));
+    case schema::Response::LOOKUP:
+      return AsBody<ResponseBody>(
+          ReadLookupReply(response.getLookup(), response.getRowFormat(), storage));
     case schema::Response::STATS:
       return AsBody<ResponseBody>(ReadStats(response.getStats()));
     default:
@@ -148,20 +198,19 @@ Frame EncodeStatsRequest(const RequestHeader& header) {
 Frame EncodePullSubset(const RequestHeader& header, std::string_view table,
                        std::span<const uint64_t> keys, std::span<const uint32_t> positions,
                        RowFormat row_format) {
-  const size_t n = positions.empty() ? keys.size() : positions.size();
-  return BuildInPlace(header, n * sizeof(uint64_t), table.size(),
-                      [&](schema::Request::Builder request, FrameBuilder& builder) {
-                        auto pull = request.initPull();
-                        pull.setTable(TextOf(table));
-                        pull.setRowFormat(ToSchema<schema::RowFormat>(row_format));
-                        auto* dst = reinterpret_cast<uint64_t*>(builder.InitBulk(
-                            n * sizeof(uint64_t), [&](unsigned b) { return pull.initKeys(b); }));
-                        if (positions.empty()) {
-                          if (n > 0) std::memcpy(dst, keys.data(), n * sizeof(uint64_t));
-                        } else {
-                          for (size_t i = 0; i < n; ++i) dst[i] = keys[positions[i]];
-                        }
-                      });
+  return EncodeKeysRequest(header, table, keys, positions, row_format,
+                           [](schema::Request::Builder request) { return request.initPull(); });
+}
+
+Frame EncodeLookupSubset(const RequestHeader& header, std::string_view table,
+                         std::span<const uint64_t> keys, std::span<const uint32_t> positions,
+                         RowFormat row_format, MissingRows missing) {
+  return EncodeKeysRequest(
+      header, table, keys, positions, row_format, [&](schema::Request::Builder request) {
+        auto lookup = request.initLookup();
+        lookup.setMissing(ToSchema<schema::LookupRequest::MissingRows>(missing));
+        return lookup;
+      });
 }
 
 Frame EncodePull(const RequestHeader& header, std::string_view table,
@@ -236,21 +285,48 @@ struct PullReply::Builder {
 };
 
 PullReply::PullReply(uint64_t request_id, uint64_t epoch, size_t num_floats, RowFormat row_format)
+    : PullReply(request_id, epoch, num_floats, row_format, std::nullopt) {}
+
+PullReply::PullReply(uint64_t request_id, uint64_t epoch, size_t num_floats, RowFormat row_format,
+                     Lookup lookup)
+    : PullReply(request_id, epoch, num_floats, row_format, std::optional<Lookup>(lookup)) {}
+
+PullReply::PullReply(uint64_t request_id, uint64_t epoch, size_t num_floats, RowFormat row_format,
+                     std::optional<Lookup> lookup)
     : request_id_(request_id),
       epoch_(epoch),
       row_format_(row_format),
-      builder_(std::make_unique<Builder>(num_floats * BytesPerValue(row_format))) {
+      builder_(std::make_unique<Builder>(BulkBytes(num_floats, row_format, lookup))) {
   const size_t bytes = num_floats * BytesPerValue(row_format);
   auto response = InitEnvelope(builder_->message, ResponseHead{request_id, epoch});
   response.setRowFormat(ToSchema<schema::RowFormat>(row_format));
-  builder_->bulk =
-      builder_->message.InitBulk(bytes, [&](unsigned b) { return response.initPull(b); });
+  if (lookup) {
+    auto reply = response.initLookup();
+    // Blobs after every small object: the found flags first, then the rows.
+    found_ = std::span<uint8_t>(
+        reinterpret_cast<uint8_t*>(builder_->message.InitBulk(
+            lookup->found_flags, [&](unsigned b) { return reply.initFound(b); })),
+        lookup->found_flags);
+    builder_->bulk =
+        builder_->message.InitBulk(bytes, [&](unsigned b) { return reply.initRows(b); });
+  } else {
+    builder_->bulk =
+        builder_->message.InitBulk(bytes, [&](unsigned b) { return response.initPull(b); });
+  }
   if (row_format == RowFormat::kF32) {
     rows_ = std::span<float>(reinterpret_cast<float*>(builder_->bulk), num_floats);
   } else {
     builder_->scratch.resize(num_floats);
     rows_ = builder_->scratch;
   }
+}
+
+size_t PullReply::BulkBytes(size_t num_floats, RowFormat row_format,
+                            const std::optional<Lookup>& lookup) {
+  const size_t rows = num_floats * BytesPerValue(row_format);
+  if (!lookup) return rows;
+  // Two blobs, each padded to a word.
+  return rows + lookup->found_flags + 2 * sizeof(::capnp::word);
 }
 
 PullReply::~PullReply() = default;
@@ -273,6 +349,15 @@ Frame EncodePullResponse(uint64_t request_id, uint64_t epoch, size_t num_floats,
                          RowFormat row_format) {
   PullReply reply(request_id, epoch, num_floats, row_format);
   Status filled = fill(reply.rows());
+  return filled.ok() ? reply.Finish() : reply.Fail(filled);
+}
+
+Frame EncodeLookupResponse(uint64_t request_id, uint64_t epoch, size_t num_floats,
+                           size_t found_flags,
+                           const std::function<Status(std::span<float>, std::span<uint8_t>)>& fill,
+                           RowFormat row_format) {
+  PullReply reply(request_id, epoch, num_floats, row_format, PullReply::Lookup{found_flags});
+  Status filled = fill(reply.rows(), reply.found());
   return filled.ok() ? reply.Finish() : reply.Fail(filled);
 }
 

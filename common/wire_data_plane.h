@@ -1,5 +1,6 @@
 // The data plane of the wire codec: what trainers ask of servers on every step (pull, push) and
-// the small requests beside them (ping, stats), with their replies.
+// the small requests beside them (ping, stats), with their replies; and the read-only lookup a
+// serving system sends (a pull that creates nothing).
 //
 // Part of common/wire.h, which includes this header and decodes these messages. Pulls, pushes
 // and pull replies are built in place: their keys, gradients and rows are written once, straight
@@ -8,13 +9,15 @@
 #pragma once
 
 #include <cstdint>
-#include <memory>
 #include <functional>
+#include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
 
 #include "common/frame.h"
+#include "common/missing_rows.h"
 #include "common/row_format.h"
 #include "common/server_stats.h"
 #include "common/status.h"
@@ -42,6 +45,16 @@ struct PullRequest {
   std::string table;
   std::span<const uint64_t> keys;          // points into the decoded frame
   RowFormat row_format = RowFormat::kF32;  // of the reply's rows
+};
+// A read-only pull (serving): trainers may send it (and admins, who act as trainers); there is no
+// read-only role. The server reads rows without creating, admitting or loading them into memory.
+struct LookupRequest {
+  static constexpr std::string_view kName = "lookup";
+  static constexpr PeerRoles kSenders = kTrainers;
+  std::string table;
+  std::span<const uint64_t> keys;          // points into the decoded frame
+  RowFormat row_format = RowFormat::kF32;  // of the reply's rows
+  MissingRows missing = MissingRows::kInitial;
 };
 // Who sent a push, so that a server applies a resent push only once: a client that resends the
 // requests in flight after a reconnect keeps their request ids, and the server records which
@@ -71,6 +84,10 @@ Frame EncodePull(const RequestHeader& header, std::string_view table,
 Frame EncodePullSubset(const RequestHeader& header, std::string_view table,
                        std::span<const uint64_t> keys, std::span<const uint32_t> positions,
                        RowFormat row_format = RowFormat::kF32);
+// A lookup of keys[positions[i]] (all keys when positions is empty), as EncodePullSubset.
+Frame EncodeLookupSubset(const RequestHeader& header, std::string_view table,
+                         std::span<const uint64_t> keys, std::span<const uint32_t> positions,
+                         RowFormat row_format, MissingRows missing);
 // Gradients of key i are gradients[i * dim, (i + 1) * dim), gathered by position like the keys.
 Frame EncodePushSubset(const RequestHeader& header, std::string_view table,
                        std::span<const uint64_t> keys, std::span<const float> gradients,
@@ -80,7 +97,13 @@ Frame EncodePushSubset(const RequestHeader& header, std::string_view table,
 Frame EncodePush(const RequestHeader& header, std::string_view table,
                  std::span<const uint64_t> keys, std::span<const float> gradients, uint64_t clock);
 
-// ---- Responses (decoded as span<const float> rows and ServerStats) ----
+// ---- Responses (decoded as span<const float> rows, LookupRows and ServerStats) ----
+
+// A decoded lookup reply; both spans point into the decoded frame (rows widened if sent as fp16).
+struct LookupRows {
+  std::span<const float> rows;     // n * dim, in request key order
+  std::span<const uint8_t> found;  // n flags, 1 where the key has a row, 0 where not
+};
 
 // The most bytes one bulk blob (a pull reply's rows, a request's keys or gradients) can carry:
 // Cap'n Proto counts a Data blob's bytes in 29 bits.
@@ -94,16 +117,27 @@ Status CheckPullReplySize(size_t num_floats, RowFormat row_format = RowFormat::k
 // (rows() is the frame's own memory for fp32, a float32 scratch narrowed by Finish for fp16),
 // then sends Finish(), or Fail(status) when it could not fill them.
 //
+// A lookup reply is built the same way, with its found flags (found(), every byte written by the
+// caller) beside the rows.
+//
 // One thread; rows() is valid until Finish or Fail. The reply must fit: CheckPullReplySize.
 class PullReply {
  public:
   PullReply(uint64_t request_id, uint64_t epoch, size_t num_floats,
             RowFormat row_format = RowFormat::kF32);
+  // The shape of a lookup reply: `found_flags` bytes of found flags (one per key).
+  struct Lookup {
+    size_t found_flags = 0;
+  };
+  PullReply(uint64_t request_id, uint64_t epoch, size_t num_floats, RowFormat row_format,
+            Lookup lookup);
   ~PullReply();
   PullReply(const PullReply&) = delete;
   PullReply& operator=(const PullReply&) = delete;
 
   std::span<float> rows();
+  // A lookup reply's found flags (empty for a pull reply).
+  std::span<uint8_t> found() { return found_; }
   // The reply carrying every value of rows().
   Frame Finish();
   // A reply carrying `status` (an error) instead of rows.
@@ -111,11 +145,17 @@ class PullReply {
 
  private:
   struct Builder;  // the Cap'n Proto message, private to wire_data_plane.cc
+  PullReply(uint64_t request_id, uint64_t epoch, size_t num_floats, RowFormat row_format,
+            std::optional<Lookup> lookup);
+  // Bytes of the reply's blobs, each padded to a word.
+  static size_t BulkBytes(size_t num_floats, RowFormat row_format,
+                          const std::optional<Lookup>& lookup);
   const uint64_t request_id_;
   const uint64_t epoch_;
   const RowFormat row_format_;
   std::unique_ptr<Builder> builder_;
   std::span<float> rows_;
+  std::span<uint8_t> found_;
 };
 
 // A whole pull reply at once, through PullReply: `fill` writes the rows in place (called once);
@@ -123,6 +163,11 @@ class PullReply {
 Frame EncodePullResponse(uint64_t request_id, uint64_t epoch, size_t num_floats,
                          const std::function<Status(std::span<float>)>& fill,
                          RowFormat row_format = RowFormat::kF32);
+// A whole lookup reply at once: `fill` writes the rows and the `found_flags` found flags.
+Frame EncodeLookupResponse(uint64_t request_id, uint64_t epoch, size_t num_floats,
+                           size_t found_flags,
+                           const std::function<Status(std::span<float>, std::span<uint8_t>)>& fill,
+                           RowFormat row_format = RowFormat::kF32);
 Frame EncodeStatsResponse(uint64_t request_id, uint64_t epoch, const ServerStats& stats);
 
 }  // namespace ember::wire

@@ -230,6 +230,8 @@ constexpr bool SameNumber(SchemaEnum a, Plain b) {
 }
 static_assert(SameNumber(schema::RowFormat::F32, RowFormat::kF32));
 static_assert(SameNumber(schema::RowFormat::F16, RowFormat::kF16));
+static_assert(SameNumber(schema::LookupRequest::MissingRows::INITIAL, MissingRows::kInitial));
+static_assert(SameNumber(schema::LookupRequest::MissingRows::FLAG, MissingRows::kFlag));
 static_assert(SameNumber(schema::ApplyClock::Combine::MEAN, Combine::kMean));
 static_assert(SameNumber(schema::ApplyClock::Combine::SUM, Combine::kSum));
 static_assert(SameNumber(schema::OptimizerSpec::Kind::SGD, OptimizerKind::kSgd));

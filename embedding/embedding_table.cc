@@ -38,30 +38,6 @@ void PrefetchRow(const float* row, size_t floats) {
   }
 }
 
-// Fills this thread's RequestGroups for `keys`, hashing each key to its partition of the table
-// `table_id` (the request's one hash per key); partition p is in stripe p % num_stripes, a power
-// of two.
-internal::RequestGroups& GroupByStripe(std::span<const uint64_t> keys, uint64_t table_id,
-                                       uint32_t num_partitions, uint32_t num_stripes) {
-  const uint32_t stripe_mask = num_stripes - 1;
-  thread_local internal::RequestGroups groups;
-  const uint32_t n = static_cast<uint32_t>(keys.size());
-  groups.partition.resize(n);
-  groups.order.resize(n);
-  groups.rows.resize(n);
-  groups.bounds.assign(num_stripes + 1, 0);
-  groups.scratch_used = 0;
-  for (uint32_t i = 0; i < n; ++i) {
-    groups.partition[i] = ember::PartitionOf(table_id, keys[i], num_partitions);
-    ++groups.bounds[(groups.partition[i] & stripe_mask) + 1];
-  }
-  for (uint32_t s = 0; s < num_stripes; ++s) groups.bounds[s + 1] += groups.bounds[s];
-  thread_local std::vector<uint32_t> next_slot;  // per stripe, where its next position goes
-  next_slot.assign(groups.bounds.begin(), groups.bounds.end() - 1);
-  for (uint32_t i = 0; i < n; ++i) groups.order[next_slot[groups.partition[i] & stripe_mask]++] = i;
-  return groups;
-}
-
 // The check of a push made with Push(keys, grads, also_log): it applies every push and adds
 // also_log's records.
 class LogHookOnly final : public EmbeddingTable::PushCheck {
@@ -79,6 +55,31 @@ class LogHookOnly final : public EmbeddingTable::PushCheck {
 };
 
 }  // namespace
+
+namespace internal {
+
+RequestGroups& GroupByStripe(std::span<const uint64_t> keys, uint64_t table_id,
+                             uint32_t num_partitions, uint32_t num_stripes) {
+  const uint32_t stripe_mask = num_stripes - 1;
+  thread_local RequestGroups groups;
+  const uint32_t n = static_cast<uint32_t>(keys.size());
+  groups.partition.resize(n);
+  groups.order.resize(n);
+  groups.rows.resize(n);
+  groups.bounds.assign(num_stripes + 1, 0);
+  groups.scratch_used = 0;
+  for (uint32_t i = 0; i < n; ++i) {
+    groups.partition[i] = ember::PartitionOf(table_id, keys[i], num_partitions);
+    ++groups.bounds[(groups.partition[i] & stripe_mask) + 1];
+  }
+  for (uint32_t s = 0; s < num_stripes; ++s) groups.bounds[s + 1] += groups.bounds[s];
+  thread_local std::vector<uint32_t> next_slot;  // per stripe, where its next position goes
+  next_slot.assign(groups.bounds.begin(), groups.bounds.end() - 1);
+  for (uint32_t i = 0; i < n; ++i) groups.order[next_slot[groups.partition[i] & stripe_mask]++] = i;
+  return groups;
+}
+
+}  // namespace internal
 
 EmbeddingTable::EmbeddingTable(const TableSpec& spec, uint32_t num_partitions)
     : EmbeddingTable(spec, num_partitions, nullptr) {}
@@ -140,7 +141,7 @@ Status EmbeddingTable::ForEachRequestRow(std::span<const uint64_t> keys, size_t 
                                          Use&& use, const RequestCheck* pull_check,
                                          PushCheck* push_check) {
   internal::RequestGroups& groups =
-      GroupByStripe(keys, table_id_, num_partitions_, num_stripes_);
+      internal::GroupByStripe(keys, table_id_, num_partitions_, num_stripes_);
   const bool push = push_check != nullptr;
   if (push) {
     ASSIGN_OR_RETURN(const PushCheck::Verdict verdict, push_check->Check(keys, groups.partition));

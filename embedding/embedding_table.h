@@ -32,6 +32,10 @@
 // With spec.ttl_seconds > 0, each row also stores the time it was last updated (one float word
 // after its state, on disk too), and ExpireRows() deletes the rows not updated for that long.
 //
+// Lookup (embedding_table_lookup.cc) is the read-only counterpart of Pull, for serving: it copies
+// the rows a pull would return and changes nothing (no row created or admitted, no row loaded into
+// memory, no CLOCK reference bit, no tier counter, no optimizer state).
+//
 // Thread-safety: every method may be called from many threads at once. Duplicate keys in one push
 // are applied in the order they appear. Callbacks of the ForEach* methods run under a stripe lock
 // and must not call back into the table.
@@ -46,6 +50,7 @@
 #include <span>
 #include <vector>
 
+#include "common/missing_rows.h"
 #include "common/status.h"
 #include "common/table_spec.h"
 #include "embedding/admission_filter.h"
@@ -136,6 +141,14 @@ class EmbeddingTable {
   // request first.
   Status Pull(std::span<const uint64_t> keys, std::span<float> out,
               const RequestCheck& check = nullptr);
+  // Copies the rows of `keys` into `out` (keys.size() * dim floats, row after row) without
+  // changing anything; a key without a row gets its initial row (MissingRows::kInitial, the row a
+  // pull would create) or zeros (kFlag). `found`, keys.size() bytes or empty, gets 1 for each key
+  // with a row and 0 for each without. Rows of a tiered table that are not in memory are read from
+  // disk and not kept. InvalidArgument for wrong sizes; `check` (if set) may refuse the request
+  // first; errors of the disk are returned.
+  Status Lookup(std::span<const uint64_t> keys, std::span<float> out, MissingRows missing,
+                std::span<uint8_t> found, const RequestCheck& check = nullptr) const;
   // Applies grads (keys.size() * dim floats, row after row) through the optimizer, creating
   // missing rows first. InvalidArgument when grads has the wrong size; nothing is applied then.
   // When logs_pushes(), `also_log` (if set) is called once with the batch of the push's rows

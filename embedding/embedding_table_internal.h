@@ -54,6 +54,12 @@ struct RequestGroups {
   }
 };
 
+// Fills this thread's RequestGroups for `keys`, hashing each key to its partition of the table
+// `table_id` (the request's one hash per key); partition p is in stripe p % num_stripes, a power
+// of two. The groups stay valid until the thread's next call.
+RequestGroups& GroupByStripe(std::span<const uint64_t> keys, uint64_t table_id,
+                             uint32_t num_partitions, uint32_t num_stripes);
+
 // Tier flags, in the float after a tiered row's weights and state.
 enum RowFlag : uint32_t {
   kReferenced = 1,  // used since the CLOCK hand last passed

@@ -144,18 +144,18 @@ RoutingTable Client::routing() const {
 Result<std::shared_ptr<Client::Impl::Operation>> Client::Impl::NewOperation(
     const Client& client, Operation::Kind kind, std::string_view table,
     std::span<const uint64_t> keys, size_t values) {
-  const bool pull = kind == Operation::Kind::kPull;
-  auto spec = client.FindTable(table);
-  if (!spec.ok()) return spec.status().WithContext(pull ? "pull" : "push");
-  if (values != keys.size() * (*spec)->dim) {
-    return InvalidArgument(
-        std::string(pull ? "pull from '" : "push to '") + std::string(table) + "': " +
-        std::to_string(keys.size()) + " keys of dim " + std::to_string((*spec)->dim) + " need " +
-        std::to_string(keys.size() * (*spec)->dim) +
-        (pull ? " floats of output, got " : " gradient floats, got ") + std::to_string(values));
-  }
   auto op = std::make_shared<Operation>();
   op->kind = kind;
+  const bool push = kind == Operation::Kind::kPush;
+  auto spec = client.FindTable(table);
+  if (!spec.ok()) return spec.status().WithContext(std::string(op->name()));
+  if (values != keys.size() * (*spec)->dim) {
+    return InvalidArgument(
+        std::string(op->name()) + (push ? " to '" : " from '") + std::string(table) +
+        "': " + std::to_string(keys.size()) + " keys of dim " + std::to_string((*spec)->dim) +
+        " need " + std::to_string(keys.size() * (*spec)->dim) +
+        (push ? " gradient floats, got " : " floats of output, got ") + std::to_string(values));
+  }
   op->table = *spec;
   op->keys = keys;
   return op;
@@ -165,6 +165,21 @@ Ticket Client::Pull(std::string_view table, std::span<const uint64_t> keys, std:
   auto op = Impl::NewOperation(*this, Impl::Operation::Kind::kPull, table, keys, out.size());
   if (!op.ok()) return Ticket::Done(op.status());
   (*op)->rows = out;
+  return impl_->Submit(std::move(*op));
+}
+
+Ticket Client::Lookup(std::string_view table, std::span<const uint64_t> keys, std::span<float> out,
+                      MissingRows missing, std::span<uint8_t> found) {
+  auto op = Impl::NewOperation(*this, Impl::Operation::Kind::kLookup, table, keys, out.size());
+  if (!op.ok()) return Ticket::Done(op.status());
+  if (found.size() != keys.size() && (missing == MissingRows::kFlag || !found.empty())) {
+    return Ticket::Done(InvalidArgument(
+        "lookup from '" + std::string(table) + "': " + std::to_string(keys.size()) + " keys need " +
+        std::to_string(keys.size()) + " found flags, got " + std::to_string(found.size())));
+  }
+  (*op)->rows = out;
+  (*op)->found = found;
+  (*op)->missing = missing;
   return impl_->Submit(std::move(*op));
 }
 

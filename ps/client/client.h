@@ -28,8 +28,11 @@
 // The scheduler's calls (clocks, cuts, barriers) are the SchedulerClient's: scheduler() lends
 // the one this client registered with.
 //
-// Thread-safety: all public methods may be called from any thread. The spans passed to Pull and
-// Push are borrowed: keep them alive and unchanged until the ticket completes.
+// Lookup is a pull that changes nothing on the servers, for serving systems: it travels, splits,
+// retries and fails exactly as a pull does.
+//
+// Thread-safety: all public methods may be called from any thread. The spans passed to Pull, Lookup
+// and Push are borrowed: keep them alive and unchanged until the ticket completes.
 #pragma once
 
 #include <cstdint>
@@ -43,6 +46,7 @@
 #include "common/checkpoint_layout.h"
 #include "common/limits.h"
 #include "common/millis.h"
+#include "common/missing_rows.h"
 #include "common/routing_table.h"
 #include "common/row_format.h"
 #include "common/server_stats.h"
@@ -89,6 +93,13 @@ class Client {
 
   // Fills out[i*dim .. (i+1)*dim) with the row of keys[i] (created on first pull).
   Ticket Pull(std::string_view table, std::span<const uint64_t> keys, std::span<float> out);
+  // Reads the rows of keys into out[i*dim .. (i+1)*dim) without changing anything on the
+  // servers (serving): no row is created, no optimizer state touched. A key without a row gets
+  // the table's initial row (MissingRows::kInitial, computed, not stored) or zeros (kFlag).
+  // `found`, keys.size() bytes (or empty, in kInitial mode only), gets 1 for each key with a row
+  // and 0 for each without. Routed, split and retried as a pull.
+  Ticket Lookup(std::string_view table, std::span<const uint64_t> keys, std::span<float> out,
+                MissingRows missing = MissingRows::kInitial, std::span<uint8_t> found = {});
   // Applies one gradient row per key with the table's server-side optimizer. Keys should be
   // unique (sum duplicates first); `clock` is the trainer's step. `deferred` (bsp): the servers
   // hold the push until ApplyClock(clock) instead of applying it on arrival.

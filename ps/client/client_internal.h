@@ -30,14 +30,16 @@ namespace ember::ps {
 struct Client::Impl {
   using Clock = std::chrono::steady_clock;
 
-  // A pull or push, split into sub-requests per server.
+  // A pull, lookup or push, split into sub-requests per server.
   struct Operation {
-    enum class Kind { kPull, kPush };
+    enum class Kind { kPull, kLookup, kPush };
     Kind kind = Kind::kPull;
     const TableSpec* table = nullptr;
     uint64_t table_id = 0;
     std::span<const uint64_t> keys;
-    std::span<float> rows;             // pull destination
+    std::span<float> rows;     // pull and lookup destination
+    std::span<uint8_t> found;  // lookup: a found flag per key, or empty
+    MissingRows missing = MissingRows::kInitial;  // lookup
     std::span<const float> gradients;  // push source
     uint64_t clock = 0;
     bool deferred = false;  // bsp push held by the servers until its clock is applied
@@ -46,6 +48,11 @@ struct Client::Impl {
     uint32_t outstanding = 0;  // sub-requests in flight
     uint32_t routing_retries = 0;
     bool finished = false;
+
+    // "pull", "lookup" or "push", for errors.
+    std::string_view name() const {
+      return kind == Kind::kPull ? "pull" : kind == Kind::kLookup ? "lookup" : "push";
+    }
   };
   struct InFlight {
     std::shared_ptr<Operation> op;
@@ -95,8 +102,8 @@ struct Client::Impl {
   // ---- Callers' side (client.cc, client_server_calls.cc) ----
   Status Register();
   Status Start();  // opens the sockets and starts the threads
-  // The operation of a pull (rows) or push (gradients) of `keys`, or the error naming why it
-  // cannot be: an unknown table, or `values` not keys.size() rows of the table's dim.
+  // The operation of a pull or lookup (rows) or push (gradients) of `keys`, or the error naming
+  // why it cannot be: an unknown table, or `values` not keys.size() rows of the table's dim.
   static Result<std::shared_ptr<Operation>> NewOperation(const Client& client, Operation::Kind kind,
                                                          std::string_view table,
                                                          std::span<const uint64_t> keys,
@@ -126,6 +133,9 @@ struct Client::Impl {
   void RerouteInFlight(uint32_t server);
   void OnReply(Frame payload);
   void OnOperationReply(InFlight entry, wire::DecodedResponse response);
+  // Copies the rows (and a lookup's found flags) of a pull or lookup reply to their positions in
+  // `op`; DataLoss naming the server when the reply does not hold what was asked for.
+  Status TakeRows(Operation& op, const InFlight& entry, const wire::ResponseBody& body) const;
   void Fail(const std::shared_ptr<Operation>& op, Status status);
   void ExpireDeadlines();
   // "server 1 (tcp://..., connection lost)" or "servers 0 (...), 2 (...)", ascending, once each.

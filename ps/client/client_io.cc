@@ -221,6 +221,10 @@ Frame Client::Impl::Encode(const Operation& op, uint64_t request_id,
   if (op.kind == Operation::Kind::kPull) {
     return wire::EncodePullSubset(header, op.table->name, op.keys, positions, options_.row_format);
   }
+  if (op.kind == Operation::Kind::kLookup) {
+    return wire::EncodeLookupSubset(header, op.table->name, op.keys, positions, options_.row_format,
+                                    op.missing);
+  }
   // Every request below the lowest one in flight was answered.
   const uint64_t lowest =
       in_flight_.empty() ? request_id : std::min(request_id, in_flight_.begin()->first);
@@ -262,6 +266,41 @@ void Client::Impl::OnReply(Frame payload) {
   // Otherwise a late reply to a request that already failed.
 }
 
+Status Client::Impl::TakeRows(Operation& op, const InFlight& entry,
+                              const wire::ResponseBody& body) const {
+  std::span<const float> rows;
+  std::span<const uint8_t> found;
+  bool answered = false;
+  if (op.kind == Operation::Kind::kPull) {
+    if (auto* pulled = std::get_if<std::span<const float>>(&body)) {
+      rows = *pulled;
+      answered = true;
+    }
+  } else if (auto* looked_up = std::get_if<wire::LookupRows>(&body)) {
+    rows = looked_up->rows;
+    found = looked_up->found;
+    answered = true;
+  }
+  const uint32_t dim = op.table->dim;
+  const size_t count = entry.positions.empty() ? op.keys.size() : entry.positions.size();
+  const size_t flags = op.kind == Operation::Kind::kLookup ? count : 0;
+  if (!answered || rows.size() != count * dim || found.size() != flags) {
+    return DataLoss("server " + std::to_string(entry.server) + " answered a " +
+                    std::string(op.name()) + " of " + std::to_string(count) + " rows with " +
+                    (answered ? std::to_string(rows.size()) + " floats and " +
+                                    std::to_string(found.size()) + " found flags"
+                              : std::string("another kind of reply")));
+  }
+  for (size_t i = 0; i < count; ++i) {
+    const uint32_t position =
+        entry.positions.empty() ? static_cast<uint32_t>(i) : entry.positions[i];
+    std::memcpy(op.rows.data() + size_t{position} * dim, rows.data() + i * dim,
+                dim * sizeof(float));
+    if (!op.found.empty()) op.found[position] = found[i];
+  }
+  return Status::Ok();
+}
+
 void Client::Impl::OnOperationReply(InFlight entry, wire::DecodedResponse response) {
   const std::shared_ptr<Operation>& op = entry.op;
   --op->outstanding;
@@ -291,21 +330,10 @@ void Client::Impl::OnOperationReply(InFlight entry, wire::DecodedResponse respon
                                          links_[entry.server].endpoint + ")"));
     return;
   }
-  if (op->kind == Operation::Kind::kPull) {
-    auto* rows = std::get_if<std::span<const float>>(&response.body);
-    const uint32_t dim = op->table->dim;
-    const size_t count = entry.positions.empty() ? op->keys.size() : entry.positions.size();
-    if (rows == nullptr || rows->size() != count * dim) {
-      Fail(op, DataLoss("server " + std::to_string(entry.server) + " answered a pull of " +
-                        std::to_string(count) + " rows with " +
-                        std::to_string(rows ? rows->size() : 0) + " floats"));
+  if (op->kind != Operation::Kind::kPush) {
+    if (Status taken = TakeRows(*op, entry, response.body); !taken.ok()) {
+      Fail(op, std::move(taken));
       return;
-    }
-    for (size_t i = 0; i < count; ++i) {
-      const uint32_t position =
-          entry.positions.empty() ? static_cast<uint32_t>(i) : entry.positions[i];
-      std::memcpy(op->rows.data() + size_t{position} * dim, rows->data() + i * dim,
-                  dim * sizeof(float));
     }
   }
   if (op->outstanding == 0 && !op->finished) {
@@ -335,9 +363,8 @@ void Client::Impl::ExpireDeadlines() {
     for (const auto& [id, entry] : in_flight_) {
       if (entry.op == op) silent.push_back(entry.server);
     }
-    Fail(op, DeadlineExceeded(std::string(op->kind == Operation::Kind::kPull ? "pull" : "push") +
-                              " of " + std::to_string(op->keys.size()) + " keys from '" +
-                              op->table->name + "' not answered within " +
+    Fail(op, DeadlineExceeded(std::string(op->name()) + " of " + std::to_string(op->keys.size()) +
+                              " keys from '" + op->table->name + "' not answered within " +
                               std::to_string(options_.request_timeout.count()) + " ms by " +
                               NameServers(std::move(silent))));
   }

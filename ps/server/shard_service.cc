@@ -95,6 +95,9 @@ Frame ShardService::HandleDecoded(const wire::DecodedRequest& request, const Pee
     return Error(header.request_id, allowed);
   }
   if (auto* pull = std::get_if<wire::PullRequest>(&request.body)) return HandlePull(header, *pull);
+  if (auto* lookup = std::get_if<wire::LookupRequest>(&request.body)) {
+    return HandleLookup(header, *lookup);
+  }
   if (auto* push = std::get_if<wire::PushRequest>(&request.body)) return HandlePush(header, *push);
   if (auto* apply = std::get_if<wire::ApplyClockRequest>(&request.body)) {
     return HandleApplyClock(header, *apply);

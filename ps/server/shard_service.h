@@ -1,7 +1,8 @@
 // ShardService: what one parameter server does with a request, independent of sockets.
 //
-// It holds the server's tables and its view of the routing table, answers pull, push, stats,
-// ping and checkpoint requests (writing or loading the files of its partitions: ps/checkpoint.h)
+// It holds the server's tables and its view of the routing table, answers pull, push, lookup,
+// stats, ping and checkpoint requests (writing or loading the files of its partitions:
+// ps/checkpoint.h)
 // (and, in bsp runs, holds deferred pushes until their clock is applied: see PushAccumulator).
 // A push that names its sender is applied once however often it arrives: a copy of one already
 // applied (a client resending what was in flight when its connection broke) is answered OK and
@@ -123,6 +124,8 @@ class ShardService {
 
   Frame HandleDecoded(const wire::DecodedRequest& request, const Peer& peer);
   Frame HandlePull(const wire::RequestHeader& header, const wire::PullRequest& pull);
+  // In shard_service_lookup.cc: a read-only pull; checked as a pull, changes nothing.
+  Frame HandleLookup(const wire::RequestHeader& header, const wire::LookupRequest& lookup);
   Frame HandlePush(const wire::RequestHeader& header, const wire::PushRequest& push);
   // Passes `push` (its rows checked for finite gradients) through the gate to its table.
   Frame ApplyPush(const wire::RequestHeader& header, const wire::PushRequest& push,
