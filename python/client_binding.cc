@@ -173,6 +173,30 @@ class PythonClient {
     return Future(std::move(ticket), py::none());
   }
 
+  // The rows of `keys` as the servers hold them, changing nothing there (Client::Lookup): a key
+  // without a row gets its initial row (missing "initial"), or zeros and a False found flag
+  // (missing "flag", which returns (rows, found)).
+  py::object Lookup(const std::string& table, const py::handle& keys, const std::string& missing) {
+    if (missing != "initial" && missing != "flag") {
+      ThrowStatus(InvalidArgument("missing: 'initial' or 'flag', not '" + missing + "'"));
+    }
+    const bool flag = missing == "flag";
+    std::shared_ptr<ps::Client> client = Connected();
+    const TableSpec* spec = ValueOrThrow(client->FindTable(table));
+    KeyArray key_array = ToKeys(keys);
+    const size_t n = static_cast<size_t>(key_array.size());
+    FloatArray rows({static_cast<py::ssize_t>(n), static_cast<py::ssize_t>(spec->dim)});
+    py::array_t<bool> found(static_cast<py::ssize_t>(n));
+    static_assert(sizeof(bool) == sizeof(uint8_t));
+    ps::Ticket ticket =
+        client->Lookup(table, {key_array.data(), n}, {rows.mutable_data(), n * spec->dim},
+                       flag ? MissingRows::kFlag : MissingRows::kInitial,
+                       {reinterpret_cast<uint8_t*>(found.mutable_data()), n});
+    Remember(ticket, py::make_tuple(key_array, rows, found));
+    py::object value = flag ? py::object(py::make_tuple(rows, found)) : py::object(rows);
+    return Future(std::move(ticket), std::move(value)).Result(std::nullopt);
+  }
+
   // The rows `keys` start with in `table` (the deterministic initialiser), computed here.
   FloatArray InitialRows(const std::string& table, const py::handle& keys) {
     const TableSpec* spec = ValueOrThrow(Connected()->FindTable(table));
@@ -357,6 +381,12 @@ void BindClient(py::module_& module) {
            py::arg("out") = py::none())
       .def("push_async", &PythonClient::PushAsync, py::arg("table"), py::arg("keys"),
            py::arg("gradients"))
+      .def("lookup", &PythonClient::Lookup, py::arg("table"), py::arg("keys"),
+           py::arg("missing") = "initial",
+           "The rows of `keys` as the servers hold them (float32, (n, dim)), read without "
+           "creating or changing anything there (serving). A key without a row gets its initial "
+           "row (missing='initial'), or zeros (missing='flag', which returns (rows, found) with "
+           "found a bool array, False for keys without a row).")
       .def("initial_rows", &PythonClient::InitialRows, py::arg("table"), py::arg("keys"),
            "The rows `keys` start with (the table's deterministic initialiser), computed locally.")
       .def("tables", &PythonClient::Tables)
