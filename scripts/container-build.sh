@@ -31,6 +31,10 @@ write_runtime_packages() {
   local -a libs=() candidates=() packages=()
   local -A owner_of=()
   mapfile -t libs < <(ldd "$prefix/bin/ember" | awk '$2 == "=>" && $3 ~ /^\// { print $3 }')
+  if ((${#libs[@]} == 0)); then
+    echo "container-build: ldd lists no shared library of $prefix/bin/ember" >&2
+    exit 1
+  fi
   for lib in "${libs[@]}"; do
     candidates+=("$lib" "/usr$lib" "${lib#/usr}" "$(readlink -f "$lib")")
   done
