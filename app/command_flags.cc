@@ -393,7 +393,9 @@ constexpr CommandText kExportCommand = {
     .description =
         "Verifies a checkpoint and writes each table's keys (uint64, [n], ascending) and rows "
         "(float32, [n, dim]) as .npy files, and the dense towers as "
-        "dense/<tower>.<layer>.{weight,bias}.npy (float32, [out, in] and [out]).",
+        "dense/<tower>.<layer>.{weight,bias}.npy (float32, [out, in] and [out]). With the job's "
+        "--config and interaction data, also <table>.ids.tsv for the user and item id tables: "
+        "raw_id<TAB>key per line, every id of the interaction file.",
 };
 
 void AddExportFlags(CLI::App* command, ExportFlags* flags) {
@@ -407,6 +409,36 @@ void AddExportFlags(CLI::App* command, ExportFlags* flags) {
   AddValue(command, "--out", &flags->out, "DIR",
            "where to write <table>.keys.npy, <table>.rows.npy and dense/*.npy")
       ->required();
+  AddSecurityFlags(command, &flags->security, /*can_bind=*/false);
+  // The job's config: with interaction data, <table>.ids.tsv maps each raw id to its key.
+  AddConfigFlags(command, &flags->config, /*required=*/false);
+  AddDataRootFlag(command, &flags->config);
+}
+
+constexpr CommandText kLookupCommand = {
+    .name = "lookup",
+    .summary = "read rows of a running cluster without creating or changing any",
+    .usage = "ember lookup --scheduler ENDPOINT --table T --keys FILE|- [--out FILE.npy]",
+    .description =
+        "Reads the rows of the keys in FILE (one unsigned 64-bit integer per line; - reads "
+        "stdin) as the servers hold them, for serving. Nothing changes on the servers: no row is "
+        "created, no optimizer state touched. A key without a row gets the table's initial row "
+        "(--missing initial, computed, not stored) or zeros (--missing flag); either way its "
+        "found flag is 0. Prints key<TAB>found<TAB>values, or writes FILE.npy (float32, [n, "
+        "dim]) and FILE.found.npy (uint8, [n]).",
+};
+
+void AddLookupFlags(CLI::App* command, LookupFlags* flags) {
+  AddValue(command, "--scheduler", &flags->scheduler, "ENDPOINT", "the running cluster's scheduler")
+      ->required();
+  AddValue(command, "--table", &flags->table, "T", "the table to read")->required();
+  AddValue(command, "--keys", &flags->keys, "FILE", "one key per line; - reads stdin")->required();
+  AddValue(command, "--missing", &flags->missing, "MODE",
+           "initial (default): a key without a row gets its initial row; flag: zeros")
+      ->check(CLI::IsMember({"initial", "flag"}));
+  AddValue(command, "--out", &flags->out, "FILE.npy",
+           "write the rows (and FILE.found.npy) instead of printing TSV");
+  AddCount(command, "--timeout-s", &flags->timeout_s, "S", "give up after S seconds (default 30)");
   AddSecurityFlags(command, &flags->security, /*can_bind=*/false);
 }
 
@@ -464,6 +496,7 @@ std::vector<Command> AddCommands(CLI::App& ember) {
       MakeCommand(ember, kStatusCommand, AddStatusFlags, RunStatus),
       MakeCommand(ember, kDrainCommand, AddDrainFlags, RunDrain),
       MakeCommand(ember, kExportCommand, AddExportFlags, RunExport),
+      MakeCommand(ember, kLookupCommand, AddLookupFlags, RunLookup),
       MakeCommand(ember, kPlotCommand, AddPlotFlags, RunPlot),
       MakeCommand(ember, kKeygenCommand, AddKeygenFlags, RunKeygen),
   };

@@ -124,6 +124,17 @@ struct DrainFlags {
 struct ExportFlags {
   std::string checkpoint, scheduler, out;
   SecurityFlags security;
+  ConfigFlags config;  // optional: its interaction files give the raw-id maps
+};
+
+// `ember lookup`: rows of a running cluster, read without changing them.
+struct LookupFlags {
+  std::string scheduler, table;
+  std::string keys;                 // a file of one uint64 per line, or - for stdin
+  std::string out;                  // FILE.npy (and FILE.found.npy); empty: TSV on stdout
+  std::string missing = "initial";  // initial or flag: what a key without a row gets
+  uint64_t timeout_s = 30;
+  SecurityFlags security;
 };
 
 // `ember keygen`.

@@ -19,6 +19,7 @@ int RunCheckpoint(const CheckpointFlags& flags);
 int RunStatus(const StatusFlags& flags);
 int RunDrain(const DrainFlags& flags);
 int RunExport(const ExportFlags& flags);
+int RunLookup(const LookupFlags& flags);
 int RunKeygen(const KeygenFlags& flags);
 int RunPlot(const PlotFlags& flags);
 

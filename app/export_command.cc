@@ -1,19 +1,47 @@
 // `ember export`: writes a checkpoint's tables (ps/checkpoint_export.h) and dense towers
-// (trainer/trainer_checkpoint.h) as NumPy files for serving; from a running cluster it first has
-// the cluster write a checkpoint.
+// (trainer/trainer_checkpoint.h) as NumPy files for serving, and, given the job's config with
+// interaction data, the raw-id maps of its id tables (trainer/raw_id_map.h); from a running
+// cluster it first has the cluster write a checkpoint.
+#include <algorithm>
 #include <cstdio>
+#include <optional>
 
 #include "app/commands.h"
 #include "common/checkpoint_layout.h"
 #include "common/file_io.h"
 #include "ps/client/checkpoint.h"
 #include "ps/client/checkpoint_export.h"
+#include "trainer/data_config.h"
+#include "trainer/raw_id_map.h"
 #include "trainer/trainer_checkpoint.h"
 
 namespace ember::app {
 namespace {
 
 int Fail(const Status& status) { return PrintError("export", status); }
+
+// Writes the raw-id map of each id table of `config`'s interaction data that `manifest` holds.
+Status ExportRawIdMaps(const local::ClusterConfig& config, const Manifest& manifest,
+                       const std::string& out) {
+  if (config.data.kind != "interactions") {
+    std::fprintf(stderr, "export: no raw-id maps: the config's data is %s, not interactions\n",
+                 config.data.kind.c_str());
+    return Status::Ok();
+  }
+  ASSIGN_OR_RETURN(auto data, trainer::LoadInteractions(config.data.interactions));
+  for (const trainer::RawIdMap& map : trainer::RawIdMaps(*data, config.train)) {
+    const bool exported = std::any_of(manifest.tables.begin(), manifest.tables.end(),
+                                      [&](const ManifestTable& t) { return t.name == map.table; });
+    if (!exported) {
+      return InvalidArgument("the config's id table '" + map.table +
+                             "' is not in the checkpoint: is it the job's config?");
+    }
+    RETURN_IF_ERROR(trainer::WriteRawIdMap(map, out));
+    std::printf("raw-id map of %zu ids written to %s\n", map.ids.size(),
+                trainer::RawIdMapPath(out, map.table).c_str());
+  }
+  return Status::Ok();
+}
 
 }  // namespace
 
@@ -24,6 +52,12 @@ int RunExport(const ExportFlags& flags) {
   }
   auto out = CanonicalDirectory(flags.out, "--out");
   if (!out.ok()) return PrintError("export", out.status(), 2);
+  std::optional<local::ClusterConfig> config;
+  if (!flags.config.path.empty()) {
+    auto loaded = LoadConfig(flags.config);
+    if (!loaded.ok()) return PrintError("export", loaded.status(), 2);
+    config = std::move(*loaded);
+  }
   std::string checkpoint;
   if (!flags.checkpoint.empty()) {
     auto given = CanonicalDirectory(flags.checkpoint, "--checkpoint");
@@ -49,6 +83,9 @@ int RunExport(const ExportFlags& flags) {
     if (Status dense = trainer::ExportDenseWeights(checkpoint, *out); !dense.ok()) {
       return Fail(dense);
     }
+  }
+  if (config) {
+    if (Status maps = ExportRawIdMaps(*config, *manifest, *out); !maps.ok()) return Fail(maps);
   }
   return 0;
 }

@@ -43,4 +43,9 @@ Status WriteNpy(const std::string& path, std::span<const float> values,
   return WriteArray(path, "<f4", values.data(), values.size_bytes(), values.size(), shape);
 }
 
+Status WriteNpy(const std::string& path, std::span<const uint8_t> values,
+                const std::vector<uint64_t>& shape) {
+  return WriteArray(path, "|u1", values.data(), values.size_bytes(), values.size(), shape);
+}
+
 }  // namespace ember

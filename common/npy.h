@@ -1,5 +1,5 @@
 // NumPy .npy files (format version 1.0): a little-endian array with its dtype and shape, which
-// numpy.load reads directly. Used by `ember export`.
+// numpy.load reads directly. Used by `ember export` and `ember lookup`.
 #pragma once
 
 #include <cstdint>
@@ -11,11 +11,13 @@
 
 namespace ember {
 
-// Writes a C-order array of uint64 ("<u8") or float32 ("<f4") values with `shape` (the product
-// of shape must equal values.size(); checked) atomically to `path`.
+// Writes a C-order array of uint64 ("<u8"), float32 ("<f4") or uint8 ("|u1") values with `shape`
+// (the product of shape must equal values.size(); checked) atomically to `path`.
 Status WriteNpy(const std::string& path, std::span<const uint64_t> values,
                 const std::vector<uint64_t>& shape);
 Status WriteNpy(const std::string& path, std::span<const float> values,
+                const std::vector<uint64_t>& shape);
+Status WriteNpy(const std::string& path, std::span<const uint8_t> values,
                 const std::vector<uint64_t>& shape);
 
 }  // namespace ember

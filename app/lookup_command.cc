@@ -1,0 +1,131 @@
+// `ember lookup`: reads rows of a running cluster without changing them (Client::Lookup), for
+// serving and for inspecting a model while it trains. Keys come from a file or stdin, one uint64
+// per line; rows go to stdout as TSV (key, found, the row's values) or to a .npy file.
+#include <algorithm>
+#include <charconv>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "app/commands.h"
+#include "common/npy.h"
+#include "ps/client/client.h"
+
+namespace ember::app {
+namespace {
+
+int Fail(const Status& status, int exit_code = 1) {
+  return PrintError("lookup", status, exit_code);
+}
+
+// One uint64 per line (surrounding spaces and blank lines ignored); InvalidArgument naming the
+// source, the line and its text for anything else.
+Result<std::vector<uint64_t>> ReadKeys(std::istream& in, const std::string& source) {
+  std::vector<uint64_t> keys;
+  std::string line;
+  for (uint64_t number = 1; std::getline(in, line); ++number) {
+    const size_t first = line.find_first_not_of(" \t\r");
+    if (first == std::string::npos) continue;
+    const size_t last = line.find_last_not_of(" \t\r");
+    const char* begin = line.data() + first;
+    const char* end = line.data() + last + 1;
+    uint64_t key = 0;
+    const auto [parsed_to, error] = std::from_chars(begin, end, key);
+    if (error != std::errc() || parsed_to != end) {
+      return InvalidArgument(source + " line " + std::to_string(number) + ": '" +
+                             std::string(begin, end) +
+                             "' is not a key (an unsigned 64-bit integer)");
+    }
+    keys.push_back(key);
+  }
+  if (in.bad()) return InvalidArgument("reading " + source + " failed");
+  return keys;
+}
+
+Result<std::vector<uint64_t>> ReadKeysFrom(const std::string& path) {
+  if (path == "-") return ReadKeys(std::cin, "stdin");
+  std::ifstream file(path);
+  if (!file) return NotFound("cannot open key file '" + path + "'");
+  return ReadKeys(file, "'" + path + "'");
+}
+
+// FILE.npy -> FILE.found.npy, beside the rows.
+std::string FoundPath(const std::string& rows_path) {
+  const std::string suffix = ".npy";
+  const bool has_suffix =
+      rows_path.size() > suffix.size() &&
+      rows_path.compare(rows_path.size() - suffix.size(), suffix.size(), suffix) == 0;
+  return (has_suffix ? rows_path.substr(0, rows_path.size() - suffix.size()) : rows_path) +
+         ".found.npy";
+}
+
+void PrintTsv(std::span<const uint64_t> keys, std::span<const float> rows,
+              std::span<const uint8_t> found, uint32_t dim) {
+  for (size_t i = 0; i < keys.size(); ++i) {
+    std::printf("%llu\t%u\t", static_cast<unsigned long long>(keys[i]), unsigned{found[i]});
+    for (uint32_t d = 0; d < dim; ++d) {
+      std::printf(d == 0 ? "%.9g" : " %.9g", static_cast<double>(rows[i * dim + d]));
+    }
+    std::printf("\n");
+  }
+}
+
+}  // namespace
+
+int RunLookup(const LookupFlags& flags) {
+  MissingRows missing = MissingRows::kInitial;
+  if (flags.missing == "flag") {
+    missing = MissingRows::kFlag;
+  } else if (flags.missing != "initial") {
+    return Fail(
+        InvalidArgument("--missing must be 'initial' or 'flag', not '" + flags.missing + "'"), 2);
+  }
+  auto keys = ReadKeysFrom(flags.keys);
+  if (!keys.ok()) return Fail(keys.status(), 2);
+  auto security = ResolveSecurity(flags.security);
+  if (!security.ok()) return Fail(security.status(), 2);
+
+  ps::ClientOptions options;
+  options.scheduler_endpoint = flags.scheduler;
+  options.name = "lookup";
+  options.request_timeout = Millis(static_cast<int64_t>(flags.timeout_s) * 1000);
+  options.register_timeout = options.request_timeout;
+  options.security = *security;
+  // Alive to the scheduler while it works, and gone when done (a bsp/ssp run waits for no one
+  // that only looks rows up, but declares silent members dead).
+  options.heartbeat_interval = Millis(1'000);
+  auto client = ps::Client::Connect(std::move(options));
+  if (!client.ok()) return Fail(client.status());
+  struct LeaveWhenDone {
+    ps::Client& client;
+    ~LeaveWhenDone() { (void)client.scheduler().Leave(client.trainer_id(), 0, Millis(2'000)); }
+  } leave{**client};
+  auto table = (*client)->FindTable(flags.table);
+  if (!table.ok()) return Fail(table.status(), 2);
+  const uint32_t dim = (*table)->dim;
+
+  std::vector<float> rows(keys->size() * dim);
+  std::vector<uint8_t> found(keys->size());
+  if (Status looked_up = (*client)->Lookup(flags.table, *keys, rows, missing, found).Wait();
+      !looked_up.ok()) {
+    return Fail(looked_up);
+  }
+  if (flags.out.empty()) {
+    PrintTsv(*keys, rows, found, dim);
+    return std::fflush(stdout) == 0 ? 0 : Fail(Unavailable("writing the rows to stdout failed"));
+  }
+  if (Status written = WriteNpy(flags.out, rows, {keys->size(), dim}); !written.ok()) {
+    return Fail(written);
+  }
+  if (Status written = WriteNpy(FoundPath(flags.out), found, {keys->size()}); !written.ok()) {
+    return Fail(written);
+  }
+  std::fprintf(stderr, "%zu rows (%zu found) written to %s and %s\n", keys->size(),
+               static_cast<size_t>(std::count(found.begin(), found.end(), 1)), flags.out.c_str(),
+               FoundPath(flags.out).c_str());
+  return 0;
+}
+
+}  // namespace ember::app
