@@ -100,7 +100,8 @@ Result<ClusterConfig> ParseClusterConfig(const std::string& path, const std::str
   ClusterConfig config;
   config.path = path;
   Status known = config::RejectUnknownKeys(
-      root, "config", {"cluster", "limits", "tables", "model", "data", "train", "security"});
+      root, "config",
+      {"cluster", "limits", "tables", "model", "data", "train", "security", "metrics"});
   if (!known.ok()) return fail(known);
   if (Status s = ReadShape(root["cluster"], &config.cluster); !s.ok()) return fail(s);
   auto limits = LimitsFromYaml(root["limits"], "limits");
@@ -132,6 +133,9 @@ Result<ClusterConfig> ParseClusterConfig(const std::string& path, const std::str
   auto security = SecurityConfigFromYaml(root["security"], config_dir.empty() ? "." : config_dir);
   if (!security.ok()) return fail(security.status());
   config.security = std::move(*security);
+  auto metrics = MetricsConfigFromYaml(root["metrics"], "metrics");
+  if (!metrics.ok()) return fail(metrics.status());
+  config.metrics = std::move(*metrics);
   config.has_train = root["train"].IsDefined();
   if (config.has_train) {
     auto train = trainer::TrainOptionsFromYaml(root["train"], "train");

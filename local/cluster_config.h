@@ -16,6 +16,7 @@
 #include "common/limits.h"
 #include "common/status.h"
 #include "common/table_spec.h"
+#include "local/metrics_config.h"
 #include "local/security_config.h"
 #include "trainer/data_config.h"
 #include "trainer/model_config.h"
@@ -56,6 +57,7 @@ struct ClusterConfig {
   // clients (the scheduler and servers), but not train: RequireTraining says so.
   bool has_train = false;
   SecurityConfig security;
+  MetricsConfig metrics;  // `metrics:`, where each role serves Prometheus metrics (off by default)
 };
 
 // InvalidArgument naming the missing `train:` section when `config` has none.
