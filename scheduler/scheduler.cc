@@ -7,6 +7,7 @@
 
 #include "common/catch_exceptions.h"
 #include "common/quote_for_error.h"
+#include "scheduler/scheduler_metrics.h"
 
 namespace ember::scheduler {
 namespace {
@@ -78,6 +79,7 @@ void Scheduler::Run() {
       }
     }
     ServeCut();
+    if (metrics_ != nullptr) metrics_->Publish(MetricsSnapshot());
   }
 }
 
@@ -457,6 +459,7 @@ void Scheduler::ServeCut() {
 void Scheduler::FinishCut(const Status& outcome) {
   bool requested = false;
   wire::CutInfo cut = cuts_.Finish(&requested);
+  ++(outcome.ok() ? cuts_completed_ : cuts_failed_);
   if (outcome.ok()) {
     spdlog::info("scheduler: checkpoint after clock {} complete in {}", cut.clock, cut.dir);
   } else {

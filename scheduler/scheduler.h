@@ -39,6 +39,9 @@
 
 namespace ember::scheduler {
 
+class SchedulerMetrics;
+struct SchedulerSnapshot;
+
 struct SchedulerOptions {
   std::string bind = "tcp://127.0.0.1:*";
   uint32_t num_servers = 1;
@@ -66,6 +69,9 @@ class Scheduler {
   std::atomic<bool>* stop_flag() { return &stop_requested_; }
 
   const std::string& endpoint() const { return endpoint_; }
+  // Publishes a snapshot to `metrics` after every turn of Run()'s loop (scheduler_metrics.h).
+  // Borrowed: it must outlive Run(). Call before Run().
+  void set_metrics(SchedulerMetrics* metrics) { metrics_ = metrics; }
 
   // Handles one message from `peer` as the loop received it: the sender's identity frame, then
   // the request frame. Answers go out on the bound socket (Start). Run() calls it for every
@@ -122,6 +128,8 @@ class Scheduler {
   // Requests waiting for their answer, over every kind.
   size_t WaitersQueued() const;
   wire::Registration RegistrationFor(uint32_t member_id) const;
+  // In scheduler_metrics.cc: what the metrics show of the state now.
+  SchedulerSnapshot MetricsSnapshot() const;
 
   const SchedulerOptions options_;
   Context context_;
@@ -145,6 +153,9 @@ class Scheduler {
   uint32_t cut_coordinator_ = 0;
   ShardMoves moves_;
   LimitCounters limits_hit_;
+  uint64_t cuts_completed_ = 0;  // checkpoint cuts that ended well
+  uint64_t cuts_failed_ = 0;
+  SchedulerMetrics* metrics_ = nullptr;  // borrowed; null: no metrics
 };
 
 }  // namespace ember::scheduler

@@ -23,6 +23,17 @@ uint64_t TrainerClocks::min_live_clock() const {
   return lowest == UINT64_MAX ? 0 : lowest;
 }
 
+TrainerClocks::MemberCounts TrainerClocks::CountMembers() const {
+  MemberCounts counts;
+  for (const auto& member : members_) {
+    if (!member) continue;
+    if (member->state == State::kLive) ++counts.live;
+    if (member->state == State::kLeft) ++counts.left;
+    if (member->state == State::kDead) ++counts.dead;
+  }
+  return counts;
+}
+
 std::vector<uint32_t> TrainerClocks::live_trainers() const {
   std::vector<uint32_t> live;
   for (uint32_t id = 0; id < members_.size(); ++id) {

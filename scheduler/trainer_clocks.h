@@ -58,6 +58,11 @@ class TrainerClocks {
   uint64_t highest_clock() const { return highest_clock_; }
   // Live members that have reported a clock (trainers at work, not clients that only registered).
   std::vector<uint32_t> live_trainers() const;
+  // Members by state (clients that only registered count as live).
+  struct MemberCounts {
+    uint32_t live = 0, left = 0, dead = 0;
+  };
+  MemberCounts CountMembers() const;
 
  private:
   enum class State { kLive, kLeft, kDead };

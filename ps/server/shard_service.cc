@@ -9,6 +9,12 @@
 #include "ps/server/push_gate.h"
 
 namespace ember::ps {
+namespace {
+
+// Error answers counted on this thread: a RequestTimer tells from it whether its request failed.
+thread_local uint64_t t_errors_counted = 0;
+
+}  // namespace
 
 Result<std::unique_ptr<ShardService>> ShardService::Create(uint32_t server_id,
                                                            const std::vector<TableSpec>& tables,
@@ -65,6 +71,7 @@ Frame ShardService::Handle(Frame request, const Peer& peer) {
   // Known once decoded, for the error an exception escaping the handler becomes.
   std::string_view kind = "undecoded";
   uint64_t request_id = 0;
+  RequestTimer timer(request_metrics_, kind, t_errors_counted);
   auto handled = CatchExceptions([&]() -> Frame {
     auto decoded = wire::DecodeRequest(std::move(request));
     if (!decoded.ok()) {
@@ -83,8 +90,13 @@ Frame ShardService::Handle(Frame request, const Peer& peer) {
   return Error(request_id, failed);
 }
 
-Frame ShardService::Error(uint64_t request_id, const Status& status) {
+void ShardService::CountError() {
   errors_.fetch_add(1, std::memory_order_relaxed);
+  ++t_errors_counted;
+}
+
+Frame ShardService::Error(uint64_t request_id, const Status& status) {
+  CountError();
   return wire::EncodeStatusResponse(request_id, ownership_.epoch(), status);
 }
 
@@ -150,7 +162,7 @@ Frame ShardService::HandlePull(const wire::RequestHeader& header,
   if (pulled) {
     keys_pulled_.fetch_add(pull.keys.size(), std::memory_order_relaxed);
   } else {
-    errors_.fetch_add(1, std::memory_order_relaxed);
+    CountError();
   }
   return response;
 }

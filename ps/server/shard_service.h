@@ -42,6 +42,7 @@
 #include "ps/server/partition_ownership.h"
 #include "ps/server/push_accumulator.h"
 #include "ps/server/push_ledger.h"
+#include "ps/server/request_metrics.h"
 
 namespace ember::ps {
 
@@ -112,6 +113,11 @@ class ShardService {
   uint64_t duplicate_pushes() const { return duplicate_pushes_.load(std::memory_order_relaxed); }
   // Counts something refused or dropped for `limit` outside the handlers (the server's sockets).
   void CountLimitHit(Limit limit) { limits_hit_.Count(limit); }
+  // Requests, errors and handling latency per request kind, timed around Handle().
+  const RequestMetrics& request_metrics() const { return request_metrics_; }
+  // Partition moves this server completed as the target (adopted) and as the source (released).
+  uint64_t moves_in() const { return moves_in_.load(std::memory_order_relaxed); }
+  uint64_t moves_out() const { return moves_out_.load(std::memory_order_relaxed); }
 
  private:
   // A table's counts of pushes with non-finite gradients.
@@ -157,6 +163,8 @@ class ShardService {
   void NoteChangedKeys(const embedding::EmbeddingTable& table, std::span<const uint64_t> keys,
                        std::span<const uint32_t> partitions);
   Frame Error(uint64_t request_id, const Status& status);
+  // Counts one error answer (in the stats, and for the request being timed on this thread).
+  void CountError();
 
   Result<embedding::EmbeddingTable*> FindTable(const std::string& name);
 
@@ -196,6 +204,9 @@ class ShardService {
   std::atomic<uint64_t> keys_pushed_{0};
   std::atomic<uint64_t> errors_{0};
   std::atomic<uint64_t> duplicate_pushes_{0};
+  std::atomic<uint64_t> moves_in_{0};
+  std::atomic<uint64_t> moves_out_{0};
+  RequestMetrics request_metrics_;
   LimitCounters limits_hit_;
   std::map<std::string, NonFiniteCounts, std::less<>> non_finite_;  // a key per table
 };

@@ -235,6 +235,7 @@ void ShardService::EndMoveOut(uint32_t p, PartitionState to) {
 void ShardService::Release(uint32_t p) {
   if (ownership_.state(p) == PartitionState::kNotOwned) return;
   EndMoveOut(p, PartitionState::kNotOwned);
+  moves_out_.fetch_add(1, std::memory_order_relaxed);
   for (const auto& [name, table] : tables_) {
     auto erased = table->Erase(p);
     if (!erased.ok()) {
@@ -280,6 +281,9 @@ Result<uint64_t> ShardService::LoadIncoming(uint32_t p, std::span<const uint8_t>
 
 void ShardService::Adopt(uint32_t p, uint64_t epoch) {
   ownership_.advance_epoch(epoch);
+  if (ownership_.state(p) != PartitionState::kOwned) {
+    moves_in_.fetch_add(1, std::memory_order_relaxed);
+  }
   ownership_.set(p, PartitionState::kOwned);
 }
 
