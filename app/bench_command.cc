@@ -4,10 +4,10 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <cstdlib>
 #include <optional>
 
 #include "app/commands.h"
+#include "app/logging.h"
 #include "app/process_setup.h"
 #include "bench/bench.h"
 #include "common/file_io.h"
@@ -16,9 +16,8 @@
 namespace ember::app {
 
 int RunBench(const BenchFlags& flags) {
-  SetUpLogging("bench");
   // The in-process cluster's start-up lines would interleave with the table.
-  if (std::getenv("EMBER_LOG_LEVEL") == nullptr) spdlog::set_level(spdlog::level::warn);
+  SetUpLogging("bench", spdlog::level::warn);
   bench::BenchOptions options = flags.options;
   auto security = ResolveSecurity(flags.security);
   if (!security.ok()) return PrintError("bench", security.status(), 2);

@@ -5,6 +5,8 @@
 #include <cstdio>
 #include <memory>
 
+#include "app/logging.h"
+
 namespace ember::app {
 namespace {
 
@@ -93,11 +95,17 @@ class CommandFormatter : public CLI::Formatter {
   }
 
   // The value's name, without the validator's description that CLI11 appends after a ':' (the
-  // flag's help says what it accepts); switches take none.
+  // flag's help says what it accepts); a ':' inside brackets is the name's own (HOST[:PORT]).
+  // Switches take none.
   std::string make_option_opts(const CLI::Option* option) const override {
     if (option->get_type_size() == 0) return "";
     const std::string name = option->get_type_name();
-    return " " + name.substr(0, name.find(':'));
+    int depth = 0;
+    size_t end = 0;
+    for (; end < name.size() && !(name[end] == ':' && depth == 0); ++end) {
+      depth += name[end] == '[' ? 1 : name[end] == ']' ? -1 : 0;
+    }
+    return " " + name.substr(0, end);
   }
 
  private:
@@ -153,6 +161,7 @@ CLI::App* AddCommand(CLI::App& ember, const CommandText& text) {
 }
 
 int RunCommandLine(CLI::App& ember, const std::vector<Command>& commands, int argc, char** argv) {
+  for (const Command& command : commands) AddLoggingFlags(command.app);  // last in each help
   if (argc < 2) {
     std::fputs(ember.help().c_str(), stderr);
     return 2;
@@ -178,7 +187,9 @@ int RunCommandLine(CLI::App& ember, const std::vector<Command>& commands, int ar
     return 2;
   }
   for (const Command& command : commands) {
-    if (command.app->parsed()) return command.run();
+    if (!command.app->parsed()) continue;
+    SetUpLogging(command.app->get_name());  // a command that names its role differently redoes it
+    return command.run();
   }
   return 2;  // unreachable: parsing requires one subcommand
 }

@@ -1,11 +1,9 @@
-// Allocator, logging and signal set-up.
+// Allocator and signal set-up.
 #include "app/process_setup.h"
 
 #include <malloc.h>
 #include <signal.h>
-#include <spdlog/spdlog.h>
 
-#include <cstdlib>
 #include <filesystem>
 #include <string>
 
@@ -26,12 +24,6 @@ void KeepLargeAllocationsInTheHeap() {
   // memory (instead of trimming it) makes a request's buffers reuse the previous request's pages.
   mallopt(M_MMAP_THRESHOLD, 1 << 30);
   mallopt(M_TRIM_THRESHOLD, 1 << 30);
-}
-
-void SetUpLogging(std::string_view role) {
-  spdlog::set_pattern("%H:%M:%S.%e " + std::string(role) + " %^%l%$ %v");
-  const char* level = std::getenv("EMBER_LOG_LEVEL");
-  spdlog::set_level(level != nullptr ? spdlog::level::from_str(level) : spdlog::level::info);
 }
 
 std::string SelfExecutable() {

@@ -1,5 +1,5 @@
-// Process-wide set-up shared by the subcommands: the allocator, log format and stop signals, and
-// serving until a stop signal.
+// Process-wide set-up shared by the subcommands: the allocator and stop signals, and serving until
+// a stop signal (logging: app/logging.h).
 #pragma once
 
 #include <atomic>
@@ -11,10 +11,6 @@
 #include "common/status.h"
 
 namespace ember::app {
-
-// Logs go to stderr as "HH:MM:SS.mmm <role> <level> message"; EMBER_LOG_LEVEL (trace, debug,
-// info, warn, error) sets the level, info by default.
-void SetUpLogging(std::string_view role);
 
 // Keeps large allocations (message frames of megabytes, made and freed per request) in the heap
 // instead of fresh mmaps, so they are reused without page faults and zeroing by the kernel.

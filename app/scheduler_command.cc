@@ -5,6 +5,7 @@
 
 #include "app/commands.h"
 #include "app/config_flags.h"
+#include "app/logging.h"
 #include "app/process_setup.h"
 #include "common/advertised_endpoint.h"
 #include "common/file_io.h"

@@ -3,6 +3,7 @@
 
 #include "app/commands.h"
 #include "app/config_flags.h"
+#include "app/logging.h"
 #include "app/process_setup.h"
 #include "common/file_io.h"
 #include "ps/server/server.h"

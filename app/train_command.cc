@@ -6,6 +6,7 @@
 
 #include "app/commands.h"
 #include "app/config_flags.h"
+#include "app/logging.h"
 #include "app/process_setup.h"
 #include "app/train_early_stopping.h"
 #include "common/checkpoint_layout.h"

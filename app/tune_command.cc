@@ -17,6 +17,7 @@
 
 #include "app/commands.h"
 #include "app/config_flags.h"
+#include "app/logging.h"
 #include "app/process_setup.h"
 #include "common/child_process.h"
 #include "common/file_io.h"

@@ -1,8 +1,12 @@
-// Config overrides and switches on the `ember` command line, end to end: `ember cluster` passes
-// --set on to every process it starts, and bad overrides are usage errors naming them.
+// Config overrides, switches and logging flags on the `ember` command line, end to end: `ember
+// cluster` passes --set, --log-level and --log-format on to every process it starts, and bad
+// values are usage errors naming them.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <fstream>
+#include <set>
+#include <sstream>
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -32,9 +36,10 @@ class ConfigFlagsProcessTest : public ::testing::Test {
  protected:
   ConfigFlagsProcessTest() { std::ofstream(config_) << kJob; }
 
-  // Runs `ember <args...>` to its exit (60 s at most) and returns the exit code.
+  // Runs `ember <args...>` (or the program an absolute args[0] names) to its exit (60 s at most)
+  // and returns the exit code.
   int Run(std::vector<std::string> args) {
-    args.insert(args.begin(), EMBER_BINARY);
+    if (args.front().front() != '/') args.insert(args.begin(), EMBER_BINARY);
     ChildProcess process(args, log_);
     return process.WaitExit(seconds(60));
   }
@@ -93,6 +98,65 @@ TEST_F(ConfigFlagsProcessTest, HelpListsSwitchesAndOverridesButNotInternalFlags)
   EXPECT_EQ(Run({"bench-tier", "--help"}), 0);
   EXPECT_EQ(Log().find("--endpoint-file"), std::string::npos) << Log();
   EXPECT_EQ(Log().find("--push-until-killed"), std::string::npos) << Log();
+  // Every command takes the logging flags; a value name keeps its own bracketed ':'.
+  EXPECT_NE(Log().find("--log-format FORMAT"), std::string::npos) << Log();
+  EXPECT_NE(Log().find("--advertise HOST[:PORT]"), std::string::npos) << Log();
+}
+
+// Sets an environment variable for one test (the processes it starts inherit it).
+class ScopedVariable {
+ public:
+  ScopedVariable(const char* name, const char* value) : name_(name) { setenv(name, value, 1); }
+  ~ScopedVariable() { unsetenv(name_); }
+
+ private:
+  const char* name_;
+};
+
+TEST_F(ConfigFlagsProcessTest, JsonLogsOfEveryProcessGoToStderrOneObjectALine) {
+  const std::string json_log = dir_.path() + "/log.jsonl";
+  ASSERT_EQ(Run({"/bin/sh", "-c",
+                 std::string("exec \"$0\" cluster --config \"$1\" --log-format json 2>\"$2\""),
+                 EMBER_BINARY, config_, json_log}),
+            0)
+      << Log() << testing::ReadFile(json_log);
+  std::istringstream lines(testing::ReadFile(json_log));
+  std::set<std::string> roles;
+  for (std::string line; std::getline(lines, line);) {
+    const nlohmann::json entry = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+    ASSERT_TRUE(entry.is_object()) << "not a JSON object: " << line;
+    for (const char* field : {"time", "role", "pid", "level", "message"}) {
+      EXPECT_TRUE(entry.contains(field)) << field << " missing: " << line;
+    }
+    roles.insert(entry.value("role", ""));
+  }
+  for (const char* role : {"cluster", "scheduler", "server"}) EXPECT_EQ(roles.count(role), 1u);
+  // stdout keeps the progress lines and the summary, and no log line.
+  EXPECT_NE(Log().find("summary"), std::string::npos) << Log();
+  EXPECT_EQ(Log().find("listening on"), std::string::npos) << Log();
+}
+
+TEST_F(ConfigFlagsProcessTest, LogLevelFlagWinsOverTheEnvironmentForEveryProcess) {
+  ScopedVariable debug("EMBER_LOG_LEVEL", "debug");
+  ASSERT_EQ(Run({"cluster", "--config", config_, "--log-level", "warn"}), 0) << Log();
+  EXPECT_NE(Log().find("summary"), std::string::npos) << Log();
+  for (const char* info : {" info ", " debug ", "listening on", "serving on"}) {
+    EXPECT_EQ(Log().find(info), std::string::npos) << info << " in " << Log();
+  }
+}
+
+TEST_F(ConfigFlagsProcessTest, BadLoggingValuesAreNamed) {
+  EXPECT_EQ(Run({"status", "--scheduler", "tcp://127.0.0.1:1", "--log-level", "loud"}), 2);
+  EXPECT_NE(Log().find("--log-level: loud not in"), std::string::npos) << Log();
+  EXPECT_EQ(Run({"train", "--config", config_, "--log-format", "xml"}), 2);
+  EXPECT_NE(Log().find("--log-format: xml not in"), std::string::npos) << Log();
+  // A bad variable is a warning naming it; the default applies.
+  ScopedVariable xml("EMBER_LOG_FORMAT", "xml");
+  ASSERT_EQ(Run({"cluster", "--config", config_}), 0) << Log();
+  EXPECT_NE(Log().find("ignoring EMBER_LOG_FORMAT='xml' (not one of text, json); using text"),
+            std::string::npos)
+      << Log();
+  EXPECT_NE(Log().find(" scheduler info scheduler: listening on"), std::string::npos) << Log();
 }
 
 }  // namespace
