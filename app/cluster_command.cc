@@ -214,6 +214,14 @@ int RunCluster(const ClusterFlags& flags) {
     if (!flags.data_dir.empty()) {
       args.insert(args.end(), {"--data-dir", flags.data_dir + "/server-" + std::to_string(i)});
     }
+    if (config->metrics.servers) {
+      // Every server its own metrics port: PORT+i (the servers share this machine).
+      auto metrics = config->metrics.servers->Offset(i);
+      if (!metrics.ok()) {
+        return PrintError("cluster", metrics.status().WithContext("metrics.servers"), 2);
+      }
+      args.insert(args.end(), {"--metrics-bind", metrics->ToString()});
+    }
     if (config->cluster.server_threads == 0) {
       // The servers share this machine's cores.
       args.insert(args.end(),

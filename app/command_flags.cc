@@ -2,6 +2,7 @@
 #include "app/command_flags.h"
 
 #include "app/commands.h"
+#include "app/metrics_flags.h"
 
 namespace ember::app {
 namespace {
@@ -111,6 +112,7 @@ void AddSchedulerFlags(CLI::App* command, SchedulerFlags* flags) {
   AddSyncFlags(command, &flags->config);
   AddCheckpointFlags(command, &flags->config);
   AddSecurityFlags(command, &flags->security, /*can_bind=*/true);
+  AddMetricsBindFlag(command, &flags->metrics_bind, "metrics.scheduler");
 }
 
 constexpr CommandText kServerCommand = {
@@ -156,6 +158,7 @@ void AddServerFlags(CLI::App* command, ServerFlags* flags) {
            "pace the partition copies this server receives (bytes/s; default: unpaced)")
       ->group(joining);
   AddSecurityFlags(command, &flags->security, /*can_bind=*/true);
+  AddMetricsBindFlag(command, &flags->metrics_bind, "metrics.servers");
 }
 
 constexpr CommandText kTrainCommand = {
@@ -192,6 +195,7 @@ void AddTrainFlags(CLI::App* command, TrainFlags* flags) {
            "draws them)")
       ->group("output");
   AddSecurityFlags(command, &flags->security, /*can_bind=*/false);
+  AddMetricsBindFlag(command, &flags->metrics_bind, "metrics.trainers, plus the rank");
 }
 
 constexpr CommandText kBenchCommand = {

@@ -45,6 +45,7 @@ struct SchedulerFlags {
   std::string advertise;            // HOST[:PORT] written to the endpoint file and logged
   std::string endpoint_file;        // internal: how `ember cluster` learns where it listens
   SecurityFlags security;
+  std::optional<std::string> metrics_bind;  // HOST:PORT; unset: the config's metrics.scheduler
 };
 
 // `ember server`; without --config the defaults are ClusterShape's.
@@ -57,6 +58,7 @@ struct ServerFlags {
   bool join = false;
   uint64_t move_bandwidth = 0;
   SecurityFlags security;
+  std::optional<std::string> metrics_bind;  // HOST:PORT; unset: the config's metrics.servers
 };
 
 // `ember train`.
@@ -67,6 +69,7 @@ struct TrainFlags {
   std::string summary_json, restore;
   std::string log_jsonl;  // one JSON object per progress window, then the summary
   SecurityFlags security;
+  std::optional<std::string> metrics_bind;  // HOST:PORT; unset: metrics.trainers (+ rank)
 };
 
 // `ember bench` (bench/bench.h).

@@ -5,11 +5,13 @@
 
 #include "app/commands.h"
 #include "app/config_flags.h"
+#include "app/metrics_flags.h"
 #include "app/logging.h"
 #include "app/process_setup.h"
 #include "common/advertised_endpoint.h"
 #include "common/file_io.h"
 #include "scheduler/scheduler.h"
+#include "scheduler/scheduler_metrics.h"
 
 namespace ember::app {
 
@@ -35,6 +37,15 @@ int RunScheduler(const SchedulerFlags& flags) {
   options.security = std::move(*security);
   options.limits = config->limits;
   scheduler::Scheduler scheduler(std::move(options));
+  // Bound before the scheduler starts, so that a port in use fails at once; the loop publishes
+  // its state to the collector after every turn.
+  auto metrics = StartMetrics("scheduler", flags.metrics_bind, config->metrics.scheduler);
+  if (!metrics.ok()) return PrintError("scheduler", metrics.status(), 2);
+  if (*metrics) {
+    auto collector = std::make_shared<scheduler::SchedulerMetrics>();
+    scheduler.set_metrics(collector.get());
+    (*metrics)->Add(std::move(collector));
+  }
   return ServeUntilStopped("scheduler", scheduler, [&]() -> Status {
     ASSIGN_OR_RETURN(std::string advertised,
                      AdvertisedEndpoint(scheduler.endpoint(), flags.advertise));

@@ -3,10 +3,12 @@
 
 #include "app/commands.h"
 #include "app/config_flags.h"
+#include "app/metrics_flags.h"
 #include "app/logging.h"
 #include "app/process_setup.h"
 #include "common/file_io.h"
 #include "ps/server/server.h"
+#include "ps/server/server_metrics.h"
 
 namespace ember::app {
 
@@ -14,12 +16,14 @@ int RunServer(const ServerFlags& flags) {
   SetUpLogging("server");
   local::ClusterShape shape;
   local::SecurityConfig security_config;
+  local::MetricsConfig metrics_config;
   Limits limits;
   if (!flags.config.path.empty()) {
     auto config = LoadConfig(flags.config);
     if (!config.ok()) return PrintError("server", config.status(), 2);
     shape = config->cluster;
     security_config = config->security;
+    metrics_config = config->metrics;
     limits = config->limits;
   }
   ps::ServerOptions options;
@@ -57,7 +61,14 @@ int RunServer(const ServerFlags& flags) {
   if (!security.ok()) return PrintError("server", security.status(), 2);
   options.security = std::move(*security);
   ps::Server server(std::move(options));
-  return ServeUntilStopped("server", server);
+  // Bound before the server starts, so that a port in use fails at once; declared after the
+  // server, so that scrapes stop before it goes.
+  auto metrics = StartMetrics("server", flags.metrics_bind, metrics_config.servers);
+  if (!metrics.ok()) return PrintError("server", metrics.status(), 2);
+  return ServeUntilStopped("server", server, [&]() -> Status {
+    if (*metrics) (*metrics)->Add(std::make_shared<ps::ServerMetrics>(server.service()));
+    return Status::Ok();
+  });
 }
 
 }  // namespace ember::app

@@ -6,6 +6,7 @@
 
 #include "app/commands.h"
 #include "app/config_flags.h"
+#include "app/metrics_flags.h"
 #include "app/logging.h"
 #include "app/process_setup.h"
 #include "app/train_early_stopping.h"
@@ -21,6 +22,7 @@
 #include "trainer/ranking_metrics.h"
 #include "trainer/synthetic_source.h"
 #include "trainer/trainer.h"
+#include "trainer/trainer_metrics.h"
 
 namespace ember::app {
 namespace {
@@ -179,6 +181,14 @@ int RunTrain(const TrainFlags& flags) {
     return Fail(InvalidArgument("--rank " + std::to_string(train.rank) + " is not below the " +
                                 std::to_string(train.sync.trainers) + " trainers of the run"));
   }
+  // Bound before anything connects, so that a port in use fails at once.
+  auto metrics = StartMetrics("trainer", flags.metrics_bind, config->metrics.trainers, train.rank);
+  if (!metrics.ok()) return PrintError("train", metrics.status(), 2);
+  std::shared_ptr<trainer::TrainerMetrics> trainer_metrics;
+  if (*metrics) {
+    trainer_metrics = std::make_shared<trainer::TrainerMetrics>(train.batch_size, train.rank);
+    (*metrics)->Add(trainer_metrics);
+  }
   ps::ClientOptions client_options;
   client_options.scheduler_endpoint = flags.scheduler.value_or(config->cluster.scheduler);
   client_options.limits = config->limits;
@@ -236,6 +246,7 @@ int RunTrain(const TrainFlags& flags) {
   // Each progress window is printed and logged; a log that cannot be written is reported once.
   bool log_failed = false;
   auto on_window = [&](const trainer::WindowStats& w, uint32_t window_steps) {
+    if (trainer_metrics) trainer_metrics->Observe(w);
     PrintWindow(w, window_steps, train.batch_size);
     if (!run_log || log_failed) return;
     if (Status logged = run_log->Window(w, window_steps, train.batch_size); !logged.ok()) {
