@@ -18,6 +18,7 @@
 
 #include "app/commands.h"
 #include "app/process_setup.h"
+#include "common/human_format.h"
 #include "local/move_progress.h"
 #include "local/run_log.h"
 #include "local/train_summary.h"
@@ -100,7 +101,7 @@ std::string Render(const Snapshot& now, const Snapshot* before,
     const std::optional<double> rate = moves->MovesPerSecond();
     const std::optional<double> eta = moves->EtaSeconds();
     text += Format(", %s/s, eta %s", rate ? Format("%.2f", *rate).c_str() : "?",
-                   eta ? local::FormatDuration(*eta).c_str() : "?");
+                   eta ? FormatDuration(*eta).c_str() : "?");
   }
   text += "\n";
   const bool rates = moves != nullptr;

@@ -17,6 +17,7 @@
 #include "bench/internal/process_usage.h"
 #include "bench/internal/request_driver.h"
 #include "bench/internal/rounds.h"
+#include "common/progress_meter.h"
 #include "embedding/embedding_table.h"
 #include "embedding/optimizer.h"
 #include "embedding/table_config.h"
@@ -51,6 +52,7 @@ Result<PopulateFigures> Populate(const BenchOptions& config,
                                  std::vector<std::unique_ptr<RequestDriver>>& pull_drivers) {
   const trainer::ZipfSampler sampler(config.vocabulary, config.exponent, true, config.seed);
   const auto start = Clock::now();
+  ProgressMeter meter({.label = "populating", .unit = "rows", .total = config.populate});
   std::vector<Status> statuses(pull_drivers.size());
   std::vector<std::thread> threads;
   for (size_t d = 0; d < pull_drivers.size(); ++d) {
@@ -64,10 +66,12 @@ Result<PopulateFigures> Populate(const BenchOptions& config,
           keys.push_back(sampler.KeyOfRank(i));
         }
         statuses[d] = pull_drivers[d]->Request(keys);
+        meter.Add(keys.size());
       }
     });
   }
   for (auto& thread : threads) thread.join();
+  meter.Finish();
   for (const Status& status : statuses) RETURN_IF_ERROR(status.WithContext("populating"));
   PopulateFigures figures;
   figures.rows = config.populate;

@@ -15,6 +15,7 @@
 #include <unordered_set>
 
 #include "common/child_process.h"
+#include "common/progress_meter.h"
 #include "embedding/embedding_table.h"
 #include "embedding/initializer.h"
 #include "embedding/rocks_store.h"
@@ -83,11 +84,15 @@ Status BulkLoad(const TierBenchOptions& config, embedding::RocksTable& disk,
   auto optimizer = embedding::RowOptimizer::Create(spec.optimizer, spec.dim);
   std::vector<float> row(FloatsPerRow(spec));
   embedding::RowWrites writes(disk);
+  ProgressMeter meter({.label = "bulk-loading", .unit = "rows", .total = config.rows});
   for (uint64_t key = 0; key < config.rows; ++key) {
     embedding::InitializeRow(spec, key, std::span<float>(row.data(), spec.dim));
     optimizer->InitState(std::span<float>(row.data() + spec.dim, row.size() - spec.dim));
     writes.Put(shape.PartitionOf(key), key, row);
-    if (writes.size() == 65536) RETURN_IF_ERROR(disk.Write(writes));
+    if (writes.size() == 65536) {
+      RETURN_IF_ERROR(disk.Write(writes));
+      meter.Set(key + 1);
+    }
   }
   return disk.Write(writes);
 }
@@ -209,6 +214,7 @@ Status MeasureInMemory(const TierBenchOptions& config, TierBenchReport* report,
   const auto start = Clock::now();
   std::vector<uint64_t> keys;
   std::vector<float> rows;
+  ProgressMeter meter({.label = "populating", .unit = "rows", .total = config.rows});
   for (uint64_t first = 0; first < config.rows; first += 65536) {
     keys.clear();
     for (uint64_t key = first; key < std::min(config.rows, first + 65536); ++key) {
@@ -216,7 +222,9 @@ Status MeasureInMemory(const TierBenchOptions& config, TierBenchReport* report,
     }
     rows.resize(keys.size() * config.dim);
     RETURN_IF_ERROR(memory.Pull(keys, rows));
+    meter.Add(keys.size());
   }
+  meter.Finish();
   report->memory_populate_seconds = SecondsSince(start);
   report->memory_bytes = static_cast<double>(memory.bytes());
   progress(Line("in memory: populated in %.1f s, %.2f GB held", report->memory_populate_seconds,

@@ -15,20 +15,6 @@ double EtaSeconds(const trainer::WindowStats& window, uint32_t steps, uint32_t b
   return (steps - window.last_step) * static_cast<double>(batch_size) / window.samples_per_second;
 }
 
-std::string FormatDuration(double seconds) {
-  if (!(seconds >= 0)) return "?";
-  const long long total = std::llround(seconds);
-  char text[32];
-  if (total < 60) {
-    std::snprintf(text, sizeof(text), "%llds", total);
-  } else if (total < 3600) {
-    std::snprintf(text, sizeof(text), "%lldm%02llds", total / 60, total % 60);
-  } else {
-    std::snprintf(text, sizeof(text), "%lldh%02lldm", total / 3600, total / 60 % 60);
-  }
-  return text;
-}
-
 Result<std::unique_ptr<RunLog>> RunLog::Open(const std::string& path) {
   std::FILE* file = std::fopen(path.c_str(), "w");
   if (file == nullptr) {

@@ -18,8 +18,6 @@ namespace ember::local {
 
 // Seconds until step `steps` at the window's rate (batch_size samples a step); < 0 when unknown.
 double EtaSeconds(const trainer::WindowStats& window, uint32_t steps, uint32_t batch_size);
-// "42s", "3m05s", "2h04m"; "?" for a negative duration.
-std::string FormatDuration(double seconds);
 
 class RunLog {
  public:

@@ -3,22 +3,33 @@
 
 #include <filesystem>
 
+#include "common/checkpoint_layout.h"
 #include "common/file_io.h"
+#include "common/progress_meter.h"
 #include "common/quote_for_error.h"
 #include "embedding/partition_file.h"
-#include "common/checkpoint_layout.h"
 #include "ps/server/shard_service.h"
 
 namespace ember::ps {
+namespace {
+
+// A meter of one checkpoint phase over a server's partition files (one per table and partition).
+ProgressOptions CheckpointProgress(uint32_t server_id, const std::string& phase, uint64_t files) {
+  return {.label = "server " + std::to_string(server_id) + ": " + phase + " checkpoint",
+          .unit = "partition files",
+          .total = files};
+}
+
+}  // namespace
 
 Frame ShardService::HandleCheckpoint(const wire::RequestHeader& header,
-                                              const wire::CheckpointRequest& checkpoint) {
+                                     const wire::CheckpointRequest& checkpoint) {
   if (!IsAbsoluteNormalPath(checkpoint.dir)) {
-    return Error(header.request_id,
-                 InvalidArgument("checkpoint directory " +
-                                 QuoteForError(checkpoint.dir, kMaxQuotedPath) +
-                                 " is not an absolute path in normal form (no '.', '..' or "
-                                 "empty components)"));
+    return Error(
+        header.request_id,
+        InvalidArgument("checkpoint directory " + QuoteForError(checkpoint.dir, kMaxQuotedPath) +
+                        " is not an absolute path in normal form (no '.', '..' or "
+                        "empty components)"));
   }
   Status done;
   const char* what = "";
@@ -46,13 +57,16 @@ Frame ShardService::HandleCheckpoint(const wire::RequestHeader& header,
 }
 
 Status ShardService::WriteCheckpoint(const std::string& dir) {
+  ProgressMeter meter(
+      CheckpointProgress(server_id_, "writing", tables_.size() * ownership_.served_count()));
   for (const auto& [name, table] : tables_) {
     RETURN_IF_ERROR(MakeDirectories(
         std::filesystem::path(PartitionFilePath(dir, name, 0)).parent_path().string()));
     for (uint32_t p = 0; p < ownership_.size(); ++p) {
       if (!ownership_.serves(p)) continue;
-      RETURN_IF_ERROR(embedding::WritePartitionFile(*table, p, PartitionFilePath(dir, name, p),
-                                                    Flush::kLater));
+      RETURN_IF_ERROR(
+          embedding::WritePartitionFile(*table, p, PartitionFilePath(dir, name, p), Flush::kLater));
+      meter.Add(1);
     }
   }
   // One flush for every file: each partition flushed on its own took 12x longer (6144 files of
@@ -61,11 +75,14 @@ Status ShardService::WriteCheckpoint(const std::string& dir) {
 }
 
 Status ShardService::VerifyCheckpoint(const std::string& dir) {
+  ProgressMeter meter(
+      CheckpointProgress(server_id_, "verifying", tables_.size() * ownership_.served_count()));
   for (const auto& [name, table] : tables_) {
     for (uint32_t p = 0; p < ownership_.size(); ++p) {
       if (!ownership_.serves(p)) continue;
       RETURN_IF_ERROR(
           embedding::ReadPartitionFile(*table, p, PartitionFilePath(dir, name, p)).status());
+      meter.Add(1);
     }
   }
   return Status::Ok();
@@ -75,6 +92,8 @@ Status ShardService::RestoreCheckpoint(const std::string& dir) {
   // Every file is verified before any row changes, so a bad file leaves the rows as they were.
   // Files are read again to load them, keeping one partition in memory at a time.
   RETURN_IF_ERROR(VerifyCheckpoint(dir));
+  ProgressMeter meter(
+      CheckpointProgress(server_id_, "loading", tables_.size() * ownership_.served_count()));
   for (const auto& [name, table] : tables_) {
     for (uint32_t p = 0; p < ownership_.size(); ++p) {
       if (!ownership_.serves(p)) continue;
@@ -82,10 +101,10 @@ Status ShardService::RestoreCheckpoint(const std::string& dir) {
                        embedding::ReadPartitionFile(*table, p, PartitionFilePath(dir, name, p)));
       Status loaded = embedding::LoadPartitionRows(*table, p, rows);
       if (!loaded.ok()) {
-        return loaded.WithContext("restore stopped partway through partition " +
-                                  std::to_string(p) + " of table '" + name +
-                                  "'; restore again before serving");
+        return loaded.WithContext("restore stopped partway through partition " + std::to_string(p) +
+                                  " of table '" + name + "'; restore again before serving");
       }
+      meter.Add(1);
     }
   }
   return Status::Ok();
