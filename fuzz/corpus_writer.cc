@@ -81,6 +81,11 @@ std::vector<std::pair<std::string, Frame>> Requests() {
   add("pull", wire::EncodePull(h, tables[0].name, kKeys));
   add("pull-f16", wire::EncodePullSubset(h, tables[1].name, kKeys, {}, RowFormat::kF16));
   add("pull-empty", wire::EncodePull(h, tables[2].name, {}));
+  add("lookup", wire::EncodeLookupSubset(h, tables[0].name, kKeys, {}, RowFormat::kF32,
+                                         MissingRows::kInitial));
+  const std::vector<uint32_t> looked_up = {5, 1};
+  add("lookup-flag-f16", wire::EncodeLookupSubset(h, tables[1].name, kKeys, looked_up,
+                                                  RowFormat::kF16, MissingRows::kFlag));
   add("push", wire::EncodePushSubset(h, tables[0].name, kKeys, grads, dim, {}, 3,
                                      RowFormat::kF32, 0, false, {5, 1}));
   const std::vector<uint32_t> positions = {0, 2};
@@ -155,6 +160,18 @@ void WriteWireResponses(CorpusWriter& out) {
             Bytes(wire::EncodePullResponse(3, 1, rows.size(), fill_rows, RowFormat::kF32)));
   out.Write(target, "pull-f16",
             Bytes(wire::EncodePullResponse(3, 1, rows.size(), fill_rows, RowFormat::kF16)));
+  const std::vector<uint8_t> found = {1, 0, 1};
+  auto fill_lookup = [&](std::span<float> dst, std::span<uint8_t> flags) {
+    std::copy(rows.begin(), rows.end(), dst.begin());
+    std::copy(found.begin(), found.end(), flags.begin());
+    return Status::Ok();
+  };
+  out.Write(target, "lookup",
+            Bytes(wire::EncodeLookupResponse(3, 1, rows.size(), found.size(), fill_lookup,
+                                             RowFormat::kF32)));
+  out.Write(target, "lookup-f16",
+            Bytes(wire::EncodeLookupResponse(3, 1, rows.size(), found.size(), fill_lookup,
+                                             RowFormat::kF16)));
   out.Write(target, "stats", Bytes(wire::EncodeStatsResponse(4, 1, Stats())));
   out.Write(target, "registration",
             Bytes(wire::EncodeRegistrationResponse(5, {0, FuzzTables(), routing, 3})));
@@ -203,6 +220,13 @@ void WriteServerConversations(CorpusWriter& out) {
   out.Write(target, "push-pull-stats",
             JoinRecords({Record(PeerRole::kTrainer, push), Record(PeerRole::kTrainer, push),
                          Record(PeerRole::kTrainer, pull),
+                         Record(PeerRole::kAdmin, wire::EncodeStatsRequest(h))}));
+  // A lookup between a push and a pull, flagging missing keys, and one a server may not send.
+  const Frame lookup =
+      wire::EncodeLookupSubset(h, "user", kKeys, {}, RowFormat::kF32, MissingRows::kFlag);
+  out.Write(target, "push-lookup-pull",
+            JoinRecords({Record(PeerRole::kTrainer, push), Record(PeerRole::kTrainer, lookup),
+                         Record(PeerRole::kServer, lookup), Record(PeerRole::kTrainer, pull),
                          Record(PeerRole::kAdmin, wire::EncodeStatsRequest(h))}));
   const Frame deferred = wire::EncodePushSubset(h, "ftrl", {kKeys.data(), 2},
                                                 Gradients(2, tables[2].dim), tables[2].dim, {}, 1,

@@ -24,6 +24,10 @@ std::optional<Frame> Encode(const wire::DecodedRequest& request) {
           [&](const PullRequest& pull) {
             return EncodePullSubset(h, pull.table, pull.keys, {}, pull.row_format);
           },
+          [&](const LookupRequest& lookup) {
+            return EncodeLookupSubset(h, lookup.table, lookup.keys, {}, lookup.row_format,
+                                      lookup.missing);
+          },
           [&](const PushRequest& push) {
             // Widened fp16 gradients travel back as fp32: the second trip compares fp32 frames.
             return EncodePushSubset(h, push.table, push.keys, push.gradients, 0, {}, push.clock,

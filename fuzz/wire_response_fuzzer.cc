@@ -32,6 +32,17 @@ std::optional<Frame> Encode(const wire::DecodedResponse& response) {
               return Status::Ok();
             });
           },
+          [&](const LookupRows& lookup) {
+            // Widened fp16 rows travel back as fp32, as a pull's do.
+            return EncodeLookupResponse(
+                id, epoch, lookup.rows.size(), lookup.found.size(),
+                [&](std::span<float> rows, std::span<uint8_t> found) {
+                  if (!rows.empty())
+                    std::memcpy(rows.data(), lookup.rows.data(), rows.size_bytes());
+                  if (!found.empty()) std::memcpy(found.data(), lookup.found.data(), found.size());
+                  return Status::Ok();
+                });
+          },
           [&](const ServerStats& stats) { return EncodeStatsResponse(id, epoch, stats); },
           [&](const Registration& r) { return EncodeRegistrationResponse(id, r); },
           [&](const RoutingTable& routing) { return EncodeRoutingResponse(id, routing); },
