@@ -152,6 +152,20 @@ struct PlotFlags {
   std::string out, labels;
 };
 
+// `ember plan` (local/cluster_plan.h).
+struct PlanFlags {
+  uint64_t rows = 0;
+  uint32_t dim = 0;
+  std::string optimizer = "adagrad";
+  std::string wire = "f32";        // f32 or f16
+  double keys_per_second = 0;      // pulled, each also pushed; 0: no throughput target
+  double server_memory_gib = 256;  // RAM of one server
+  uint32_t server_cores = 16;
+  double hot_fraction = 1;         // share of rows in memory; the rest in the RocksDB tier
+  uint32_t partitions = 1024;
+  bool json = false;
+};
+
 // Adds every subcommand to `ember`, in the order `ember --help` lists them.
 std::vector<Command> AddCommands(CLI::App& ember);
 

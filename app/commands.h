@@ -22,5 +22,6 @@ int RunExport(const ExportFlags& flags);
 int RunLookup(const LookupFlags& flags);
 int RunKeygen(const KeygenFlags& flags);
 int RunPlot(const PlotFlags& flags);
+int RunPlan(const PlanFlags& flags);
 
 }  // namespace ember::app

@@ -1,0 +1,334 @@
+// The cluster plan's arithmetic, its JSON and its text.
+#include "local/cluster_plan.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdarg>
+#include <cstdio>
+#include <nlohmann/json.hpp>
+
+#include "embedding/embedding_table.h"
+#include "embedding/row_store.h"
+#include "embedding/slab_arena.h"
+#include "embedding/table_config.h"
+
+namespace ember::local {
+namespace {
+
+using Json = nlohmann::ordered_json;  // keys in the order written
+
+// RowStore's layout (embedding/row_store.{h,cc}): a 16-byte index entry (key, row pointer), at
+// least 16 entries, doubled when an insert would fill more than 70% of them; rows in chunks
+// of about as many rows as the partition holds, at least 16 and at most kMaxChunkBytes.
+constexpr double kIndexEntryBytes = 16;
+constexpr uint64_t kMinIndexEntries = 16;
+constexpr uint64_t kMinRowsPerChunk = 16;
+// The key of a row in a partition file and a move (uint64), and in RocksDB (partition + key).
+constexpr double kCheckpointKeyBytes = 8;
+constexpr double kDiskKeyBytes = 12;
+// A key on the wire: 8 bytes in the pull request and again in the push.
+constexpr double kWireKeyBytes = 8;
+// A tiered table keeps the row's resident key in its CLOCK ring (embedding/clock_ring.h).
+constexpr double kClockRingBytesPerRow = 8;
+
+double Ceil(double x) { return std::ceil(x - 1e-9); }
+
+std::string Format(const char* format, ...) {
+  char buffer[512];
+  va_list args;
+  va_start(args, format);
+  std::vsnprintf(buffer, sizeof(buffer), format, args);
+  va_end(args);
+  return buffer;
+}
+
+// "1.23 GiB"; binary units for memory and disk.
+std::string Bytes(double bytes) {
+  static const char* const kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
+  int unit = 0;
+  while (std::fabs(bytes) >= 1024 && unit < 5) {
+    bytes /= 1024;
+    ++unit;
+  }
+  return unit == 0 ? Format("%.1f B", bytes) : Format("%.2f %s", bytes, kUnits[unit]);
+}
+
+// "12.34 Gbit/s"; decimal units for network rates.
+std::string Rate(double bytes_per_second) {
+  return Format("%.2f Gbit/s", bytes_per_second * 8 / 1e9);
+}
+
+// "12.3 s", "4.5 min", "1.2 h".
+std::string Duration(double seconds) {
+  if (seconds < 120) return Format("%.1f s", seconds);
+  if (seconds < 7200) return Format("%.1f min", seconds / 60);
+  return Format("%.1f h", seconds / 3600);
+}
+
+std::string Count(double n) {
+  if (n >= 1e9) return Format("%.3gG", n / 1e9);
+  if (n >= 1e6) return Format("%.3gM", n / 1e6);
+  if (n >= 1e3) return Format("%.3gK", n / 1e3);
+  return Format("%.3g", n);
+}
+
+uint32_t StateFloats(const PlanInputs& in) {
+  TableSpec spec;
+  spec.dim = in.dim;
+  spec.optimizer.kind = in.optimizer;
+  return embedding::EmbeddingTable::PersistedFloatsPerRow(spec) - in.dim;
+}
+
+double WireValueBytes(RowFormat format) { return format == RowFormat::kF16 ? 2 : 4; }
+
+Status ValidateInputs(const PlanInputs& in) {
+  if (in.rows == 0) return InvalidArgument("--rows must be at least 1");
+  if (in.dim == 0 || in.dim > embedding::kMaxTableDim) {
+    return InvalidArgument("--dim must be in 1.." + std::to_string(embedding::kMaxTableDim) +
+                           " (got " + std::to_string(in.dim) + ")");
+  }
+  if (!std::isfinite(in.keys_per_second) || in.keys_per_second < 0) {
+    return InvalidArgument("--keys-per-second must be a finite number >= 0");
+  }
+  if (in.server_memory_bytes == 0) return InvalidArgument("--server-memory must be above 0");
+  if (in.server_cores == 0) return InvalidArgument("--server-cores must be at least 1");
+  if (!(in.hot_fraction > 0 && in.hot_fraction <= 1)) {
+    return InvalidArgument("--hot-fraction must be in (0, 1]");
+  }
+  if (in.partitions == 0) return InvalidArgument("--partitions must be at least 1");
+  if (embedding::OptimizerKindName(in.optimizer) == "unknown") {
+    return InvalidArgument("unknown optimizer");
+  }
+  return Status::Ok();
+}
+
+// Server CPU seconds to pull one key and to push one, from memory.
+double PullCpuSeconds(uint32_t dim) {
+  return (kPullCpuNanosPerKey + kPullCpuNanosPerRowByte * dim * 4.0) * 1e-9;
+}
+double PushCpuSeconds(uint32_t row_floats) {
+  return (kPushCpuNanosPerKey + kPushCpuNanosPerStateByte * row_floats * 4.0) * 1e-9;
+}
+
+}  // namespace
+
+double PartitionIndexBytes(uint64_t rows) {
+  if (rows == 0) return 0;
+  uint64_t entries = kMinIndexEntries;
+  while (rows * 10 > entries * 7) entries *= 2;
+  return kIndexEntryBytes * static_cast<double>(entries);
+}
+
+double PartitionChunkBytes(uint64_t rows, uint32_t floats_per_row) {
+  const uint64_t row_bytes = uint64_t{floats_per_row} * sizeof(float);
+  const uint64_t max_rows_per_chunk =
+      std::max<uint64_t>(kMinRowsPerChunk, embedding::RowStore::kMaxChunkBytes / row_bytes);
+  double bytes = 0;
+  uint64_t stored = 0;
+  while (stored < rows) {
+    // A new chunk of about as many rows as are stored already, filling its arena block.
+    const uint64_t wanted = std::clamp(stored, kMinRowsPerChunk, max_rows_per_chunk) * row_bytes;
+    const uint64_t chunk_bytes = embedding::SlabArena::BlockBytes(wanted) / row_bytes * row_bytes;
+    const uint64_t chunk_rows = chunk_bytes / row_bytes;
+    if (stored >= max_rows_per_chunk) {
+      // From here every chunk is the same size: the rest in one step.
+      const uint64_t chunks = (rows - stored + chunk_rows - 1) / chunk_rows;
+      return bytes + static_cast<double>(chunks) * static_cast<double>(chunk_bytes);
+    }
+    bytes += static_cast<double>(chunk_bytes);
+    stored += chunk_rows;
+  }
+  return bytes;
+}
+
+Result<Plan> PlanCluster(const PlanInputs& in) {
+  RETURN_IF_ERROR(ValidateInputs(in));
+  Plan p;
+  p.inputs = in;
+  const bool tiered = in.hot_fraction < 1;
+  const double rows = static_cast<double>(in.rows);
+
+  p.row_floats = in.dim + StateFloats(in);
+  p.row_bytes = p.row_floats * 4.0;
+
+  // Memory: the resident rows of a partition, with a flags word and a CLOCK entry when tiered.
+  const uint32_t stored_floats = p.row_floats + (tiered ? 1 : 0);
+  const uint64_t resident_per_partition =
+      static_cast<uint64_t>(Ceil(rows * in.hot_fraction / in.partitions));
+  const double resident = static_cast<double>(resident_per_partition);
+  p.index_bytes_per_row = PartitionIndexBytes(resident_per_partition) / resident;
+  p.chunk_bytes_per_row = PartitionChunkBytes(resident_per_partition, stored_floats) / resident +
+                          (tiered ? kClockRingBytesPerRow : 0);
+  p.table_bytes_per_row = p.index_bytes_per_row + p.chunk_bytes_per_row;
+  p.memory_bytes_per_row = p.table_bytes_per_row * kResidentOverTable;
+  p.checkpoint_bytes_per_row = kCheckpointKeyBytes + p.row_bytes;
+  p.disk_bytes_per_row = (kDiskKeyBytes + p.row_bytes) * kDiskOverKeyAndValue;
+  p.wire_bytes_per_key = 2 * (kWireKeyBytes + in.dim * WireValueBytes(in.wire_format));
+
+  p.memory_bytes = rows * in.hot_fraction * p.memory_bytes_per_row;
+  p.disk_bytes = tiered ? rows * p.disk_bytes_per_row : 0;
+  p.checkpoint_bytes = rows * p.checkpoint_bytes_per_row;
+  p.network_bytes_per_second = in.keys_per_second * p.wire_bytes_per_key;
+
+  const double pull = PullCpuSeconds(in.dim);
+  const double push = PushCpuSeconds(p.row_floats);
+  p.server_cpu_seconds_per_key =
+      tiered ? pull * kTierPullSlowdown + push * kTierPushSlowdown : pull + push;
+  p.keys_per_second_per_core = 1 / p.server_cpu_seconds_per_key;
+
+  // A tiered server also holds RocksDB's block cache beside its rows.
+  const double usable = static_cast<double>(in.server_memory_bytes) * kUsableMemoryShare -
+                        (tiered ? embedding::RocksStoreOptions().block_cache_bytes : 0);
+  if (usable <= 0) return InvalidArgument("--server-memory leaves no room for rows");
+  p.servers_for_memory = static_cast<uint32_t>(std::max(1.0, Ceil(p.memory_bytes / usable)));
+  p.servers_for_throughput = static_cast<uint32_t>(Ceil(
+      in.keys_per_second * p.server_cpu_seconds_per_key / (in.server_cores * kTargetCpuShare)));
+  p.servers = std::max({1u, p.servers_for_memory, p.servers_for_throughput});
+  if (p.servers > in.partitions) {
+    return InvalidArgument("the plan needs " + std::to_string(p.servers) +
+                           " servers, more than --partitions " + std::to_string(in.partitions) +
+                           ": a partition is the unit a server holds");
+  }
+
+  const double share = rows / p.servers;
+  p.memory_bytes_per_server = p.memory_bytes / p.servers;
+  p.disk_bytes_per_server = p.disk_bytes / p.servers;
+  p.network_bytes_per_second_per_server = p.network_bytes_per_second / p.servers;
+  p.move_seconds = share * p.checkpoint_bytes_per_row / kMoveBytesPerSecond;
+  p.reopen_seconds = kReopenFixedSeconds + share * p.disk_bytes_per_row / kReopenScanBytesPerSecond;
+  return p;
+}
+
+std::string PlanJson(const Plan& p) {
+  const PlanInputs& in = p.inputs;
+  Json json = {
+      {"inputs",
+       {{"rows", in.rows},
+        {"dim", in.dim},
+        {"optimizer", std::string(embedding::OptimizerKindName(in.optimizer))},
+        {"wire_format", in.wire_format == RowFormat::kF16 ? "f16" : "f32"},
+        {"keys_per_second", in.keys_per_second},
+        {"server_memory_bytes", in.server_memory_bytes},
+        {"server_cores", in.server_cores},
+        {"hot_fraction", in.hot_fraction},
+        {"partitions", in.partitions}}},
+      {"row_floats", p.row_floats},
+      {"row_bytes", p.row_bytes},
+      {"index_bytes_per_row", p.index_bytes_per_row},
+      {"chunk_bytes_per_row", p.chunk_bytes_per_row},
+      {"table_bytes_per_row", p.table_bytes_per_row},
+      {"memory_bytes_per_row", p.memory_bytes_per_row},
+      {"disk_bytes_per_row", p.disk_bytes_per_row},
+      {"checkpoint_bytes_per_row", p.checkpoint_bytes_per_row},
+      {"wire_bytes_per_key", p.wire_bytes_per_key},
+      {"memory_bytes", p.memory_bytes},
+      {"disk_bytes", p.disk_bytes},
+      {"checkpoint_bytes", p.checkpoint_bytes},
+      {"network_bytes_per_second", p.network_bytes_per_second},
+      {"server_cpu_seconds_per_key", p.server_cpu_seconds_per_key},
+      {"keys_per_second_per_core", p.keys_per_second_per_core},
+      {"servers_for_memory", p.servers_for_memory},
+      {"servers_for_throughput", p.servers_for_throughput},
+      {"servers", p.servers},
+      {"memory_bytes_per_server", p.memory_bytes_per_server},
+      {"disk_bytes_per_server", p.disk_bytes_per_server},
+      {"network_bytes_per_second_per_server", p.network_bytes_per_second_per_server},
+      {"move_seconds", p.move_seconds},
+      {"reopen_seconds", p.reopen_seconds},
+  };
+  return json.dump(2);
+}
+
+std::string PlanText(const Plan& p) {
+  const PlanInputs& in = p.inputs;
+  const bool tiered = in.hot_fraction < 1;
+  const double rows = static_cast<double>(in.rows);
+  const double resident_rows = Ceil(rows * in.hot_fraction / in.partitions);
+  const double value_bytes = WireValueBytes(in.wire_format);
+  std::string t;
+  auto line = [&t](const std::string& what, const std::string& figure,
+                   const std::string& arithmetic) {
+    t += Format("  %-30s %14s   %s\n", what.c_str(), figure.c_str(), arithmetic.c_str());
+  };
+
+  t += Format("ember plan: %s rows, dim %u, %s, %s on the wire, %s keys/s pulled and pushed\n",
+              Count(rows).c_str(), in.dim,
+              std::string(embedding::OptimizerKindName(in.optimizer)).c_str(),
+              in.wire_format == RowFormat::kF16 ? "f16" : "f32", Count(in.keys_per_second).c_str());
+  t += Format(
+      "            servers of %s and %u cores, %s, %u partitions\n\n",
+      Bytes(static_cast<double>(in.server_memory_bytes)).c_str(), in.server_cores,
+      tiered
+          ? Format("%.0f%% of rows in memory, the rest in RocksDB", in.hot_fraction * 100).c_str()
+          : "every row in memory",
+      in.partitions);
+
+  t += "per row\n";
+  line("values (weights + state)", Format("%.0f B", p.row_bytes),
+       Format("(%u + %u) floats x 4", in.dim, p.row_floats - in.dim));
+  line("hash index", Format("%.1f B", p.index_bytes_per_row),
+       Format("16 B x %.0f entries / %s rows per partition",
+              PartitionIndexBytes(static_cast<uint64_t>(resident_rows)) / kIndexEntryBytes,
+              Count(resident_rows).c_str()));
+  line("row chunks", Format("%.1f B", p.chunk_bytes_per_row),
+       Format("%.0f B%s + unused chunk tails%s", p.row_bytes, tiered ? " + 4 B flags" : "",
+              tiered ? " + 8 B CLOCK entry" : ""));
+  line("table's account", Format("%.1f B", p.table_bytes_per_row), "index + chunks");
+  line("resident memory", Format("%.1f B", p.memory_bytes_per_row),
+       Format("x %.2f measured (resident over the table's account)", kResidentOverTable));
+  line("checkpoint or move", Format("%.0f B", p.checkpoint_bytes_per_row),
+       Format("8 B key + %.0f B", p.row_bytes));
+  line("on disk (RocksDB tier)", Format("%.0f B", p.disk_bytes_per_row),
+       Format("(12 B key + %.0f B) x %.2f measured", p.row_bytes, kDiskOverKeyAndValue));
+  t += "per key, pulled and pushed once\n";
+  line("on the wire", Format("%.0f B", p.wire_bytes_per_key),
+       Format("2 x (8 B key + %u x %.0f B)", in.dim, value_bytes));
+  const double pull_ns = PullCpuSeconds(in.dim) * 1e9, push_ns = PushCpuSeconds(p.row_floats) * 1e9;
+  line(
+      "server CPU", Format("%.0f ns", p.server_cpu_seconds_per_key * 1e9),
+      Format("pull %.0f + %.2f x %u B = %.0f, push %.0f + %.2f x %.0f B = %.0f%s",
+             kPullCpuNanosPerKey, kPullCpuNanosPerRowByte, in.dim * 4, pull_ns, kPushCpuNanosPerKey,
+             kPushCpuNanosPerStateByte, p.row_bytes, push_ns,
+             tiered
+                 ? Format("; tier: x %.1f and x %.1f", kTierPullSlowdown, kTierPushSlowdown).c_str()
+                 : ""));
+  line("keys/s per core", Count(p.keys_per_second_per_core), "1 / server CPU");
+
+  t += "cluster\n";
+  line("memory", Bytes(p.memory_bytes),
+       Format("%s rows x %.1f B", Count(rows * in.hot_fraction).c_str(), p.memory_bytes_per_row));
+  if (tiered) {
+    line("disk (tier)", Bytes(p.disk_bytes),
+         Format("%s rows x %.0f B", Count(rows).c_str(), p.disk_bytes_per_row));
+  }
+  line("one checkpoint", Bytes(p.checkpoint_bytes),
+       Format("%s rows x %.0f B", Count(rows).c_str(), p.checkpoint_bytes_per_row));
+  line("network", Rate(p.network_bytes_per_second),
+       Format("%s keys/s x %.0f B x 8 bits", Count(in.keys_per_second).c_str(),
+              p.wire_bytes_per_key));
+
+  t += "servers\n";
+  line("for memory", std::to_string(p.servers_for_memory),
+       Format("%s / (%s x %.1f%s)", Bytes(p.memory_bytes).c_str(),
+              Bytes(static_cast<double>(in.server_memory_bytes)).c_str(), kUsableMemoryShare,
+              tiered ? " - 32 MiB block cache" : ""));
+  line("for throughput", std::to_string(p.servers_for_throughput),
+       Format("%s keys/s x %.0f ns / (%u cores x %.1f)", Count(in.keys_per_second).c_str(),
+              p.server_cpu_seconds_per_key * 1e9, in.server_cores, kTargetCpuShare));
+  line("servers", std::to_string(p.servers), "the larger, at least 1");
+
+  t += "per server\n";
+  line("memory", Bytes(p.memory_bytes_per_server), Format("/ %u servers", p.servers));
+  if (tiered) line("disk", Bytes(p.disk_bytes_per_server), Format("/ %u servers", p.servers));
+  line("network", Rate(p.network_bytes_per_second_per_server), Format("/ %u servers", p.servers));
+  line("move its rows", Duration(p.move_seconds),
+       Format("%s rows x %.0f B / %.0f MB/s measured", Count(rows / p.servers).c_str(),
+              p.checkpoint_bytes_per_row, kMoveBytesPerSecond / 1e6));
+  line("reopen its data directory", Duration(p.reopen_seconds),
+       Format("%.1f s + %s rows x %.0f B / %.0f MB/s measured", kReopenFixedSeconds,
+              Count(rows / p.servers).c_str(), p.disk_bytes_per_row,
+              kReopenScanBytesPerSecond / 1e6));
+  return t;
+}
+
+}  // namespace ember::local
