@@ -194,7 +194,8 @@ Result<Plan> PlanCluster(const PlanInputs& in) {
   p.memory_bytes_per_server = p.memory_bytes / p.servers;
   p.disk_bytes_per_server = p.disk_bytes / p.servers;
   p.network_bytes_per_second_per_server = p.network_bytes_per_second / p.servers;
-  p.move_seconds = share * p.checkpoint_bytes_per_row / kMoveBytesPerSecond;
+  p.move_seconds = share * p.checkpoint_bytes_per_row / kMoveBytesPerSecond +
+                   static_cast<double>(in.partitions) / p.servers * kMoveSecondsPerPartition;
   p.reopen_seconds = kReopenFixedSeconds + share * p.disk_bytes_per_row / kReopenScanBytesPerSecond;
   return p;
 }
@@ -321,9 +322,11 @@ std::string PlanText(const Plan& p) {
   line("memory", Bytes(p.memory_bytes_per_server), Format("/ %u servers", p.servers));
   if (tiered) line("disk", Bytes(p.disk_bytes_per_server), Format("/ %u servers", p.servers));
   line("network", Rate(p.network_bytes_per_second_per_server), Format("/ %u servers", p.servers));
-  line("move its rows", Duration(p.move_seconds),
-       Format("%s rows x %.0f B / %.0f MB/s measured", Count(rows / p.servers).c_str(),
-              p.checkpoint_bytes_per_row, kMoveBytesPerSecond / 1e6));
+  line(
+      "move its rows", Duration(p.move_seconds),
+      Format("%s rows x %.0f B / %.0f MB/s + %.0f partitions x %.3f s, measured",
+             Count(rows / p.servers).c_str(), p.checkpoint_bytes_per_row, kMoveBytesPerSecond / 1e6,
+             static_cast<double>(in.partitions) / p.servers, kMoveSecondsPerPartition));
   line("reopen its data directory", Duration(p.reopen_seconds),
        Format("%.1f s + %s rows x %.0f B / %.0f MB/s measured", kReopenFixedSeconds,
               Count(rows / p.servers).c_str(), p.disk_bytes_per_row,

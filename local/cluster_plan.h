@@ -56,9 +56,13 @@ inline constexpr double kPushCpuNanosPerStateByte = 0.39;
 // 3.52M / 0.124M pushed (README's dim-16 run: 1.9 and 13; both vary 2x between runs).
 inline constexpr double kTierPullSlowdown = 7.7;
 inline constexpr double kTierPushSlowdown = 28.0;
-// Partition moves: bytes of partition payload a joining server receives per second, unpaced
-// (`ember server --join` against a served cluster, watched with `ember status --watch`).
-inline constexpr double kMoveBytesPerSecond = 40e6;
+// Partition moves to a joining server, unpaced: a rate for the payload (8-byte key and the
+// row's values per row) and a cost per partition (a target runs 4 moves at a time, each paced
+// by its 200 ms heartbeats). Fitted to two runs of `ember server --join` into a one-server
+// cluster holding 2M dim-64 Adagrad rows (scheduler log: joined to "every planned move is
+// done"): 512 of 1024 partitions moved in 30.26 s, 32 of 64 in 3.82 s, 520 MB each time.
+inline constexpr double kMoveBytesPerSecond = 250e6;
+inline constexpr double kMoveSecondsPerPartition = 0.055;
 // Reopening a data directory after SIGKILL: a fixed part (open RocksDB, replay its log) and a
 // scan of its rows. `ember bench-tier --rows 2000000 --dim 64`, its recovery line: 1.13 s, then
 // 2.35 s for 1.18 GB (500 MB/s); README's 20M rows of dim 16 scanned 400 MB/s, used here.

@@ -89,7 +89,9 @@ TEST(ClusterPlanTest, BillionRowsOfDim64AdagradByHand) {
                                             (16 * local::kTargetCpuShare))));
   EXPECT_EQ(plan->servers, std::max(plan->servers_for_memory, plan->servers_for_throughput));
   const double share = 1e9 / plan->servers;
-  EXPECT_DOUBLE_EQ(plan->move_seconds, share * 520 / local::kMoveBytesPerSecond);
+  EXPECT_DOUBLE_EQ(plan->move_seconds,
+                   share * 520 / local::kMoveBytesPerSecond +
+                       1024.0 / plan->servers * local::kMoveSecondsPerPartition);
   EXPECT_DOUBLE_EQ(plan->reopen_seconds,
                    local::kReopenFixedSeconds +
                        share * plan->disk_bytes_per_row / local::kReopenScanBytesPerSecond);
