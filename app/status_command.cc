@@ -19,6 +19,7 @@
 #include "app/commands.h"
 #include "app/process_setup.h"
 #include "common/human_format.h"
+#include "common/string_printf.h"
 #include "local/move_progress.h"
 #include "local/run_log.h"
 #include "local/train_summary.h"
@@ -40,12 +41,6 @@ std::string LimitsHit(const std::string& who, const std::vector<LimitHit>& hits)
   return line + "\n";
 }
 
-std::string Format(const char* format, auto... args) {
-  char text[512];
-  std::snprintf(text, sizeof(text), format, args...);
-  return text;
-}
-
 // The cluster at one moment: the scheduler's view and each live server's stats.
 struct Snapshot {
   Clock::time_point time;
@@ -55,8 +50,8 @@ struct Snapshot {
 
 Result<Snapshot> TakeSnapshot(const StatusFlags& flags, const TransportSecurity& security) {
   Snapshot snapshot;
-  ASSIGN_OR_RETURN(snapshot.cluster, ps::SchedulerClient(flags.scheduler, security)
-                                         .GetClusterStatus(Millis(10'000)));
+  ASSIGN_OR_RETURN(snapshot.cluster,
+                   ps::SchedulerClient(flags.scheduler, security).GetClusterStatus(Millis(10'000)));
   snapshot.time = Clock::now();
   for (const ServerStatus& server : snapshot.cluster.servers) {
     std::optional<ServerStats> stats;
@@ -73,8 +68,7 @@ Result<Snapshot> TakeSnapshot(const StatusFlags& flags, const TransportSecurity&
 }
 
 // Keys per second of server `id` between two snapshots, or "-".
-std::string KeysPerSecond(const Snapshot& now, const Snapshot* before, size_t index,
-                          bool pulled) {
+std::string KeysPerSecond(const Snapshot& now, const Snapshot* before, size_t index, bool pulled) {
   if (before == nullptr || !now.stats[index]) return "-";
   const uint32_t id = now.cluster.servers[index].id;
   for (size_t i = 0; i < before->stats.size(); ++i) {
@@ -83,16 +77,15 @@ std::string KeysPerSecond(const Snapshot& now, const Snapshot* before, size_t in
     const uint64_t then = pulled ? before->stats[i]->keys_pulled : before->stats[i]->keys_pushed;
     const uint64_t current = pulled ? now.stats[index]->keys_pulled : now.stats[index]->keys_pushed;
     if (seconds <= 0 || current < then) return "-";
-    return Format("%.0f", (current - then) / seconds);
+    return StringPrintf("%.0f", (current - then) / seconds);
   }
   return "-";
 }
 
 // The status as text; with `before` (watching) also rates since then, and the moves' progress.
-std::string Render(const Snapshot& now, const Snapshot* before,
-                   const local::MoveProgress* moves) {
+std::string Render(const Snapshot& now, const Snapshot* before, const local::MoveProgress* moves) {
   const ClusterStatus& cluster = now.cluster;
-  std::string text = Format(
+  std::string text = StringPrintf(
       "routing epoch %llu, %u partitions, %zu servers; moves: %u in flight, %u planned, %llu done",
       static_cast<unsigned long long>(cluster.routing.epoch), cluster.routing.num_partitions,
       cluster.servers.size(), cluster.moves_in_flight, cluster.moves_planned,
@@ -100,28 +93,28 @@ std::string Render(const Snapshot& now, const Snapshot* before,
   if (moves != nullptr && cluster.moves_in_flight + cluster.moves_planned > 0) {
     const std::optional<double> rate = moves->MovesPerSecond();
     const std::optional<double> eta = moves->EtaSeconds();
-    text += Format(", %s/s, eta %s", rate ? Format("%.2f", *rate).c_str() : "?",
-                   eta ? FormatDuration(*eta).c_str() : "?");
+    text += StringPrintf(", %s/s, eta %s", rate ? StringPrintf("%.2f", *rate).c_str() : "?",
+                         eta ? FormatDuration(*eta).c_str() : "?");
   }
   text += "\n";
   const bool rates = moves != nullptr;
-  text += Format("%-6s %-26s %-9s %10s %14s %12s", "server", "endpoint", "state", "partitions",
-                 "rows", "MiB");
-  text += rates ? Format(" %13s %13s\n", "pulled keys/s", "pushed keys/s") : "\n";
+  text += StringPrintf("%-6s %-26s %-9s %10s %14s %12s", "server", "endpoint", "state",
+                       "partitions", "rows", "MiB");
+  text += rates ? StringPrintf(" %13s %13s\n", "pulled keys/s", "pushed keys/s") : "\n";
   for (size_t i = 0; i < cluster.servers.size(); ++i) {
     const ServerStatus& server = cluster.servers[i];
     std::string rows = "-", mib = "-";
     if (now.stats[i]) {
       const TableStats sum = local::SumTableStats(*now.stats[i]);
       rows = std::to_string(sum.rows);
-      mib = Format("%.1f", sum.bytes / 1048576.0);
+      mib = StringPrintf("%.1f", sum.bytes / 1048576.0);
     } else if (server.state == "live" || server.state == "draining") {
       rows = "(no answer)";
     }
-    text += Format("%-6u %-26s %-9s %10u %14s %12s", server.id, server.endpoint.c_str(),
-                   server.state.c_str(), server.partitions, rows.c_str(), mib.c_str());
-    text += rates ? Format(" %13s %13s\n", KeysPerSecond(now, before, i, true).c_str(),
-                           KeysPerSecond(now, before, i, false).c_str())
+    text += StringPrintf("%-6u %-26s %-9s %10u %14s %12s", server.id, server.endpoint.c_str(),
+                         server.state.c_str(), server.partitions, rows.c_str(), mib.c_str());
+    text += rates ? StringPrintf(" %13s %13s\n", KeysPerSecond(now, before, i, true).c_str(),
+                                 KeysPerSecond(now, before, i, false).c_str())
                   : "\n";
   }
   text += LimitsHit("the scheduler", cluster.limits_hit);
@@ -131,9 +124,9 @@ std::string Render(const Snapshot& now, const Snapshot* before,
     text += LimitsHit(who, stats->limits_hit);
     const TableStats sum = local::SumTableStats(*stats);
     if (sum.non_finite_refused + sum.non_finite_skipped > 0) {
-      text += Format("non-finite gradients at %s: %llu pushes refused, %llu rows skipped\n",
-                     who.c_str(), static_cast<unsigned long long>(sum.non_finite_refused),
-                     static_cast<unsigned long long>(sum.non_finite_skipped));
+      text += StringPrintf("non-finite gradients at %s: %llu pushes refused, %llu rows skipped\n",
+                           who.c_str(), static_cast<unsigned long long>(sum.non_finite_refused),
+                           static_cast<unsigned long long>(sum.non_finite_skipped));
     }
   }
   return text;
@@ -174,8 +167,8 @@ int RunStatus(const StatusFlags& flags) {
     char clock_text[16];
     std::strftime(clock_text, sizeof(clock_text), "%H:%M:%S", std::localtime(&wall));
     std::string frame = terminal ? "\033[H\033[2J" : (refresh > 0 ? "\n" : "");
-    frame += std::string("ember status at ") + clock_text + " (every " + Format("%g", flags.every) +
-             " s; Ctrl-C stops)\n";
+    frame += std::string("ember status at ") + clock_text + " (every " +
+             StringPrintf("%g", flags.every) + " s; Ctrl-C stops)\n";
     frame += Render(*snapshot, before ? &*before : nullptr, &moves);
     std::fputs(frame.c_str(), stdout);
     std::fflush(stdout);

@@ -7,17 +7,13 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "common/string_printf.h"
+
 namespace ember::bench {
 namespace {
 
-std::string Format(const char* format, double value) {
-  char buffer[64];
-  std::snprintf(buffer, sizeof(buffer), format, value);
-  return buffer;
-}
-
 std::string OptionalFigure(const std::optional<double>& value, const char* format) {
-  return value ? Format(format, *value) : std::string("n/a");
+  return value ? StringPrintf(format, *value) : std::string("n/a");
 }
 
 using Json = nlohmann::ordered_json;  // keys in the order written
@@ -53,13 +49,13 @@ std::string OperationLine(const char* name, const OperationFigures& op) {
 
 // "0.55x of raw ZeroMQ (median of 5 interleaved rounds, range 0.48-0.61x)".
 std::string RatioText(const OperationFigures& op) {
-  std::string text = Format("%.2f", op.ratio_to_raw) + "x of raw ZeroMQ";
+  std::string text = StringPrintf("%.2f", op.ratio_to_raw) + "x of raw ZeroMQ";
   const std::vector<double>& rounds = op.ratio_rounds;
   if (rounds.empty()) return text;
   if (rounds.size() == 1) return text + " (one round)";
   const auto [lowest, highest] = std::minmax_element(rounds.begin(), rounds.end());
   return text + " (median of " + std::to_string(rounds.size()) + " interleaved rounds, range " +
-         Format("%.2f", *lowest) + "-" + Format("%.2f", *highest) + "x)";
+         StringPrintf("%.2f", *lowest) + "-" + StringPrintf("%.2f", *highest) + "x)";
 }
 
 }  // namespace
@@ -72,31 +68,32 @@ std::string FormatBenchTable(const BenchReport& report) {
     << "' dim " << c.dim << " " << c.optimizer << "\n"
     << "             " << c.clients << " clients, " << c.keys_per_request
     << " keys/request (messages of up to " << c.max_keys_per_message << "), Zipf("
-    << Format("%g", c.exponent) << ") over " << c.vocabulary << " keys (" << c.populate
+    << StringPrintf("%g", c.exponent) << ") over " << c.vocabulary << " keys (" << c.populate
     << " rows created first), seed " << c.seed << ", up to " << c.requests
-    << " requests per client or " << Format("%g", c.seconds) << " s per operation, in " << c.rounds
-    << " rounds of ember then raw ZeroMQ" << (c.curve ? ", both over CurveZMQ" : "") << "\n\n";
+    << " requests per client or " << StringPrintf("%g", c.seconds) << " s per operation, in "
+    << c.rounds << " rounds of ember then raw ZeroMQ" << (c.curve ? ", both over CurveZMQ" : "")
+    << "\n\n";
   const PopulateFigures& p = report.populate;
-  t << "  populate  " << p.rows << " rows in " << Format("%.2f", p.seconds) << " s ("
-    << Format("%.0f", p.rows_per_second) << " rows/s)\n\n";
+  t << "  populate  " << p.rows << " rows in " << StringPrintf("%.2f", p.seconds) << " s ("
+    << StringPrintf("%.0f", p.rows_per_second) << " rows/s)\n\n";
   t << "  op          keys/s     GB/s   p50 ms    p99 ms   p999 ms  srv CPU s/Mkey"
        "   raw keys/s  raw GB/s  vs raw\n";
   t << OperationLine("pull", report.pull) << OperationLine("push", report.push);
   for (const auto& [name, op] :
        {std::pair{"pull", &report.pull}, std::pair{"push", &report.push}}) {
     t << "  " << name << " " << RatioText(*op) << "; " << op->requests << " requests, " << op->keys
-      << " keys in " << Format("%.2f", op->seconds) << " s";
+      << " keys in " << StringPrintf("%.2f", op->seconds) << " s";
     if (op->lookup_keys_per_second) {
       t << "; the lookups alone (one thread, no network): "
-        << Format("%.0f", *op->lookup_keys_per_second) << " keys/s";
+        << StringPrintf("%.0f", *op->lookup_keys_per_second) << " keys/s";
     }
     t << "\n";
   }
   const MemoryFigures& m = report.memory;
-  t << "\n  memory  " << m.rows << " rows stored, " << Format("%.1f", m.bytes_per_row)
+  t << "\n  memory  " << m.rows << " rows stored, " << StringPrintf("%.1f", m.bytes_per_row)
     << " bytes/row by the servers' account (row and optimizer state alone "
-    << Format("%.0f", m.raw_bytes_per_row) << "), " << OptionalFigure(m.rss_bytes_per_row, "%.1f")
-    << " bytes/row of resident memory\n";
+    << StringPrintf("%.0f", m.raw_bytes_per_row) << "), "
+    << OptionalFigure(m.rss_bytes_per_row, "%.1f") << " bytes/row of resident memory\n";
   return t.str();
 }
 

@@ -6,7 +6,6 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
-#include <cstdarg>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -16,6 +15,7 @@
 
 #include "common/child_process.h"
 #include "common/progress_meter.h"
+#include "common/string_printf.h"
 #include "embedding/embedding_table.h"
 #include "embedding/initializer.h"
 #include "embedding/rocks_store.h"
@@ -31,19 +31,9 @@ double SecondsSince(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
-// printf into a string (one line of the account, without its newline).
-[[gnu::format(printf, 1, 2)]] std::string Line(const char* format, ...) {
-  char buffer[512];
-  va_list args;
-  va_start(args, format);
-  std::vsnprintf(buffer, sizeof(buffer), format, args);
-  va_end(args);
-  return buffer;
-}
-
 std::string PhaseLine(const char* what, const TierPhaseFigures& figures) {
-  return Line("  %-22s %12.0f keys/s   p50 %8.3f ms   p99 %8.3f ms", what, figures.keys_per_second,
-              figures.p50_ms, figures.p99_ms);
+  return StringPrintf("  %-22s %12.0f keys/s   p50 %8.3f ms   p99 %8.3f ms", what,
+                      figures.keys_per_second, figures.p50_ms, figures.p99_ms);
 }
 
 const char* DurabilityName(ps::Durability durability) {
@@ -227,8 +217,8 @@ Status MeasureInMemory(const TierBenchOptions& config, TierBenchReport* report,
   meter.Finish();
   report->memory_populate_seconds = SecondsSince(start);
   report->memory_bytes = static_cast<double>(memory.bytes());
-  progress(Line("in memory: populated in %.1f s, %.2f GB held", report->memory_populate_seconds,
-                report->memory_bytes / 1e9));
+  progress(StringPrintf("in memory: populated in %.1f s, %.2f GB held",
+                        report->memory_populate_seconds, report->memory_bytes / 1e9));
   ASSIGN_OR_RETURN(report->memory_pull, RunPhase(config, memory, false, config.seconds));
   ASSIGN_OR_RETURN(report->memory_push, RunPhase(config, memory, true, config.seconds));
   progress(PhaseLine("pull, in memory", report->memory_pull));
@@ -250,16 +240,16 @@ Status MeasureTiered(const TierBenchOptions& config, TierBenchReport* report,
     RETURN_IF_ERROR(BulkLoad(config, *store->Table("bench"), *shape));
     RETURN_IF_ERROR(store->Flush());
     report->bulk_load_seconds = SecondsSince(start);
-    progress(Line("tiered: bulk-loaded in %.1f s; budget %.2f GB (%.0f%% of the rows)",
-                  report->bulk_load_seconds, report->budget_bytes / 1e9,
-                  100 * config.budget_fraction));
+    progress(StringPrintf("tiered: bulk-loaded in %.1f s; budget %.2f GB (%.0f%% of the rows)",
+                          report->bulk_load_seconds, report->budget_bytes / 1e9,
+                          100 * config.budget_fraction));
   }
   ASSIGN_OR_RETURN(auto tiered, OpenTiered(config, *store, &budget));
   const auto start = Clock::now();
   RETURN_IF_ERROR(PullHottest(config, *tiered, report->hot_rows));
   report->warm_up_seconds = SecondsSince(start);
-  progress(Line("tiered: %.0f hottest rows pulled into memory in %.1f s",
-                static_cast<double>(report->hot_rows), report->warm_up_seconds));
+  progress(StringPrintf("tiered: %.0f hottest rows pulled into memory in %.1f s",
+                        static_cast<double>(report->hot_rows), report->warm_up_seconds));
   const embedding::TierStats before = tiered->tier_stats();
   ASSIGN_OR_RETURN(report->tiered_pull,
                    RunPhase(config, *tiered, false, config.seconds, report->hot_rows));
@@ -275,20 +265,21 @@ Status MeasureTiered(const TierBenchOptions& config, TierBenchReport* report,
   report->evictions = after.evictions - before.evictions;
   report->writebacks = after.writebacks - before.writebacks;
   report->resident_rows = after.resident_rows;
-  progress(
-      Line("  hit rate %.3f (CLOCK; the hottest rows alone would give %.3f), evictions "
-           "%llu, write-backs %llu, resident rows %llu",
-           report->hit_rate, (report->tiered_pull.hot_share + report->tiered_push.hot_share) / 2,
-           static_cast<unsigned long long>(report->evictions),
-           static_cast<unsigned long long>(report->writebacks),
-           static_cast<unsigned long long>(report->resident_rows)));
+  progress(StringPrintf(
+      "  hit rate %.3f (CLOCK; the hottest rows alone would give %.3f), evictions "
+      "%llu, write-backs %llu, resident rows %llu",
+      report->hit_rate, (report->tiered_pull.hot_share + report->tiered_push.hot_share) / 2,
+      static_cast<unsigned long long>(report->evictions),
+      static_cast<unsigned long long>(report->writebacks),
+      static_cast<unsigned long long>(report->resident_rows)));
   RETURN_IF_ERROR(tiered->FlushDirtyRows());
   RETURN_IF_ERROR(store->Flush());
   report->disk_bytes = DirectoryBytes(config.data_dir + "/rows");
   report->disk_bytes_per_row = static_cast<double>(report->disk_bytes) / tiered->rows();
   report->raw_row_bytes = FloatsPerRow(BenchSpec(config)) * static_cast<uint32_t>(sizeof(float));
-  progress(Line("  on disk: %.2f GB, %.1f bytes per row (raw row with state: %u bytes)",
-                report->disk_bytes / 1e9, report->disk_bytes_per_row, report->raw_row_bytes));
+  progress(StringPrintf("  on disk: %.2f GB, %.1f bytes per row (raw row with state: %u bytes)",
+                        report->disk_bytes / 1e9, report->disk_bytes_per_row,
+                        report->raw_row_bytes));
   return Status::Ok();
 }
 
@@ -316,10 +307,10 @@ Status MeasureRecovery(const TierBenchOptions& config, TierBenchReport* report,
   report->recovery_seconds = SecondsSince(start);
   report->recovered_rows = tiered->rows();
   progress(
-      Line("recovery after SIGKILL while pushing: %.2f s (RocksDB open with log replay "
-           "%.2f s, counting %llu rows the rest)",
-           *report->recovery_seconds, report->recovery_open_seconds,
-           static_cast<unsigned long long>(report->recovered_rows)));
+      StringPrintf("recovery after SIGKILL while pushing: %.2f s (RocksDB open with log replay "
+                   "%.2f s, counting %llu rows the rest)",
+                   *report->recovery_seconds, report->recovery_open_seconds,
+                   static_cast<unsigned long long>(report->recovered_rows)));
   return Status::Ok();
 }
 
@@ -356,11 +347,11 @@ Result<TierBenchReport> RunTierBench(const TierBenchOptions& config,
   std::filesystem::create_directories(config.data_dir, error);
   const TableSpec spec = BenchSpec(config);
   progress(
-      Line("table: %llu rows of dim %u, %s (%u floats per row with state), Zipf %.2f, "
-           "%u keys per request, %u threads, %.0f s per phase",
-           static_cast<unsigned long long>(config.rows), config.dim, config.optimizer.c_str(),
-           FloatsPerRow(spec), config.exponent, config.keys_per_request, config.threads,
-           config.seconds));
+      StringPrintf("table: %llu rows of dim %u, %s (%u floats per row with state), Zipf %.2f, "
+                   "%u keys per request, %u threads, %.0f s per phase",
+                   static_cast<unsigned long long>(config.rows), config.dim,
+                   config.optimizer.c_str(), FloatsPerRow(spec), config.exponent,
+                   config.keys_per_request, config.threads, config.seconds));
   TierBenchReport report;
   RETURN_IF_ERROR(MeasureInMemory(config, &report, progress));
   RETURN_IF_ERROR(MeasureTiered(config, &report, progress));
