@@ -520,6 +520,9 @@ void AddPlanFlags(CLI::App* command, PlanFlags* flags) {
   AddCount(command, "--server-cores", &flags->server_cores, "N",
            "cores of one server (default 16)")
       ->group(servers);
+  AddValue(command, "--server-network-gbits", &flags->server_network_gbits, "GBITS",
+           "network of one server, Gbit/s (default 25)")
+      ->group(servers);
   AddValue(command, "--hot-fraction", &flags->hot_fraction, "F",
            "share of rows kept in memory (default 1); below 1 the rest go to each server's "
            "RocksDB tier (--memory-budget)")

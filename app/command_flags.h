@@ -161,6 +161,7 @@ struct PlanFlags {
   double keys_per_second = 0;      // pulled, each also pushed; 0: no throughput target
   double server_memory_gib = 256;  // RAM of one server
   uint32_t server_cores = 16;
+  double server_network_gbits = 25;
   double hot_fraction = 1;         // share of rows in memory; the rest in the RocksDB tier
   uint32_t partitions = 1024;
   bool json = false;

@@ -22,6 +22,7 @@ int RunPlan(const PlanFlags& flags) {
   inputs.keys_per_second = flags.keys_per_second;
   inputs.server_memory_bytes = static_cast<uint64_t>(flags.server_memory_gib * (1 << 30));
   inputs.server_cores = flags.server_cores;
+  inputs.server_network_bytes_per_second = flags.server_network_gbits * 1e9 / 8;
   inputs.hot_fraction = flags.hot_fraction;
   inputs.partitions = flags.partitions;
   auto plan = local::PlanCluster(inputs);

@@ -92,6 +92,9 @@ Status ValidateInputs(const PlanInputs& in) {
   }
   if (in.server_memory_bytes == 0) return InvalidArgument("--server-memory must be above 0");
   if (in.server_cores == 0) return InvalidArgument("--server-cores must be at least 1");
+  if (!(in.server_network_bytes_per_second > 0)) {
+    return InvalidArgument("--server-network-gbits must be above 0");
+  }
   if (!(in.hot_fraction > 0 && in.hot_fraction <= 1)) {
     return InvalidArgument("--hot-fraction must be in (0, 1]");
   }
@@ -183,7 +186,9 @@ Result<Plan> PlanCluster(const PlanInputs& in) {
   p.servers_for_memory = static_cast<uint32_t>(std::max(1.0, Ceil(p.memory_bytes / usable)));
   p.servers_for_throughput = static_cast<uint32_t>(Ceil(
       in.keys_per_second * p.server_cpu_seconds_per_key / (in.server_cores * kTargetCpuShare)));
-  p.servers = std::max({1u, p.servers_for_memory, p.servers_for_throughput});
+  p.servers_for_network = static_cast<uint32_t>(Ceil(
+      p.network_bytes_per_second / (in.server_network_bytes_per_second * kTargetNetworkShare)));
+  p.servers = std::max({1u, p.servers_for_memory, p.servers_for_throughput, p.servers_for_network});
   if (p.servers > in.partitions) {
     return InvalidArgument("the plan needs " + std::to_string(p.servers) +
                            " servers, more than --partitions " + std::to_string(in.partitions) +
@@ -211,6 +216,7 @@ std::string PlanJson(const Plan& p) {
         {"keys_per_second", in.keys_per_second},
         {"server_memory_bytes", in.server_memory_bytes},
         {"server_cores", in.server_cores},
+        {"server_network_bytes_per_second", in.server_network_bytes_per_second},
         {"hot_fraction", in.hot_fraction},
         {"partitions", in.partitions}}},
       {"row_floats", p.row_floats},
@@ -230,6 +236,7 @@ std::string PlanJson(const Plan& p) {
       {"keys_per_second_per_core", p.keys_per_second_per_core},
       {"servers_for_memory", p.servers_for_memory},
       {"servers_for_throughput", p.servers_for_throughput},
+      {"servers_for_network", p.servers_for_network},
       {"servers", p.servers},
       {"memory_bytes_per_server", p.memory_bytes_per_server},
       {"disk_bytes_per_server", p.disk_bytes_per_server},
@@ -257,8 +264,9 @@ std::string PlanText(const Plan& p) {
               std::string(embedding::OptimizerKindName(in.optimizer)).c_str(),
               in.wire_format == RowFormat::kF16 ? "f16" : "f32", Count(in.keys_per_second).c_str());
   t += Format(
-      "            servers of %s and %u cores, %s, %u partitions\n\n",
+      "            servers of %s, %u cores and %s, %s, %u partitions\n\n",
       Bytes(static_cast<double>(in.server_memory_bytes)).c_str(), in.server_cores,
+      Rate(in.server_network_bytes_per_second).c_str(),
       tiered
           ? Format("%.0f%% of rows in memory, the rest in RocksDB", in.hot_fraction * 100).c_str()
           : "every row in memory",
@@ -313,10 +321,13 @@ std::string PlanText(const Plan& p) {
        Format("%s / (%s x %.1f%s)", Bytes(p.memory_bytes).c_str(),
               Bytes(static_cast<double>(in.server_memory_bytes)).c_str(), kUsableMemoryShare,
               tiered ? " - 32 MiB block cache" : ""));
-  line("for throughput", std::to_string(p.servers_for_throughput),
+  line("for CPU", std::to_string(p.servers_for_throughput),
        Format("%s keys/s x %.0f ns / (%u cores x %.1f)", Count(in.keys_per_second).c_str(),
               p.server_cpu_seconds_per_key * 1e9, in.server_cores, kTargetCpuShare));
-  line("servers", std::to_string(p.servers), "the larger, at least 1");
+  line("for network", std::to_string(p.servers_for_network),
+       Format("%s / (%s x %.1f)", Rate(p.network_bytes_per_second).c_str(),
+              Rate(in.server_network_bytes_per_second).c_str(), kTargetNetworkShare));
+  line("servers", std::to_string(p.servers), "the largest, at least 1");
 
   t += "per server\n";
   line("memory", Bytes(p.memory_bytes_per_server), Format("/ %u servers", p.servers));

@@ -44,12 +44,12 @@ inline constexpr double kDiskOverKeyAndValue = 1.13;
 // Server CPU (all of a server's threads) per key, from memory, as a part per key and a part per
 // byte the request touches: a pull copies the row's dim values out, a push reads and writes the
 // row and its optimizer state. Least-squares fit to `ember bench --server-threads 1 --vocabulary
-// 2000000 --requests 150 --rounds 3 --optimizer O --dim D`, the "srv CPU s/Mkey" column: adagrad
-// at dims 32, 64 (median of 3 runs) and 128, adam at dim 64 (docs/sizing.md).
-inline constexpr double kPullCpuNanosPerKey = 86;
-inline constexpr double kPullCpuNanosPerRowByte = 0.70;
-inline constexpr double kPushCpuNanosPerKey = 217;
-inline constexpr double kPushCpuNanosPerStateByte = 0.39;
+// 2000000 --requests 150 --rounds 3 --optimizer O --dim D`, the "srv CPU s/Mkey" column, median
+// of 3 or 4 runs each: adagrad at dims 32, 64 and 128, adam at dim 64 (docs/sizing.md).
+inline constexpr double kPullCpuNanosPerKey = 79;
+inline constexpr double kPullCpuNanosPerRowByte = 0.73;
+inline constexpr double kPushCpuNanosPerKey = 133;
+inline constexpr double kPushCpuNanosPerStateByte = 0.52;
 // A tiered table's keys/s against the same table in memory, budget a quarter of the rows, Zipf
 // 1.05: pulls at its hit rate (0.877), pushes logging every row before the ack (durability
 // ack). `ember bench-tier --rows 2000000 --dim 64 --seconds 3`: 4.71M / 0.61M keys/s pulled and
@@ -76,6 +76,8 @@ inline constexpr double kReopenScanBytesPerSecond = 400e6;
 inline constexpr double kUsableMemoryShare = 0.8;
 // Share of a server's cores a plan keeps busy, so bursts and moves have room.
 inline constexpr double kTargetCpuShare = 0.7;
+// Share of a server's network a plan fills with pulls and pushes, leaving room for moves.
+inline constexpr double kTargetNetworkShare = 0.7;
 
 struct PlanInputs {
   uint64_t rows = 0;  // rows of the table
@@ -87,6 +89,7 @@ struct PlanInputs {
   double keys_per_second = 0;
   uint64_t server_memory_bytes = uint64_t{256} << 30;  // RAM of one server
   uint32_t server_cores = 16;                          // cores of one server
+  double server_network_bytes_per_second = 25e9 / 8;   // one server's network (25 Gbit/s)
   // Share of rows kept in memory: 1 keeps all; less puts the rest in each server's RocksDB
   // tier (`ember server --memory-budget`).
   double hot_fraction = 1.0;
@@ -114,7 +117,8 @@ struct Plan {
   double keys_per_second_per_core = 0;    // pulled and pushed
   // Servers.
   uint32_t servers_for_memory = 0;
-  uint32_t servers_for_throughput = 0;
+  uint32_t servers_for_throughput = 0;  // by CPU
+  uint32_t servers_for_network = 0;
   uint32_t servers = 0;  // the larger, at least 1
   double memory_bytes_per_server = 0;
   double disk_bytes_per_server = 0;
@@ -130,7 +134,8 @@ double PartitionIndexBytes(uint64_t rows);
 double PartitionChunkBytes(uint64_t rows, uint32_t floats_per_row);
 
 // The plan for `inputs`; InvalidArgument naming the input when one is out of range (no rows,
-// dim 0 or above the table limit, hot_fraction outside (0, 1], no memory or cores, no partitions,
+// dim 0 or above the table limit, hot_fraction outside (0, 1], no memory, cores, network or
+// partitions,
 // a negative or non-finite keys/s, or memory too small for the fixed share of a server).
 Result<Plan> PlanCluster(const PlanInputs& inputs);
 

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <fstream>
@@ -87,7 +88,10 @@ TEST(ClusterPlanTest, BillionRowsOfDim64AdagradByHand) {
   EXPECT_EQ(plan->servers_for_throughput,
             static_cast<uint32_t>(std::ceil(10e6 * plan->server_cpu_seconds_per_key /
                                             (16 * local::kTargetCpuShare))));
-  EXPECT_EQ(plan->servers, std::max(plan->servers_for_memory, plan->servers_for_throughput));
+  // 10M keys/s x 528 B = 42.2 Gbit/s over 25 Gbit/s x 0.7 per server.
+  EXPECT_EQ(plan->servers_for_network, 3u);
+  EXPECT_EQ(plan->servers, std::max({plan->servers_for_memory, plan->servers_for_throughput,
+                                     plan->servers_for_network}));
   const double share = 1e9 / plan->servers;
   EXPECT_DOUBLE_EQ(plan->move_seconds,
                    share * 520 / local::kMoveBytesPerSecond +
@@ -143,6 +147,7 @@ TEST(ClusterPlanTest, OutOfRangeInputsAreInvalidArguments) {
   EXPECT_TRUE(invalid([](PlanInputs& in) { in.partitions = 0; }));
   EXPECT_TRUE(invalid([](PlanInputs& in) { in.server_cores = 0; }));
   EXPECT_TRUE(invalid([](PlanInputs& in) { in.server_memory_bytes = 0; }));
+  EXPECT_TRUE(invalid([](PlanInputs& in) { in.server_network_bytes_per_second = 0; }));
   EXPECT_TRUE(invalid([](PlanInputs& in) { in.keys_per_second = -1; }));
   EXPECT_TRUE(invalid([](PlanInputs& in) { in.keys_per_second = std::nan(""); }));
   EXPECT_TRUE(invalid([](PlanInputs& in) { in.partitions = 2; }));  // needs more servers
@@ -214,11 +219,12 @@ int RunPlan(const std::vector<std::string>& args, std::string* output) {
 
 TEST(PlanCommandTest, JsonIsTheLibrarysPlan) {
   std::string output;
-  ASSERT_EQ(RunPlan({"--rows", "10000000000", "--dim", "128", "--optimizer", "adam",
-                     "--keys-per-second", "2e7", "--wire", "f16", "--server-memory-gib", "512",
-                     "--server-cores", "32", "--hot-fraction", "0.5", "--json"},
-                    &output),
-            0)
+  ASSERT_EQ(
+      RunPlan({"--rows", "10000000000", "--dim", "128", "--optimizer", "adam", "--keys-per-second",
+               "2e7", "--wire", "f16", "--server-memory-gib", "512", "--server-cores", "32",
+               "--server-network-gbits", "100", "--hot-fraction", "0.5", "--json"},
+              &output),
+      0)
       << output;
   PlanInputs in;
   in.rows = 10'000'000'000;
@@ -228,6 +234,7 @@ TEST(PlanCommandTest, JsonIsTheLibrarysPlan) {
   in.wire_format = RowFormat::kF16;
   in.server_memory_bytes = uint64_t{512} << 30;
   in.server_cores = 32;
+  in.server_network_bytes_per_second = 100e9 / 8;
   in.hot_fraction = 0.5;
   auto plan = PlanCluster(in);
   ASSERT_TRUE(plan.ok());
