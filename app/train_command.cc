@@ -6,12 +6,13 @@
 
 #include "app/commands.h"
 #include "app/config_flags.h"
-#include "app/metrics_flags.h"
 #include "app/logging.h"
+#include "app/metrics_flags.h"
 #include "app/process_setup.h"
 #include "app/train_early_stopping.h"
 #include "common/checkpoint_layout.h"
 #include "common/file_io.h"
+#include "common/human_format.h"
 #include "local/run_log.h"
 #include "local/train_summary.h"
 #include "ps/client/client.h"
@@ -63,7 +64,7 @@ void PrintWindow(const trainer::WindowStats& w, uint32_t steps, uint32_t batch_s
       "push %6.1f ms  wait %6.1f ms  busy %3.0f%%  rows/step %.0f  eta %s\n",
       w.last_step, steps, w.loss, w.samples_per_second, w.pull_ms, w.compute_ms, w.push_ms,
       w.wait_ms, 100.0 * w.device_busy, w.unique_keys,
-      local::FormatDuration(local::EtaSeconds(w, steps, batch_size)).c_str());
+      FormatDuration(local::EtaSeconds(w, steps, batch_size)).c_str());
   std::fflush(stdout);
 }
 
