@@ -5,8 +5,8 @@
 
 #include "app/commands.h"
 #include "app/config_flags.h"
-#include "app/metrics_flags.h"
 #include "app/logging.h"
+#include "app/metrics_flags.h"
 #include "app/process_setup.h"
 #include "common/advertised_endpoint.h"
 #include "common/file_io.h"
