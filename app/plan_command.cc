@@ -11,8 +11,9 @@ namespace ember::app {
 int RunPlan(const PlanFlags& flags) {
   auto optimizer = embedding::OptimizerKindFromName(flags.optimizer);
   if (!optimizer.ok()) return PrintError("plan", optimizer.status().WithContext("--optimizer"), 2);
-  if (!(flags.server_memory_gib > 0)) {
-    return PrintError("plan", InvalidArgument("--server-memory-gib must be above 0"), 2);
+  // Up to 2^24 GiB (16 PiB), so that the bytes fit a uint64.
+  if (!(flags.server_memory_gib > 0 && flags.server_memory_gib <= (1 << 24))) {
+    return PrintError("plan", InvalidArgument("--server-memory-gib must be in (0, 16777216]"), 2);
   }
   local::PlanInputs inputs;
   inputs.rows = flags.rows;

@@ -30,6 +30,8 @@ constexpr double kDiskKeyBytes = 12;
 constexpr double kWireKeyBytes = 8;
 // A tiered table keeps the row's resident key in its CLOCK ring (embedding/clock_ring.h).
 constexpr double kClockRingBytesPerRow = 8;
+// The most rows a plan takes (10^15): keeps every count far from uint64 overflow.
+constexpr uint64_t kMaxRows = 1'000'000'000'000'000;
 
 double Ceil(double x) { return std::ceil(x - 1e-9); }
 
@@ -82,7 +84,9 @@ uint32_t StateFloats(const PlanInputs& in) {
 double WireValueBytes(RowFormat format) { return format == RowFormat::kF16 ? 2 : 4; }
 
 Status ValidateInputs(const PlanInputs& in) {
-  if (in.rows == 0) return InvalidArgument("--rows must be at least 1");
+  if (in.rows == 0 || in.rows > kMaxRows) {
+    return InvalidArgument("--rows must be in 1.." + std::to_string(kMaxRows));
+  }
   if (in.dim == 0 || in.dim > embedding::kMaxTableDim) {
     return InvalidArgument("--dim must be in 1.." + std::to_string(embedding::kMaxTableDim) +
                            " (got " + std::to_string(in.dim) + ")");
@@ -92,7 +96,8 @@ Status ValidateInputs(const PlanInputs& in) {
   }
   if (in.server_memory_bytes == 0) return InvalidArgument("--server-memory must be above 0");
   if (in.server_cores == 0) return InvalidArgument("--server-cores must be at least 1");
-  if (!(in.server_network_bytes_per_second > 0)) {
+  if (!(in.server_network_bytes_per_second > 0) ||
+      !std::isfinite(in.server_network_bytes_per_second)) {
     return InvalidArgument("--server-network-gbits must be above 0");
   }
   if (!(in.hot_fraction > 0 && in.hot_fraction <= 1)) {

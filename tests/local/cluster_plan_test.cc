@@ -140,6 +140,7 @@ TEST(ClusterPlanTest, OutOfRangeInputsAreInvalidArguments) {
     return !plan.ok() && plan.status().code() == StatusCode::kInvalidArgument;
   };
   EXPECT_TRUE(invalid([](PlanInputs& in) { in.rows = 0; }));
+  EXPECT_TRUE(invalid([](PlanInputs& in) { in.rows = UINT64_MAX; }));
   EXPECT_TRUE(invalid([](PlanInputs& in) { in.dim = 0; }));
   EXPECT_TRUE(invalid([](PlanInputs& in) { in.dim = 5000; }));
   EXPECT_TRUE(invalid([](PlanInputs& in) { in.hot_fraction = 0; }));
@@ -261,6 +262,7 @@ TEST(PlanCommandTest, BadInputIsAUsageError) {
   EXPECT_EQ(RunPlan({"--rows", "10"}, &output), 2);  // --dim is required
   EXPECT_EQ(RunPlan({"--rows", "10", "--dim", "64", "--hot-fraction", "2"}, &output), 2);
   EXPECT_EQ(RunPlan({"--rows", "10", "--dim", "64", "--wire", "f8"}, &output), 2);
+  EXPECT_EQ(RunPlan({"--rows", "10", "--dim", "64", "--server-memory-gib", "1e30"}, &output), 2);
 }
 
 }  // namespace
