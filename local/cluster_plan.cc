@@ -3,10 +3,10 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdarg>
-#include <cstdio>
 #include <nlohmann/json.hpp>
 
+#include "common/human_format.h"
+#include "common/string_printf.h"
 #include "embedding/embedding_table.h"
 #include "embedding/row_store.h"
 #include "embedding/slab_arena.h"
@@ -35,15 +35,6 @@ constexpr uint64_t kMaxRows = 1'000'000'000'000'000;
 
 double Ceil(double x) { return std::ceil(x - 1e-9); }
 
-std::string Format(const char* format, ...) {
-  char buffer[512];
-  va_list args;
-  va_start(args, format);
-  std::vsnprintf(buffer, sizeof(buffer), format, args);
-  va_end(args);
-  return buffer;
-}
-
 // "1.23 GiB"; binary units for memory and disk.
 std::string Bytes(double bytes) {
   static const char* const kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
@@ -52,26 +43,12 @@ std::string Bytes(double bytes) {
     bytes /= 1024;
     ++unit;
   }
-  return unit == 0 ? Format("%.1f B", bytes) : Format("%.2f %s", bytes, kUnits[unit]);
+  return unit == 0 ? StringPrintf("%.1f B", bytes) : StringPrintf("%.2f %s", bytes, kUnits[unit]);
 }
 
 // "12.34 Gbit/s"; decimal units for network rates.
 std::string Rate(double bytes_per_second) {
-  return Format("%.2f Gbit/s", bytes_per_second * 8 / 1e9);
-}
-
-// "12.3 s", "4.5 min", "1.2 h".
-std::string Duration(double seconds) {
-  if (seconds < 120) return Format("%.1f s", seconds);
-  if (seconds < 7200) return Format("%.1f min", seconds / 60);
-  return Format("%.1f h", seconds / 3600);
-}
-
-std::string Count(double n) {
-  if (n >= 1e9) return Format("%.3gG", n / 1e9);
-  if (n >= 1e6) return Format("%.3gM", n / 1e6);
-  if (n >= 1e3) return Format("%.3gK", n / 1e3);
-  return Format("%.3g", n);
+  return StringPrintf("%.2f Gbit/s", bytes_per_second * 8 / 1e9);
 }
 
 uint32_t StateFloats(const PlanInputs& in) {
@@ -261,92 +238,96 @@ std::string PlanText(const Plan& p) {
   std::string t;
   auto line = [&t](const std::string& what, const std::string& figure,
                    const std::string& arithmetic) {
-    t += Format("  %-30s %14s   %s\n", what.c_str(), figure.c_str(), arithmetic.c_str());
+    t += StringPrintf("  %-30s %14s   %s\n", what.c_str(), figure.c_str(), arithmetic.c_str());
   };
 
-  t += Format("ember plan: %s rows, dim %u, %s, %s on the wire, %s keys/s pulled and pushed\n",
-              Count(rows).c_str(), in.dim,
-              std::string(embedding::OptimizerKindName(in.optimizer)).c_str(),
-              in.wire_format == RowFormat::kF16 ? "f16" : "f32", Count(in.keys_per_second).c_str());
-  t += Format(
+  t += StringPrintf(
+      "ember plan: %s rows, dim %u, %s, %s on the wire, %s keys/s pulled and pushed\n",
+      FormatCount(rows).c_str(), in.dim,
+      std::string(embedding::OptimizerKindName(in.optimizer)).c_str(),
+      in.wire_format == RowFormat::kF16 ? "f16" : "f32", FormatCount(in.keys_per_second).c_str());
+  t += StringPrintf(
       "            servers of %s, %u cores and %s, %s, %u partitions\n\n",
       Bytes(static_cast<double>(in.server_memory_bytes)).c_str(), in.server_cores,
       Rate(in.server_network_bytes_per_second).c_str(),
-      tiered
-          ? Format("%.0f%% of rows in memory, the rest in RocksDB", in.hot_fraction * 100).c_str()
-          : "every row in memory",
+      tiered ? StringPrintf("%.0f%% of rows in memory, the rest in RocksDB", in.hot_fraction * 100)
+                   .c_str()
+             : "every row in memory",
       in.partitions);
 
   t += "per row\n";
-  line("values (weights + state)", Format("%.0f B", p.row_bytes),
-       Format("(%u + %u) floats x 4", in.dim, p.row_floats - in.dim));
-  line("hash index", Format("%.1f B", p.index_bytes_per_row),
-       Format("16 B x %.0f entries / %s rows per partition",
-              PartitionIndexBytes(static_cast<uint64_t>(resident_rows)) / kIndexEntryBytes,
-              Count(resident_rows).c_str()));
-  line("row chunks", Format("%.1f B", p.chunk_bytes_per_row),
-       Format("%.0f B%s + unused chunk tails%s", p.row_bytes, tiered ? " + 4 B flags" : "",
-              tiered ? " + 8 B CLOCK entry" : ""));
-  line("table's account", Format("%.1f B", p.table_bytes_per_row), "index + chunks");
-  line("resident memory", Format("%.1f B", p.memory_bytes_per_row),
-       Format("x %.2f measured (resident over the table's account)", kResidentOverTable));
-  line("checkpoint or move", Format("%.0f B", p.checkpoint_bytes_per_row),
-       Format("8 B key + %.0f B", p.row_bytes));
-  line("on disk (RocksDB tier)", Format("%.0f B", p.disk_bytes_per_row),
-       Format("(12 B key + %.0f B) x %.2f measured", p.row_bytes, kDiskOverKeyAndValue));
+  line("values (weights + state)", StringPrintf("%.0f B", p.row_bytes),
+       StringPrintf("(%u + %u) floats x 4", in.dim, p.row_floats - in.dim));
+  line("hash index", StringPrintf("%.1f B", p.index_bytes_per_row),
+       StringPrintf("16 B x %.0f entries / %s rows per partition",
+                    PartitionIndexBytes(static_cast<uint64_t>(resident_rows)) / kIndexEntryBytes,
+                    FormatCount(resident_rows).c_str()));
+  line("row chunks", StringPrintf("%.1f B", p.chunk_bytes_per_row),
+       StringPrintf("%.0f B%s + unused chunk tails%s", p.row_bytes, tiered ? " + 4 B flags" : "",
+                    tiered ? " + 8 B CLOCK entry" : ""));
+  line("table's account", StringPrintf("%.1f B", p.table_bytes_per_row), "index + chunks");
+  line("resident memory", StringPrintf("%.1f B", p.memory_bytes_per_row),
+       StringPrintf("x %.2f measured (resident over the table's account)", kResidentOverTable));
+  line("checkpoint or move", StringPrintf("%.0f B", p.checkpoint_bytes_per_row),
+       StringPrintf("8 B key + %.0f B", p.row_bytes));
+  line("on disk (RocksDB tier)", StringPrintf("%.0f B", p.disk_bytes_per_row),
+       StringPrintf("(12 B key + %.0f B) x %.2f measured", p.row_bytes, kDiskOverKeyAndValue));
   t += "per key, pulled and pushed once\n";
-  line("on the wire", Format("%.0f B", p.wire_bytes_per_key),
-       Format("2 x (8 B key + %u x %.0f B)", in.dim, value_bytes));
+  line("on the wire", StringPrintf("%.0f B", p.wire_bytes_per_key),
+       StringPrintf("2 x (8 B key + %u x %.0f B)", in.dim, value_bytes));
   const double pull_ns = PullCpuSeconds(in.dim) * 1e9, push_ns = PushCpuSeconds(p.row_floats) * 1e9;
-  line(
-      "server CPU", Format("%.0f ns", p.server_cpu_seconds_per_key * 1e9),
-      Format("pull %.0f + %.2f x %u B = %.0f, push %.0f + %.2f x %.0f B = %.0f%s",
-             kPullCpuNanosPerKey, kPullCpuNanosPerRowByte, in.dim * 4, pull_ns, kPushCpuNanosPerKey,
-             kPushCpuNanosPerStateByte, p.row_bytes, push_ns,
-             tiered
-                 ? Format("; tier: x %.1f and x %.1f", kTierPullSlowdown, kTierPushSlowdown).c_str()
-                 : ""));
-  line("keys/s per core", Count(p.keys_per_second_per_core), "1 / server CPU");
+  line("server CPU", StringPrintf("%.0f ns", p.server_cpu_seconds_per_key * 1e9),
+       StringPrintf(
+           "pull %.0f + %.2f x %u B = %.0f, push %.0f + %.2f x %.0f B = %.0f%s",
+           kPullCpuNanosPerKey, kPullCpuNanosPerRowByte, in.dim * 4, pull_ns, kPushCpuNanosPerKey,
+           kPushCpuNanosPerStateByte, p.row_bytes, push_ns,
+           tiered ? StringPrintf("; tier: x %.1f and x %.1f", kTierPullSlowdown, kTierPushSlowdown)
+                        .c_str()
+                  : ""));
+  line("keys/s per core", FormatCount(p.keys_per_second_per_core), "1 / server CPU");
 
   t += "cluster\n";
   line("memory", Bytes(p.memory_bytes),
-       Format("%s rows x %.1f B", Count(rows * in.hot_fraction).c_str(), p.memory_bytes_per_row));
+       StringPrintf("%s rows x %.1f B", FormatCount(rows * in.hot_fraction).c_str(),
+                    p.memory_bytes_per_row));
   if (tiered) {
     line("disk (tier)", Bytes(p.disk_bytes),
-         Format("%s rows x %.0f B", Count(rows).c_str(), p.disk_bytes_per_row));
+         StringPrintf("%s rows x %.0f B", FormatCount(rows).c_str(), p.disk_bytes_per_row));
   }
   line("one checkpoint", Bytes(p.checkpoint_bytes),
-       Format("%s rows x %.0f B", Count(rows).c_str(), p.checkpoint_bytes_per_row));
+       StringPrintf("%s rows x %.0f B", FormatCount(rows).c_str(), p.checkpoint_bytes_per_row));
   line("network", Rate(p.network_bytes_per_second),
-       Format("%s keys/s x %.0f B x 8 bits", Count(in.keys_per_second).c_str(),
-              p.wire_bytes_per_key));
+       StringPrintf("%s keys/s x %.0f B x 8 bits", FormatCount(in.keys_per_second).c_str(),
+                    p.wire_bytes_per_key));
 
   t += "servers\n";
   line("for memory", std::to_string(p.servers_for_memory),
-       Format("%s / (%s x %.1f%s)", Bytes(p.memory_bytes).c_str(),
-              Bytes(static_cast<double>(in.server_memory_bytes)).c_str(), kUsableMemoryShare,
-              tiered ? " - 32 MiB block cache" : ""));
+       StringPrintf("%s / (%s x %.1f%s)", Bytes(p.memory_bytes).c_str(),
+                    Bytes(static_cast<double>(in.server_memory_bytes)).c_str(), kUsableMemoryShare,
+                    tiered ? " - 32 MiB block cache" : ""));
   line("for CPU", std::to_string(p.servers_for_throughput),
-       Format("%s keys/s x %.0f ns / (%u cores x %.1f)", Count(in.keys_per_second).c_str(),
-              p.server_cpu_seconds_per_key * 1e9, in.server_cores, kTargetCpuShare));
+       StringPrintf("%s keys/s x %.0f ns / (%u cores x %.1f)",
+                    FormatCount(in.keys_per_second).c_str(), p.server_cpu_seconds_per_key * 1e9,
+                    in.server_cores, kTargetCpuShare));
   line("for network", std::to_string(p.servers_for_network),
-       Format("%s / (%s x %.1f)", Rate(p.network_bytes_per_second).c_str(),
-              Rate(in.server_network_bytes_per_second).c_str(), kTargetNetworkShare));
+       StringPrintf("%s / (%s x %.1f)", Rate(p.network_bytes_per_second).c_str(),
+                    Rate(in.server_network_bytes_per_second).c_str(), kTargetNetworkShare));
   line("servers", std::to_string(p.servers), "the largest, at least 1");
 
   t += "per server\n";
-  line("memory", Bytes(p.memory_bytes_per_server), Format("/ %u servers", p.servers));
-  if (tiered) line("disk", Bytes(p.disk_bytes_per_server), Format("/ %u servers", p.servers));
-  line("network", Rate(p.network_bytes_per_second_per_server), Format("/ %u servers", p.servers));
-  line(
-      "move its rows", Duration(p.move_seconds),
-      Format("%s rows x %.0f B / %.0f MB/s + %.0f partitions x %.3f s, measured",
-             Count(rows / p.servers).c_str(), p.checkpoint_bytes_per_row, kMoveBytesPerSecond / 1e6,
-             static_cast<double>(in.partitions) / p.servers, kMoveSecondsPerPartition));
-  line("reopen its data directory", Duration(p.reopen_seconds),
-       Format("%.1f s + %s rows x %.0f B / %.0f MB/s measured", kReopenFixedSeconds,
-              Count(rows / p.servers).c_str(), p.disk_bytes_per_row,
-              kReopenScanBytesPerSecond / 1e6));
+  line("memory", Bytes(p.memory_bytes_per_server), StringPrintf("/ %u servers", p.servers));
+  if (tiered) line("disk", Bytes(p.disk_bytes_per_server), StringPrintf("/ %u servers", p.servers));
+  line("network", Rate(p.network_bytes_per_second_per_server),
+       StringPrintf("/ %u servers", p.servers));
+  line("move its rows", FormatDuration(p.move_seconds),
+       StringPrintf("%s rows x %.0f B / %.0f MB/s + %.0f partitions x %.3f s, measured",
+                    FormatCount(rows / p.servers).c_str(), p.checkpoint_bytes_per_row,
+                    kMoveBytesPerSecond / 1e6, static_cast<double>(in.partitions) / p.servers,
+                    kMoveSecondsPerPartition));
+  line("reopen its data directory", FormatDuration(p.reopen_seconds),
+       StringPrintf("%.1f s + %s rows x %.0f B / %.0f MB/s measured", kReopenFixedSeconds,
+                    FormatCount(rows / p.servers).c_str(), p.disk_bytes_per_row,
+                    kReopenScanBytesPerSecond / 1e6));
   return t;
 }
 
