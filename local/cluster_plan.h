@@ -1,14 +1,14 @@
 // ClusterPlan: how many parameter servers a table needs, and how much memory, disk and network,
 // from ember's own row layout and from figures measured on ember (`ember plan`, docs/sizing.md).
 //
-// What is computed from the code's layout (exact, checked against a real table by a test):
+// What is computed from the code's layout (memory: checked against real tables by a test):
 //   a row in memory   (dim + optimizer state) float32 values, + 1 flags word in a tiered table
 //   the hash index    16-byte entries, a power-of-two count per partition grown at 70% load
 //                     (embedding/row_store.h), so 23 to 46 bytes a row by the partition's fill
 //   row chunks        rows in chunks of at most 256 KiB per partition, the last one part used
 //   a checkpoint row  8-byte key + the row's values (embedding/partition_file.h); moves carry
 //                     the same payload
-//   a row on disk     (12-byte key + the row's values) x RocksDB's own overhead (measured)
+//   a row on disk     12-byte key + the row's values, times RocksDB's overhead (measured)
 //   a key on the wire pull: 8-byte key out, dim values back; push: 8-byte key + dim gradients;
 //                     values 4 bytes (f32) or 2 (f16); servers always store f32
 // What is measured (the constants below, each with the command that measured it): resident
@@ -119,12 +119,12 @@ struct Plan {
   uint32_t servers_for_memory = 0;
   uint32_t servers_for_throughput = 0;  // by CPU
   uint32_t servers_for_network = 0;
-  uint32_t servers = 0;  // the larger, at least 1
+  uint32_t servers = 0;  // the largest of the three, at least 1
   double memory_bytes_per_server = 0;
   double disk_bytes_per_server = 0;
   double network_bytes_per_second_per_server = 0;
   // Times for one server's share of the rows.
-  double move_seconds = 0;    // a partition move of that share at kMoveBytesPerSecond
+  double move_seconds = 0;    // moving its partitions to a new server
   double reopen_seconds = 0;  // a restart over its data directory
 };
 
@@ -133,10 +133,10 @@ struct Plan {
 double PartitionIndexBytes(uint64_t rows);
 double PartitionChunkBytes(uint64_t rows, uint32_t floats_per_row);
 
-// The plan for `inputs`; InvalidArgument naming the input when one is out of range (no rows,
-// dim 0 or above the table limit, hot_fraction outside (0, 1], no memory, cores, network or
-// partitions,
-// a negative or non-finite keys/s, or memory too small for the fixed share of a server).
+// The plan for `inputs`; InvalidArgument naming the input when one is out of range (no rows or
+// more than 10^15, dim 0 or above the table limit, hot_fraction outside (0, 1], no memory,
+// cores, network or partitions, a negative or non-finite keys/s), or when the plan needs more
+// servers than there are partitions.
 Result<Plan> PlanCluster(const PlanInputs& inputs);
 
 // The plan as one JSON object: the inputs and every figure above, under their field names.
