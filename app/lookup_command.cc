@@ -2,7 +2,6 @@
 // serving and for inspecting a model while it trains. Keys come from a file or stdin, one uint64
 // per line; rows go to stdout as TSV (key, found, the row's values) or to a .npy file.
 #include <algorithm>
-#include <charconv>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
@@ -10,6 +9,7 @@
 #include <vector>
 
 #include "app/commands.h"
+#include "common/key_list.h"
 #include "common/npy.h"
 #include "ps/client/client.h"
 
@@ -20,35 +20,11 @@ int Fail(const Status& status, int exit_code = 1) {
   return PrintError("lookup", status, exit_code);
 }
 
-// One uint64 per line (surrounding spaces and blank lines ignored); InvalidArgument naming the
-// source, the line and its text for anything else.
-Result<std::vector<uint64_t>> ReadKeys(std::istream& in, const std::string& source) {
-  std::vector<uint64_t> keys;
-  std::string line;
-  for (uint64_t number = 1; std::getline(in, line); ++number) {
-    const size_t first = line.find_first_not_of(" \t\r");
-    if (first == std::string::npos) continue;
-    const size_t last = line.find_last_not_of(" \t\r");
-    const char* begin = line.data() + first;
-    const char* end = line.data() + last + 1;
-    uint64_t key = 0;
-    const auto [parsed_to, error] = std::from_chars(begin, end, key);
-    if (error != std::errc() || parsed_to != end) {
-      return InvalidArgument(source + " line " + std::to_string(number) + ": '" +
-                             std::string(begin, end) +
-                             "' is not a key (an unsigned 64-bit integer)");
-    }
-    keys.push_back(key);
-  }
-  if (in.bad()) return InvalidArgument("reading " + source + " failed");
-  return keys;
-}
-
 Result<std::vector<uint64_t>> ReadKeysFrom(const std::string& path) {
-  if (path == "-") return ReadKeys(std::cin, "stdin");
+  if (path == "-") return ReadKeyList(std::cin, "stdin");
   std::ifstream file(path);
   if (!file) return NotFound("cannot open key file '" + path + "'");
-  return ReadKeys(file, "'" + path + "'");
+  return ReadKeyList(file, "'" + path + "'");
 }
 
 // FILE.npy -> FILE.found.npy, beside the rows.

@@ -146,20 +146,23 @@ void MetricsEndpoint::Answer(int connection) const {
     if (n <= 0) break;  // closed, or silent for the timeout: answer what arrived, if anything
     request.append(buffer, static_cast<size_t>(n));
   }
+  const std::string response = Respond(request);
+  if (!response.empty()) WriteAll(connection, response);
+}
+
+std::string MetricsEndpoint::Respond(std::string_view request) const {
   // "METHOD PATH[?QUERY] HTTP/1.x"
   const size_t method_end = request.find(' ');
-  if (method_end == std::string::npos) return;
-  const std::string method = request.substr(0, method_end);
+  if (method_end == std::string_view::npos || method_end == 0) return "";
+  const std::string_view method = request.substr(0, method_end);
   const size_t path_end = request.find_first_of(" ?\r\n", method_end + 1);
-  const std::string path = request.substr(method_end + 1, path_end - method_end - 1);
+  const std::string_view path = request.substr(method_end + 1, path_end - method_end - 1);
   const bool head = method == "HEAD";
   if (method != "GET" && !head) {
-    WriteAll(connection, Response("405 Method Not Allowed", "only GET and HEAD\n", true));
-  } else if (path != kMetricsPath) {
-    WriteAll(connection, Response("404 Not Found", "metrics are at /metrics\n", !head));
-  } else {
-    WriteAll(connection, Response("200 OK", Scrape(), !head));
+    return Response("405 Method Not Allowed", "only GET and HEAD\n", true);
   }
+  if (path != kMetricsPath) return Response("404 Not Found", "metrics are at /metrics\n", !head);
+  return Response("200 OK", Scrape(), !head);
 }
 
 }  // namespace ember

@@ -58,10 +58,15 @@ class MetricsEndpoint {
   // The text every collector gives now (what a scrape returns).
   std::string Scrape() const;
 
+  // The whole HTTP response to `request` (what arrived of the request line and headers, at most
+  // 8 KiB): the metrics for GET or HEAD of /metrics, else 404 or 405; empty (the connection is
+  // closed unanswered) when no method arrived.
+  std::string Respond(std::string_view request) const;
+
  private:
   MetricsEndpoint(std::string host, uint32_t port, int listener);
   void Serve();                       // the endpoint's thread: accepts until stopped
-  void Answer(int connection) const;  // one request
+  void Answer(int connection) const;  // reads one request and writes Respond's answer
 
   const std::string host_;
   const uint32_t port_;

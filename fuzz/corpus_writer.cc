@@ -409,6 +409,10 @@ void WriteConfigs(CorpusWriter& out, const fs::path& source) {
   out.Write("config_yaml", "serving", 0,
             "cluster: {servers: 2, server_bind: \"tcp://0.0.0.0:*\", server_advertise: "
             "\"node7:9000\"}\ntables: [{name: a, dim: 4}]\n");
+  out.Write("config_yaml", "metrics", 0,
+            "cluster: {servers: 2}\ntables: [{name: a, dim: 4}]\n"
+            "metrics: {scheduler: \"0.0.0.0:9400\", servers: \"localhost:0\", "
+            "trainers: \"127.0.0.1:9410\"}\n");
   out.Write("config_yaml", "edge-anchors", 0,
             "cluster: &c {servers: 2}\ntables: [{name: a, dim: 4}]\nmodel: *c\n");
 }
@@ -427,6 +431,24 @@ void WriteKeyFiles(CorpusWriter& out, const std::string& dir) {
             "public-key = " + std::string(40, 'a') + "\nsecret-key = " + pair->secret_key + "\n");
   out.Write("key_file", "edge-repeated", 1,
             "public-key = x\npublic-key = " + pair->public_key + "\n#\n");
+}
+
+// Key lists for `ember lookup --keys` (even mode) and raw-id maps of `ember export` (odd).
+void WriteKeyLists(CorpusWriter& out) {
+  out.Write("key_list", "keys", 0, "1\n 42 \r\n\n18446744073709551615\n");
+  out.Write("key_list", "edge-not-a-key", 0, "7\n-3\n0x10\n18446744073709551616\n");
+  out.Write("key_list", "raw-id-map", 1, "u1\t1311768467294899695\nitem 7\t42\n\t0\n");
+  out.Write("key_list", "edge-raw-id-map", 1, "no tab\nid\t\nid\t12x\n");
+}
+
+// What clients send to a metrics endpoint.
+void WriteMetricsRequests(CorpusWriter& out) {
+  out.Write("metrics_request", "get", "GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n");
+  out.Write("metrics_request", "head-query", "HEAD /metrics?x=1 HTTP/1.0\r\n\r\n");
+  out.Write("metrics_request", "edge-other-path", "GET / HTTP/1.1\r\n\r\n");
+  out.Write("metrics_request", "edge-post",
+            "POST /metrics HTTP/1.1\r\nContent-Length: 3\r\n\r\nabc");
+  out.Write("metrics_request", "edge-no-method", " /metrics\r\n");
 }
 
 void WriteDelimited(CorpusWriter& out) {
@@ -465,6 +487,8 @@ int main(int argc, char** argv) {
   WriteManifests(out, ScratchDir());
   WriteConfigs(out, fs::path(argv[2]));
   WriteDelimited(out);
+  WriteKeyLists(out);
+  WriteMetricsRequests(out);
   WriteKeyFiles(out, ScratchDir() + "/keys");
   std::printf("wrote %d seeds under %s\n", out.written(), argv[1]);
   return 0;

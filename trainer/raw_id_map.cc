@@ -6,6 +6,7 @@
 #include <string_view>
 
 #include "common/file_io.h"
+#include "common/quote_for_error.h"
 
 namespace ember::trainer {
 namespace {
@@ -72,13 +73,13 @@ Result<RawIdMap> ReadRawIdMap(const std::string& path, const std::string& table)
     start = end + 1;
     ++line_number;
     const size_t tab = line.find('\t');
+    const std::string_view digits =
+        tab == std::string_view::npos ? std::string_view() : line.substr(tab + 1);
     uint64_t key = 0;
-    const char* digits = line.data() + tab + 1;
-    const char* line_end = line.data() + line.size();
-    if (tab == std::string_view::npos || std::from_chars(digits, line_end, key).ptr != line_end ||
-        digits == line_end) {
+    if (digits.empty() || std::from_chars(digits.data(), digits.data() + digits.size(), key).ptr !=
+                              digits.data() + digits.size()) {
       return InvalidArgument("raw-id map '" + path + "' line " + std::to_string(line_number) +
-                             ": '" + std::string(line) + "' is not raw_id<TAB>key");
+                             ": " + QuoteForError(line) + " is not raw_id<TAB>key");
     }
     map.ids.emplace_back(line.substr(0, tab));
     map.keys.push_back(key);

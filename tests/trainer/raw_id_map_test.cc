@@ -64,8 +64,14 @@ TEST(RawIdMapTest, ABadLineIsRefusedNamingItsNumber) {
   std::ofstream(path) << "alice\t12\nbob\t-3\n";
   auto read = ReadRawIdMap(path, "user_id");
   EXPECT_EQ(read.status().code(), StatusCode::kInvalidArgument);
-  EXPECT_NE(read.status().message().find("line 2: 'bob\t-3'"), std::string::npos)
+  // The line is quoted as errors quote peer text: bounded, the tab shown as '?'.
+  EXPECT_NE(read.status().message().find("line 2: 'bob?-3' is not raw_id<TAB>key"),
+            std::string::npos)
       << read.status().ToString();
+  std::ofstream(path) << "alice\t12\n" << std::string(5000, 'x') << "\n";
+  read = ReadRawIdMap(path, "user_id");
+  EXPECT_NE(read.status().message().find("line 2: 'xxxx"), std::string::npos);
+  EXPECT_LT(read.status().message().size(), 300u) << read.status().ToString();
   EXPECT_EQ(ReadRawIdMap(dir.path() + "/missing.tsv", "x").status().code(), StatusCode::kNotFound);
 }
 
