@@ -63,8 +63,10 @@ uint32_t FloatsPerRow(const TableSpec& spec) {
 
 Result<std::unique_ptr<embedding::RocksStore>> OpenStore(const TierBenchOptions& config) {
   const TableSpec spec = BenchSpec(config);
-  return embedding::RocksStore::Open({config.data_dir + "/rows"},
-                                     {{spec.name, FloatsPerRow(spec)}});
+  embedding::RocksStoreOptions options{config.data_dir + "/rows"};
+  options.log_pushes = config.durability != ps::Durability::kFlush;
+  options.sync_log = config.durability == ps::Durability::kSync;
+  return embedding::RocksStore::Open(options, {{spec.name, FloatsPerRow(spec)}});
 }
 
 // Writes every row's initial value straight to disk (a bulk load, as a restore would).
@@ -183,9 +185,7 @@ uint64_t DirectoryBytes(const std::string& path) {
 Result<std::unique_ptr<embedding::EmbeddingTable>> OpenTiered(const TierBenchOptions& config,
                                                               embedding::RocksStore& store,
                                                               embedding::MemoryBudget* budget) {
-  embedding::TierOptions tier{store.Table("bench"), budget,
-                              config.durability != ps::Durability::kFlush,
-                              config.durability == ps::Durability::kSync};
+  embedding::TierOptions tier{store.Table("bench"), budget};
   return embedding::EmbeddingTable::Create(BenchSpec(config), 1024, tier);
 }
 

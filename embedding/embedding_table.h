@@ -15,11 +15,13 @@
 // family (rocks_store.h). A request first looks its keys up in memory, then reads all misses of a
 // stripe with one MultiGet, and creates the rows found nowhere. Rows changed since they were last
 // on disk (and rows never stored) are written back when evicted, so every method, rows() and the
-// ForEach* visitors see exactly what an all-in-memory table would hold. With log_pushes, every
-// push's rows are written to disk (RocksDB's write-ahead log) before Push returns, and the stripe
-// locks of the request are held until then, so the log orders the writes of a key as memory does.
-// A caller may add records of its own to that write (Push's `also_log`, or its PushCheck), which
-// then reach disk atomically with the rows: the server records there which request a push was.
+// ForEach* visitors see exactly what an all-in-memory table would hold. When the RocksDB store
+// keeps a push log (push_log.h), every push's rows are appended to it under the request's stripe
+// locks (so the log orders the writes of a key as memory does) and Push returns once the log
+// write holding them returned (group commit); the rows stay changed in memory until evicted or
+// until the log retires their segment. A caller may add records of its own to that write (Push's
+// `also_log`, or its PushCheck), which then reach disk atomically with the rows: the server
+// records there which request a push was.
 //
 // A request hashes each key to its partition once. A caller that must vet the keys first (a
 // server: does it own their partitions?) hands the table a check (RequestCheck for a pull,
@@ -69,10 +71,9 @@ struct RequestGroups;
 struct TierOptions {
   RocksTable* disk = nullptr;      // borrowed, outlives the table; null: all rows in memory
   MemoryBudget* budget = nullptr;  // borrowed, shared by the server's tables; null: no eviction
-  // Every Push writes its rows to disk before returning, so an acknowledged push survives the
-  // process being killed. Without it, changed rows reach disk when evicted or flushed.
-  bool log_pushes = false;
-  bool sync_log = false;  // also fsync the log on each push (survives a machine crash; slow)
+  // Pushes are logged when disk's store keeps a push log (RocksStoreOptions::log_pushes), so an
+  // acknowledged push survives the process being killed. Without it, changed rows reach disk when
+  // evicted or flushed.
 };
 
 // Counters of a tiered table (all zero for an in-memory one).
@@ -158,7 +159,7 @@ class EmbeddingTable {
   // The same, with `check` deciding on the push first (after the size check) and adding the
   // records to log with its rows.
   Status Push(std::span<const uint64_t> keys, std::span<const float> grads, PushCheck& check);
-  // Whether Push writes its rows to disk before returning (a tier with log_pushes).
+  // Whether Push logs its rows before returning (a tier whose store keeps a push log).
   bool logs_pushes() const;
 
   // Rows held, over all partitions (in memory and on disk).
@@ -242,6 +243,12 @@ class EmbeddingTable {
   Status RestoreTiered(uint32_t partition, uint64_t key, std::span<const float> row,
                        std::span<const float> state);
   Result<uint64_t> EraseTiered(uint32_t partition);
+  // Before `rows_to_write` changed rows go to RocksDB: waits until every push logged so far is
+  // written to the push log (a no-op without one, or with no rows).
+  Status WaitForLoggedPushes(size_t rows_to_write);
+  // Appends every changed row held in memory to the store's push log, partition by partition
+  // under its stripe lock, and waits until written (run by the log before it drops a segment).
+  Status RelogDirtyRows();
   // Evicts rows of `partitions` (whose stripe lock the caller holds) while the budget is
   // exceeded, at most `max_rows`, writing changed ones back first.
   Status EvictWhileOverBudget(std::span<const uint32_t> partitions, size_t max_rows);

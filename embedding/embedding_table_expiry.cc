@@ -40,6 +40,11 @@ Result<uint64_t> EmbeddingTable::ExpireRows() {
               ++disk_only;
             }
           }));
+      if (PushLog* log = tier_->options.disk->push_log(); log != nullptr && !deletes.empty()) {
+        // Logged too, so that a replay of the log does not bring the rows back.
+        RETURN_IF_ERROR(log->WaitDurable(log->Append(deletes.LogPayload()))
+                            .WithContext("logging expired rows"));
+      }
       RETURN_IF_ERROR(tier_->options.disk->Write(deletes).WithContext("deleting expired rows"));
       if (tier_->options.budget != nullptr) {
         tier_->options.budget->Release(uint64_t{victims.size()} * stored_floats_ * sizeof(float));

@@ -21,6 +21,7 @@ struct EmbeddingTable::Tier {
   std::atomic<uint64_t> loaded{0};
   std::atomic<uint64_t> evictions{0};
   std::atomic<uint64_t> writebacks{0};
+  uint64_t relogger = 0;  // the handle of RelogDirtyRows in the push log; 0: none
 };
 
 namespace internal {

@@ -25,7 +25,11 @@ constexpr size_t kEvictionsPerInsert = 2;
 
 }  // namespace
 
-EmbeddingTable::~EmbeddingTable() = default;
+EmbeddingTable::~EmbeddingTable() {
+  if (tier_ != nullptr && tier_->relogger != 0) {
+    tier_->options.disk->push_log()->RemoveRelogger(tier_->relogger);
+  }
+}
 
 Result<std::unique_ptr<EmbeddingTable>> EmbeddingTable::Create(const TableSpec& spec,
                                                                uint32_t num_partitions,
@@ -46,16 +50,23 @@ void EmbeddingTable::InitTier(const TierOptions& tier) {
   tier_ = std::make_unique<Tier>();
   tier_->options = tier;
   tier_->clocks.resize(num_partitions_);
+  if (PushLog* log = tier.disk->push_log(); log != nullptr) {
+    // Before the log drops a full segment, the changed rows it logged are logged again.
+    tier_->relogger = log->AddRelogger([this] { return RelogDirtyRows(); });
+  }
 }
 
-bool EmbeddingTable::logs_pushes() const { return tier_ != nullptr && tier_->options.log_pushes; }
+bool EmbeddingTable::logs_pushes() const {
+  return tier_ != nullptr && tier_->options.disk->push_log() != nullptr;
+}
 
 Status EmbeddingTable::ForEachTieredRequestRow(std::span<const uint64_t> keys,
                                                internal::RequestGroups& groups, const RowUse& use,
                                                PushCheck* push_check) {
   Tier& tier = *tier_;
   const bool push = push_check != nullptr;
-  const bool log = push && tier.options.log_pushes;
+  PushLog* const push_log = tier.options.disk->push_log();
+  const bool log = push && push_log != nullptr;
   const uint64_t row_bytes = uint64_t{stored_floats_} * sizeof(float);
   thread_local std::vector<uint32_t> missed;  // indexes into groups.order
   thread_local std::vector<uint32_t> missed_partitions;
@@ -63,11 +74,10 @@ Status EmbeddingTable::ForEachTieredRequestRow(std::span<const uint64_t> keys,
   thread_local std::vector<float> loaded;
   thread_local std::vector<uint8_t> found;
   thread_local std::vector<uint32_t> touched;  // partitions of the stripe, for eviction
-  // With log_pushes the locks of all stripes touched are held until the log write returns.
+  // With a push log the locks of all stripes touched are held until the push is appended to it.
   std::vector<std::unique_lock<std::mutex>> held;
   std::vector<uint32_t> held_stripes;
   RowWrites writes(*tier.options.disk);
-  writes.sync = tier.options.sync_log;
 
   auto evict_stripe = [&](uint32_t s, size_t inserted) -> Status {
     if (tier.options.budget == nullptr || !tier.options.budget->exceeded()) return Status::Ok();
@@ -168,18 +178,16 @@ Status EmbeddingTable::ForEachTieredRequestRow(std::span<const uint64_t> keys,
   }
   if (!log) return Status::Ok();
   push_check->AppendWrites(writes);
-  // Every stripe of the request is still locked: the rows written are the rows in memory.
-  RETURN_IF_ERROR(tier.options.disk->Write(writes).WithContext("logging a push"));
+  // Every stripe of the request is still locked: the rows logged are the rows in memory, and the
+  // log orders the pushes of a key as memory does. The rows stay changed: they reach RocksDB when
+  // evicted or when the log retires the segment.
+  const PushLog::Ticket ticket = push_log->Append(writes.LogPayload());
   for (size_t h = 0; h < held_stripes.size(); ++h) {
-    const uint32_t s = held_stripes[h];
-    for (uint32_t j = groups.bounds[s]; j < groups.bounds[s + 1]; ++j) {
-      if (groups.IsScratch(groups.rows[j])) continue;
-      float* flags = groups.rows[j] + floats_per_row_;
-      StoreFlags(flags, (LoadFlags(flags) & ~uint32_t{kDirty}) | kOnDisk);
-    }
-    RETURN_IF_ERROR(evict_stripe(s, inserted_per_stripe[h]));
+    RETURN_IF_ERROR(evict_stripe(held_stripes[h], inserted_per_stripe[h]));
   }
-  return Status::Ok();
+  held.clear();
+  // Acknowledged only once written (with the pushes that came meanwhile: group commit).
+  return push_log->WaitDurable(ticket).WithContext("logging a push");
 }
 
 Status EmbeddingTable::EvictWhileOverBudget(std::span<const uint32_t> partitions,
@@ -225,7 +233,9 @@ Status EmbeddingTable::EvictWhileOverBudget(std::span<const uint32_t> partitions
     }
   }
   const size_t written = writes.size();
-  if (Status status = tier.options.disk->Write(writes); !status.ok()) {
+  Status status = WaitForLoggedPushes(written);
+  if (status.ok()) status = tier.options.disk->Write(writes);
+  if (!status.ok()) {
     // Keep every victim in memory, still changed, for a later eviction to retry.
     for (const Victim& victim : victims) {
       float* flags = stores_[victim.partition].Find(
@@ -306,6 +316,15 @@ Status EmbeddingTable::RestoreTiered(uint32_t partition, uint64_t key, std::span
 Result<uint64_t> EmbeddingTable::EraseTiered(uint32_t partition) {
   Tier& tier = *tier_;
   std::lock_guard<std::mutex> lock(StripeLock(partition));
+  if (PushLog* log = tier.options.disk->push_log(); log != nullptr) {
+    // A replay of the log must not bring back the rows of the partition it logged before; the
+    // marker is written first, so that no kill leaves the rows deleted but the marker lost.
+    RowWrites marker(*tier.options.disk);
+    marker.DeletePartition(partition);
+    RETURN_IF_ERROR(log->WaitDurable(log->Append(marker.LogPayload()))
+                        .WithContext("logging the erasure of partition " +
+                                     std::to_string(partition)));
+  }
   ASSIGN_OR_RETURN(uint64_t erased, tier.options.disk->ErasePartition(partition));
   RowStore& store = stores_[partition];
   std::as_const(store).ForEach([&](uint64_t, const float* row) {
@@ -333,6 +352,7 @@ Status EmbeddingTable::FlushDirtyRows() {
       flushed.push_back(row);
     });
     const size_t written = writes.size();
+    RETURN_IF_ERROR(WaitForLoggedPushes(written));
     RETURN_IF_ERROR(tier_->options.disk->Write(writes).WithContext("flushing table '" + spec_.name + "'"));
     for (float* row : flushed) {
       float* flags = row + floats_per_row_;
@@ -341,6 +361,31 @@ Status EmbeddingTable::FlushDirtyRows() {
     tier_->writebacks.fetch_add(written, std::memory_order_relaxed);
   }
   return Status::Ok();
+}
+
+Status EmbeddingTable::WaitForLoggedPushes(size_t rows_to_write) {
+  PushLog* log = tier_->options.disk->push_log();
+  if (log == nullptr || rows_to_write == 0) return Status::Ok();
+  return log->WaitAllAppended().WithContext("logging pushes before writing rows back");
+}
+
+Status EmbeddingTable::RelogDirtyRows() {
+  PushLog& log = *tier_->options.disk->push_log();
+  RowWrites writes(*tier_->options.disk);
+  PushLog::Ticket last = 0;
+  for (uint32_t p = 0; p < num_partitions_; ++p) {
+    // Appended under the stripe lock: a later push of these rows is logged after them.
+    std::lock_guard<std::mutex> lock(StripeLock(p));
+    std::as_const(stores_[p]).ForEach([&](uint64_t key, const float* row) {
+      if (LoadFlags(row + floats_per_row_) & kDirty) {
+        writes.Put(p, key, std::span<const float>(row, floats_per_row_));
+      }
+    });
+    if (writes.empty()) continue;
+    last = log.Append(writes.LogPayload(), PushLog::Origin::kRelog);
+    writes.Clear();
+  }
+  return last == 0 ? Status::Ok() : log.WaitDurable(last).WithContext("relogging changed rows");
 }
 
 TierStats EmbeddingTable::tier_stats() const {

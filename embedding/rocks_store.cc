@@ -107,6 +107,17 @@ void RowWrites::Delete(uint32_t partition, uint64_t key) {
   ++rows_;
 }
 
+void RowWrites::DeletePartition(uint32_t partition) {
+  EMBER_CHECK(family_ != nullptr, "a batch of records only got a partition deletion");
+  const auto begin = EncodeKey(partition, 0);
+  const auto end = EncodePartition(partition + 1);
+  // Every 12-byte key of the partition sorts below the 4-byte prefix of the next one.
+  (void)batch_->DeleteRange(family_, AsSlice(begin), rocksdb::Slice(end.data(), end.size()));
+  ++rows_;
+}
+
+std::string_view RowWrites::LogPayload() const { return batch_->Data(); }
+
 void RowWrites::PutRecord(std::string_view key, std::string_view value) {
   (void)batch_->Put(record_family_, rocksdb::Slice(key.data(), key.size()),
                     rocksdb::Slice(value.data(), value.size()));
@@ -125,8 +136,13 @@ void RowWrites::Clear() {
 }
 
 RocksTable::RocksTable(rocksdb::DB* db, rocksdb::ColumnFamilyHandle* family,
-                       rocksdb::ColumnFamilyHandle* records, uint32_t floats_per_row)
-    : db_(db), family_(family), records_(records), floats_per_row_(floats_per_row) {}
+                       rocksdb::ColumnFamilyHandle* records, uint32_t floats_per_row,
+                       PushLog* push_log)
+    : db_(db),
+      family_(family),
+      records_(records),
+      floats_per_row_(floats_per_row),
+      push_log_(push_log) {}
 
 Status RocksTable::MultiGet(std::span<const uint32_t> partitions, std::span<const uint64_t> keys,
                             const std::function<void(size_t, std::span<const float>)>& found) const {
@@ -249,17 +265,89 @@ Result<std::unique_ptr<RocksStore>> RocksStore::Open(const RocksStoreOptions& op
                                               &store->handles_, &db),
                             "opening data directory '" + options.path + "'"));
   store->db_.reset(db);
+  store->sync_log_ = options.sync_log;
+  const std::string log_dir =
+      (std::filesystem::path(options.path) / "ember-pushlog").string();
+  ASSIGN_OR_RETURN(uint64_t next_segment, store->ReplayPushLog(log_dir));
+  if (options.log_pushes) {
+    PushLogOptions log_options{log_dir, options.sync_log, options.log_segment_bytes};
+    ASSIGN_OR_RETURN(store->push_log_,
+                     PushLog::Create(log_options, next_segment,
+                                     [raw = store.get()](const std::vector<std::string>& paths) {
+                                       return raw->PersistLoggedRecords(paths);
+                                     }));
+  }
   for (size_t i = 0; i < descriptors.size(); ++i) {
     auto it = tables.find(descriptors[i].name);
     if (it == tables.end()) continue;
-    store->tables_.emplace(it->first,
-                           std::make_unique<RocksTable>(db, store->handles_[i],
-                                                        store->record_family(), it->second));
+    store->tables_.emplace(
+        it->first, std::make_unique<RocksTable>(db, store->handles_[i], store->record_family(),
+                                                it->second, store->push_log_.get()));
   }
   return store;
 }
 
+Result<uint64_t> RocksStore::ReplayPushLog(const std::string& dir) {
+  uint64_t replayed = 0;
+  ASSIGN_OR_RETURN(uint64_t next, PushLog::Replay(dir, [&](std::string_view payload) {
+    rocksdb::WriteBatch batch{std::string(payload)};
+    ++replayed;
+    return FromRocks(db_->Write(rocksdb::WriteOptions(), &batch),
+                     "replaying the push log of '" + path_ + "'");
+  }));
+  if (replayed == 0) return next;
+  // The replayed rows must be in files before the segments go.
+  RETURN_IF_ERROR(Flush());
+  RETURN_IF_ERROR(PushLog::RemoveSegments(dir));
+  return next;
+}
+
+namespace {
+
+// Collects a logged batch's records (the default column family), leaving its rows out: the
+// tables logged those again, or wrote them to RocksDB.
+class RecordCollector : public rocksdb::WriteBatch::Handler {
+ public:
+  explicit RecordCollector(rocksdb::WriteBatch& records) : records_(records) {}
+  rocksdb::Status PutCF(uint32_t family, const rocksdb::Slice& key,
+                        const rocksdb::Slice& value) override {
+    return family == 0 ? records_.Put(key, value) : rocksdb::Status::OK();
+  }
+  rocksdb::Status DeleteCF(uint32_t family, const rocksdb::Slice& key) override {
+    return family == 0 ? records_.Delete(key) : rocksdb::Status::OK();
+  }
+  rocksdb::Status DeleteRangeCF(uint32_t, const rocksdb::Slice&, const rocksdb::Slice&) override {
+    return rocksdb::Status::OK();
+  }
+
+ private:
+  rocksdb::WriteBatch& records_;
+};
+
+}  // namespace
+
+Status RocksStore::PersistLoggedRecords(const std::vector<std::string>& segments) {
+  rocksdb::WriteBatch records;
+  for (const std::string& path : segments) {
+    RETURN_IF_ERROR(PushLog::ReadSegment(path, [&](std::string_view payload) {
+      rocksdb::WriteBatch batch{std::string(payload)};
+      RecordCollector collector(records);
+      return FromRocks(batch.Iterate(&collector), "reading push log '" + path + "'");
+    }));
+  }
+  rocksdb::WriteOptions options;
+  options.sync = sync_log_;
+  if (records.Count() > 0) {
+    RETURN_IF_ERROR(FromRocks(db_->Write(options, &records), "writing logged records"));
+  }
+  // Rows written back on eviction went through RocksDB's own log: make it as durable as the push
+  // log.
+  if (sync_log_) RETURN_IF_ERROR(FromRocks(db_->SyncWAL(), "syncing '" + path_ + "'"));
+  return Status::Ok();
+}
+
 RocksStore::~RocksStore() {
+  push_log_.reset();
   tables_.clear();
   for (rocksdb::ColumnFamilyHandle* handle : handles_) {
     if (db_) (void)db_->DestroyColumnFamilyHandle(handle);

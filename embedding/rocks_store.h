@@ -15,6 +15,10 @@
 // the write returns (survives a machine crash); without it the log is in the OS page cache when the
 // write returns, which survives the process being killed but not a power loss.
 //
+// With RocksStoreOptions::log_pushes the store also keeps a PushLog (push_log.h) in
+// PATH/ember-pushlog, the group-committed log of tables' pushes, and Open replays what a killed
+// process left there before anything reads the rows.
+//
 // Thread-safety: every method may be called from many threads at once (RocksDB serialises
 // writers itself). A RocksTable borrowed from Table() lives as long as its RocksStore.
 #pragma once
@@ -29,6 +33,7 @@
 #include <vector>
 
 #include "common/status.h"
+#include "embedding/push_log.h"
 
 namespace rocksdb {
 class ColumnFamilyHandle;
@@ -56,6 +61,8 @@ class RowWrites {
   void Put(uint32_t partition, uint64_t key, std::span<const float> row_and_state);
   // Adds the deletion of one row.
   void Delete(uint32_t partition, uint64_t key);
+  // Adds the deletion of every row of `partition`.
+  void DeletePartition(uint32_t partition);
   // Adds a record (any key and value; see RocksStore::ForEachRecord), or its deletion.
   void PutRecord(std::string_view key, std::string_view value);
   void DeleteRecord(std::string_view key);
@@ -64,6 +71,8 @@ class RowWrites {
   // Nothing put or deleted, rows or records.
   bool empty() const { return rows_ == 0 && records_ == 0; }
   void Clear();
+  // The batch as PushLog records it (RocksDB's serialised write batch).
+  std::string_view LogPayload() const;
   // Fsync the write-ahead log before Write returns.
   bool sync = false;
 
@@ -84,9 +93,11 @@ class RocksTable {
 
   // `records` is the default column family (records beside the rows).
   RocksTable(rocksdb::DB* db, rocksdb::ColumnFamilyHandle* family,
-             rocksdb::ColumnFamilyHandle* records, uint32_t floats_per_row);
+             rocksdb::ColumnFamilyHandle* records, uint32_t floats_per_row, PushLog* push_log);
 
   uint32_t floats_per_row() const { return floats_per_row_; }
+  // The store's push log (with RocksStoreOptions::log_pushes), else null.
+  PushLog* push_log() const { return push_log_; }
 
   // Looks every (partitions[i], keys[i]) up in one MultiGet; found(i, row_and_state) is called for
   // each key present. DataLoss for a stored value of the wrong length, other RocksDB errors as
@@ -110,6 +121,7 @@ class RocksTable {
   rocksdb::ColumnFamilyHandle* const family_;
   rocksdb::ColumnFamilyHandle* const records_;
   const uint32_t floats_per_row_;
+  PushLog* const push_log_;
 };
 
 struct RocksStoreOptions {
@@ -117,6 +129,10 @@ struct RocksStoreOptions {
   // Block cache for reads of cold rows, in bytes. Small by default: hot rows are cached above,
   // in the table's own memory, and the OS page cache also holds recently read blocks.
   uint64_t block_cache_bytes = uint64_t{32} << 20;
+  // Keep a push log: tables log every push there, and acknowledge it once written.
+  bool log_pushes = false;
+  bool sync_log = false;  // fdatasync each write of the push log
+  uint64_t log_segment_bytes = uint64_t{1} << 30;  // PushLogOptions::segment_bytes
 };
 
 class RocksStore {
@@ -135,6 +151,8 @@ class RocksStore {
   const std::string& path() const { return path_; }
   // Flushes memtables to SST files (so the log need not be replayed at the next start).
   Status Flush();
+  // The push log (with RocksStoreOptions::log_pushes), else null.
+  PushLog* push_log() const { return push_log_.get(); }
 
   // Visits the records whose key starts with `prefix`, in key order.
   Status ForEachRecord(std::string_view prefix,
@@ -148,10 +166,18 @@ class RocksStore {
   RocksStore() = default;
   rocksdb::ColumnFamilyHandle* record_family() const { return handles_.front(); }
 
+  // Replays the push log left in `dir` into the database, then removes its segments; returns the
+  // number of the next segment.
+  Result<uint64_t> ReplayPushLog(const std::string& dir);
+  // Persists the records of retired push log segments (PushLog::Retire).
+  Status PersistLoggedRecords(const std::vector<std::string>& segments);
+
   std::string path_;
+  bool sync_log_ = false;
   std::unique_ptr<rocksdb::DB> db_;
   std::vector<rocksdb::ColumnFamilyHandle*> handles_;  // owned: destroyed before db_
   std::map<std::string, std::unique_ptr<RocksTable>, std::less<>> tables_;
+  std::unique_ptr<PushLog> push_log_;  // destroyed first (its thread uses db_)
 };
 
 }  // namespace ember::embedding

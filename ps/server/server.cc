@@ -207,12 +207,12 @@ Result<ShardStorage> Server::OpenStorage(const std::vector<TableSpec>& tables) {
   }
   embedding::RocksStoreOptions store_options;
   store_options.path = (std::filesystem::path(options_.data_dir) / kRowsDir).string();
+  store_options.log_pushes = options_.durability != Durability::kFlush;
+  store_options.sync_log = options_.durability == Durability::kSync;
   ASSIGN_OR_RETURN(store_, embedding::RocksStore::Open(store_options, floats_per_row));
   budget_ = std::make_unique<embedding::MemoryBudget>(options_.memory_budget_bytes);
   storage.store = store_.get();
   storage.budget = budget_.get();
-  storage.log_pushes = options_.durability != Durability::kFlush;
-  storage.sync_log = options_.durability == Durability::kSync;
   return storage;
 }
 

@@ -43,8 +43,6 @@ Result<std::unique_ptr<ShardService>> ShardService::Create(uint32_t server_id,
                                   storage.store->path() + "'");
       }
       tier.budget = storage.budget;
-      tier.log_pushes = storage.log_pushes;
-      tier.sync_log = storage.sync_log;
     }
     ASSIGN_OR_RETURN(auto table,
                      embedding::EmbeddingTable::Create(spec, routing.num_partitions, tier));
@@ -56,7 +54,11 @@ Result<std::unique_ptr<ShardService>> ShardService::Create(uint32_t server_id,
   ledger.max_senders = policy.limits.push_ledger_senders;
   ledger.prune_idle_sender = std::chrono::seconds(policy.limits.push_ledger_idle_seconds);
   ASSIGN_OR_RETURN(service->ledger_,
-                   PushLedger::Open(storage.log_pushes ? storage.store : nullptr, ledger));
+                   PushLedger::Open(
+                       storage.store != nullptr && storage.store->push_log() != nullptr
+                           ? storage.store
+                           : nullptr,
+                       ledger));
   return service;
 }
 

@@ -46,13 +46,12 @@
 
 namespace ember::ps {
 
-// Where a server keeps rows beyond its memory, and when pushes reach disk. The default keeps
-// every row in memory only.
+// Where a server keeps rows beyond its memory. The default keeps every row in memory only. When
+// the store keeps a push log (RocksStoreOptions::log_pushes), a push is in it before it is
+// acknowledged.
 struct ShardStorage {
   embedding::RocksStore* store = nullptr;    // borrowed, outlives the service; null: memory only
   embedding::MemoryBudget* budget = nullptr;  // borrowed, outlives the service; null: no limit
-  bool log_pushes = false;  // a push is on disk (write-ahead log) before it is acknowledged
-  bool sync_log = false;    // ... and fsynced
 };
 
 // What a server accepts from its peers (common/limits.h) and does with non-finite gradients.
@@ -68,7 +67,7 @@ class ShardService {
  public:
   // Validates every spec; InvalidArgument names the bad table, ResourceExhausted more tables than
   // policy.limits.tables_per_server. With storage.store, every table gets a column family there,
-  // and with storage.log_pushes the records of applied pushes are read back from it (errors of
+  // and with its push log the records of applied pushes are read back from it (errors of
   // either are returned).
   static Result<std::unique_ptr<ShardService>> Create(uint32_t server_id,
                                                       const std::vector<TableSpec>& tables,

@@ -38,12 +38,13 @@ class Service {
   explicit Service(const std::string& data_dir, const ShardPolicy& policy = {}) {
     ShardStorage storage;
     if (!data_dir.empty()) {
+      embedding::RocksStoreOptions options{data_dir};
+      options.log_pushes = true;
       auto store = embedding::RocksStore::Open(
-          {data_dir}, {{"item", embedding::EmbeddingTable::PersistedFloatsPerRow(Spec())}});
+          options, {{"item", embedding::EmbeddingTable::PersistedFloatsPerRow(Spec())}});
       EXPECT_TRUE(store.ok()) << store.status().ToString();
       store_ = std::move(*store);
       storage.store = store_.get();
-      storage.log_pushes = true;
     }
     auto service = ShardService::Create(
         0, {Spec()}, MakeBalancedRouting(kPartitions, {{0, "tcp://127.0.0.1:1"}}, 1), storage,

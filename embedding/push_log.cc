@@ -1,0 +1,320 @@
+// PushLog implementation: segment files, the group commit, and the retiring thread.
+#include "embedding/push_log.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+
+#include <spdlog/spdlog.h>
+
+#include "common/crc32c.h"
+#include "common/file_io.h"
+
+namespace ember::embedding {
+namespace {
+
+constexpr std::string_view kSuffix = ".pushlog";
+constexpr size_t kHeaderBytes = 8;
+// A record bigger than this is corrupt (a push is bounded far below it by the message limits).
+constexpr uint32_t kMaxPayloadBytes = uint32_t{1} << 30;
+
+std::string SegmentPath(const std::string& dir, uint64_t number) {
+  char name[32];
+  std::snprintf(name, sizeof(name), "%012llu", static_cast<unsigned long long>(number));
+  return (std::filesystem::path(dir) / (std::string(name) + std::string(kSuffix))).string();
+}
+
+// The segments of `dir` by number.
+Result<std::map<uint64_t, std::string>> ListSegments(const std::string& dir) {
+  std::map<uint64_t, std::string> segments;
+  std::error_code error;
+  if (!std::filesystem::exists(dir, error)) return segments;
+  for (const auto& entry : std::filesystem::directory_iterator(dir, error)) {
+    const std::string name = entry.path().filename().string();
+    if (name.size() <= kSuffix.size() || !name.ends_with(kSuffix)) continue;
+    const std::string digits = name.substr(0, name.size() - kSuffix.size());
+    if (!std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+      continue;
+    }
+    segments[std::stoull(digits)] = entry.path().string();
+  }
+  if (error) return Unavailable("listing push log '" + dir + "': " + error.message());
+  return segments;
+}
+
+void PutLittleEndian(uint32_t value, char* out) {
+  for (int i = 0; i < 4; ++i) out[i] = static_cast<char>((value >> (8 * i)) & 0xff);
+}
+
+uint32_t GetLittleEndian(const char* in) {
+  uint32_t value = 0;
+  for (int i = 3; i >= 0; --i) value = (value << 8) | static_cast<unsigned char>(in[i]);
+  return value;
+}
+
+Status Errno(const std::string& what) {
+  return Unavailable(what + ": " + std::strerror(errno));
+}
+
+Status WriteAll(int fd, const std::string& bytes, const std::string& path) {
+  size_t done = 0;
+  while (done < bytes.size()) {
+    const ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return Errno("writing push log '" + path + "'");
+    done += static_cast<size_t>(n);
+  }
+  return Status::Ok();
+}
+
+// Makes the entries of `dir` (a new segment) durable.
+Status SyncDirectory(const std::string& dir) {
+  const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return Errno("opening push log directory '" + dir + "'");
+  const int synced = ::fsync(fd);
+  ::close(fd);
+  return synced == 0 ? Status::Ok() : Errno("syncing push log directory '" + dir + "'");
+}
+
+// Reads the records of one segment: visit(payload) for each intact one. Returns whether the
+// segment ended cleanly, and where it stopped otherwise.
+struct SegmentEnd {
+  bool clean = true;
+  uint64_t offset = 0;
+};
+Result<SegmentEnd> ScanSegment(const std::string& path,
+                               const std::function<Status(std::string_view)>& visit) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return Unavailable("cannot open push log segment '" + path + "'");
+  SegmentEnd end;
+  std::string payload;
+  char header[kHeaderBytes];
+  while (true) {
+    in.read(header, kHeaderBytes);
+    if (in.gcount() == 0) return end;
+    if (in.gcount() != static_cast<std::streamsize>(kHeaderBytes)) break;
+    const uint32_t size = GetLittleEndian(header);
+    const uint32_t crc = GetLittleEndian(header + 4);
+    if (size > kMaxPayloadBytes) break;
+    payload.resize(size);
+    in.read(payload.data(), size);
+    if (in.gcount() != static_cast<std::streamsize>(size)) break;
+    if (Crc32c(payload.data(), payload.size()) != crc) break;
+    RETURN_IF_ERROR(visit(payload));
+    end.offset += kHeaderBytes + size;
+  }
+  end.clean = false;
+  return end;
+}
+
+}  // namespace
+
+PushLog::PushLog(PushLogOptions options, Retire retire)
+    : options_(std::move(options)), retire_(std::move(retire)) {}
+
+Result<std::unique_ptr<PushLog>> PushLog::Create(const PushLogOptions& options,
+                                                 uint64_t first_segment, Retire retire) {
+  RETURN_IF_ERROR(MakeDirectories(options.dir));
+  std::unique_ptr<PushLog> log(new PushLog(options, std::move(retire)));
+  {
+    std::lock_guard<std::mutex> lock(log->mu_);
+    RETURN_IF_ERROR(log->OpenSegment(first_segment));
+  }
+  log->retirer_ = std::thread([raw = log.get()] { raw->RetireLoop(); });
+  return log;
+}
+
+PushLog::~PushLog() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopping_ = true;
+  }
+  retire_wanted_.notify_all();
+  if (retirer_.joinable()) retirer_.join();
+  std::unique_lock<std::mutex> lock(mu_);
+  written_.wait(lock, [&] { return !writing_; });
+  if (fd_ >= 0) ::close(fd_);
+}
+
+Status PushLog::OpenSegment(uint64_t number) {
+  const std::string path = SegmentPath(options_.dir, number);
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return Errno("creating push log segment '" + path + "'");
+  if (options_.sync) RETURN_IF_ERROR(SyncDirectory(options_.dir));
+  if (fd_ >= 0) {
+    ::close(fd_);
+    retired_.push_back(SegmentPath(options_.dir, segment_number_));
+    retire_wanted_.notify_all();
+  }
+  fd_ = fd;
+  segment_number_ = number;
+  segment_pushed_ = 0;
+  return Status::Ok();
+}
+
+PushLog::Ticket PushLog::Append(std::string_view payload, Origin origin) {
+  char header[kHeaderBytes];
+  PutLittleEndian(static_cast<uint32_t>(payload.size()), header);
+  PutLittleEndian(Crc32c(payload.data(), payload.size()), header + 4);
+  std::lock_guard<std::mutex> lock(mu_);
+  pending_.append(header, kHeaderBytes);
+  pending_.append(payload);
+  appended_ += kHeaderBytes + payload.size();
+  ++stats_.records;
+  if (origin == Origin::kPush) {
+    pending_pushed_ += kHeaderBytes + payload.size();
+  } else {
+    stats_.relogged_bytes += kHeaderBytes + payload.size();
+  }
+  return appended_;
+}
+
+Status PushLog::WaitDurable(Ticket ticket) {
+  std::unique_lock<std::mutex> lock(mu_);
+  while (durable_ < ticket) {
+    if (!failed_.ok()) return failed_;
+    if (writing_) {
+      written_.wait(lock);
+      continue;
+    }
+    // Lead a group write of everything appended so far.
+    writing_ = true;
+    std::string batch;
+    batch.swap(pending_);
+    const Ticket target = appended_;
+    const uint64_t pushed = pending_pushed_;
+    pending_pushed_ = 0;
+    const int fd = fd_;
+    const std::string path = SegmentPath(options_.dir, segment_number_);
+    lock.unlock();
+    Status status = WriteAll(fd, batch, path);
+    if (status.ok() && options_.sync && ::fdatasync(fd) != 0) {
+      status = Errno("syncing push log '" + path + "'");
+    }
+    lock.lock();
+    writing_ = false;
+    if (status.ok()) {
+      durable_ = target;
+      segment_pushed_ += pushed;
+      stats_.bytes += batch.size();
+      ++stats_.writes;
+      if (segment_pushed_ >= options_.segment_bytes) {
+        status = OpenSegment(segment_number_ + 1);
+      }
+    }
+    if (!status.ok() && failed_.ok()) failed_ = status;
+    // Keep the buffer's capacity for the next group.
+    if (pending_.empty()) {
+      batch.clear();
+      pending_.swap(batch);
+    }
+    written_.notify_all();
+  }
+  return Status::Ok();
+}
+
+Status PushLog::WaitAllAppended() {
+  Ticket ticket;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    ticket = appended_;
+  }
+  return WaitDurable(ticket);
+}
+
+uint64_t PushLog::AddRelogger(std::function<Status()> relog) {
+  std::lock_guard<std::mutex> lock(reloggers_mu_);
+  const uint64_t handle = next_relogger_++;
+  reloggers_.emplace(handle, std::move(relog));
+  return handle;
+}
+
+void PushLog::RemoveRelogger(uint64_t handle) {
+  std::lock_guard<std::mutex> lock(reloggers_mu_);
+  reloggers_.erase(handle);
+}
+
+PushLog::Stats PushLog::stats() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return stats_;
+}
+
+void PushLog::RetireLoop() {
+  std::unique_lock<std::mutex> lock(mu_);
+  while (true) {
+    retire_wanted_.wait(lock, [&] { return stopping_ || !retired_.empty(); });
+    if (stopping_) return;
+    const std::vector<std::string> segments = retired_;
+    lock.unlock();
+    Status status;
+    {
+      std::lock_guard<std::mutex> relogging(reloggers_mu_);
+      for (const auto& [handle, relog] : reloggers_) {
+        status = relog();
+        if (!status.ok()) break;
+      }
+    }
+    if (status.ok()) status = retire_(segments);
+    if (status.ok()) {
+      for (const std::string& path : segments) {
+        std::error_code error;
+        std::filesystem::remove(path, error);
+      }
+    } else {
+      spdlog::warn("push log: keeping {} full segments for now: {}", segments.size(),
+                   status.ToString());
+    }
+    lock.lock();
+    if (status.ok()) {
+      retired_.erase(retired_.begin(), retired_.begin() + segments.size());
+      stats_.segments_retired += segments.size();
+    } else {
+      // Try again after the next segment fills, or at the next start-up's replay.
+      retire_wanted_.wait_for(lock, std::chrono::seconds(5), [&] { return stopping_; });
+      if (stopping_) return;
+    }
+  }
+}
+
+Result<uint64_t> PushLog::Replay(const std::string& dir,
+                                 const std::function<Status(std::string_view payload)>& apply) {
+  ASSIGN_OR_RETURN(auto segments, ListSegments(dir));
+  uint64_t next = 1;
+  for (auto it = segments.begin(); it != segments.end(); ++it) {
+    const auto& [number, path] = *it;
+    ASSIGN_OR_RETURN(SegmentEnd end, ScanSegment(path, apply));
+    next = number + 1;
+    if (end.clean) continue;
+    if (std::next(it) != segments.end()) {
+      return DataLoss("push log segment '" + path + "' is damaged at byte " +
+                      std::to_string(end.offset) + ", before the last segment");
+    }
+    spdlog::warn("push log: '{}' ends in a torn record at byte {} (a push never acknowledged); "
+                 "replayed up to it",
+                 path, end.offset);
+  }
+  return next;
+}
+
+Status PushLog::RemoveSegments(const std::string& dir) {
+  ASSIGN_OR_RETURN(auto segments, ListSegments(dir));
+  for (const auto& [number, path] : segments) {
+    std::error_code error;
+    if (!std::filesystem::remove(path, error) && error) {
+      return Unavailable("removing push log segment '" + path + "': " + error.message());
+    }
+  }
+  return Status::Ok();
+}
+
+Status PushLog::ReadSegment(const std::string& path,
+                            const std::function<Status(std::string_view payload)>& visit) {
+  return ScanSegment(path, visit).status();
+}
+
+}  // namespace ember::embedding

@@ -1,0 +1,138 @@
+// PushLog: the write-ahead log of a tiered server's pushes, with group commit.
+//
+// With durability ack or sync, a push is acknowledged only once its rows (with the records of the
+// layers above, such as which request it was) are in this log. A push appends its batch while it
+// holds the stripe locks of its rows (a memory copy, so the log orders the writes of a key as
+// memory does), releases them, and waits until the log is written: pushes that arrive together
+// share one write() and, under sync, one fdatasync. The first waiter finds no write in progress
+// and writes everything appended so far; the others wait for it, and each returns only once the
+// write holding its own record has returned.
+//
+// The log is a directory of segment files, each a sequence of records:
+//   payload bytes (u32, little-endian) | CRC-32C of the payload (u32, common/crc32c.h) | payload
+// where a payload is one RocksDB write batch (RowWrites). Logged rows are not written to RocksDB
+// at push time: they stay changed in memory and reach RocksDB when evicted, which writes each hot
+// row once however often it was pushed. Once segment_bytes of pushes went into the active
+// segment, a new one starts and a background thread retires the old: every table appends its
+// changed rows held in memory to the new segment (the relog callbacks registered here: sequential
+// writes, far cheaper than writing them to RocksDB), the store persists the records of the
+// retired segments, and then they are deleted. Every row a retired segment logged is then either
+// logged again or in RocksDB (clean, or evicted and written back). RocksStore::Open replays the
+// segments left by a killed process, in order, stopping at a torn record at the end of the last
+// segment (a write that never returned, so its push was never acknowledged).
+//
+// Thread-safety: every method may be called from many threads at once.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <vector>
+
+#include "common/status.h"
+
+namespace ember::embedding {
+
+struct PushLogOptions {
+  std::string dir;               // created when missing
+  bool sync = false;             // fdatasync each group write (survives a machine crash)
+  uint64_t segment_bytes = uint64_t{1} << 30;  // of pushes: then the segment is retired
+};
+
+class PushLog {
+ public:
+  // Where a record ends in the log: WaitDurable(ticket) returns once everything up to it is
+  // written.
+  using Ticket = uint64_t;
+  // Persists what the segments at `paths` hold that no table flush covers (the store's records);
+  // called by the retiring thread after the flushers ran.
+  using Retire = std::function<Status(const std::vector<std::string>& paths)>;
+
+  // Starts a log in `options.dir`, whose segments must have been replayed and removed (see
+  // Replay); new segments are numbered from `first_segment`.
+  static Result<std::unique_ptr<PushLog>> Create(const PushLogOptions& options,
+                                                 uint64_t first_segment, Retire retire);
+  ~PushLog();  // stops the retiring thread; segments stay for the next Replay
+  PushLog(const PushLog&) = delete;
+  PushLog& operator=(const PushLog&) = delete;
+
+  // Appends one record (a copy of `payload`) and returns its ticket. Cheap: call it under the
+  // locks that order the writes. A kRelog record (rows logged again while a segment retires) does
+  // not count toward segment_bytes, so re-logging cannot retire segments by itself.
+  enum class Origin { kPush, kRelog };
+  Ticket Append(std::string_view payload, Origin origin = Origin::kPush);
+  // Blocks until the record of `ticket` is written (and fdatasynced under sync). An error of the
+  // write is returned to every waiter of that write, and to every later one: a log that failed
+  // to write stays failed.
+  Status WaitDurable(Ticket ticket);
+  // WaitDurable for everything appended so far. A row logged here must not reach RocksDB before
+  // its record is written (a kill between would leave the row changed by a push that was never
+  // acknowledged, which its client sends again): write-backs call this first.
+  Status WaitAllAppended();
+
+  // Registers a table's re-logging of its changed rows held in memory (Append with kRelog, then
+  // WaitDurable), run before a segment is deleted; returns a handle for RemoveRelogger, which
+  // waits for a run of it in progress.
+  uint64_t AddRelogger(std::function<Status()> relog);
+  void RemoveRelogger(uint64_t handle);
+
+  // Bytes written, group writes done, and records appended so far (for reports and tests).
+  struct Stats {
+    uint64_t bytes = 0;
+    uint64_t writes = 0;
+    uint64_t records = 0;
+    uint64_t relogged_bytes = 0;  // of bytes, appended by reloggers
+    uint64_t segments_retired = 0;
+  };
+  Stats stats() const;
+
+  // Calls apply(payload) for each record of the segments in `dir` (files named NNN.pushlog), in
+  // order. A torn or corrupt record ends the last segment (logged as a warning); in any other
+  // segment it is DataLoss naming the file and offset. Returns the number after the highest
+  // segment found (1 for none).
+  static Result<uint64_t> Replay(const std::string& dir,
+                                 const std::function<Status(std::string_view payload)>& apply);
+  // Deletes the segments of `dir` (after a replay made them redundant).
+  static Status RemoveSegments(const std::string& dir);
+  // Calls visit(payload) for each intact record of one segment file.
+  static Status ReadSegment(const std::string& path,
+                            const std::function<Status(std::string_view payload)>& visit);
+
+ private:
+  explicit PushLog(PushLogOptions options, Retire retire);
+  Status OpenSegment(uint64_t number);  // under mu_
+  void RetireLoop();
+
+  const PushLogOptions options_;
+  const Retire retire_;
+
+  mutable std::mutex mu_;
+  std::condition_variable written_;
+  std::string pending_;          // records appended since the last write began
+  Ticket appended_ = 0;          // bytes appended, ever
+  Ticket durable_ = 0;           // bytes written, ever
+  bool writing_ = false;         // a waiter is writing
+  Status failed_;                // the first write error, sticky
+  int fd_ = -1;                  // the active segment
+  uint64_t segment_number_ = 0;
+  uint64_t segment_pushed_ = 0;   // push bytes appended to the active segment
+  uint64_t pending_pushed_ = 0;   // push bytes in pending_
+  Stats stats_;
+
+  std::vector<std::string> retired_;  // under mu_
+  bool stopping_ = false;
+  std::condition_variable retire_wanted_;
+  std::thread retirer_;
+
+  std::mutex reloggers_mu_;  // held while reloggers run
+  std::map<uint64_t, std::function<Status()>> reloggers_;
+  uint64_t next_relogger_ = 1;
+};
+
+}  // namespace ember::embedding

@@ -1,0 +1,155 @@
+// Tests for PushLog: group commit from many threads, replay in order, torn and damaged records,
+// and segments retired once re-logged.
+#include "embedding/push_log.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "tests/test_util.h"
+
+namespace ember::embedding {
+namespace {
+
+PushLog::Retire NoRecords() {
+  return [](const std::vector<std::string>&) { return Status::Ok(); };
+}
+
+std::vector<std::string> ReplayAll(const std::string& dir, uint64_t* next = nullptr) {
+  std::vector<std::string> payloads;
+  auto replayed = PushLog::Replay(dir, [&](std::string_view payload) {
+    payloads.emplace_back(payload);
+    return Status::Ok();
+  });
+  EXPECT_TRUE(replayed.ok()) << replayed.status().ToString();
+  if (next != nullptr && replayed.ok()) *next = *replayed;
+  return payloads;
+}
+
+std::vector<std::filesystem::path> Segments(const std::string& dir) {
+  std::vector<std::filesystem::path> segments;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    segments.push_back(entry.path());
+  }
+  std::sort(segments.begin(), segments.end());
+  return segments;
+}
+
+TEST(PushLogTest, ConcurrentPushesAreWrittenInGroupsAndReplayInTheirOrder) {
+  testing::TempDir dir;
+  constexpr int kThreads = 4;
+  constexpr int kPerThread = 300;
+  {
+    auto log = PushLog::Create({dir.path()}, 1, NoRecords());
+    ASSERT_TRUE(log.ok()) << log.status().ToString();
+    std::vector<std::thread> threads;
+    std::atomic<int> failures{0};
+    for (int t = 0; t < kThreads; ++t) {
+      threads.emplace_back([&, t] {
+        for (int i = 0; i < kPerThread; ++i) {
+          const std::string payload = std::to_string(t) + ":" + std::to_string(i) +
+                                      std::string(i % 97, 'x');
+          if (!(*log)->WaitDurable((*log)->Append(payload)).ok()) ++failures;
+        }
+      });
+    }
+    for (auto& thread : threads) thread.join();
+    EXPECT_EQ(failures.load(), 0);
+    const PushLog::Stats stats = (*log)->stats();
+    EXPECT_EQ(stats.records, uint64_t{kThreads * kPerThread});
+    EXPECT_LE(stats.writes, stats.records);
+  }
+  uint64_t next = 0;
+  const std::vector<std::string> payloads = ReplayAll(dir.path(), &next);
+  EXPECT_EQ(next, 2u);
+  ASSERT_EQ(payloads.size(), size_t{kThreads * kPerThread});
+  std::vector<int> seen(kThreads, 0);
+  for (const std::string& payload : payloads) {
+    const int t = std::stoi(payload.substr(0, payload.find(':')));
+    const int i = std::stoi(payload.substr(payload.find(':') + 1));
+    EXPECT_EQ(i, seen[t]++) << "thread " << t << "'s records out of order";
+  }
+}
+
+TEST(PushLogTest, ATornLastRecordEndsTheReplayAndDamageBeforeTheLastSegmentIsRefused) {
+  testing::TempDir dir;
+  {
+    auto log = PushLog::Create({dir.path()}, 7, NoRecords());
+    ASSERT_TRUE(log.ok());
+    for (const char* payload : {"one", "two", "three"}) {
+      ASSERT_TRUE((*log)->WaitDurable((*log)->Append(payload)).ok());
+    }
+  }
+  const std::filesystem::path segment = Segments(dir.path()).at(0);
+  const uint64_t full = std::filesystem::file_size(segment);
+  // A write cut short: the last record loses its last byte.
+  std::filesystem::resize_file(segment, full - 1);
+  EXPECT_EQ(ReplayAll(dir.path()), (std::vector<std::string>{"one", "two"}));
+  // A flipped byte in the middle record ends the replay before it.
+  std::filesystem::resize_file(segment, full);
+  {
+    std::fstream file(segment, std::ios::in | std::ios::out | std::ios::binary);
+    file.seekp(8 + 3 + 8 + 1);
+    file.put('X');
+  }
+  EXPECT_EQ(ReplayAll(dir.path()), (std::vector<std::string>{"one"}));
+  // The same damage in a segment followed by another is data lost, named.
+  std::ofstream(std::filesystem::path(dir.path()) / "000000000009.pushlog");
+  auto replayed = PushLog::Replay(dir.path(), [](std::string_view) { return Status::Ok(); });
+  ASSERT_FALSE(replayed.ok());
+  EXPECT_EQ(replayed.status().code(), StatusCode::kDataLoss);
+  EXPECT_NE(replayed.status().message().find(segment.filename().string()), std::string::npos)
+      << replayed.status().ToString();
+
+  ASSERT_TRUE(PushLog::RemoveSegments(dir.path()).ok());
+  EXPECT_TRUE(Segments(dir.path()).empty());
+}
+
+TEST(PushLogTest, AFullSegmentIsRetiredAfterTheReloggersRan) {
+  testing::TempDir dir;
+  std::atomic<int> relogs{0};
+  std::vector<std::string> retired;
+  std::mutex retired_mu;
+  PushLogOptions options{dir.path()};
+  options.segment_bytes = 100;
+  auto log = PushLog::Create(options, 1, [&](const std::vector<std::string>& paths) {
+    std::lock_guard<std::mutex> lock(retired_mu);
+    EXPECT_GT(relogs.load(), 0) << "retired before the rows were logged again";
+    retired.insert(retired.end(), paths.begin(), paths.end());
+    return Status::Ok();
+  });
+  ASSERT_TRUE(log.ok());
+  PushLog& push_log = **log;
+  PushLog* raw = &push_log;
+  const uint64_t handle = push_log.AddRelogger([&relogs, raw] {
+    ++relogs;
+    // Relogged records do not count toward the segment size.
+    return raw->WaitDurable(raw->Append(std::string(500, 'r'), PushLog::Origin::kRelog));
+  });
+  ASSERT_TRUE(push_log.WaitDurable(push_log.Append(std::string(150, 'p'))).ok());
+  for (int i = 0; i < 500 && push_log.stats().segments_retired == 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  push_log.RemoveRelogger(handle);
+  EXPECT_EQ(push_log.stats().segments_retired, 1u);
+  EXPECT_EQ(relogs.load(), 1);
+  {
+    std::lock_guard<std::mutex> lock(retired_mu);
+    ASSERT_EQ(retired.size(), 1u);
+    EXPECT_FALSE(std::filesystem::exists(retired[0]));
+  }
+  // Only the relogged record is left.
+  log->reset();
+  EXPECT_EQ(ReplayAll(dir.path()), (std::vector<std::string>{std::string(500, 'r')}));
+}
+
+}  // namespace
+}  // namespace ember::embedding
