@@ -10,7 +10,7 @@
 //
 // The log is a directory of segment files, each a sequence of records:
 //   payload bytes (u32, little-endian) | CRC-32C of the payload (u32, common/crc32c.h) | payload
-// where a payload is one RocksDB write batch (RowWrites). Logged rows are not written to RocksDB
+// where a payload is one batch of row and record writes (RowWrites::LogPayload). Logged rows are not written to RocksDB
 // at push time: they stay changed in memory and reach RocksDB when evicted, which writes each hot
 // row once however often it was pushed. Once segment_bytes of pushes went into the active
 // segment, a new one starts and a background thread retires the old: every table appends its

@@ -45,6 +45,7 @@ std::array<char, 4> EncodePartition(uint32_t partition) {
 }
 
 rocksdb::Slice AsSlice(const EncodedKey& key) { return rocksdb::Slice(key.data(), key.size()); }
+rocksdb::Slice AsSlice(std::string_view bytes) { return rocksdb::Slice(bytes.data(), bytes.size()); }
 
 Status FromRocks(const rocksdb::Status& status, const std::string& what) {
   if (status.ok()) return Status::Ok();
@@ -76,6 +77,88 @@ std::span<const float> ValueFloats(const rocksdb::Slice& value, std::vector<floa
   return scratch;
 }
 
+// What RowWrites::LogPayload holds: its puts and deletions, each an op byte, then
+//   rows:       family id (u32) | partition (u32) | key (u64) [| bytes (u32) | row and state]
+//   partitions: family id (u32) | partition (u32)
+//   records:    key bytes (u32) | key [| value bytes (u32) | value]
+// little-endian, decoded with bounds checks (a replayed log is outside input).
+enum class LogOp : uint8_t { kPutRow = 1, kDeleteRow, kDeletePartition, kPutRecord, kDeleteRecord };
+
+template <typename T>
+void AppendPlain(std::string& out, T value) {
+  out.append(reinterpret_cast<const char*>(&value), sizeof(value));
+}
+
+void AppendBytes(std::string& out, std::string_view bytes) {
+  AppendPlain(out, static_cast<uint32_t>(bytes.size()));
+  out.append(bytes);
+}
+
+struct LoggedEntry {
+  LogOp op;
+  uint32_t family = 0;
+  uint32_t partition = 0;
+  uint64_t key = 0;
+  std::string_view record_key;
+  std::string_view value;  // a row with its state, or a record's value
+};
+
+class LogReader {
+ public:
+  explicit LogReader(std::string_view in) : in_(in) {}
+  bool done() const { return in_.empty(); }
+  template <typename T>
+  bool Read(T* value) {
+    if (in_.size() < sizeof(T)) return false;
+    std::memcpy(value, in_.data(), sizeof(T));
+    in_.remove_prefix(sizeof(T));
+    return true;
+  }
+  bool ReadBytes(std::string_view* bytes) {
+    uint32_t size;
+    if (!Read(&size) || in_.size() < size) return false;
+    *bytes = in_.substr(0, size);
+    in_.remove_prefix(size);
+    return true;
+  }
+
+ private:
+  std::string_view in_;
+};
+
+// Calls visit(entry) for each entry of a logged batch; DataLoss at the first malformed one.
+Status ForEachLoggedEntry(std::string_view payload,
+                          const std::function<Status(const LoggedEntry&)>& visit) {
+  LogReader reader(payload);
+  while (!reader.done()) {
+    LoggedEntry entry;
+    uint8_t op = 0;
+    bool ok = reader.Read(&op);
+    entry.op = static_cast<LogOp>(op);
+    switch (entry.op) {
+      case LogOp::kPutRow:
+      case LogOp::kDeleteRow:
+        ok = ok && reader.Read(&entry.family) && reader.Read(&entry.partition) &&
+             reader.Read(&entry.key) &&
+             (entry.op == LogOp::kDeleteRow || reader.ReadBytes(&entry.value));
+        break;
+      case LogOp::kDeletePartition:
+        ok = ok && reader.Read(&entry.family) && reader.Read(&entry.partition);
+        break;
+      case LogOp::kPutRecord:
+      case LogOp::kDeleteRecord:
+        ok = ok && reader.ReadBytes(&entry.record_key) &&
+             (entry.op == LogOp::kDeleteRecord || reader.ReadBytes(&entry.value));
+        break;
+      default:
+        ok = false;
+    }
+    if (!ok) return DataLoss("a malformed entry in a logged batch");
+    RETURN_IF_ERROR(visit(entry));
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 RowWrites::RowWrites(const RocksTable& table)
@@ -97,6 +180,11 @@ void RowWrites::Put(uint32_t partition, uint64_t key, std::span<const float> row
                              row_and_state.size_bytes());
   // WriteBatch::Put only fails for keys or values over 4 GiB.
   (void)batch_->Put(family_, AsSlice(encoded), value);
+  log_.push_back(static_cast<char>(LogOp::kPutRow));
+  AppendPlain(log_, family_->GetID());
+  AppendPlain(log_, partition);
+  AppendPlain(log_, key);
+  AppendBytes(log_, std::string_view(value.data(), value.size()));
   ++rows_;
 }
 
@@ -104,6 +192,10 @@ void RowWrites::Delete(uint32_t partition, uint64_t key) {
   EMBER_CHECK(family_ != nullptr, "a batch of records only got a row deletion");
   const EncodedKey encoded = EncodeKey(partition, key);
   (void)batch_->Delete(family_, AsSlice(encoded));
+  log_.push_back(static_cast<char>(LogOp::kDeleteRow));
+  AppendPlain(log_, family_->GetID());
+  AppendPlain(log_, partition);
+  AppendPlain(log_, key);
   ++rows_;
 }
 
@@ -113,24 +205,33 @@ void RowWrites::DeletePartition(uint32_t partition) {
   const auto end = EncodePartition(partition + 1);
   // Every 12-byte key of the partition sorts below the 4-byte prefix of the next one.
   (void)batch_->DeleteRange(family_, AsSlice(begin), rocksdb::Slice(end.data(), end.size()));
+  log_.push_back(static_cast<char>(LogOp::kDeletePartition));
+  AppendPlain(log_, family_->GetID());
+  AppendPlain(log_, partition);
   ++rows_;
 }
 
-std::string_view RowWrites::LogPayload() const { return batch_->Data(); }
+std::string_view RowWrites::LogPayload() const { return log_; }
 
 void RowWrites::PutRecord(std::string_view key, std::string_view value) {
   (void)batch_->Put(record_family_, rocksdb::Slice(key.data(), key.size()),
                     rocksdb::Slice(value.data(), value.size()));
+  log_.push_back(static_cast<char>(LogOp::kPutRecord));
+  AppendBytes(log_, key);
+  AppendBytes(log_, value);
   ++records_;
 }
 
 void RowWrites::DeleteRecord(std::string_view key) {
   (void)batch_->Delete(record_family_, rocksdb::Slice(key.data(), key.size()));
+  log_.push_back(static_cast<char>(LogOp::kDeleteRecord));
+  AppendBytes(log_, key);
   ++records_;
 }
 
 void RowWrites::Clear() {
   batch_->Clear();
+  log_.clear();
   rows_ = 0;
   records_ = 0;
 }
@@ -268,7 +369,7 @@ Result<std::unique_ptr<RocksStore>> RocksStore::Open(const RocksStoreOptions& op
   store->sync_log_ = options.sync_log;
   const std::string log_dir =
       (std::filesystem::path(options.path) / "ember-pushlog").string();
-  ASSIGN_OR_RETURN(uint64_t next_segment, store->ReplayPushLog(log_dir));
+  ASSIGN_OR_RETURN(uint64_t next_segment, store->ReplayPushLog(log_dir, tables));
   if (options.log_pushes) {
     PushLogOptions log_options{log_dir, options.sync_log, options.log_segment_bytes};
     ASSIGN_OR_RETURN(store->push_log_,
@@ -287,13 +388,54 @@ Result<std::unique_ptr<RocksStore>> RocksStore::Open(const RocksStoreOptions& op
   return store;
 }
 
-Result<uint64_t> RocksStore::ReplayPushLog(const std::string& dir) {
+Result<uint64_t> RocksStore::ReplayPushLog(const std::string& dir,
+                                           const std::map<std::string, uint32_t>& tables) {
+  struct Family {
+    rocksdb::ColumnFamilyHandle* handle;
+    uint32_t floats_per_row;
+  };
+  std::map<uint32_t, Family> families;
+  for (rocksdb::ColumnFamilyHandle* handle : handles_) {
+    auto it = tables.find(handle->GetName());
+    if (it != tables.end()) families[handle->GetID()] = {handle, it->second};
+  }
   uint64_t replayed = 0;
   ASSIGN_OR_RETURN(uint64_t next, PushLog::Replay(dir, [&](std::string_view payload) {
-    rocksdb::WriteBatch batch{std::string(payload)};
+    const std::string what = "replaying the push log of '" + path_ + "'";
+    rocksdb::WriteBatch batch;
+    RETURN_IF_ERROR(ForEachLoggedEntry(payload, [&](const LoggedEntry& entry) -> Status {
+      if (entry.op == LogOp::kPutRecord) {
+        return FromRocks(batch.Put(record_family(), AsSlice(entry.record_key),
+                                   AsSlice(entry.value)), what);
+      }
+      if (entry.op == LogOp::kDeleteRecord) {
+        return FromRocks(batch.Delete(record_family(), AsSlice(entry.record_key)), what);
+      }
+      auto family = families.find(entry.family);
+      if (family == families.end()) {
+        return DataLoss(what + ": rows of column family " + std::to_string(entry.family) +
+                        ", which holds no table of this store");
+      }
+      rocksdb::ColumnFamilyHandle* handle = family->second.handle;
+      const EncodedKey key = EncodeKey(entry.partition, entry.key);
+      switch (entry.op) {
+        case LogOp::kPutRow:
+          RETURN_IF_ERROR(CheckValueSize(entry.value.size(), family->second.floats_per_row,
+                                         entry.key).WithContext(what));
+          return FromRocks(batch.Put(handle, AsSlice(key), AsSlice(entry.value)), what);
+        case LogOp::kDeleteRow:
+          return FromRocks(batch.Delete(handle, AsSlice(key)), what);
+        default: {
+          const auto begin = EncodeKey(entry.partition, 0);
+          const auto end = EncodePartition(entry.partition + 1);
+          return FromRocks(batch.DeleteRange(handle, AsSlice(begin),
+                                             rocksdb::Slice(end.data(), end.size())),
+                           what);
+        }
+      }
+    }).WithContext(what));
     ++replayed;
-    return FromRocks(db_->Write(rocksdb::WriteOptions(), &batch),
-                     "replaying the push log of '" + path_ + "'");
+    return FromRocks(db_->Write(rocksdb::WriteOptions(), &batch), what);
   }));
   if (replayed == 0) return next;
   // The replayed rows must be in files before the segments go.
@@ -302,37 +444,21 @@ Result<uint64_t> RocksStore::ReplayPushLog(const std::string& dir) {
   return next;
 }
 
-namespace {
-
-// Collects a logged batch's records (the default column family), leaving its rows out: the
-// tables logged those again, or wrote them to RocksDB.
-class RecordCollector : public rocksdb::WriteBatch::Handler {
- public:
-  explicit RecordCollector(rocksdb::WriteBatch& records) : records_(records) {}
-  rocksdb::Status PutCF(uint32_t family, const rocksdb::Slice& key,
-                        const rocksdb::Slice& value) override {
-    return family == 0 ? records_.Put(key, value) : rocksdb::Status::OK();
-  }
-  rocksdb::Status DeleteCF(uint32_t family, const rocksdb::Slice& key) override {
-    return family == 0 ? records_.Delete(key) : rocksdb::Status::OK();
-  }
-  rocksdb::Status DeleteRangeCF(uint32_t, const rocksdb::Slice&, const rocksdb::Slice&) override {
-    return rocksdb::Status::OK();
-  }
-
- private:
-  rocksdb::WriteBatch& records_;
-};
-
-}  // namespace
-
 Status RocksStore::PersistLoggedRecords(const std::vector<std::string>& segments) {
   rocksdb::WriteBatch records;
   for (const std::string& path : segments) {
+    // Only the records: the tables logged their rows again, or wrote them to RocksDB.
     RETURN_IF_ERROR(PushLog::ReadSegment(path, [&](std::string_view payload) {
-      rocksdb::WriteBatch batch{std::string(payload)};
-      RecordCollector collector(records);
-      return FromRocks(batch.Iterate(&collector), "reading push log '" + path + "'");
+      return ForEachLoggedEntry(payload, [&](const LoggedEntry& entry) {
+        if (entry.op == LogOp::kPutRecord) {
+          return FromRocks(records.Put(record_family(), AsSlice(entry.record_key),
+                                       AsSlice(entry.value)), "");
+        }
+        if (entry.op == LogOp::kDeleteRecord) {
+          return FromRocks(records.Delete(record_family(), AsSlice(entry.record_key)), "");
+        }
+        return Status::Ok();
+      }).WithContext("reading push log '" + path + "'");
     }));
   }
   rocksdb::WriteOptions options;

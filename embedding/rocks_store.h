@@ -71,7 +71,8 @@ class RowWrites {
   // Nothing put or deleted, rows or records.
   bool empty() const { return rows_ == 0 && records_ == 0; }
   void Clear();
-  // The batch as PushLog records it (RocksDB's serialised write batch).
+  // The batch as PushLog records it (its puts and deletions, in ember's own encoding: a log is
+  // decoded with bounds checks when replayed).
   std::string_view LogPayload() const;
   // Fsync the write-ahead log before Write returns.
   bool sync = false;
@@ -80,6 +81,7 @@ class RowWrites {
   friend class RocksTable;
   friend class RocksStore;
   std::unique_ptr<rocksdb::WriteBatch> batch_;
+  std::string log_;  // LogPayload
   rocksdb::ColumnFamilyHandle* family_;         // the table's rows; null: records only
   rocksdb::ColumnFamilyHandle* record_family_;  // the default column family
   size_t rows_ = 0;
@@ -166,9 +168,11 @@ class RocksStore {
   RocksStore() = default;
   rocksdb::ColumnFamilyHandle* record_family() const { return handles_.front(); }
 
-  // Replays the push log left in `dir` into the database, then removes its segments; returns the
-  // number of the next segment.
-  Result<uint64_t> ReplayPushLog(const std::string& dir);
+  // Replays the push log left in `dir` into the database (rows of `tables`, name -> floats per
+  // row, and records; any other entry is DataLoss), then removes its segments; returns the number
+  // of the next segment.
+  Result<uint64_t> ReplayPushLog(const std::string& dir,
+                                 const std::map<std::string, uint32_t>& tables);
   // Persists the records of retired push log segments (PushLog::Retire).
   Status PersistLoggedRecords(const std::vector<std::string>& segments);
 

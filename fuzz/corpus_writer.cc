@@ -18,6 +18,7 @@
 #include "common/transport_security.h"
 #include "common/wire.h"
 #include "embedding/partition_file.h"
+#include "embedding/rocks_store.h"
 #include "fuzz/fuzz_model.h"
 #include "fuzz/fuzz_support.h"
 #include "trainer/dense_weights.h"
@@ -451,6 +452,37 @@ void WriteMetricsRequests(CorpusWriter& out) {
   out.Write("metrics_request", "edge-no-method", " /metrics\r\n");
 }
 
+// A push log as a killed server leaves it: two logged pushes (one with a record) and the erasure
+// of a partition, in the tables the fuzzer opens.
+void WritePushLogs(CorpusWriter& out, const std::string& dir) {
+  const TableSpec spec = FuzzTables()[0];
+  std::string segment;
+  {
+    embedding::RocksStoreOptions options{dir};
+    options.log_pushes = true;
+    auto store = embedding::RocksStore::Open(
+        options, {{spec.name, embedding::EmbeddingTable::PersistedFloatsPerRow(spec)}});
+    EMBER_CHECK(store.ok(), store.status().ToString());
+    auto table = embedding::EmbeddingTable::Create(spec, kFuzzPartitions,
+                                                   {(*store)->Table(spec.name), nullptr});
+    EMBER_CHECK(table.ok(), table.status().ToString());
+    const std::vector<uint64_t> keys = {1, 2, 3};
+    const std::vector<float> grads(keys.size() * spec.dim, 0.5f);
+    EMBER_CHECK((*table)->Push(keys, grads, [](embedding::RowWrites& batch) {
+      batch.PutRecord("fuzz/a", "1");
+    }).ok());
+    EMBER_CHECK((*table)->Push(keys, grads).ok());
+    EMBER_CHECK((*table)->Erase((*table)->PartitionOf(2)).ok());
+  }
+  auto bytes = ReadWholeFile(dir + "/ember-pushlog/000000000001.pushlog");
+  EMBER_CHECK(bytes.ok(), bytes.status().ToString());
+  for (uint8_t mode : {0, 1}) {
+    const std::string suffix = mode == 0 ? "-framing" : "-store";
+    out.Write("push_log", "pushes" + suffix, mode, *bytes);
+    out.Write("push_log", "edge-torn" + suffix, mode, bytes->substr(0, bytes->size() - 3));
+  }
+}
+
 void WriteDelimited(CorpusWriter& out) {
   // Format byte: delimiter (0 tab, 1 comma, 2 "::"), 4 header, 8 also load as interactions,
   // 64 with the file as item side features too.
@@ -490,6 +522,7 @@ int main(int argc, char** argv) {
   WriteKeyLists(out);
   WriteMetricsRequests(out);
   WriteKeyFiles(out, ScratchDir() + "/keys");
+  WritePushLogs(out, ScratchDir() + "/push-log");
   std::printf("wrote %d seeds under %s\n", out.written(), argv[1]);
   return 0;
 }
