@@ -109,14 +109,18 @@ Status PullHottest(const TierBenchOptions& config, embedding::EmbeddingTable& ta
   return Status::Ok();
 }
 
-// Runs Zipf requests (pulls, or pushes) from config.threads threads for config.seconds.
+enum class Phase { kPull, kPush, kPullThenPush };
+
+// Runs Zipf requests from config.threads threads for `seconds`: pulls, pushes, or (as training
+// does) a pull of each request's keys and then a push of gradients for them.
 Result<TierPhaseFigures> RunPhase(const TierBenchOptions& config, embedding::EmbeddingTable& table,
-                                  bool push, double seconds, uint64_t hot_rows = 0) {
+                                  Phase phase, double seconds, uint64_t hot_rows = 0) {
   const trainer::ZipfSampler sampler(config.rows, config.exponent, true, kSamplerSalt);
   std::atomic<bool> stop{false};
   std::vector<std::vector<double>> latencies(config.threads);
   std::vector<uint64_t> keys_done(config.threads, 0);
   std::vector<uint64_t> hot_keys(config.threads, 0);
+  std::vector<double> pull_seconds(config.threads, 0), push_seconds(config.threads, 0);
   std::vector<Status> statuses(config.threads);
   std::vector<std::thread> threads;
   const auto start = Clock::now();
@@ -143,9 +147,13 @@ Result<TierPhaseFigures> RunPhase(const TierBenchOptions& config, embedding::Emb
         keys.assign(unique.begin(), unique.end());
         std::span<float> rows(values.data(), keys.size() * config.dim);
         const auto begin = Clock::now();
-        statuses[t] = push ? table.Push(keys, rows) : table.Pull(keys, rows);
-        latencies[t].push_back(
-            std::chrono::duration<double, std::milli>(Clock::now() - begin).count());
+        if (phase != Phase::kPush) statuses[t] = table.Pull(keys, rows);
+        const auto pulled = Clock::now();
+        if (phase != Phase::kPull && statuses[t].ok()) statuses[t] = table.Push(keys, rows);
+        const auto end = Clock::now();
+        pull_seconds[t] += std::chrono::duration<double>(pulled - begin).count();
+        push_seconds[t] += std::chrono::duration<double>(end - pulled).count();
+        latencies[t].push_back(std::chrono::duration<double, std::milli>(end - begin).count());
         keys_done[t] += keys.size();
       }
     });
@@ -166,6 +174,10 @@ Result<TierPhaseFigures> RunPhase(const TierBenchOptions& config, embedding::Emb
   TierPhaseFigures figures;
   figures.keys_per_second = keys / elapsed;
   figures.hot_share = keys > 0 ? static_cast<double>(hot) / keys : 0;
+  for (uint32_t t = 0; t < config.threads; ++t) {
+    if (pull_seconds[t] > 0) figures.pull_keys_per_second += keys_done[t] / pull_seconds[t];
+    if (push_seconds[t] > 0) figures.push_keys_per_second += keys_done[t] / push_seconds[t];
+  }
   if (!all.empty()) {
     figures.p50_ms = all[all.size() / 2];
     figures.p99_ms = all[std::min(all.size() - 1, all.size() * 99 / 100)];
@@ -219,10 +231,13 @@ Status MeasureInMemory(const TierBenchOptions& config, TierBenchReport* report,
   report->memory_bytes = static_cast<double>(memory.bytes());
   progress(StringPrintf("in memory: populated in %.1f s, %.2f GB held",
                         report->memory_populate_seconds, report->memory_bytes / 1e9));
-  ASSIGN_OR_RETURN(report->memory_pull, RunPhase(config, memory, false, config.seconds));
-  ASSIGN_OR_RETURN(report->memory_push, RunPhase(config, memory, true, config.seconds));
+  ASSIGN_OR_RETURN(report->memory_pull, RunPhase(config, memory, Phase::kPull, config.seconds));
+  ASSIGN_OR_RETURN(report->memory_push, RunPhase(config, memory, Phase::kPush, config.seconds));
+  ASSIGN_OR_RETURN(report->memory_pair,
+                   RunPhase(config, memory, Phase::kPullThenPush, config.seconds));
   progress(PhaseLine("pull, in memory", report->memory_pull));
   progress(PhaseLine("push, in memory", report->memory_push));
+  progress(PhaseLine("pull+push, in memory", report->memory_pair));
   return Status::Ok();
 }
 
@@ -252,13 +267,26 @@ Status MeasureTiered(const TierBenchOptions& config, TierBenchReport* report,
                         static_cast<double>(report->hot_rows), report->warm_up_seconds));
   const embedding::TierStats before = tiered->tier_stats();
   ASSIGN_OR_RETURN(report->tiered_pull,
-                   RunPhase(config, *tiered, false, config.seconds, report->hot_rows));
+                   RunPhase(config, *tiered, Phase::kPull, config.seconds, report->hot_rows));
   ASSIGN_OR_RETURN(report->tiered_push,
-                   RunPhase(config, *tiered, true, config.seconds, report->hot_rows));
+                   RunPhase(config, *tiered, Phase::kPush, config.seconds, report->hot_rows));
+  ASSIGN_OR_RETURN(report->tiered_pair, RunPhase(config, *tiered, Phase::kPullThenPush,
+                                                 config.seconds, report->hot_rows));
   const embedding::TierStats after = tiered->tier_stats();
+  const std::string durability = DurabilityName(config.durability);
   progress(PhaseLine("pull, tiered", report->tiered_pull));
-  progress(PhaseLine((std::string("push, tiered, ") + DurabilityName(config.durability)).c_str(),
-                     report->tiered_push));
+  progress(PhaseLine(("push, tiered, " + durability).c_str(), report->tiered_push));
+  progress(PhaseLine(("pull+push, tiered, " + durability).c_str(), report->tiered_pair));
+  const auto ratio = [](double tiered, double memory) { return memory > 0 ? tiered / memory : 0; };
+  progress(StringPrintf(
+      "  tiered/in memory: pull %.3f, push %.3f; pull+push pair %.3f (its pulls %.3f, its "
+      "pushes %.3f)",
+      ratio(report->tiered_pull.keys_per_second, report->memory_pull.keys_per_second),
+      ratio(report->tiered_push.keys_per_second, report->memory_push.keys_per_second),
+      ratio(report->tiered_pair.keys_per_second, report->memory_pair.keys_per_second),
+      ratio(report->tiered_pair.pull_keys_per_second, report->memory_pair.pull_keys_per_second),
+      ratio(report->tiered_pair.push_keys_per_second,
+            report->memory_pair.push_keys_per_second)));
   const double lookups =
       static_cast<double>(after.hits + after.misses - before.hits - before.misses);
   report->hit_rate = lookups > 0 ? (after.hits - before.hits) / lookups : 0.0;
@@ -268,7 +296,9 @@ Status MeasureTiered(const TierBenchOptions& config, TierBenchReport* report,
   progress(StringPrintf(
       "  hit rate %.3f (CLOCK; the hottest rows alone would give %.3f), evictions "
       "%llu, write-backs %llu, resident rows %llu",
-      report->hit_rate, (report->tiered_pull.hot_share + report->tiered_push.hot_share) / 2,
+      report->hit_rate,
+      (report->tiered_pull.hot_share + report->tiered_push.hot_share +
+       report->tiered_pair.hot_share) / 3,
       static_cast<unsigned long long>(report->evictions),
       static_cast<unsigned long long>(report->writebacks),
       static_cast<unsigned long long>(report->resident_rows)));
@@ -365,7 +395,7 @@ Status PushUntilKilled(const TierBenchOptions& config) {
   embedding::MemoryBudget budget(BudgetBytes(config));
   ASSIGN_OR_RETURN(auto table, OpenTiered(config, *store, &budget));
   std::ofstream(config.data_dir + "/pushing") << "1\n";
-  return RunPhase(config, *table, /*push=*/true, 60).status();
+  return RunPhase(config, *table, Phase::kPush, 60).status();
 }
 
 }  // namespace ember::bench

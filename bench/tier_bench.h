@@ -4,7 +4,9 @@
 // bench/bench.h measures that part). It measures keys/s and request latency for both, the tier's
 // hit rate next to that of a memory holding exactly the hottest rows, bytes on disk per row, and
 // the time a server needs to reopen its data directory after being killed with SIGKILL while
-// pushing. Blocks until done (minutes for the default 20M rows).
+// pushing. A third phase is shaped like training: each request pulls its keys, then pushes
+// gradients for the same keys, and the tiered/in-memory ratios of the three phases are printed
+// side by side. Blocks until done (minutes for the default 20M rows).
 #pragma once
 
 #include <cstdint>
@@ -42,13 +44,17 @@ struct TierPhaseFigures {
   // Share of requested keys among the hottest rows that fit the budget: the hit rate of a memory
   // that held exactly those rows (a static oracle, for comparison with the eviction policy's).
   double hot_share = 0;
+  // In the pull+push phase: keys/s of the pulls and of the pushes alone (keys over the time each
+  // thread spent in them); keys_per_second is then the pair's.
+  double pull_keys_per_second = 0;
+  double push_keys_per_second = 0;
 };
 
 struct TierBenchReport {
   // The table all in memory, created by pulling every row.
   double memory_populate_seconds = 0;
   double memory_bytes = 0;  // the table's own account
-  TierPhaseFigures memory_pull, memory_push;
+  TierPhaseFigures memory_pull, memory_push, memory_pair;
 
   // Tiered: bulk-loaded to disk, then warmed up with the hot_rows hottest rows (those that fit
   // the budget), as a running server's memory would hold them.
@@ -56,8 +62,8 @@ struct TierBenchReport {
   uint64_t budget_bytes = 0;
   uint64_t hot_rows = 0;
   double warm_up_seconds = 0;
-  TierPhaseFigures tiered_pull, tiered_push;
-  double hit_rate = 0;  // over both tiered phases
+  TierPhaseFigures tiered_pull, tiered_push, tiered_pair;
+  double hit_rate = 0;  // over the three tiered phases
   uint64_t evictions = 0, writebacks = 0, resident_rows = 0;
 
   // On disk after the tiered phases, against a row with its optimizer state.

@@ -215,8 +215,9 @@ TEST(BenchTest, TierBenchPrintsEveryFigure) {
                      log);
   ASSERT_EQ(bench.WaitExit(seconds(120)), 0) << testing::ReadFile(log);
   const std::string out = testing::ReadFile(log);
-  for (const char* figure : {"pull, in memory", "push, in memory", "pull, tiered",
-                             "push, tiered, ack", "hit rate", "bytes per row",
+  for (const char* figure : {"pull, in memory", "push, in memory", "pull+push, in memory",
+                             "pull, tiered", "push, tiered, ack", "pull+push, tiered, ack",
+                             "tiered/in memory: pull", "hit rate", "bytes per row",
                              "recovery after SIGKILL"}) {
     EXPECT_NE(out.find(figure), std::string::npos) << figure << "\n" << out;
   }
