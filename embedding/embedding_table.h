@@ -34,6 +34,14 @@
 // With spec.ttl_seconds > 0, each row also stores the time it was last updated (one float word
 // after its state, on disk too), and ExpireRows() deletes the rows not updated for that long.
 //
+// Look-ahead (embedding_table_prefetch.cc): Prefetch(hint, keys) reads the rows of keys a later
+// request will use from disk into memory, without holding any lock during the reads, and pins
+// them (with the rows already in memory) until ReleaseHint(hint) or the hint expires: eviction
+// never drops a pinned row. Pinned rows are bounded by TierOptions::pin_budget_bytes (keys beyond
+// it are not pinned, and counted). Prefetching changes no value: a row is loaded only when it is
+// on disk (a new key is left to the request that creates it), and not when it was written to disk
+// while it was read (the read might be older than the row written back meanwhile).
+//
 // Lookup (embedding_table_lookup.cc) is the read-only counterpart of Pull, for serving: it copies
 // the rows a pull would return and changes nothing (no row created or admitted, no row loaded into
 // memory, no CLOCK reference bit, no tier counter, no optimizer state).
@@ -44,12 +52,14 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <memory>
 #include <mutex>
 #include <span>
+#include <unordered_map>
 #include <vector>
 
 #include "common/missing_rows.h"
@@ -74,6 +84,21 @@ struct TierOptions {
   // Pushes are logged when disk's store keeps a push log (RocksStoreOptions::log_pushes), so an
   // acknowledged push survives the process being killed. Without it, changed rows reach disk when
   // evicted or flushed.
+  // Bytes of rows (counted as the budget counts them) that Prefetch may pin at once; 0: none.
+  uint64_t pin_budget_bytes = 0;
+};
+
+// Counters of look-ahead (all zero for an in-memory table).
+struct PrefetchStats {
+  uint64_t hinted_keys = 0;      // keys named by hints
+  uint64_t prefetched_rows = 0;  // rows read from disk by Prefetch
+  uint64_t raced_rows = 0;       // rows read but not kept (their stripe wrote to disk meanwhile)
+  uint64_t pins_refused = 0;     // keys not pinned for the pin budget
+  uint64_t hints_refused = 0;    // hints refused for too many held
+  uint64_t hints_expired = 0;
+  uint64_t hints = 0;            // held now
+  uint64_t pinned_rows = 0;      // now
+  uint64_t pinned_bytes = 0;     // now
 };
 
 // Counters of a tiered table (all zero for an in-memory one).
@@ -162,6 +187,18 @@ class EmbeddingTable {
   // Whether Push logs its rows before returning (a tier whose store keeps a push log).
   bool logs_pushes() const;
 
+  // Reads the rows of `keys` that are on disk into memory and pins them, with those already in
+  // memory, under `hint` (replacing an earlier hint of that id) until ReleaseHint(hint) or
+  // `expires`. A no-op for an in-memory table; ResourceExhausted when the table holds too many
+  // hints; errors of the disk are returned. Hints are advisory: nothing else depends on them.
+  Status Prefetch(uint64_t hint, std::span<const uint64_t> keys,
+                  std::chrono::steady_clock::time_point expires);
+  // Unpins the rows of `hint` (nothing if it is not held).
+  void ReleaseHint(uint64_t hint);
+  // Releases the hints expired at `now`; returns how many. Prefetch also does so.
+  size_t ReleaseExpiredHints(std::chrono::steady_clock::time_point now);
+  PrefetchStats prefetch_stats() const;
+
   // Rows held, over all partitions (in memory and on disk).
   uint64_t rows() const { return rows_.load(std::memory_order_relaxed); }
   // Approximate memory held: rows with their state, plus the index, in bytes.
@@ -204,6 +241,12 @@ class EmbeddingTable {
   // Cache-line aligned so that neighbouring stripes' locks do not share a line.
   struct alignas(64) Stripe {
     mutable std::mutex mu;
+    // Guarded by mu, for Prefetch: when each key of the stripe was last written to disk (by
+    // disk_writes, counting the stripe's writes) since disk_generation began; a new generation
+    // begins when the map is full, or when rows changed on disk wholesale.
+    uint64_t disk_generation = 0;
+    uint64_t disk_writes = 0;
+    std::unordered_map<uint64_t, uint64_t> written;
   };
 
   // The disk side of a tiered table (embedding_table_internal.h).
@@ -243,6 +286,17 @@ class EmbeddingTable {
   Status RestoreTiered(uint32_t partition, uint64_t key, std::span<const float> row,
                        std::span<const float> state);
   Result<uint64_t> EraseTiered(uint32_t partition);
+  // Pins `row` (under its stripe lock); false when the pin budget is full and the row was not
+  // pinned yet. UnpinRow undoes one pin; ForgetPin accounts for a pinned row being dropped.
+  bool PinRow(float* row);
+  void UnpinRow(float* row);
+  void ForgetPin();
+  // Unpins the rows of `keys` still in memory, stripe by stripe.
+  void Unpin(std::span<const uint64_t> keys);
+  // Note that rows of `partition` (whose stripe lock the caller holds) changed on disk: any of
+  // them, or the row of `key`.
+  void NoteDiskWrite(uint32_t partition);
+  void NoteRowWritten(uint32_t partition, uint64_t key);
   // Before `rows_to_write` changed rows go to RocksDB: waits until every push logged so far is
   // written to the push log (a no-op without one, or with no rows).
   Status WaitForLoggedPushes(size_t rows_to_write);

@@ -45,7 +45,13 @@ Result<uint64_t> EmbeddingTable::ExpireRows() {
         RETURN_IF_ERROR(log->WaitDurable(log->Append(deletes.LogPayload()))
                             .WithContext("logging expired rows"));
       }
+      if (!deletes.empty()) NoteDiskWrite(p);
       RETURN_IF_ERROR(tier_->options.disk->Write(deletes).WithContext("deleting expired rows"));
+      for (uint64_t key : victims) {
+        if (internal::PinCount(internal::LoadFlags(store.Find(key) + floats_per_row_)) > 0) {
+          ForgetPin();
+        }
+      }
       if (tier_->options.budget != nullptr) {
         tier_->options.budget->Release(uint64_t{victims.size()} * stored_floats_ * sizeof(float));
       }

@@ -4,6 +4,9 @@
 
 #include <cstdint>
 #include <cstring>
+#include <mutex>
+#include <unordered_map>
+#include <chrono>
 #include <span>
 #include <vector>
 
@@ -22,6 +25,22 @@ struct EmbeddingTable::Tier {
   std::atomic<uint64_t> evictions{0};
   std::atomic<uint64_t> writebacks{0};
   uint64_t relogger = 0;  // the handle of RelogDirtyRows in the push log; 0: none
+
+  // Look-ahead (embedding_table_prefetch.cc).
+  struct Hint {
+    std::chrono::steady_clock::time_point expires;
+    std::vector<uint64_t> pinned;  // keys pinned by the hint
+  };
+  mutable std::mutex hints_mu;
+  std::unordered_map<uint64_t, Hint> hints;  // guarded by hints_mu
+  std::atomic<uint64_t> pinned_rows{0};
+  std::atomic<uint64_t> pinned_bytes{0};
+  std::atomic<uint64_t> hinted_keys{0};
+  std::atomic<uint64_t> prefetched{0};
+  std::atomic<uint64_t> prefetch_raced{0};
+  std::atomic<uint64_t> pins_refused{0};
+  std::atomic<uint64_t> hints_refused{0};
+  std::atomic<uint64_t> hints_expired{0};
 };
 
 namespace internal {
@@ -68,6 +87,9 @@ enum RowFlag : uint32_t {
   kOnDisk = 4,      // a version of the row is on disk
   kChosen = 8,      // picked as an eviction victim, not yet dropped
 };
+// The high 16 bits of the flags count the hints pinning the row (at most the hints a table holds).
+constexpr uint32_t kPinOne = uint32_t{1} << 16;
+inline uint32_t PinCount(uint32_t flags) { return flags >> 16; }
 
 inline uint32_t LoadFlags(const float* word) {
   uint32_t flags;

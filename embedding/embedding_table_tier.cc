@@ -182,12 +182,16 @@ Status EmbeddingTable::ForEachTieredRequestRow(std::span<const uint64_t> keys,
   // log orders the pushes of a key as memory does. The rows stay changed: they reach RocksDB when
   // evicted or when the log retires the segment.
   const PushLog::Ticket ticket = push_log->Append(writes.LogPayload());
-  for (size_t h = 0; h < held_stripes.size(); ++h) {
-    RETURN_IF_ERROR(evict_stripe(held_stripes[h], inserted_per_stripe[h]));
-  }
   held.clear();
   // Acknowledged only once written (with the pushes that came meanwhile: group commit).
-  return push_log->WaitDurable(ticket).WithContext("logging a push");
+  RETURN_IF_ERROR(push_log->WaitDurable(ticket).WithContext("logging a push"));
+  // Then room is made, one stripe lock at a time (a write-back waits for the log: see
+  // WaitForLoggedPushes), so that no other request waits on this one's evictions.
+  for (size_t h = 0; h < held_stripes.size(); ++h) {
+    std::lock_guard<std::mutex> lock(stripes_[held_stripes[h]].mu);
+    RETURN_IF_ERROR(evict_stripe(held_stripes[h], inserted_per_stripe[h]));
+  }
+  return Status::Ok();
 }
 
 Status EmbeddingTable::EvictWhileOverBudget(std::span<const uint32_t> partitions,
@@ -213,7 +217,7 @@ Status EmbeddingTable::EvictWhileOverBudget(std::span<const uint32_t> partitions
       EMBER_CHECK(row != nullptr, "resident key", ring.KeyAtHand(), "has no row");
       float* flags_word = row + floats_per_row_;
       const uint32_t flags = LoadFlags(flags_word);
-      if (flags & kChosen) {
+      if ((flags & kChosen) || internal::PinCount(flags) > 0) {
         ring.Advance();
         continue;
       }
@@ -225,6 +229,7 @@ Status EmbeddingTable::EvictWhileOverBudget(std::span<const uint32_t> partitions
       StoreFlags(flags_word, flags | kChosen);
       if (flags & kDirty) {
         writes.Put(partition, ring.KeyAtHand(), std::span<const float>(row, floats_per_row_));
+        NoteRowWritten(partition, ring.KeyAtHand());
       }
       victims.push_back(Victim{partition, ring.hand()});
       chosen_bytes += row_bytes;
@@ -234,7 +239,9 @@ Status EmbeddingTable::EvictWhileOverBudget(std::span<const uint32_t> partitions
   }
   const size_t written = writes.size();
   Status status = WaitForLoggedPushes(written);
-  if (status.ok()) status = tier.options.disk->Write(writes);
+  if (status.ok() && written > 0) {
+    status = tier.options.disk->Write(writes);
+  }
   if (!status.ok()) {
     // Keep every victim in memory, still changed, for a later eviction to retry.
     for (const Victim& victim : victims) {
@@ -302,7 +309,7 @@ Status EmbeddingTable::RestoreTiered(uint32_t partition, uint64_t key, std::span
       tier.options.budget->Charge(uint64_t{stored_floats_} * sizeof(float));
     }
   } else {
-    flags |= LoadFlags(stored + floats_per_row_) & kOnDisk;
+    flags |= LoadFlags(stored + floats_per_row_) & (kOnDisk | (~uint32_t{0} << 16));  // and pins
   }
   std::copy(row.begin(), row.end(), stored);
   std::copy(state.begin(), state.end(), stored + spec_.dim);
@@ -325,10 +332,13 @@ Result<uint64_t> EmbeddingTable::EraseTiered(uint32_t partition) {
                         .WithContext("logging the erasure of partition " +
                                      std::to_string(partition)));
   }
+  NoteDiskWrite(partition);
   ASSIGN_OR_RETURN(uint64_t erased, tier.options.disk->ErasePartition(partition));
   RowStore& store = stores_[partition];
   std::as_const(store).ForEach([&](uint64_t, const float* row) {
-    if (!(LoadFlags(row + floats_per_row_) & kOnDisk)) ++erased;
+    const uint32_t flags = LoadFlags(row + floats_per_row_);
+    if (!(flags & kOnDisk)) ++erased;
+    if (internal::PinCount(flags) > 0) ForgetPin();
   });
   if (tier.options.budget != nullptr) {
     tier.options.budget->Release(uint64_t{store.size()} * stored_floats_ * sizeof(float));
@@ -353,6 +363,7 @@ Status EmbeddingTable::FlushDirtyRows() {
     });
     const size_t written = writes.size();
     RETURN_IF_ERROR(WaitForLoggedPushes(written));
+    if (written > 0) NoteDiskWrite(p);
     RETURN_IF_ERROR(tier_->options.disk->Write(writes).WithContext("flushing table '" + spec_.name + "'"));
     for (float* row : flushed) {
       float* flags = row + floats_per_row_;

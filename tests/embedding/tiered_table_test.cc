@@ -2,6 +2,8 @@
 // all-in-memory table holds after the same requests, across evictions and reopening.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <map>
@@ -35,7 +37,7 @@ TableSpec Spec(OptimizerKind kind) {
 struct Tiered {
   // log_segment_bytes 0: the default.
   Tiered(const TableSpec& spec, const std::string& path, uint64_t budget_bytes,
-         bool log_pushes = false, uint64_t log_segment_bytes = 0)
+         bool log_pushes = false, uint64_t log_segment_bytes = 0, uint64_t pin_budget_bytes = 0)
       : budget(budget_bytes) {
     const uint32_t floats = EmbeddingTable::PersistedFloatsPerRow(spec);
     RocksStoreOptions options{path};
@@ -45,6 +47,7 @@ struct Tiered {
     EXPECT_TRUE(opened.ok()) << opened.status().ToString();
     store = std::move(*opened);
     TierOptions tier{store->Table(spec.name), &budget};
+    tier.pin_budget_bytes = pin_budget_bytes;
     auto created = EmbeddingTable::Create(spec, kPartitions, tier);
     EXPECT_TRUE(created.ok()) << created.status().ToString();
     table = std::move(*created);
@@ -408,6 +411,180 @@ TEST_P(ExpiryTest, RowsNotUpdatedForTheTtlAreDeletedInMemoryAndOnDisk) {
 }
 
 INSTANTIATE_TEST_SUITE_P(InMemoryAndTiered, ExpiryTest, ::testing::Bool());
+
+// ---- Look-ahead ----
+
+uint32_t RowBytes(const EmbeddingTable& table) {
+  return (table.dim() + table.state_floats() + 1) * sizeof(float);
+}
+
+std::chrono::steady_clock::time_point InOneMinute() {
+  return std::chrono::steady_clock::now() + std::chrono::minutes(1);
+}
+
+// The traffic of RunSameTraffic with the keys of request r + lookahead hinted before request r
+// (by a thread of its own when `concurrent`, as a server's prefetching would run beside the
+// requests) and released after its push; every pulled row and the final rows must equal those
+// of an in-memory table. Returns the rows the requests themselves read from disk.
+uint64_t RunWithLookahead(EmbeddingTable& tiered, EmbeddingTable& memory, int requests,
+                          int lookahead, bool concurrent) {
+  std::mt19937_64 rng(11);
+  const uint32_t dim = memory.dim();
+  std::vector<std::vector<uint64_t>> batches;
+  for (int r = 0; r < requests; ++r) batches.push_back(SkewedBatch(rng, 512));
+  std::atomic<int> hinted{-1};  // the last request hinted
+  std::atomic<bool> failed{false};
+  auto hint = [&](int r) {
+    if (!tiered.Prefetch(r, batches[r], InOneMinute()).ok()) failed = true;
+    hinted = r;
+  };
+  std::thread prefetcher;
+  if (lookahead > 0 && concurrent) {
+    prefetcher = std::thread([&] {
+      for (int r = 0; r < requests; ++r) hint(r);
+    });
+  }
+  for (int r = 0; r < requests && !::testing::Test::HasFailure(); ++r) {
+    if (lookahead > 0 && !concurrent) {
+      for (int ahead = hinted + 1; ahead <= std::min(requests - 1, r + lookahead); ++ahead) {
+        hint(ahead);
+      }
+    }
+    const std::vector<uint64_t>& keys = batches[r];
+    std::vector<float> got(keys.size() * dim), want(keys.size() * dim);
+    EXPECT_TRUE(tiered.Pull(keys, got).ok());
+    EXPECT_TRUE(memory.Pull(keys, want).ok());
+    EXPECT_EQ(got, want) << "request " << r;
+    std::vector<float> grads(keys.size() * dim);
+    for (size_t i = 0; i < grads.size(); ++i) grads[i] = std::sin(0.37f * (i + r));
+    EXPECT_TRUE(tiered.Push(keys, grads).ok());
+    EXPECT_TRUE(memory.Push(keys, grads).ok());
+    tiered.ReleaseHint(r);
+  }
+  if (prefetcher.joinable()) prefetcher.join();
+  for (int r = 0; r < requests; ++r) tiered.ReleaseHint(r);
+  EXPECT_FALSE(failed.load());
+  EXPECT_EQ(Dump(tiered), Dump(memory));
+  return tiered.tier_stats().loaded;
+}
+
+class LookaheadTest : public ::testing::TestWithParam<bool> {};  // param: hints from a thread
+
+TEST_P(LookaheadTest, HintedRowsAreInMemoryWhenNeededAndNoValueChanges) {
+  const TableSpec spec = Spec(OptimizerKind::kAdagrad);
+  uint64_t loaded[2];
+  for (int lookahead : {0, 2}) {
+    testing::TempDir dir;
+    EmbeddingTable memory(spec, kPartitions);
+    const uint64_t budget = 3000 * RowBytes(memory);
+    {
+      // Filled and flushed first, so that rows are on disk to prefetch.
+      Tiered filling(spec, dir.path(), budget);
+      RunSameTraffic(*filling.table, memory, 60);
+      ASSERT_TRUE(filling.table->FlushDirtyRows().ok());
+    }
+    Tiered tiered(spec, dir.path(), budget, /*log_pushes=*/true, 0, budget / 2);
+    loaded[lookahead > 0] = RunWithLookahead(*tiered.table, memory, 120, lookahead, GetParam());
+    const PrefetchStats stats = tiered.table->prefetch_stats();
+    EXPECT_EQ(stats.pinned_rows, 0u);
+    EXPECT_EQ(stats.pinned_bytes, 0u);
+    EXPECT_EQ(stats.hints, 0u);
+    if (lookahead > 0) EXPECT_GT(stats.prefetched_rows, 0u);
+  }
+  // Sequential hints two requests ahead leave the requests few rows to read from disk (hints
+  // from a thread of their own race the requests: how far ahead they get depends on scheduling).
+  if (!GetParam()) {
+    EXPECT_LT(loaded[1], loaded[0] / 4)
+        << "rows read by requests without look-ahead " << loaded[0] << ", with " << loaded[1];
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Hints, LookaheadTest, ::testing::Values(false, true));
+
+TEST(LookaheadTest, PinnedRowsSurviveEvictionPressureUntilReleased) {
+  testing::TempDir dir;
+  const TableSpec spec = Spec(OptimizerKind::kSgd);
+  EmbeddingTable shape(spec, kPartitions);
+  const uint64_t row_bytes = RowBytes(shape);
+  Tiered tiered(spec, dir.path(), 200 * row_bytes, false, 0, 100 * row_bytes);
+  std::vector<uint64_t> hinted(50);
+  for (size_t i = 0; i < hinted.size(); ++i) hinted[i] = 1'000'000 + i;
+  std::vector<float> rows(hinted.size() * spec.dim);
+  ASSERT_TRUE(tiered.table->Pull(hinted, rows).ok());  // created, in memory
+  ASSERT_TRUE(tiered.table->Prefetch(7, hinted, InOneMinute()).ok());
+  EXPECT_EQ(tiered.table->prefetch_stats().pinned_rows, hinted.size());
+  auto pressure = [&](uint64_t first) {
+    std::vector<uint64_t> other(2000);
+    for (size_t i = 0; i < other.size(); ++i) other[i] = first + i;
+    std::vector<float> out(other.size() * spec.dim);
+    ASSERT_TRUE(tiered.table->Pull(other, out).ok());
+  };
+  auto misses_of_hinted = [&] {
+    const uint64_t before = tiered.table->tier_stats().misses;
+    EXPECT_TRUE(tiered.table->Pull(hinted, rows).ok());
+    return tiered.table->tier_stats().misses - before;
+  };
+  pressure(0);
+  EXPECT_GT(tiered.table->tier_stats().evictions, 1000u);
+  EXPECT_EQ(misses_of_hinted(), 0u);
+  tiered.table->ReleaseHint(7);
+  EXPECT_EQ(tiered.table->prefetch_stats().pinned_rows, 0u);
+  pressure(10'000);
+  EXPECT_GT(misses_of_hinted(), 0u);
+}
+
+TEST(LookaheadTest, PinsStopAtTheirBudgetAndHintsAtTheirBound) {
+  testing::TempDir dir;
+  const TableSpec spec = Spec(OptimizerKind::kSgd);
+  EmbeddingTable shape(spec, kPartitions);
+  Tiered tiered(spec, dir.path(), 0, false, 0, 10 * RowBytes(shape));
+  std::vector<uint64_t> keys(30);
+  for (size_t i = 0; i < keys.size(); ++i) keys[i] = i;
+  std::vector<float> rows(keys.size() * spec.dim);
+  ASSERT_TRUE(tiered.table->Pull(keys, rows).ok());
+  ASSERT_TRUE(tiered.table->Prefetch(1, keys, InOneMinute()).ok());
+  PrefetchStats stats = tiered.table->prefetch_stats();
+  EXPECT_EQ(stats.pinned_rows, 10u);
+  EXPECT_EQ(stats.pins_refused, 20u);
+  EXPECT_EQ(stats.pinned_bytes, 10 * RowBytes(shape));
+  // An expired hint is released by the next one.
+  ASSERT_TRUE(tiered.table->Prefetch(2, keys, std::chrono::steady_clock::now()).ok());
+  ASSERT_TRUE(tiered.table->Prefetch(3, {}, InOneMinute()).ok());
+  stats = tiered.table->prefetch_stats();
+  EXPECT_EQ(stats.hints_expired, 1u);
+  EXPECT_EQ(stats.hints, 2u);  // 1 and 3
+  size_t held = stats.hints;
+  Status refused;
+  for (uint64_t hint = 100; refused.ok() && held < 10000; ++hint, ++held) {
+    refused = tiered.table->Prefetch(hint, {}, InOneMinute());
+  }
+  EXPECT_EQ(refused.code(), StatusCode::kResourceExhausted) << refused.ToString();
+  EXPECT_GT(tiered.table->prefetch_stats().hints_refused, 0u);
+}
+
+// A partition erased (moved away) while its rows are pinned: the rows go, the pins' account
+// follows, and releasing the hint later is harmless.
+TEST(LookaheadTest, AHintForAnErasedPartitionIsDroppedSafely) {
+  testing::TempDir dir;
+  const TableSpec spec = Spec(OptimizerKind::kAdagrad);
+  EmbeddingTable memory(spec, kPartitions);
+  Tiered tiered(spec, dir.path(), 0, /*log_pushes=*/true, 0, 1 << 20);
+  RunSameTraffic(*tiered.table, memory, 10);
+  std::mt19937_64 rng(5);
+  const std::vector<uint64_t> keys = SkewedBatch(rng, 512);
+  ASSERT_TRUE(tiered.table->Prefetch(9, keys, InOneMinute()).ok());
+  ASSERT_GT(tiered.table->prefetch_stats().pinned_rows, 0u);
+  for (uint32_t p = 0; p < kPartitions; ++p) {
+    ASSERT_TRUE(tiered.table->Erase(p).ok());
+    ASSERT_TRUE(memory.Erase(p).ok());
+  }
+  EXPECT_EQ(tiered.table->prefetch_stats().pinned_rows, 0u);
+  EXPECT_EQ(tiered.table->prefetch_stats().pinned_bytes, 0u);
+  tiered.table->ReleaseHint(9);
+  EXPECT_EQ(tiered.table->prefetch_stats().pinned_rows, 0u);
+  RunSameTraffic(*tiered.table, memory, 5);
+  EXPECT_EQ(Dump(*tiered.table), Dump(memory));
+}
 
 }  // namespace
 }  // namespace ember::embedding
