@@ -3,6 +3,7 @@
 
 #include <rocksdb/cache.h>
 #include <rocksdb/db.h>
+#include <rocksdb/filter_policy.h>
 #include <rocksdb/table.h>
 #include <rocksdb/write_batch.h>
 
@@ -340,6 +341,9 @@ Result<std::unique_ptr<RocksStore>> RocksStore::Open(const RocksStoreOptions& op
   family_options.OptimizeForPointLookup(options.block_cache_bytes >> 20);
   rocksdb::BlockBasedTableOptions table_options;
   table_options.block_cache = rocksdb::NewLRUCache(options.block_cache_bytes);
+  // A cold read probes every level it may be in: a Bloom filter per file rules most out.
+  table_options.filter_policy.reset(rocksdb::NewBloomFilterPolicy(10));
+  table_options.data_block_index_type = rocksdb::BlockBasedTableOptions::kDataBlockBinaryAndHash;
   family_options.table_factory.reset(rocksdb::NewBlockBasedTableFactory(table_options));
   // Rows are random floats: compression would cost CPU for nothing.
   family_options.compression = rocksdb::kNoCompression;
