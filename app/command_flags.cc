@@ -324,6 +324,9 @@ void AddTierBenchFlags(CLI::App* command, TierBenchFlags* flags) {
   AddValue(command, "--durability", &flags->durability, "MODE",
            "ack (default), sync or flush, for the tiered pushes")
       ->check(CLI::IsMember({"ack", "sync", "flush"}));
+  AddValue(command, "--lookahead", &o.lookaheads, "K[,K...]",
+           "look-ahead depths of the tiered pull+push phase, one run each (default 0: no hints)")
+      ->delimiter(',');
   // Internal: the recovery measurement's child.
   command->add_flag("--push-until-killed", flags->push_until_killed)->group("");
 }

@@ -6,9 +6,13 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
+#include <deque>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <memory>
+#include <mutex>
 #include <random>
 #include <thread>
 #include <unordered_set>
@@ -111,10 +115,84 @@ Status PullHottest(const TierBenchOptions& config, embedding::EmbeddingTable& ta
 
 enum class Phase { kPull, kPush, kPullThenPush };
 
+// One request's distinct Zipf keys, and how many are among the `hot_rows` hottest.
+struct Batch {
+  std::vector<uint64_t> keys;
+  uint64_t hot = 0;
+};
+
+Batch DrawBatch(const TierBenchOptions& config, const trainer::ZipfSampler& sampler,
+                uint64_t hot_rows, std::mt19937_64& rng) {
+  std::unordered_set<uint64_t> unique, hot;
+  // Bounded: at most 4x the request size in draws.
+  for (uint32_t draw = 0;
+       draw < 4 * config.keys_per_request && unique.size() < config.keys_per_request; ++draw) {
+    const uint64_t rank = sampler.Rank(trainer::UniformDouble(rng));
+    const uint64_t key = sampler.KeyOfRank(rank) % config.rows;
+    unique.insert(key);
+    if (rank < hot_rows) hot.insert(key);
+  }
+  return Batch{std::vector<uint64_t>(unique.begin(), unique.end()), hot.size()};
+}
+
+// Hints of one request thread's coming batches, prefetched in order by a thread of their own
+// (as a server's prefetching runs beside its requests); stops with the queue.
+class Prefetcher {
+ public:
+  explicit Prefetcher(embedding::EmbeddingTable& table)
+      : table_(table), thread_([this] { Run(); }) {}
+  ~Prefetcher() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stopping_ = true;
+    }
+    wanted_.notify_all();
+    thread_.join();
+  }
+  void Hint(uint64_t id, std::vector<uint64_t> keys) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      queue_.emplace_back(id, std::move(keys));
+    }
+    wanted_.notify_all();
+  }
+  Status status() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return status_;
+  }
+
+ private:
+  void Run() {
+    std::unique_lock<std::mutex> lock(mu_);
+    while (true) {
+      wanted_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
+      if (stopping_) return;
+      auto [id, keys] = std::move(queue_.front());
+      queue_.pop_front();
+      lock.unlock();
+      Status prefetched =
+          table_.Prefetch(id, keys, std::chrono::steady_clock::now() + std::chrono::seconds(30));
+      lock.lock();
+      if (!prefetched.ok() && status_.ok()) status_ = prefetched;
+    }
+  }
+
+  embedding::EmbeddingTable& table_;
+  std::mutex mu_;
+  std::condition_variable wanted_;
+  std::deque<std::pair<uint64_t, std::vector<uint64_t>>> queue_;
+  bool stopping_ = false;
+  Status status_;
+  std::thread thread_;
+};
+
 // Runs Zipf requests from config.threads threads for `seconds`: pulls, pushes, or (as training
-// does) a pull of each request's keys and then a push of gradients for them.
+// does) a pull of each request's keys and then a push of gradients for them. With lookahead > 0
+// each thread hints the keys of its next `lookahead` requests as soon as it draws them (it draws
+// that far ahead) and releases a request's hint after its push.
 Result<TierPhaseFigures> RunPhase(const TierBenchOptions& config, embedding::EmbeddingTable& table,
-                                  Phase phase, double seconds, uint64_t hot_rows = 0) {
+                                  Phase phase, double seconds, uint64_t hot_rows = 0,
+                                  uint32_t lookahead = 0) {
   const trainer::ZipfSampler sampler(config.rows, config.exponent, true, kSamplerSalt);
   std::atomic<bool> stop{false};
   std::vector<std::vector<double>> latencies(config.threads);
@@ -127,34 +205,39 @@ Result<TierPhaseFigures> RunPhase(const TierBenchOptions& config, embedding::Emb
   for (uint32_t t = 0; t < config.threads; ++t) {
     threads.emplace_back([&, t] {
       std::mt19937_64 rng(100 + t);
-      std::unordered_set<uint64_t> unique;
-      std::unordered_set<uint64_t> hot;
-      std::vector<uint64_t> keys;
       std::vector<float> values(size_t{config.keys_per_request} * config.dim, 1e-3f);
-      while (!stop.load(std::memory_order_relaxed) && statuses[t].ok()) {
-        unique.clear();
-        hot.clear();
-        // Bounded: at most 4x the request size in draws.
-        for (uint32_t draw = 0;
-             draw < 4 * config.keys_per_request && unique.size() < config.keys_per_request;
-             ++draw) {
-          const uint64_t rank = sampler.Rank(trainer::UniformDouble(rng));
-          const uint64_t key = sampler.KeyOfRank(rank) % config.rows;
-          unique.insert(key);
-          if (rank < hot_rows) hot.insert(key);
+      std::unique_ptr<Prefetcher> prefetcher;
+      if (lookahead > 0) prefetcher = std::make_unique<Prefetcher>(table);
+      std::deque<Batch> coming;  // this request's batch, then the ones hinted
+      const uint64_t hint_base = uint64_t{t} << 40;
+      uint64_t next_hint = hint_base;
+      for (uint64_t request = hint_base; !stop.load(std::memory_order_relaxed) && statuses[t].ok();
+           ++request) {
+        while (coming.size() < 1 + lookahead) {
+          coming.push_back(DrawBatch(config, sampler, hot_rows, rng));
+          if (prefetcher) prefetcher->Hint(next_hint, coming.back().keys);
+          ++next_hint;
         }
-        hot_keys[t] += hot.size();
-        keys.assign(unique.begin(), unique.end());
+        const Batch batch = std::move(coming.front());
+        coming.pop_front();
+        const std::vector<uint64_t>& keys = batch.keys;
+        hot_keys[t] += batch.hot;
         std::span<float> rows(values.data(), keys.size() * config.dim);
         const auto begin = Clock::now();
         if (phase != Phase::kPush) statuses[t] = table.Pull(keys, rows);
         const auto pulled = Clock::now();
         if (phase != Phase::kPull && statuses[t].ok()) statuses[t] = table.Push(keys, rows);
         const auto end = Clock::now();
+        if (prefetcher) table.ReleaseHint(request);
         pull_seconds[t] += std::chrono::duration<double>(pulled - begin).count();
         push_seconds[t] += std::chrono::duration<double>(end - pulled).count();
         latencies[t].push_back(std::chrono::duration<double, std::milli>(end - begin).count());
         keys_done[t] += keys.size();
+      }
+      if (prefetcher) {
+        if (statuses[t].ok()) statuses[t] = prefetcher->status();
+        prefetcher.reset();
+        for (uint64_t hint = hint_base; hint < next_hint; ++hint) table.ReleaseHint(hint);
       }
     });
   }
@@ -185,19 +268,28 @@ Result<TierPhaseFigures> RunPhase(const TierBenchOptions& config, embedding::Emb
   return figures;
 }
 
-uint64_t DirectoryBytes(const std::string& path) {
-  uint64_t bytes = 0;
+// Bytes of the files under `path`, those of the push log apart.
+struct DiskUse {
+  uint64_t rows = 0;
+  uint64_t push_log = 0;
+};
+DiskUse DirectoryBytes(const std::string& path) {
+  DiskUse use;
   std::error_code error;
   for (const auto& entry : std::filesystem::recursive_directory_iterator(path, error)) {
-    if (entry.is_regular_file(error)) bytes += entry.file_size(error);
+    if (!entry.is_regular_file(error)) continue;
+    const bool log = entry.path().parent_path().filename() == "ember-pushlog";
+    (log ? use.push_log : use.rows) += entry.file_size(error);
   }
-  return bytes;
+  return use;
 }
 
 Result<std::unique_ptr<embedding::EmbeddingTable>> OpenTiered(const TierBenchOptions& config,
                                                               embedding::RocksStore& store,
                                                               embedding::MemoryBudget* budget) {
   embedding::TierOptions tier{store.Table("bench"), budget};
+  // Hinted rows may take half the budget (a window of look-ahead is far smaller).
+  if (budget != nullptr) tier.pin_budget_bytes = budget->limit() / 2;
   return embedding::EmbeddingTable::Create(BenchSpec(config), 1024, tier);
 }
 
@@ -270,23 +362,39 @@ Status MeasureTiered(const TierBenchOptions& config, TierBenchReport* report,
                    RunPhase(config, *tiered, Phase::kPull, config.seconds, report->hot_rows));
   ASSIGN_OR_RETURN(report->tiered_push,
                    RunPhase(config, *tiered, Phase::kPush, config.seconds, report->hot_rows));
-  ASSIGN_OR_RETURN(report->tiered_pair, RunPhase(config, *tiered, Phase::kPullThenPush,
-                                                 config.seconds, report->hot_rows));
   const embedding::TierStats after = tiered->tier_stats();
   const std::string durability = DurabilityName(config.durability);
   progress(PhaseLine("pull, tiered", report->tiered_pull));
   progress(PhaseLine(("push, tiered, " + durability).c_str(), report->tiered_push));
-  progress(PhaseLine(("pull+push, tiered, " + durability).c_str(), report->tiered_pair));
   const auto ratio = [](double tiered, double memory) { return memory > 0 ? tiered / memory : 0; };
   progress(StringPrintf(
-      "  tiered/in memory: pull %.3f, push %.3f; pull+push pair %.3f (its pulls %.3f, its "
-      "pushes %.3f)",
+      "  tiered/in memory: pull %.3f, push %.3f",
       ratio(report->tiered_pull.keys_per_second, report->memory_pull.keys_per_second),
-      ratio(report->tiered_push.keys_per_second, report->memory_push.keys_per_second),
-      ratio(report->tiered_pair.keys_per_second, report->memory_pair.keys_per_second),
-      ratio(report->tiered_pair.pull_keys_per_second, report->memory_pair.pull_keys_per_second),
-      ratio(report->tiered_pair.push_keys_per_second,
-            report->memory_pair.push_keys_per_second)));
+      ratio(report->tiered_push.keys_per_second, report->memory_push.keys_per_second)));
+  for (uint32_t lookahead : config.lookaheads) {
+    const embedding::TierStats stats_before = tiered->tier_stats();
+    const uint64_t prefetched_before = tiered->prefetch_stats().prefetched_rows;
+    TierBenchReport::LookaheadRun run;
+    run.lookahead = lookahead;
+    ASSIGN_OR_RETURN(run.pair, RunPhase(config, *tiered, Phase::kPullThenPush, config.seconds,
+                                        report->hot_rows, lookahead));
+    const embedding::TierStats stats = tiered->tier_stats();
+    const double lookups = static_cast<double>(stats.hits + stats.misses - stats_before.hits -
+                                               stats_before.misses);
+    run.hit_rate = lookups > 0 ? (stats.hits - stats_before.hits) / lookups : 0.0;
+    run.prefetched_rows = tiered->prefetch_stats().prefetched_rows - prefetched_before;
+    progress(PhaseLine(StringPrintf("pull+push, tiered, %s, look-ahead %u", durability.c_str(),
+                                    lookahead).c_str(),
+                       run.pair));
+    progress(StringPrintf(
+        "  tiered/in memory, look-ahead %u: pull+push pair %.3f (its pulls %.3f, its pushes "
+        "%.3f); hit rate %.3f, %llu rows prefetched",
+        lookahead, ratio(run.pair.keys_per_second, report->memory_pair.keys_per_second),
+        ratio(run.pair.pull_keys_per_second, report->memory_pair.pull_keys_per_second),
+        ratio(run.pair.push_keys_per_second, report->memory_pair.push_keys_per_second),
+        run.hit_rate, static_cast<unsigned long long>(run.prefetched_rows)));
+    report->tiered_pairs.push_back(run);
+  }
   const double lookups =
       static_cast<double>(after.hits + after.misses - before.hits - before.misses);
   report->hit_rate = lookups > 0 ? (after.hits - before.hits) / lookups : 0.0;
@@ -296,20 +404,20 @@ Status MeasureTiered(const TierBenchOptions& config, TierBenchReport* report,
   progress(StringPrintf(
       "  hit rate %.3f (CLOCK; the hottest rows alone would give %.3f), evictions "
       "%llu, write-backs %llu, resident rows %llu",
-      report->hit_rate,
-      (report->tiered_pull.hot_share + report->tiered_push.hot_share +
-       report->tiered_pair.hot_share) / 3,
+      report->hit_rate, (report->tiered_pull.hot_share + report->tiered_push.hot_share) / 2,
       static_cast<unsigned long long>(report->evictions),
       static_cast<unsigned long long>(report->writebacks),
       static_cast<unsigned long long>(report->resident_rows)));
   RETURN_IF_ERROR(tiered->FlushDirtyRows());
   RETURN_IF_ERROR(store->Flush());
-  report->disk_bytes = DirectoryBytes(config.data_dir + "/rows");
+  const DiskUse disk = DirectoryBytes(config.data_dir + "/rows");
+  report->disk_bytes = disk.rows;
   report->disk_bytes_per_row = static_cast<double>(report->disk_bytes) / tiered->rows();
   report->raw_row_bytes = FloatsPerRow(BenchSpec(config)) * static_cast<uint32_t>(sizeof(float));
-  progress(StringPrintf("  on disk: %.2f GB, %.1f bytes per row (raw row with state: %u bytes)",
-                        report->disk_bytes / 1e9, report->disk_bytes_per_row,
-                        report->raw_row_bytes));
+  progress(StringPrintf(
+      "  on disk: %.2f GB, %.1f bytes per row (raw row with state: %u bytes); push log %.2f GB",
+      report->disk_bytes / 1e9, report->disk_bytes_per_row, report->raw_row_bytes,
+      disk.push_log / 1e9));
   return Status::Ok();
 }
 
@@ -356,6 +464,10 @@ Status CheckTierBenchOptions(const TierBenchOptions& options) {
     if (value == 0 || value > 1'000'000) {
       return InvalidArgument(std::string("--") + flag + " must be in 1..1000000");
     }
+  }
+  if (options.lookaheads.empty()) return InvalidArgument("--lookahead needs at least one depth");
+  for (uint32_t lookahead : options.lookaheads) {
+    if (lookahead > 1024) return InvalidArgument("--lookahead depths must be in 0..1024");
   }
   if (options.rows < 4 * uint64_t{options.keys_per_request} || !(options.seconds > 0) ||
       !(options.budget_fraction > 0) || options.budget_fraction > 1) {

@@ -5,8 +5,8 @@
 // hit rate next to that of a memory holding exactly the hottest rows, bytes on disk per row, and
 // the time a server needs to reopen its data directory after being killed with SIGKILL while
 // pushing. A third phase is shaped like training: each request pulls its keys, then pushes
-// gradients for the same keys, and the tiered/in-memory ratios of the three phases are printed
-// side by side. Blocks until done (minutes for the default 20M rows).
+// gradients for the same keys, tiered once per look-ahead depth, and the tiered/in-memory ratios
+// are printed side by side. Blocks until done (minutes for the default 20M rows).
 #pragma once
 
 #include <cstdint>
@@ -31,6 +31,9 @@ struct TierBenchOptions {
   double seconds = 10;               // per measured phase
   std::string data_dir;              // where the tiered table's RocksDB goes; new or empty
   ps::Durability durability = ps::Durability::kAck;  // of the tiered pushes
+  // Look-ahead depths of the tiered pull+push phase, one run each (0: no hints): each request
+  // thread hints its next K requests' keys (embedding_table.h, Prefetch), prefetched beside it.
+  std::vector<uint32_t> lookaheads = {0};
   // A command that runs PushUntilKilled with these options in another process (the recovery
   // measurement kills it); empty: recovery is not measured.
   std::vector<std::string> pusher_command;
@@ -62,8 +65,17 @@ struct TierBenchReport {
   uint64_t budget_bytes = 0;
   uint64_t hot_rows = 0;
   double warm_up_seconds = 0;
-  TierPhaseFigures tiered_pull, tiered_push, tiered_pair;
-  double hit_rate = 0;  // over the three tiered phases
+  TierPhaseFigures tiered_pull, tiered_push;
+  // The pull+push phase per look-ahead depth (options.lookaheads), with the tier's hit rate in it
+  // and the rows its hints read from disk.
+  struct LookaheadRun {
+    uint32_t lookahead = 0;
+    TierPhaseFigures pair;
+    double hit_rate = 0;
+    uint64_t prefetched_rows = 0;
+  };
+  std::vector<LookaheadRun> tiered_pairs;
+  double hit_rate = 0;  // over the tiered pull and push phases
   uint64_t evictions = 0, writebacks = 0, resident_rows = 0;
 
   // On disk after the tiered phases, against a row with its optimizer state.
