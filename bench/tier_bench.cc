@@ -445,8 +445,8 @@ Status MeasureRecovery(const TierBenchOptions& config, TierBenchReport* report,
   report->recovery_seconds = SecondsSince(start);
   report->recovered_rows = tiered->rows();
   progress(
-      StringPrintf("recovery after SIGKILL while pushing: %.2f s (RocksDB open with log replay "
-                   "%.2f s, counting %llu rows the rest)",
+      StringPrintf("recovery after SIGKILL while pushing: %.2f s (RocksDB open with the replay "
+                   "of its log and the push log %.2f s, the rest opening the table of %llu rows)",
                    *report->recovery_seconds, report->recovery_open_seconds,
                    static_cast<unsigned long long>(report->recovered_rows)));
   return Status::Ok();

@@ -85,7 +85,8 @@ struct TierBenchReport {
 
   // Reopening after SIGKILL while pushing; unset without a pusher_command.
   std::optional<double> recovery_seconds;
-  double recovery_open_seconds = 0;  // RocksDB's open with log replay, part of recovery_seconds
+  // RocksDB's open with the replay of its own log and of the push log, part of recovery_seconds.
+  double recovery_open_seconds = 0;
   uint64_t recovered_rows = 0;
 };
 

@@ -297,6 +297,13 @@ class EmbeddingTable {
   // them, or the row of `key`.
   void NoteDiskWrite(uint32_t partition);
   void NoteRowWritten(uint32_t partition, uint64_t key);
+  // Durable row counts (Tier::durable_rows): the record of `partition`'s count `count`, added to
+  // `batch`; loading them at Create (counting partitions once for a store written without them).
+  void AddCountRecord(RowWrites& batch, uint32_t partition, uint64_t count) const;
+  Result<uint64_t> LoadDurableCounts();
+  // Marks `row` of `partition` durable in a write that `batch` makes, counting it (once) and
+  // adding the partition's new count to `batch` (call under the stripe lock).
+  void MarkDurable(uint32_t partition, float* row, RowWrites& batch);
   // Before `rows_to_write` changed rows go to RocksDB: waits until every push logged so far is
   // written to the push log (a no-op without one, or with no rows).
   Status WaitForLoggedPushes(size_t rows_to_write);

@@ -40,6 +40,15 @@ Result<uint64_t> EmbeddingTable::ExpireRows() {
               ++disk_only;
             }
           }));
+      uint64_t durable_expired = disk_only;
+      for (uint64_t key : victims) {
+        if (internal::LoadFlags(store.Find(key) + floats_per_row_) & internal::kOnDisk) {
+          ++durable_expired;
+        }
+      }
+      if (durable_expired > 0) {
+        AddCountRecord(deletes, p, tier_->durable_rows[p] - durable_expired);
+      }
       if (PushLog* log = tier_->options.disk->push_log(); log != nullptr && !deletes.empty()) {
         // Logged too, so that a replay of the log does not bring the rows back.
         RETURN_IF_ERROR(log->WaitDurable(log->Append(deletes.LogPayload()))
@@ -47,6 +56,7 @@ Result<uint64_t> EmbeddingTable::ExpireRows() {
       }
       if (!deletes.empty()) NoteDiskWrite(p);
       RETURN_IF_ERROR(tier_->options.disk->Write(deletes).WithContext("deleting expired rows"));
+      tier_->durable_rows[p] -= durable_expired;
       for (uint64_t key : victims) {
         if (internal::PinCount(internal::LoadFlags(store.Find(key) + floats_per_row_)) > 0) {
           ForgetPin();

@@ -25,6 +25,10 @@ struct EmbeddingTable::Tier {
   std::atomic<uint64_t> evictions{0};
   std::atomic<uint64_t> writebacks{0};
   uint64_t relogger = 0;  // the handle of RelogDirtyRows in the push log; 0: none
+  // Per partition, guarded by its stripe's lock: the rows a restart would find (those only on
+  // disk, and those in memory with kOnDisk), persisted with every write that changes it (see
+  // EmbeddingTable::CountRecord), so that opening a table does not count rows.
+  std::vector<uint64_t> durable_rows;
 
   // Look-ahead (embedding_table_prefetch.cc).
   struct Hint {
@@ -84,7 +88,8 @@ RequestGroups& GroupByStripe(std::span<const uint64_t> keys, uint64_t table_id,
 enum RowFlag : uint32_t {
   kReferenced = 1,  // used since the CLOCK hand last passed
   kDirty = 2,       // differs from disk (or was never written)
-  kOnDisk = 4,      // a version of the row is on disk
+  kOnDisk = 4,      // a version of the row is durable: in RocksDB, or in the push log (which
+                    // a restart replays into RocksDB); counted in Tier::durable_rows
   kChosen = 8,      // picked as an eviction victim, not yet dropped
 };
 // The high 16 bits of the flags count the hints pinning the row (at most the hints a table holds).

@@ -1,5 +1,7 @@
 // EmbeddingTable, tiered: rows beyond the memory budget live in RocksDB (see embedding_table.h).
 #include <algorithm>
+#include <cstring>
+#include <map>
 #include <string>
 #include <utility>
 
@@ -41,9 +43,64 @@ Result<std::unique_ptr<EmbeddingTable>> EmbeddingTable::Create(const TableSpec& 
                            std::to_string(tier.disk->floats_per_row()) + " floats, want " +
                            std::to_string(table->floats_per_row_));
   }
-  ASSIGN_OR_RETURN(uint64_t stored, tier.disk->CountRows());
+  ASSIGN_OR_RETURN(uint64_t stored, table->LoadDurableCounts());
   table->rows_.store(stored, std::memory_order_relaxed);
   return table;
+}
+
+namespace {
+
+// "rows/", the table id and the partition, big-endian.
+std::string CountRecordPrefix(uint64_t table_id) {
+  std::string key = "rows/";
+  for (int shift = 56; shift >= 0; shift -= 8) key.push_back(static_cast<char>(table_id >> shift));
+  return key;
+}
+
+}  // namespace
+
+void EmbeddingTable::AddCountRecord(RowWrites& batch, uint32_t partition, uint64_t count) const {
+  std::string key = CountRecordPrefix(table_id_);
+  for (int shift = 24; shift >= 0; shift -= 8) key.push_back(static_cast<char>(partition >> shift));
+  batch.PutRecord(key, std::string_view(reinterpret_cast<const char*>(&count), sizeof(count)));
+}
+
+void EmbeddingTable::MarkDurable(uint32_t partition, float* row, RowWrites& batch) {
+  float* flags_word = row + floats_per_row_;
+  const uint32_t flags = LoadFlags(flags_word);
+  if (flags & kOnDisk) return;
+  StoreFlags(flags_word, flags | kOnDisk);
+  AddCountRecord(batch, partition, ++tier_->durable_rows[partition]);
+}
+
+Result<uint64_t> EmbeddingTable::LoadDurableCounts() {
+  Tier& tier = *tier_;
+  tier.durable_rows.assign(num_partitions_, 0);
+  const std::string prefix = CountRecordPrefix(table_id_);
+  bool found = false;
+  RETURN_IF_ERROR(tier.options.disk->ForEachRecord(
+      prefix, [&](std::string_view key, std::string_view value) {
+        if (key.size() != prefix.size() + 4 || value.size() != sizeof(uint64_t)) return;
+        uint32_t partition = 0;
+        for (size_t i = prefix.size(); i < key.size(); ++i) {
+          partition = (partition << 8) | static_cast<unsigned char>(key[i]);
+        }
+        if (partition >= num_partitions_) return;
+        std::memcpy(&tier.durable_rows[partition], value.data(), sizeof(uint64_t));
+        found = true;
+      }));
+  if (!found) {
+    // Written by an ember that did not keep counts (or new): count once, and keep the counts.
+    RowWrites counts(*tier.options.disk);
+    for (uint32_t p = 0; p < num_partitions_; ++p) {
+      ASSIGN_OR_RETURN(tier.durable_rows[p], tier.options.disk->CountRowsInPartition(p));
+      AddCountRecord(counts, p, tier.durable_rows[p]);
+    }
+    RETURN_IF_ERROR(tier.options.disk->Write(counts));
+  }
+  uint64_t total = 0;
+  for (uint64_t count : tier.durable_rows) total += count;
+  return total;
 }
 
 void EmbeddingTable::InitTier(const TierOptions& tier) {
@@ -166,6 +223,7 @@ Status EmbeddingTable::ForEachTieredRequestRow(std::span<const uint64_t> keys,
       if (log) {
         const uint32_t at = groups.order[j];
         writes.Put(groups.partition[at], keys[at], std::span<const float>(row, floats_per_row_));
+        MarkDurable(groups.partition[at], row, writes);
       }
     }
     if (log) {
@@ -205,6 +263,8 @@ Status EmbeddingTable::EvictWhileOverBudget(std::span<const uint32_t> partitions
   };
   std::vector<Victim> victims;
   RowWrites writes(*tier.options.disk);
+  // Victims written to disk for the first time, by partition: its count goes up with the write.
+  std::map<uint32_t, uint64_t> new_durable;
   // Choose victims partition by partition; a row is dropped only after its write-back succeeded.
   uint64_t chosen_bytes = 0;
   for (size_t i = 0; victims.size() < max_rows && i < partitions.size() * max_rows; ++i) {
@@ -230,6 +290,7 @@ Status EmbeddingTable::EvictWhileOverBudget(std::span<const uint32_t> partitions
       if (flags & kDirty) {
         writes.Put(partition, ring.KeyAtHand(), std::span<const float>(row, floats_per_row_));
         NoteRowWritten(partition, ring.KeyAtHand());
+        if (!(flags & kOnDisk)) ++new_durable[partition];
       }
       victims.push_back(Victim{partition, ring.hand()});
       chosen_bytes += row_bytes;
@@ -238,9 +299,16 @@ Status EmbeddingTable::EvictWhileOverBudget(std::span<const uint32_t> partitions
     }
   }
   const size_t written = writes.size();
+  for (const auto& [partition, added] : new_durable) {
+    AddCountRecord(writes, partition, tier.durable_rows[partition] + added);
+  }
   Status status = WaitForLoggedPushes(written);
   if (status.ok() && written > 0) {
-    status = tier.options.disk->Write(writes);
+    // A count the push log holds too is logged again, so that a replay ends with this one.
+    if (PushLog* log = tier.options.disk->push_log(); log != nullptr && !new_durable.empty()) {
+      status = log->WaitDurable(log->Append(writes.LogPayload(), PushLog::Origin::kRelog));
+    }
+    if (status.ok()) status = tier.options.disk->Write(writes);
   }
   if (!status.ok()) {
     // Keep every victim in memory, still changed, for a later eviction to retry.
@@ -251,6 +319,7 @@ Status EmbeddingTable::EvictWhileOverBudget(std::span<const uint32_t> partitions
     }
     return status.WithContext("writing back evicted rows");
   }
+  for (const auto& [partition, added] : new_durable) tier.durable_rows[partition] += added;
   // Drop in descending slot order per partition, which ClockRing::Remove allows.
   std::sort(victims.begin(), victims.end(), [](const Victim& a, const Victim& b) {
     return a.partition != b.partition ? a.partition < b.partition : a.slot > b.slot;
@@ -323,17 +392,21 @@ Status EmbeddingTable::RestoreTiered(uint32_t partition, uint64_t key, std::span
 Result<uint64_t> EmbeddingTable::EraseTiered(uint32_t partition) {
   Tier& tier = *tier_;
   std::lock_guard<std::mutex> lock(StripeLock(partition));
+  RowWrites erasure(*tier.options.disk);
+  erasure.DeletePartition(partition);
+  AddCountRecord(erasure, partition, 0);
   if (PushLog* log = tier.options.disk->push_log(); log != nullptr) {
     // A replay of the log must not bring back the rows of the partition it logged before; the
-    // marker is written first, so that no kill leaves the rows deleted but the marker lost.
-    RowWrites marker(*tier.options.disk);
-    marker.DeletePartition(partition);
-    RETURN_IF_ERROR(log->WaitDurable(log->Append(marker.LogPayload()))
+    // erasure is logged first, so that no kill leaves the rows deleted but the log without it.
+    RETURN_IF_ERROR(log->WaitDurable(log->Append(erasure.LogPayload()))
                         .WithContext("logging the erasure of partition " +
                                      std::to_string(partition)));
   }
   NoteDiskWrite(partition);
-  ASSIGN_OR_RETURN(uint64_t erased, tier.options.disk->ErasePartition(partition));
+  RETURN_IF_ERROR(tier.options.disk->Write(erasure).WithContext(
+      "erasing partition " + std::to_string(partition)));
+  uint64_t erased = tier.durable_rows[partition];
+  tier.durable_rows[partition] = 0;
   RowStore& store = stores_[partition];
   std::as_const(store).ForEach([&](uint64_t, const float* row) {
     const uint32_t flags = LoadFlags(row + floats_per_row_);
@@ -356,15 +429,26 @@ Status EmbeddingTable::FlushDirtyRows() {
   for (uint32_t p = 0; p < num_partitions_; ++p) {
     std::lock_guard<std::mutex> lock(StripeLock(p));
     std::vector<float*> flushed;
+    uint64_t new_durable = 0;
     stores_[p].ForEach([&](uint64_t key, float* row) {
-      if (!(LoadFlags(row + floats_per_row_) & kDirty)) return;
+      const uint32_t flags = LoadFlags(row + floats_per_row_);
+      if (!(flags & kDirty)) return;
       writes.Put(p, key, std::span<const float>(row, floats_per_row_));
       flushed.push_back(row);
+      if (!(flags & kOnDisk)) ++new_durable;
     });
     const size_t written = writes.size();
+    if (written == 0) continue;
+    if (new_durable > 0) AddCountRecord(writes, p, tier_->durable_rows[p] + new_durable);
     RETURN_IF_ERROR(WaitForLoggedPushes(written));
-    if (written > 0) NoteDiskWrite(p);
+    PushLog* log = tier_->options.disk->push_log();
+    if (log != nullptr && new_durable > 0) {
+      // A count the push log holds too is logged again, so that a replay ends with this one.
+      RETURN_IF_ERROR(log->WaitDurable(log->Append(writes.LogPayload(), PushLog::Origin::kRelog)));
+    }
+    NoteDiskWrite(p);
     RETURN_IF_ERROR(tier_->options.disk->Write(writes).WithContext("flushing table '" + spec_.name + "'"));
+    tier_->durable_rows[p] += new_durable;
     for (float* row : flushed) {
       float* flags = row + floats_per_row_;
       StoreFlags(flags, (LoadFlags(flags) & ~uint32_t{kDirty}) | kOnDisk);
@@ -387,9 +471,10 @@ Status EmbeddingTable::RelogDirtyRows() {
   for (uint32_t p = 0; p < num_partitions_; ++p) {
     // Appended under the stripe lock: a later push of these rows is logged after them.
     std::lock_guard<std::mutex> lock(StripeLock(p));
-    std::as_const(stores_[p]).ForEach([&](uint64_t key, const float* row) {
+    stores_[p].ForEach([&](uint64_t key, float* row) {
       if (LoadFlags(row + floats_per_row_) & kDirty) {
         writes.Put(p, key, std::span<const float>(row, floats_per_row_));
+        MarkDurable(p, row, writes);
       }
     });
     if (writes.empty()) continue;

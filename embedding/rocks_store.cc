@@ -160,6 +160,21 @@ Status ForEachLoggedEntry(std::string_view payload,
   return Status::Ok();
 }
 
+// Visits the records of `family` whose key starts with `prefix`, in key order.
+Status ForEachRecordIn(rocksdb::DB* db, rocksdb::ColumnFamilyHandle* family,
+                       std::string_view prefix,
+                       const std::function<void(std::string_view, std::string_view)>& visit) {
+  rocksdb::ReadOptions options;
+  options.fill_cache = false;
+  std::unique_ptr<rocksdb::Iterator> it(db->NewIterator(options, family));
+  const rocksdb::Slice start(prefix.data(), prefix.size());
+  for (it->Seek(start); it->Valid() && it->key().starts_with(start); it->Next()) {
+    visit(std::string_view(it->key().data(), it->key().size()),
+          std::string_view(it->value().data(), it->value().size()));
+  }
+  return FromRocks(it->status(), "reading records");
+}
+
 }  // namespace
 
 RowWrites::RowWrites(const RocksTable& table)
@@ -297,17 +312,16 @@ Status RocksTable::ForEachInPartition(uint32_t partition, const RowVisitor& visi
   return FromRocks(it->status(), "scanning partition " + std::to_string(partition));
 }
 
-Result<uint64_t> RocksTable::ErasePartition(uint32_t partition) {
+Result<uint64_t> RocksTable::CountRowsInPartition(uint32_t partition) const {
   uint64_t count = 0;
   RETURN_IF_ERROR(ForEachInPartition(partition, [&](uint64_t, std::span<const float>) { ++count; }));
-  if (count == 0) return count;
-  const auto begin = EncodeKey(partition, 0);
-  const auto end = EncodePartition(partition + 1);
-  // Every 12-byte key of the partition sorts below the 4-byte prefix of the next one.
-  RETURN_IF_ERROR(FromRocks(db_->DeleteRange(rocksdb::WriteOptions(), family_, AsSlice(begin),
-                                             rocksdb::Slice(end.data(), end.size())),
-                            "erasing partition " + std::to_string(partition)));
   return count;
+}
+
+Status RocksTable::ForEachRecord(
+    std::string_view prefix,
+    const std::function<void(std::string_view key, std::string_view value)>& visit) const {
+  return ForEachRecordIn(db_, records_, prefix, visit);
 }
 
 Result<uint64_t> RocksTable::CountRows() const {
@@ -498,15 +512,8 @@ Status RocksStore::Flush() {
 Status RocksStore::ForEachRecord(
     std::string_view prefix,
     const std::function<void(std::string_view key, std::string_view value)>& visit) const {
-  rocksdb::ReadOptions options;
-  options.fill_cache = false;
-  std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(options, record_family()));
-  const rocksdb::Slice start(prefix.data(), prefix.size());
-  for (it->Seek(start); it->Valid() && it->key().starts_with(start); it->Next()) {
-    visit(std::string_view(it->key().data(), it->key().size()),
-          std::string_view(it->value().data(), it->value().size()));
-  }
-  return FromRocks(it->status(), "reading records of '" + path_ + "'");
+  return ForEachRecordIn(db_.get(), record_family(), prefix, visit)
+      .WithContext("reading records of '" + path_ + "'");
 }
 
 Status RocksStore::Write(RowWrites& writes) {

@@ -110,10 +110,14 @@ class RocksTable {
   Status Write(RowWrites& writes);
   // Visits the stored rows of one partition in key order.
   Status ForEachInPartition(uint32_t partition, const RowVisitor& visit) const;
-  // Deletes every stored row of one partition; returns how many there were.
-  Result<uint64_t> ErasePartition(uint32_t partition);
-  // Counts the stored rows (a full key scan: meant for start-up).
+  // Counts the stored rows (a full key scan).
   Result<uint64_t> CountRows() const;
+  // Counts the stored rows of one partition (a scan of its keys).
+  Result<uint64_t> CountRowsInPartition(uint32_t partition) const;
+  // Visits the store's records whose key starts with `prefix` (RocksStore::ForEachRecord).
+  Status ForEachRecord(std::string_view prefix,
+                       const std::function<void(std::string_view key, std::string_view value)>&
+                           visit) const;
   // Bytes of this table's SST files on disk (RocksDB's estimate, memtables excluded).
   uint64_t DiskBytes() const;
 

@@ -57,6 +57,11 @@ struct Tiered {
   std::unique_ptr<EmbeddingTable> table;
 };
 
+// Bytes of a row in memory as the budget counts them.
+uint32_t RowBytes(const EmbeddingTable& table) {
+  return (table.dim() + table.state_floats() + 1) * sizeof(float);
+}
+
 // Every row with its state, by key.
 std::map<uint64_t, std::vector<float>> Dump(const EmbeddingTable& table) {
   std::map<uint64_t, std::vector<float>> rows;
@@ -170,8 +175,47 @@ TEST(TieredTableTest, LoggedPushesSurviveAKillAcrossRetiredLogSegments) {
   }  // no flush
   Tiered reopened(spec, dir.path(), 0);
   EXPECT_EQ(reopened.table->rows(), memory.rows());
+  EXPECT_EQ(reopened.table->rows(), *reopened.store->Table(spec.name)->CountRows());
   EXPECT_EQ(Dump(*reopened.table), Dump(memory));
 }
+
+// The row counts a table keeps with its rows equal a full count after a kill, with and without
+// the push log (param), across evictions, erasures, restores and log segments retired: opening
+// does not count rows.
+class DurableCountTest : public ::testing::TestWithParam<bool> {};
+
+TEST_P(DurableCountTest, CountsKeptWithTheRowsEqualAFullCountAfterAKill) {
+  testing::TempDir dir;
+  const TableSpec spec = Spec(OptimizerKind::kAdagrad);
+  EmbeddingTable memory(spec, kPartitions);
+  const bool log = GetParam();
+  for (int life = 0; life < 3; ++life) {
+    {
+      Tiered tiered(spec, dir.path(), 800 * RowBytes(memory), log, 32 << 10);
+      if (life > 0) {
+        EXPECT_EQ(tiered.table->rows(), *tiered.store->Table(spec.name)->CountRows())
+            << "life " << life;
+      }
+      // Restored rows are durable once flushed (or evicted); pushes with the log at once.
+      const std::vector<float> row(spec.dim, 0.5f), state(memory.state_floats(), 0.25f);
+      for (uint64_t key = 0; key < 300; key += 3) {
+        ASSERT_TRUE(tiered.table->Restore(key * 7919, row, state).ok());
+        ASSERT_TRUE(memory.Restore(key * 7919, row, state).ok());
+      }
+      ASSERT_TRUE(tiered.table->FlushDirtyRows().ok());
+      RunSameTraffic(*tiered.table, memory, 40);
+      ASSERT_TRUE(tiered.table->Erase(life + 1).ok());
+      ASSERT_TRUE(memory.Erase(life + 1).ok());
+      if (!log) ASSERT_TRUE(tiered.table->FlushDirtyRows().ok());  // all a kill keeps then
+    }  // killed: no flush
+    Tiered reopened(spec, dir.path(), 0);
+    const uint64_t counted = *reopened.store->Table(spec.name)->CountRows();
+    EXPECT_EQ(reopened.table->rows(), counted) << "life " << life;
+    EXPECT_EQ(counted, memory.rows()) << "life " << life;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(PushLog, DurableCountTest, ::testing::Values(false, true));
 
 // An erased partition stays erased when the log that logged its rows is replayed.
 TEST(TieredTableTest, AReplayedLogDoesNotBringBackAnErasedPartition) {
@@ -413,10 +457,6 @@ TEST_P(ExpiryTest, RowsNotUpdatedForTheTtlAreDeletedInMemoryAndOnDisk) {
 INSTANTIATE_TEST_SUITE_P(InMemoryAndTiered, ExpiryTest, ::testing::Bool());
 
 // ---- Look-ahead ----
-
-uint32_t RowBytes(const EmbeddingTable& table) {
-  return (table.dim() + table.state_floats() + 1) * sizeof(float);
-}
 
 std::chrono::steady_clock::time_point InOneMinute() {
   return std::chrono::steady_clock::now() + std::chrono::minutes(1);
