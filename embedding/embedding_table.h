@@ -199,6 +199,11 @@ class EmbeddingTable {
   size_t ReleaseExpiredHints(std::chrono::steady_clock::time_point now);
   PrefetchStats prefetch_stats() const;
 
+  // Counts the rows on disk again, partition by partition, and keeps the counts: for a writer
+  // that put rows on disk without the table (a bulk load), whose rows rows() does not know.
+  // Call before any request; a no-op for an in-memory table.
+  Status RecountRows();
+
   // Rows held, over all partitions (in memory and on disk).
   uint64_t rows() const { return rows_.load(std::memory_order_relaxed); }
   // Approximate memory held: rows with their state, plus the index, in bytes.
@@ -301,6 +306,7 @@ class EmbeddingTable {
   // `batch`; loading them at Create (counting partitions once for a store written without them).
   void AddCountRecord(RowWrites& batch, uint32_t partition, uint64_t count) const;
   Result<uint64_t> LoadDurableCounts();
+  Result<uint64_t> CountDurableRows();  // counts every partition on disk and keeps the counts
   // Marks `row` of `partition` durable in a write that `batch` makes, counting it (once) and
   // adding the partition's new count to `batch` (call under the stripe lock).
   void MarkDurable(uint32_t partition, float* row, RowWrites& batch);

@@ -89,18 +89,31 @@ Result<uint64_t> EmbeddingTable::LoadDurableCounts() {
         std::memcpy(&tier.durable_rows[partition], value.data(), sizeof(uint64_t));
         found = true;
       }));
-  if (!found) {
-    // Written by an ember that did not keep counts (or new): count once, and keep the counts.
-    RowWrites counts(*tier.options.disk);
-    for (uint32_t p = 0; p < num_partitions_; ++p) {
-      ASSIGN_OR_RETURN(tier.durable_rows[p], tier.options.disk->CountRowsInPartition(p));
-      AddCountRecord(counts, p, tier.durable_rows[p]);
-    }
-    RETURN_IF_ERROR(tier.options.disk->Write(counts));
-  }
+  // Written by an ember that did not keep counts (or new): count once, and keep the counts.
+  if (!found) return CountDurableRows();
   uint64_t total = 0;
   for (uint64_t count : tier.durable_rows) total += count;
   return total;
+}
+
+Result<uint64_t> EmbeddingTable::CountDurableRows() {
+  Tier& tier = *tier_;
+  RowWrites counts(*tier.options.disk);
+  uint64_t total = 0;
+  for (uint32_t p = 0; p < num_partitions_; ++p) {
+    ASSIGN_OR_RETURN(tier.durable_rows[p], tier.options.disk->CountRowsInPartition(p));
+    AddCountRecord(counts, p, tier.durable_rows[p]);
+    total += tier.durable_rows[p];
+  }
+  RETURN_IF_ERROR(tier.options.disk->Write(counts));
+  return total;
+}
+
+Status EmbeddingTable::RecountRows() {
+  if (tier_ == nullptr) return Status::Ok();
+  ASSIGN_OR_RETURN(uint64_t total, CountDurableRows());
+  rows_.store(total, std::memory_order_relaxed);
+  return Status::Ok();
 }
 
 void EmbeddingTable::InitTier(const TierOptions& tier) {
