@@ -85,20 +85,26 @@ std::vector<uint64_t> SkewedBatch(std::mt19937_64& rng, size_t size) {
   return keys;
 }
 
+// Request r of the traffic on `tiered` and `memory`: a pull of `keys` (checking that both
+// return the same rows), then a push of the same gradients to both.
+void SameRequest(EmbeddingTable& tiered, EmbeddingTable& memory,
+                 const std::vector<uint64_t>& keys, int r) {
+  const uint32_t dim = memory.dim();
+  std::vector<float> got(keys.size() * dim), want(keys.size() * dim);
+  ASSERT_TRUE(tiered.Pull(keys, got).ok());
+  ASSERT_TRUE(memory.Pull(keys, want).ok());
+  ASSERT_EQ(got, want) << "request " << r;
+  std::vector<float> grads(keys.size() * dim);
+  for (size_t i = 0; i < grads.size(); ++i) grads[i] = std::sin(0.37f * (i + r));
+  ASSERT_TRUE(tiered.Push(keys, grads).ok());
+  ASSERT_TRUE(memory.Push(keys, grads).ok());
+}
+
 // Runs the same pulls and pushes on `tiered` and `memory`, checking every pulled row.
 void RunSameTraffic(EmbeddingTable& tiered, EmbeddingTable& memory, int requests) {
   std::mt19937_64 rng(11);
-  const uint32_t dim = memory.dim();
-  for (int r = 0; r < requests; ++r) {
-    const std::vector<uint64_t> keys = SkewedBatch(rng, 512);
-    std::vector<float> got(keys.size() * dim), want(keys.size() * dim);
-    ASSERT_TRUE(tiered.Pull(keys, got).ok());
-    ASSERT_TRUE(memory.Pull(keys, want).ok());
-    ASSERT_EQ(got, want) << "request " << r;
-    std::vector<float> grads(keys.size() * dim);
-    for (size_t i = 0; i < grads.size(); ++i) grads[i] = std::sin(0.37f * (i + r));
-    ASSERT_TRUE(tiered.Push(keys, grads).ok());
-    ASSERT_TRUE(memory.Push(keys, grads).ok());
+  for (int r = 0; r < requests && !::testing::Test::HasFatalFailure(); ++r) {
+    SameRequest(tiered, memory, SkewedBatch(rng, 512), r);
   }
 }
 
@@ -469,7 +475,6 @@ std::chrono::steady_clock::time_point InOneMinute() {
 uint64_t RunWithLookahead(EmbeddingTable& tiered, EmbeddingTable& memory, int requests,
                           int lookahead, bool concurrent) {
   std::mt19937_64 rng(11);
-  const uint32_t dim = memory.dim();
   std::vector<std::vector<uint64_t>> batches;
   for (int r = 0; r < requests; ++r) batches.push_back(SkewedBatch(rng, 512));
   std::atomic<int> hinted{-1};  // the last request hinted
@@ -490,15 +495,7 @@ uint64_t RunWithLookahead(EmbeddingTable& tiered, EmbeddingTable& memory, int re
         hint(ahead);
       }
     }
-    const std::vector<uint64_t>& keys = batches[r];
-    std::vector<float> got(keys.size() * dim), want(keys.size() * dim);
-    EXPECT_TRUE(tiered.Pull(keys, got).ok());
-    EXPECT_TRUE(memory.Pull(keys, want).ok());
-    EXPECT_EQ(got, want) << "request " << r;
-    std::vector<float> grads(keys.size() * dim);
-    for (size_t i = 0; i < grads.size(); ++i) grads[i] = std::sin(0.37f * (i + r));
-    EXPECT_TRUE(tiered.Push(keys, grads).ok());
-    EXPECT_TRUE(memory.Push(keys, grads).ok());
+    SameRequest(tiered, memory, batches[r], r);
     tiered.ReleaseHint(r);
   }
   if (prefetcher.joinable()) prefetcher.join();
