@@ -307,9 +307,9 @@ class EmbeddingTable {
   void AddCountRecord(RowWrites& batch, uint32_t partition, uint64_t count) const;
   Result<uint64_t> LoadDurableCounts();
   Result<uint64_t> CountDurableRows();  // counts every partition on disk and keeps the counts
-  // Marks `row` of `partition` durable in a write that `batch` makes, counting it (once) and
-  // adding the partition's new count to `batch` (call under the stripe lock).
-  void MarkDurable(uint32_t partition, float* row, RowWrites& batch);
+  // Marks `row` of `partition` durable (kOnDisk) in a write being made, counting it; false when it
+  // was already. The caller adds the partition's new count to that write (under the stripe lock).
+  bool MarkDurable(uint32_t partition, float* row);
   // Before `rows_to_write` changed rows go to RocksDB: waits until every push logged so far is
   // written to the push log (a no-op without one, or with no rows).
   Status WaitForLoggedPushes(size_t rows_to_write);

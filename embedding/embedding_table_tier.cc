@@ -65,12 +65,13 @@ void EmbeddingTable::AddCountRecord(RowWrites& batch, uint32_t partition, uint64
   batch.PutRecord(key, std::string_view(reinterpret_cast<const char*>(&count), sizeof(count)));
 }
 
-void EmbeddingTable::MarkDurable(uint32_t partition, float* row, RowWrites& batch) {
+bool EmbeddingTable::MarkDurable(uint32_t partition, float* row) {
   float* flags_word = row + floats_per_row_;
   const uint32_t flags = LoadFlags(flags_word);
-  if (flags & kOnDisk) return;
+  if (flags & kOnDisk) return false;
   StoreFlags(flags_word, flags | kOnDisk);
-  AddCountRecord(batch, partition, ++tier_->durable_rows[partition]);
+  ++tier_->durable_rows[partition];
+  return true;
 }
 
 Result<uint64_t> EmbeddingTable::LoadDurableCounts() {
@@ -144,6 +145,7 @@ Status EmbeddingTable::ForEachTieredRequestRow(std::span<const uint64_t> keys,
   thread_local std::vector<float> loaded;
   thread_local std::vector<uint8_t> found;
   thread_local std::vector<uint32_t> touched;  // partitions of the stripe, for eviction
+  thread_local std::vector<uint32_t> counted;  // partitions of the stripe whose count went up
   // With a push log the locks of all stripes touched are held until the push is appended to it.
   std::vector<std::unique_lock<std::mutex>> held;
   std::vector<uint32_t> held_stripes;
@@ -236,9 +238,16 @@ Status EmbeddingTable::ForEachTieredRequestRow(std::span<const uint64_t> keys,
       if (log) {
         const uint32_t at = groups.order[j];
         writes.Put(groups.partition[at], keys[at], std::span<const float>(row, floats_per_row_));
-        MarkDurable(groups.partition[at], row, writes);
+        if (MarkDurable(groups.partition[at], row)) counted.push_back(groups.partition[at]);
       }
     }
+    // One count record per partition whose count went up (the stripe lock is still held).
+    std::sort(counted.begin(), counted.end());
+    counted.erase(std::unique(counted.begin(), counted.end()), counted.end());
+    for (uint32_t partition : counted) {
+      AddCountRecord(writes, partition, tier.durable_rows[partition]);
+    }
+    counted.clear();
     if (log) {
       held.push_back(std::move(lock));
       held_stripes.push_back(s);
@@ -484,12 +493,14 @@ Status EmbeddingTable::RelogDirtyRows() {
   for (uint32_t p = 0; p < num_partitions_; ++p) {
     // Appended under the stripe lock: a later push of these rows is logged after them.
     std::lock_guard<std::mutex> lock(StripeLock(p));
+    bool counted = false;
     stores_[p].ForEach([&](uint64_t key, float* row) {
       if (LoadFlags(row + floats_per_row_) & kDirty) {
         writes.Put(p, key, std::span<const float>(row, floats_per_row_));
-        MarkDurable(p, row, writes);
+        counted |= MarkDurable(p, row);
       }
     });
+    if (counted) AddCountRecord(writes, p, tier_->durable_rows[p]);
     if (writes.empty()) continue;
     last = log.Append(writes.LogPayload(), PushLog::Origin::kRelog);
     writes.Clear();

@@ -237,6 +237,8 @@ uint64_t PushLog::AddRelogger(std::function<Status()> relog) {
 void PushLog::RemoveRelogger(uint64_t handle) {
   std::lock_guard<std::mutex> lock(reloggers_mu_);
   reloggers_.erase(handle);
+  // The table's changed rows may now be only in the log: no segment may go any more.
+  retiring_stopped_ = true;
 }
 
 PushLog::Stats PushLog::stats() const {
@@ -254,6 +256,7 @@ void PushLog::RetireLoop() {
     Status status;
     {
       std::lock_guard<std::mutex> relogging(reloggers_mu_);
+      if (retiring_stopped_) return;  // segments stay for the next start's replay
       for (const auto& [handle, relog] : reloggers_) {
         status = relog();
         if (!status.ok()) break;

@@ -78,7 +78,9 @@ class PushLog {
 
   // Registers a table's re-logging of its changed rows held in memory (Append with kRelog, then
   // WaitDurable), run before a segment is deleted; returns a handle for RemoveRelogger, which
-  // waits for a run of it in progress.
+  // waits for a run of it in progress. Once a relogger is removed (a table closing, whose changed
+  // rows may be only in the log), no segment is retired any more: they stay for the next
+  // start's replay.
   uint64_t AddRelogger(std::function<Status()> relog);
   void RemoveRelogger(uint64_t handle);
 
@@ -132,6 +134,7 @@ class PushLog {
 
   std::mutex reloggers_mu_;  // held while reloggers run
   std::map<uint64_t, std::function<Status()>> reloggers_;
+  bool retiring_stopped_ = false;  // under reloggers_mu_
   uint64_t next_relogger_ = 1;
 };
 
