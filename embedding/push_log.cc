@@ -162,6 +162,8 @@ PushLog::Ticket PushLog::Append(std::string_view payload, Origin origin) {
   PutLittleEndian(static_cast<uint32_t>(payload.size()), header);
   PutLittleEndian(Crc32c(payload.data(), payload.size()), header + 4);
   std::lock_guard<std::mutex> lock(mu_);
+  // A failed log writes nothing more: the ticket waits for nothing but the error.
+  if (!failed_.ok()) return durable_ + 1;
   pending_.append(header, kHeaderBytes);
   pending_.append(payload);
   appended_ += kHeaderBytes + payload.size();
@@ -207,7 +209,10 @@ Status PushLog::WaitDurable(Ticket ticket) {
         status = OpenSegment(segment_number_ + 1);
       }
     }
-    if (!status.ok() && failed_.ok()) failed_ = status;
+    if (!status.ok() && failed_.ok()) {
+      failed_ = status;
+      pending_.clear();  // never written: the pushes appended meanwhile get the error
+    }
     // Keep the buffer's capacity for the next group.
     if (pending_.empty()) {
       batch.clear();
