@@ -54,16 +54,6 @@ Status FromRocks(const rocksdb::Status& status, const std::string& what) {
   return Unavailable(what + ": " + status.ToString());
 }
 
-// Writes `writes` atomically to `db` and clears it.
-Status WriteAndClear(rocksdb::DB* db, RowWrites& writes, rocksdb::WriteBatch* batch) {
-  if (writes.empty()) return Status::Ok();
-  rocksdb::WriteOptions options;
-  options.sync = writes.sync;
-  Status written = FromRocks(db->Write(options, batch), "writing rows");
-  writes.Clear();
-  return written;
-}
-
 Status CheckValueSize(size_t bytes, uint32_t floats_per_row, uint64_t key) {
   if (bytes == size_t{floats_per_row} * sizeof(float)) return Status::Ok();
   return DataLoss("stored row of key " + std::to_string(key) + " has " + std::to_string(bytes) +
@@ -175,6 +165,66 @@ Status ForEachRecordIn(rocksdb::DB* db, rocksdb::ColumnFamilyHandle* family,
   return FromRocks(it->status(), "reading records");
 }
 
+// Where the rows of a column family id go: its handle, and the row width a put must have (0: any).
+struct RowFamily {
+  rocksdb::ColumnFamilyHandle* handle;
+  uint32_t floats_per_row;
+};
+
+// Adds the entries of an encoded batch (RowWrites::LogPayload) to `batch`: rows to the family
+// `family_of(id)` gives (DataLoss naming the id when none), records to `records`.
+Status ToWriteBatch(std::string_view payload,
+                    const std::function<const RowFamily*(uint32_t id)>& family_of,
+                    rocksdb::ColumnFamilyHandle* records, rocksdb::WriteBatch& batch) {
+  return ForEachLoggedEntry(payload, [&](const LoggedEntry& entry) -> Status {
+    if (entry.op == LogOp::kPutRecord) {
+      return FromRocks(batch.Put(records, AsSlice(entry.record_key), AsSlice(entry.value)), "");
+    }
+    if (entry.op == LogOp::kDeleteRecord) {
+      return FromRocks(batch.Delete(records, AsSlice(entry.record_key)), "");
+    }
+    const RowFamily* family = family_of(entry.family);
+    if (family == nullptr) {
+      return DataLoss("rows of column family " + std::to_string(entry.family) +
+                      ", which holds no table of this store");
+    }
+    const EncodedKey key = EncodeKey(entry.partition, entry.key);
+    switch (entry.op) {
+      case LogOp::kPutRow:
+        if (family->floats_per_row != 0) {
+          RETURN_IF_ERROR(CheckValueSize(entry.value.size(), family->floats_per_row, entry.key));
+        }
+        return FromRocks(batch.Put(family->handle, AsSlice(key), AsSlice(entry.value)), "");
+      case LogOp::kDeleteRow:
+        return FromRocks(batch.Delete(family->handle, AsSlice(key)), "");
+      default: {
+        // Every 12-byte key of the partition sorts below the 4-byte prefix of the next one.
+        const auto begin = EncodeKey(entry.partition, 0);
+        const auto end = EncodePartition(entry.partition + 1);
+        return FromRocks(batch.DeleteRange(family->handle, AsSlice(begin),
+                                           rocksdb::Slice(end.data(), end.size())),
+                         "");
+      }
+    }
+  });
+}
+
+// Writes `writes` atomically to `db` and clears it: its entries, kept in the encoding the push
+// log takes as it is, become one RocksDB batch here.
+Status WriteAndClear(rocksdb::DB* db, std::string_view payload, bool sync,
+                     rocksdb::ColumnFamilyHandle* rows, rocksdb::ColumnFamilyHandle* records,
+                     rocksdb::WriteBatch& batch) {
+  batch.Clear();
+  const RowFamily family{rows, 0};
+  RETURN_IF_ERROR(ToWriteBatch(
+      payload,
+      [&](uint32_t id) { return rows != nullptr && id == rows->GetID() ? &family : nullptr; },
+      records, batch));
+  rocksdb::WriteOptions options;
+  options.sync = sync;
+  return FromRocks(db->Write(options, &batch), "writing rows");
+}
+
 }  // namespace
 
 RowWrites::RowWrites(const RocksTable& table)
@@ -191,23 +241,17 @@ RowWrites& RowWrites::operator=(RowWrites&&) noexcept = default;
 
 void RowWrites::Put(uint32_t partition, uint64_t key, std::span<const float> row_and_state) {
   EMBER_CHECK(family_ != nullptr, "a batch of records only got a row");
-  const EncodedKey encoded = EncodeKey(partition, key);
-  const rocksdb::Slice value(reinterpret_cast<const char*>(row_and_state.data()),
-                             row_and_state.size_bytes());
-  // WriteBatch::Put only fails for keys or values over 4 GiB.
-  (void)batch_->Put(family_, AsSlice(encoded), value);
   log_.push_back(static_cast<char>(LogOp::kPutRow));
   AppendPlain(log_, family_->GetID());
   AppendPlain(log_, partition);
   AppendPlain(log_, key);
-  AppendBytes(log_, std::string_view(value.data(), value.size()));
+  AppendBytes(log_, std::string_view(reinterpret_cast<const char*>(row_and_state.data()),
+                                     row_and_state.size_bytes()));
   ++rows_;
 }
 
 void RowWrites::Delete(uint32_t partition, uint64_t key) {
   EMBER_CHECK(family_ != nullptr, "a batch of records only got a row deletion");
-  const EncodedKey encoded = EncodeKey(partition, key);
-  (void)batch_->Delete(family_, AsSlice(encoded));
   log_.push_back(static_cast<char>(LogOp::kDeleteRow));
   AppendPlain(log_, family_->GetID());
   AppendPlain(log_, partition);
@@ -217,10 +261,6 @@ void RowWrites::Delete(uint32_t partition, uint64_t key) {
 
 void RowWrites::DeletePartition(uint32_t partition) {
   EMBER_CHECK(family_ != nullptr, "a batch of records only got a partition deletion");
-  const auto begin = EncodeKey(partition, 0);
-  const auto end = EncodePartition(partition + 1);
-  // Every 12-byte key of the partition sorts below the 4-byte prefix of the next one.
-  (void)batch_->DeleteRange(family_, AsSlice(begin), rocksdb::Slice(end.data(), end.size()));
   log_.push_back(static_cast<char>(LogOp::kDeletePartition));
   AppendPlain(log_, family_->GetID());
   AppendPlain(log_, partition);
@@ -230,8 +270,6 @@ void RowWrites::DeletePartition(uint32_t partition) {
 std::string_view RowWrites::LogPayload() const { return log_; }
 
 void RowWrites::PutRecord(std::string_view key, std::string_view value) {
-  (void)batch_->Put(record_family_, rocksdb::Slice(key.data(), key.size()),
-                    rocksdb::Slice(value.data(), value.size()));
   log_.push_back(static_cast<char>(LogOp::kPutRecord));
   AppendBytes(log_, key);
   AppendBytes(log_, value);
@@ -239,14 +277,12 @@ void RowWrites::PutRecord(std::string_view key, std::string_view value) {
 }
 
 void RowWrites::DeleteRecord(std::string_view key) {
-  (void)batch_->Delete(record_family_, rocksdb::Slice(key.data(), key.size()));
   log_.push_back(static_cast<char>(LogOp::kDeleteRecord));
   AppendBytes(log_, key);
   ++records_;
 }
 
 void RowWrites::Clear() {
-  batch_->Clear();
   log_.clear();
   rows_ = 0;
   records_ = 0;
@@ -290,7 +326,11 @@ Status RocksTable::MultiGet(std::span<const uint32_t> partitions, std::span<cons
 }
 
 Status RocksTable::Write(RowWrites& writes) {
-  return WriteAndClear(db_, writes, writes.batch_.get());
+  if (writes.empty()) return Status::Ok();
+  Status written = WriteAndClear(db_, writes.LogPayload(), writes.sync, writes.family_,
+                                 writes.record_family_, *writes.batch_);
+  writes.Clear();
+  return written;
 }
 
 Status RocksTable::ForEachInPartition(uint32_t partition, const RowVisitor& visit) const {
@@ -408,50 +448,20 @@ Result<std::unique_ptr<RocksStore>> RocksStore::Open(const RocksStoreOptions& op
 
 Result<uint64_t> RocksStore::ReplayPushLog(const std::string& dir,
                                            const std::map<std::string, uint32_t>& tables) {
-  struct Family {
-    rocksdb::ColumnFamilyHandle* handle;
-    uint32_t floats_per_row;
-  };
-  std::map<uint32_t, Family> families;
+  std::map<uint32_t, RowFamily> families;
   for (rocksdb::ColumnFamilyHandle* handle : handles_) {
     auto it = tables.find(handle->GetName());
     if (it != tables.end()) families[handle->GetID()] = {handle, it->second};
   }
+  const auto family_of = [&](uint32_t id) -> const RowFamily* {
+    auto it = families.find(id);
+    return it == families.end() ? nullptr : &it->second;
+  };
   uint64_t replayed = 0;
   ASSIGN_OR_RETURN(uint64_t next, PushLog::Replay(dir, [&](std::string_view payload) {
     const std::string what = "replaying the push log of '" + path_ + "'";
     rocksdb::WriteBatch batch;
-    RETURN_IF_ERROR(ForEachLoggedEntry(payload, [&](const LoggedEntry& entry) -> Status {
-      if (entry.op == LogOp::kPutRecord) {
-        return FromRocks(batch.Put(record_family(), AsSlice(entry.record_key),
-                                   AsSlice(entry.value)), what);
-      }
-      if (entry.op == LogOp::kDeleteRecord) {
-        return FromRocks(batch.Delete(record_family(), AsSlice(entry.record_key)), what);
-      }
-      auto family = families.find(entry.family);
-      if (family == families.end()) {
-        return DataLoss(what + ": rows of column family " + std::to_string(entry.family) +
-                        ", which holds no table of this store");
-      }
-      rocksdb::ColumnFamilyHandle* handle = family->second.handle;
-      const EncodedKey key = EncodeKey(entry.partition, entry.key);
-      switch (entry.op) {
-        case LogOp::kPutRow:
-          RETURN_IF_ERROR(CheckValueSize(entry.value.size(), family->second.floats_per_row,
-                                         entry.key).WithContext(what));
-          return FromRocks(batch.Put(handle, AsSlice(key), AsSlice(entry.value)), what);
-        case LogOp::kDeleteRow:
-          return FromRocks(batch.Delete(handle, AsSlice(key)), what);
-        default: {
-          const auto begin = EncodeKey(entry.partition, 0);
-          const auto end = EncodePartition(entry.partition + 1);
-          return FromRocks(batch.DeleteRange(handle, AsSlice(begin),
-                                             rocksdb::Slice(end.data(), end.size())),
-                           what);
-        }
-      }
-    }).WithContext(what));
+    RETURN_IF_ERROR(ToWriteBatch(payload, family_of, record_family(), batch).WithContext(what));
     ++replayed;
     return FromRocks(db_->Write(rocksdb::WriteOptions(), &batch), what);
   }));
@@ -517,7 +527,11 @@ Status RocksStore::ForEachRecord(
 }
 
 Status RocksStore::Write(RowWrites& writes) {
-  return WriteAndClear(db_.get(), writes, writes.batch_.get());
+  if (writes.empty()) return Status::Ok();
+  Status written = WriteAndClear(db_.get(), writes.LogPayload(), writes.sync, writes.family_,
+                                 writes.record_family_, *writes.batch_);
+  writes.Clear();
+  return written;
 }
 
 }  // namespace ember::embedding
