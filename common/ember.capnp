@@ -95,6 +95,11 @@ struct TableStats {
   expired @10 :UInt64;     # rows deleted because not updated for ttlSeconds
   nonFiniteRefused @11 :UInt64; # pushes refused for a NaN or infinite gradient (policy refuse)
   nonFiniteSkipped @12 :UInt64; # rows left out of pushes for a NaN or infinite gradient (skip)
+  hintedKeys @13 :UInt64;      # keys named by look-ahead hints (tiered tables only)
+  prefetchedRows @14 :UInt64;  # rows hints read from disk into memory ahead of their requests
+  pinnedRows @15 :UInt64;      # rows pinned in memory by hints now
+  pinnedBytes @16 :UInt64;     # their bytes, bounded by the server's pin budget
+  pinsRefused @17 :UInt64;     # hinted rows left unpinned because the pin budget was full
 }
 
 # How often a process refused something for one of its limits (common/limits.h).
@@ -137,6 +142,21 @@ struct PushRequest {
   deferred @6 :Bool;          # bsp: hold until applyClock for `clock` instead of applying now
   sender @7 :UInt64;          # random id of the sending client; 0: no exactly-once record
   ackedBelow @8 :UInt64;      # every request id of `sender` below this one was answered
+  releaseHint @9 :UInt64;     # non-zero: the hint of `sender` that announced these keys (hint
+                              # request); the server unpins its rows
+}
+
+# A trainer's look-ahead (train.lookahead): the keys of a batch it will pull and push a few steps
+# from now. The server reads those rows from disk into memory in the background and pins them
+# there until a push of the same sender names the hint (releaseHint) or `ttlMs` passes. Advisory:
+# answered once queued (or refused when the server's queue of hints is full); keys of partitions
+# the server does not own are ignored, and nothing but speed depends on it.
+struct HintRequest {
+  table @0 :Text;
+  keys @1 :Data;              # n little-endian uint64 keys
+  hint @2 :UInt64;            # the sender's id for this hint, non-zero; a push names it again
+  sender @3 :UInt64;          # random id of the sending client (as PushRequest.sender), non-zero
+  ttlMs @4 :UInt32;           # the pins expire after this long (the server caps it)
 }
 
 # A read-only pull, for serving: rows are read, never created, and nothing changes on the server
@@ -332,6 +352,7 @@ struct Request {
     clusterStatus @20 :Void;           # to the scheduler
     partitionTransfer @21 :PartitionTransfer;  # to a server
     lookup @22 :LookupRequest;         # to a server
+    hint @23 :HintRequest;             # to a server
   }
 }
 

@@ -1,6 +1,7 @@
 // Limits: the bounds on what peers may make a process hold (keys per message, tables, held bsp
-// pushes, push-ledger senders, trainers, barriers, waiters, queued messages), read from the job
-// config's `limits:` section, and how a process refuses and counts a request that would pass one.
+// pushes, push-ledger senders, trainers, barriers, waiters, queued messages and hints), read from
+// the job config's `limits:` section, and how a process refuses and counts a request that would
+// pass one.
 //
 // A request over a limit is answered ResourceExhausted by LimitExceeded (naming the limit, its
 // value and the config key that raises it), changes nothing, and is counted in a LimitCounters
@@ -49,6 +50,9 @@ struct Limits {
   // Messages ZeroMQ queues per connection and direction (its send and receive high-water marks),
   // on every socket of a server, the scheduler and a client.
   uint32_t socket_queue = 10'000;
+  // Look-ahead hints a server holds waiting for its prefetch thread, over all its tables and
+  // trainers; a hint beyond them is refused (and costs only speed).
+  uint32_t queued_hints = 1024;
 };
 
 // Each limit, for counting and naming.
@@ -62,8 +66,9 @@ enum class Limit : uint8_t {
   kBarrierNameBytes,
   kWaiters,
   kSocketQueue,
+  kQueuedHints,
 };
-inline constexpr size_t kLimitCount = 9;
+inline constexpr size_t kLimitCount = 10;
 
 // The limit's key in the `limits:` section, e.g. "keys_per_message".
 std::string_view LimitName(Limit limit);

@@ -24,6 +24,12 @@ struct TableStats {
   uint64_t expired = 0;
   uint64_t non_finite_refused = 0;  // pushes refused for a NaN or infinite gradient
   uint64_t non_finite_skipped = 0;  // rows left out of pushes for a NaN or infinite gradient
+  // Look-ahead (tiered tables only): keys hinted, rows read ahead, and the pins held now.
+  uint64_t hinted_keys = 0;
+  uint64_t prefetched_rows = 0;
+  uint64_t pinned_rows = 0;
+  uint64_t pinned_bytes = 0;
+  uint64_t pins_refused = 0;  // hinted rows not pinned because the pin budget was full
 };
 
 struct ServerStats {

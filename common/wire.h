@@ -10,7 +10,7 @@
 // This header is the envelope every message travels in: the request header, the bodies a request
 // or a response may carry, and the two decoders. The messages themselves, with their encoders,
 // are grouped by topic in the headers it includes:
-//   common/wire_data_plane.h  ping, pull, push, stats, lookup
+//   common/wire_data_plane.h  ping, pull, push, stats, lookup, hint
 //   common/wire_membership.h  registration, routing, barriers, clocks, heartbeats, drain, status
 //   common/wire_moves.h       server orders, partition moves and transfers, checkpoints
 //
@@ -39,7 +39,7 @@ using RequestBody =
                  RegisterTrainerRequest, GetRoutingRequest, BarrierRequest, ApplyClockRequest,
                  TrainerClockRequest, HeartbeatRequest, CheckpointRequest, CheckpointCutRequest,
                  CheckpointNowRequest, ServerHeartbeatRequest, MoveDecisionRequest, DrainRequest,
-                 ClusterStatusRequest, PartitionTransferRequest, LookupRequest>;
+                 ClusterStatusRequest, PartitionTransferRequest, LookupRequest, HintRequest>;
 
 // A decoded request. Spans inside `body` point into storage this object owns; it is movable and
 // the spans stay valid across moves.

@@ -1,5 +1,6 @@
-// The data plane of the wire codec: pull, lookup, push, ping and stats, encoded and read. Pulls,
-// lookups, pushes and their replies are built in place (BuildInPlace); the rest are small
+// The data plane of the wire codec: pull, lookup, push, hint, ping and stats, encoded and read.
+// Pulls, lookups, pushes, hints and their replies are built in place (BuildInPlace); the rest are
+// small
 // messages (BuildMessage).
 #include "common/wire_data_plane.h"
 
@@ -59,9 +60,9 @@ Result<LookupRows> ReadLookupReply(schema::LookupReply::Reader reply, schema::Ro
   return out;
 }
 
-// A pull or lookup of keys[positions[i]] (all keys when positions is empty): `init(request)`
-// starts the body, a PullRequest or LookupRequest builder, whose table, row format and keys are
-// set here.
+// A pull, lookup or hint of keys[positions[i]] (all keys when positions is empty): `init(request)`
+// starts the body, a PullRequest, LookupRequest or HintRequest builder, whose table, keys and
+// (but for a hint) row format are set here.
 template <typename InitBody>
 Frame EncodeKeysRequest(const RequestHeader& header, std::string_view table,
                         std::span<const uint64_t> keys, std::span<const uint32_t> positions,
@@ -71,7 +72,9 @@ Frame EncodeKeysRequest(const RequestHeader& header, std::string_view table,
                       [&](schema::Request::Builder request, FrameBuilder& builder) {
                         auto body = init(request);
                         body.setTable(TextOf(table));
-                        body.setRowFormat(ToSchema<schema::RowFormat>(row_format));
+                        if constexpr (requires { body.setRowFormat(schema::RowFormat::F32); }) {
+                          body.setRowFormat(ToSchema<schema::RowFormat>(row_format));
+                        }
                         auto* dst = reinterpret_cast<uint64_t*>(builder.InitBulk(
                             n * sizeof(uint64_t), [&](unsigned b) { return body.initKeys(b); }));
                         if (positions.empty()) {
@@ -92,6 +95,22 @@ Result<PushRequest> ReadPush(schema::PushRequest::Reader push, FrameStorage& sto
   out.trainer = push.getTrainer();
   out.deferred = push.getDeferred();
   out.sender = PushSender{push.getSender(), push.getAckedBelow()};
+  out.release_hint = push.getReleaseHint();
+  return out;
+}
+
+Result<HintRequest> ReadHint(schema::HintRequest::Reader hint) {
+  HintRequest out;
+  out.table = ToString(hint.getTable());
+  ASSIGN_OR_RETURN(out.keys, DataAs<uint64_t>(hint.getKeys(), "hint keys"));
+  out.hint = hint.getHint();
+  out.sender = hint.getSender();
+  if (out.hint == 0 || out.sender == 0) {
+    return InvalidArgument("a hint needs a non-zero hint id and sender (got hint " +
+                           std::to_string(out.hint) + ", sender " + std::to_string(out.sender) +
+                           ")");
+  }
+  out.ttl_ms = hint.getTtlMs();
   return out;
 }
 
@@ -109,7 +128,12 @@ constexpr Field<TableStats, schema::TableStats, uint64_t> kTableCounters[] = {
     EMBER_WIRE_FIELD(TableStats, updates_dropped, UpdatesDropped),
     EMBER_WIRE_FIELD(TableStats, expired, Expired),
     EMBER_WIRE_FIELD(TableStats, non_finite_refused, NonFiniteRefused),
-    EMBER_WIRE_FIELD(TableStats, non_finite_skipped, NonFiniteSkipped)};
+    EMBER_WIRE_FIELD(TableStats, non_finite_skipped, NonFiniteSkipped),
+    EMBER_WIRE_FIELD(TableStats, hinted_keys, HintedKeys),
+    EMBER_WIRE_FIELD(TableStats, prefetched_rows, PrefetchedRows),
+    EMBER_WIRE_FIELD(TableStats, pinned_rows, PinnedRows),
+    EMBER_WIRE_FIELD(TableStats, pinned_bytes, PinnedBytes),
+    EMBER_WIRE_FIELD(TableStats, pins_refused, PinsRefused)};
 constexpr Field<ServerStats, schema::ServerStats, uint64_t> kServerCounters[] = {
     EMBER_WIRE_FIELD(ServerStats, pull_requests, PullRequests),
     EMBER_WIRE_FIELD(ServerStats, push_requests, PushRequests),
@@ -143,11 +167,11 @@ ServerStats ReadStats(schema::ServerStats::Reader in) {
   return stats;
 }
 
-// Bytes a table's stats take beyond the fixed fields: its struct (14 words) and name; and the
+// Bytes a table's stats take beyond the fixed fields: its struct (19 words) and name; and the
 // limits hit.
 size_t StatsBytes(const ServerStats& stats) {
   size_t bytes = LimitHitsBytes(stats.limits_hit);
-  for (const auto& table : stats.tables) bytes += 14 * sizeof(::capnp::word) + table.name.size();
+  for (const auto& table : stats.tables) bytes += 19 * sizeof(::capnp::word) + table.name.size();
   return bytes;
 }
 
@@ -162,6 +186,8 @@ std::optional<Result<RequestBody>> ReadDataPlaneRequest(schema::Request::Reader 
       return AsBody<RequestBody>(ReadPush(request.getPush(), storage));
     case schema::Request::LOOKUP:
       return AsBody<RequestBody>(ReadLookup(request.getLookup()));
+    case schema::Request::HINT:
+      return AsBody<RequestBody>(ReadHint(request.getHint()));
     case schema::Request::PING:
       return AsBody<RequestBody>(PingRequest{});
     case schema::Request::STATS:
@@ -213,6 +239,19 @@ Frame EncodeLookupSubset(const RequestHeader& header, std::string_view table,
       });
 }
 
+Frame EncodeHintSubset(const RequestHeader& header, std::string_view table,
+                       std::span<const uint64_t> keys, std::span<const uint32_t> positions,
+                       const HintId& id, uint32_t ttl_ms) {
+  return EncodeKeysRequest(header, table, keys, positions, RowFormat::kF32,
+                           [&](schema::Request::Builder request) {
+                             auto hint = request.initHint();
+                             hint.setHint(id.hint);
+                             hint.setSender(id.sender);
+                             hint.setTtlMs(ttl_ms);
+                             return hint;
+                           });
+}
+
 Frame EncodePull(const RequestHeader& header, std::string_view table,
                  std::span<const uint64_t> keys) {
   return EncodePullSubset(header, table, keys, {}, RowFormat::kF32);
@@ -222,7 +261,7 @@ Frame EncodePushSubset(const RequestHeader& header, std::string_view table,
                        std::span<const uint64_t> keys, std::span<const float> gradients,
                        uint32_t dim, std::span<const uint32_t> positions, uint64_t clock,
                        RowFormat gradient_format, uint32_t trainer, bool deferred,
-                       const PushSender& sender) {
+                       const PushSender& sender, uint64_t release_hint) {
   const size_t n = positions.empty() ? keys.size() : positions.size();
   const size_t grad_values = positions.empty() ? gradients.size() : n * dim;
   const size_t value_bytes = BytesPerValue(gradient_format);
@@ -239,6 +278,7 @@ Frame EncodePushSubset(const RequestHeader& header, std::string_view table,
         push.setDeferred(deferred);
         push.setSender(sender.id);
         push.setAckedBelow(sender.acked_below);
+        push.setReleaseHint(release_hint);
         push.setGradientFormat(ToSchema<schema::RowFormat>(gradient_format));
         auto* key_dst = reinterpret_cast<uint64_t*>(
             builder.InitBulk(n * sizeof(uint64_t), [&](unsigned b) { return push.initKeys(b); }));

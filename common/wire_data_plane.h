@@ -1,6 +1,7 @@
 // The data plane of the wire codec: what trainers ask of servers on every step (pull, push) and
-// the small requests beside them (ping, stats), with their replies; and the read-only lookup a
-// serving system sends (a pull that creates nothing).
+// the small requests beside them (ping, stats), with their replies; the read-only lookup a
+// serving system sends (a pull that creates nothing); and the hint a trainer with look-ahead sends
+// for a batch it will use a few steps later.
 //
 // Part of common/wire.h, which includes this header and decodes these messages. Pulls, pushes
 // and pull replies are built in place: their keys, gradients and rows are written once, straight
@@ -74,6 +75,24 @@ struct PushRequest {
   uint32_t trainer = 0;   // sender's trainer id
   bool deferred = false;  // bsp: hold until an ApplyClockRequest for `clock`
   PushSender sender;
+  uint64_t release_hint = 0;  // non-zero: the hint of sender.id that announced these keys
+};
+// Which hint: the sender's own id for it, and the sender (a client's random id), both non-zero.
+struct HintId {
+  uint64_t hint = 0;
+  uint64_t sender = 0;
+};
+// Look-ahead: the keys of a batch the sender will pull and push a few steps later, for the server
+// to read into memory and pin until a push names the hint (PushRequest::release_hint) or ttl_ms
+// passes. Advisory: nothing but speed depends on it.
+struct HintRequest {
+  static constexpr std::string_view kName = "hint";
+  static constexpr PeerRoles kSenders = kTrainers;
+  std::string table;
+  std::span<const uint64_t> keys;  // points into the decoded frame
+  uint64_t hint = 0;
+  uint64_t sender = 0;
+  uint32_t ttl_ms = 0;
 };
 
 Frame EncodePing(const RequestHeader& header);
@@ -93,7 +112,12 @@ Frame EncodePushSubset(const RequestHeader& header, std::string_view table,
                        std::span<const uint64_t> keys, std::span<const float> gradients,
                        uint32_t dim, std::span<const uint32_t> positions, uint64_t clock,
                        RowFormat gradient_format = RowFormat::kF32, uint32_t trainer = 0,
-                       bool deferred = false, const PushSender& sender = {});
+                       bool deferred = false, const PushSender& sender = {},
+                       uint64_t release_hint = 0);
+// A hint of keys[positions[i]] (all keys when positions is empty), as EncodePullSubset.
+Frame EncodeHintSubset(const RequestHeader& header, std::string_view table,
+                       std::span<const uint64_t> keys, std::span<const uint32_t> positions,
+                       const HintId& id, uint32_t ttl_ms);
 Frame EncodePush(const RequestHeader& header, std::string_view table,
                  std::span<const uint64_t> keys, std::span<const float> gradients, uint64_t clock);
 

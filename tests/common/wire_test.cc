@@ -58,6 +58,38 @@ TEST(WireTest, PushCarriesItsSenderAndAcknowledgedFloor) {
   EXPECT_EQ(push.sender.acked_below, 17u);
   EXPECT_EQ(push.trainer, 4u);
   EXPECT_TRUE(push.deferred);
+  EXPECT_EQ(push.release_hint, 0u);
+}
+
+TEST(WireTest, HintAndThePushReleasingItNameTheSameHint) {
+  std::vector<uint64_t> keys = {9, 8, 7, 6};
+  const std::vector<uint32_t> positions = {3, 1};
+  const HintId id{41, 0xABCDEF0123456789ull};
+  auto hint = DecodeRequest(EncodeHintSubset({5, 2}, "user", keys, positions, id, 2500));
+  ASSERT_TRUE(hint.ok()) << hint.status().ToString();
+  EXPECT_EQ(RequestKindName(hint->body), "hint");
+  EXPECT_EQ(SendersOf(hint->body), kTrainers);
+  const auto& decoded = std::get<HintRequest>(hint->body);
+  EXPECT_EQ(decoded.table, "user");
+  EXPECT_EQ(std::vector<uint64_t>(decoded.keys.begin(), decoded.keys.end()),
+            (std::vector<uint64_t>{6, 8}));
+  EXPECT_EQ(decoded.hint, 41u);
+  EXPECT_EQ(decoded.sender, id.sender);
+  EXPECT_EQ(decoded.ttl_ms, 2500u);
+
+  std::vector<float> grads = {1.0f, 2.0f, 3.0f, 4.0f};
+  auto push = DecodeRequest(EncodePushSubset({6, 2}, "user", keys, grads, 1, {}, 3,
+                                             RowFormat::kF32, 0, false, {id.sender, 1}, 41));
+  ASSERT_TRUE(push.ok()) << push.status().ToString();
+  EXPECT_EQ(std::get<PushRequest>(push->body).release_hint, 41u);
+
+  // A hint without its ids names what is missing.
+  for (const HintId& bad : {HintId{0, 5}, HintId{5, 0}}) {
+    auto refused = DecodeRequest(EncodeHintSubset({7, 2}, "user", keys, {}, bad, 0));
+    ASSERT_FALSE(refused.ok());
+    EXPECT_NE(refused.status().message().find("non-zero hint id and sender"), std::string::npos)
+        << refused.status().ToString();
+  }
 }
 
 // Bulk messages are built in place in recycled memory: whatever the name length and blob sizes

@@ -30,6 +30,7 @@ TEST(RequestRolesTest, EachKindNamesWhoMaySendIt) {
   EXPECT_EQ(wire::SendersOf(RequestBody{wire::DrainRequest{}}), kAdmins);
   EXPECT_EQ(wire::SendersOf(RequestBody{wire::PartitionTransferRequest{}}), kServers);
   EXPECT_EQ(wire::SendersOf(RequestBody{wire::ClusterStatusRequest{}}), kAnyRole);
+  EXPECT_EQ(wire::SendersOf(RequestBody{wire::HintRequest{}}), kTrainers);
   EXPECT_EQ(wire::SendersOf(RequestBody{wire::CheckpointRequest{"/c", CheckpointAction::kWrite}}),
             kTrainers);
   EXPECT_EQ(
@@ -41,6 +42,7 @@ TEST(RequestRolesTest, EachKindNamesWhoMaySendIt) {
   EXPECT_TRUE(wire::CheckSender(kAdmin, RequestBody{wire::DrainRequest{}}).ok());
   EXPECT_FALSE(wire::CheckSender(kAdmin, RequestBody{wire::RegisterServerRequest{}}).ok());
   EXPECT_FALSE(wire::CheckSender(kServerA, RequestBody{wire::PushRequest{}}).ok());
+  EXPECT_FALSE(wire::CheckSender(kServerA, RequestBody{wire::HintRequest{}}).ok());
   EXPECT_TRUE(wire::CheckSender(Peer{}, RequestBody{wire::DrainRequest{}}).ok());  // no auth
   const Status refused = wire::CheckSender(kTrainer, RequestBody{wire::DrainRequest{}});
   EXPECT_EQ(refused.code(), StatusCode::kPermissionDenied);
