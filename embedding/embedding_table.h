@@ -84,6 +84,7 @@ struct TierOptions {
   // Pushes are logged when disk's store keeps a push log (RocksStoreOptions::log_pushes), so an
   // acknowledged push survives the process being killed. Without it, changed rows reach disk when
   // evicted or flushed.
+
   // Bytes of rows (counted as the budget counts them) that Prefetch may pin at once; 0: none.
   uint64_t pin_budget_bytes = 0;
 };
@@ -193,8 +194,8 @@ class EmbeddingTable {
   // hints; errors of the disk are returned. Hints are advisory: nothing else depends on them.
   Status Prefetch(uint64_t hint, std::span<const uint64_t> keys,
                   std::chrono::steady_clock::time_point expires);
-  // Unpins the rows of `hint` (nothing if it is not held).
-  void ReleaseHint(uint64_t hint);
+  // Unpins the rows of `hint`; false (and nothing done) when it is not held.
+  bool ReleaseHint(uint64_t hint);
   // Releases the hints expired at `now`; returns how many. Prefetch also does so.
   size_t ReleaseExpiredHints(std::chrono::steady_clock::time_point now);
   PrefetchStats prefetch_stats() const;

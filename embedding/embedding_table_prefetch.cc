@@ -184,17 +184,18 @@ Status EmbeddingTable::Prefetch(uint64_t hint, std::span<const uint64_t> keys,
   return Status::Ok();
 }
 
-void EmbeddingTable::ReleaseHint(uint64_t hint) {
-  if (tier_ == nullptr) return;
+bool EmbeddingTable::ReleaseHint(uint64_t hint) {
+  if (tier_ == nullptr) return false;
   Tier::Hint held;
   {
     std::lock_guard<std::mutex> lock(tier_->hints_mu);
     auto it = tier_->hints.find(hint);
-    if (it == tier_->hints.end()) return;
+    if (it == tier_->hints.end()) return false;
     held = std::move(it->second);
     tier_->hints.erase(it);
   }
   Unpin(held.pinned);
+  return true;
 }
 
 size_t EmbeddingTable::ReleaseExpiredHints(std::chrono::steady_clock::time_point now) {

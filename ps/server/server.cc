@@ -53,6 +53,8 @@ std::vector<Frame> ReceiveRequest(Socket& frontend) {
 // Files in the data directory.
 constexpr const char* kIdentityFile = "server-identity";  // "<id> <endpoint>\n"
 constexpr const char* kRowsDir = "rows";                  // the RocksDB instance
+// Look-ahead may pin a quarter of the memory budget: eviction always has the rest to choose from.
+constexpr uint64_t kPinShareOfBudget = 4;
 
 }  // namespace
 
@@ -213,6 +215,7 @@ Result<ShardStorage> Server::OpenStorage(const std::vector<TableSpec>& tables) {
   budget_ = std::make_unique<embedding::MemoryBudget>(options_.memory_budget_bytes);
   storage.store = store_.get();
   storage.budget = budget_.get();
+  storage.pin_budget_bytes = options_.memory_budget_bytes / kPinShareOfBudget;
   return storage;
 }
 

@@ -99,6 +99,19 @@ std::vector<prometheus::MetricFamily> ServerMetrics::Collect() const {
       {CounterFamily("ember_server_non_finite_rows_skipped_total",
                      "Rows left out of pushes for a NaN or infinite gradient."),
        &TableStats::non_finite_skipped},
+      {CounterFamily("ember_server_hinted_keys_total", "Keys named by look-ahead hints."),
+       &TableStats::hinted_keys},
+      {CounterFamily("ember_server_prefetched_rows_total",
+                     "Rows look-ahead hints read from disk ahead of their requests."),
+       &TableStats::prefetched_rows},
+      {GaugeFamily("ember_server_pinned_rows", "Rows pinned in memory by look-ahead hints."),
+       &TableStats::pinned_rows},
+      {GaugeFamily("ember_server_pinned_bytes",
+                   "Bytes of the rows pinned by look-ahead hints (bounded by the pin budget)."),
+       &TableStats::pinned_bytes},
+      {CounterFamily("ember_server_pins_refused_total",
+                     "Hinted rows left unpinned because the pin budget was full."),
+       &TableStats::pins_refused},
   };
   for (TableFigure& figure : per_table) {
     for (const TableStats& table : stats.tables) {

@@ -36,6 +36,7 @@ Result<std::unique_ptr<ShardService>> ShardService::Create(uint32_t server_id,
       return InvalidArgument("table '" + spec.name + "' is declared twice");
     }
     embedding::TierOptions tier;
+    tier.pin_budget_bytes = tables.empty() ? 0 : storage.pin_budget_bytes / tables.size();
     if (storage.store != nullptr) {
       tier.disk = storage.store->Table(spec.name);
       if (tier.disk == nullptr) {
@@ -59,6 +60,7 @@ Result<std::unique_ptr<ShardService>> ShardService::Create(uint32_t server_id,
                            ? storage.store
                            : nullptr,
                        ledger));
+  if (storage.store != nullptr) service->StartPrefetcher();
   return service;
 }
 
@@ -113,6 +115,7 @@ Frame ShardService::HandleDecoded(const wire::DecodedRequest& request, const Pee
     return HandleLookup(header, *lookup);
   }
   if (auto* push = std::get_if<wire::PushRequest>(&request.body)) return HandlePush(header, *push);
+  if (auto* hint = std::get_if<wire::HintRequest>(&request.body)) return HandleHint(header, *hint);
   if (auto* apply = std::get_if<wire::ApplyClockRequest>(&request.body)) {
     return HandleApplyClock(header, *apply);
   }
@@ -216,6 +219,7 @@ Frame ShardService::ApplyPush(const wire::RequestHeader& header, const wire::Pus
   PushGate gate(ownership_, *ledger_, deferred_, header.request_id, push,
                 /*keep_partitions=*/copying_.load(std::memory_order_acquire) != 0);
   Status applied = table.Push(push.keys, push.gradients, gate);
+  if (push.release_hint != 0) ReleaseHint(table, push.sender.id, push.release_hint);
   if (gate.refused_by()) limits_hit_.Count(*gate.refused_by());
   switch (gate.outcome()) {
     case PushGate::Outcome::kStopped:
@@ -248,6 +252,12 @@ wire::ServerStats ShardService::Stats() const {
     const NonFiniteCounts& counts = non_finite_.find(name)->second;
     stats.tables.back().non_finite_refused = counts.refused.load(std::memory_order_relaxed);
     stats.tables.back().non_finite_skipped = counts.skipped.load(std::memory_order_relaxed);
+    const embedding::PrefetchStats ahead = table->prefetch_stats();
+    stats.tables.back().hinted_keys = ahead.hinted_keys;
+    stats.tables.back().prefetched_rows = ahead.prefetched_rows;
+    stats.tables.back().pinned_rows = ahead.pinned_rows;
+    stats.tables.back().pinned_bytes = ahead.pinned_bytes;
+    stats.tables.back().pins_refused = ahead.pins_refused;
   }
   stats.pull_requests = pull_requests_.load(std::memory_order_relaxed);
   stats.push_requests = push_requests_.load(std::memory_order_relaxed);

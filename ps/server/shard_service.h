@@ -1,7 +1,7 @@
 // ShardService: what one parameter server does with a request, independent of sockets.
 //
 // It holds the server's tables and its view of the routing table, answers pull, push, lookup,
-// stats, ping and checkpoint requests (writing or loading the files of its partitions:
+// hint, stats, ping and checkpoint requests (writing or loading the files of its partitions:
 // ps/checkpoint.h)
 // (and, in bsp runs, holds deferred pushes until their clock is applied: see PushAccumulator).
 // A push that names its sender is applied once however often it arrives: a copy of one already
@@ -23,6 +23,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <deque>
 #include <map>
 #include <mutex>
 #include <set>
@@ -38,6 +39,7 @@
 #include "common/table_spec.h"
 #include "common/wire.h"
 #include "embedding/embedding_table.h"
+#include "ps/server/hint_prefetcher.h"
 #include "ps/server/non_finite_gradients.h"
 #include "ps/server/partition_ownership.h"
 #include "ps/server/push_accumulator.h"
@@ -52,6 +54,8 @@ namespace ember::ps {
 struct ShardStorage {
   embedding::RocksStore* store = nullptr;    // borrowed, outlives the service; null: memory only
   embedding::MemoryBudget* budget = nullptr;  // borrowed, outlives the service; null: no limit
+  // Bytes of rows that look-ahead hints may pin in memory, shared evenly by the tables.
+  uint64_t pin_budget_bytes = 0;
 };
 
 // What a server accepts from its peers (common/limits.h) and does with non-finite gradients.
@@ -132,6 +136,18 @@ class ShardService {
   // In shard_service_lookup.cc: a read-only pull; checked as a pull, changes nothing.
   Frame HandleLookup(const wire::RequestHeader& header, const wire::LookupRequest& lookup);
   Frame HandlePush(const wire::RequestHeader& header, const wire::PushRequest& push);
+  // In shard_service_hints.cc: look-ahead. A hint is queued for the prefetch thread (tiered
+  // servers only; answered OK at once, or refused when limits.queued_hints wait), which runs it on
+  // the partitions this server serves then; the push that names it releases its pins.
+  Frame HandleHint(const wire::RequestHeader& header, const wire::HintRequest& hint);
+  void StartPrefetcher();
+  void RunHint(QueuedHint& hint);
+  // Unpins the rows of `sender`'s `hint` in `table`; a hint not held yet (still queued) is noted
+  // as released, so that the prefetch thread drops it (TakeReleasedEarly).
+  void ReleaseHint(embedding::EmbeddingTable& table, uint64_t sender, uint64_t hint);
+  bool TakeReleasedEarly(uint64_t id);
+  // The id a table knows a sender's hint by.
+  static uint64_t TableHintId(uint64_t sender, uint64_t hint);
   // Passes `push` (its rows checked for finite gradients) through the gate to its table.
   Frame ApplyPush(const wire::RequestHeader& header, const wire::PushRequest& push,
                   embedding::EmbeddingTable& table);
@@ -208,6 +224,12 @@ class ShardService {
   RequestMetrics request_metrics_;
   LimitCounters limits_hit_;
   std::map<std::string, NonFiniteCounts, std::less<>> non_finite_;  // a key per table
+  // Hints released before the prefetch thread ran them, by table hint id, oldest first.
+  std::mutex released_mutex_;
+  std::set<uint64_t> released_early_;
+  std::deque<uint64_t> released_order_;
+  // Tiered servers: the look-ahead worker. Last, so that it stops before anything it uses goes.
+  std::unique_ptr<HintPrefetcher> prefetcher_;
 };
 
 }  // namespace ember::ps
