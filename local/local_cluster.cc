@@ -44,6 +44,10 @@ Status LocalCluster::MakeKeys() {
 
 ps::ServerOptions LocalCluster::ServerOptionsFor(bool join) const {
   ps::ServerOptions server_options;
+  if (!options_.data_dir.empty()) {
+    server_options.data_dir = options_.data_dir + "/server-" + std::to_string(servers_.size());
+    server_options.memory_budget_bytes = options_.memory_budget_bytes;
+  }
   server_options.scheduler_endpoint = scheduler_->endpoint();
   server_options.worker_threads = WorkerThreads();
   server_options.register_timeout = options_.register_timeout;

@@ -30,6 +30,10 @@ struct LocalClusterOptions {
   // CurveZMQ between every process of the cluster, with key pairs made for it in memory: one for
   // the scheduler, one all its servers share, and an admin pair for its clients.
   bool authenticate = false;
+  // Non-empty: server i keeps its rows in DATA_DIR/server-i (RocksDB, durability ack), holding
+  // at most memory_budget_bytes of them in memory (0: no limit).
+  std::string data_dir;
+  uint64_t memory_budget_bytes = 0;
 };
 
 class LocalCluster {
@@ -69,6 +73,7 @@ class LocalCluster {
   Status Start(std::vector<TableSpec> tables);
   // Makes the key pairs of `authenticate`.
   Status MakeKeys();
+  // The options of the next server started (its index is servers_.size()).
   ps::ServerOptions ServerOptionsFor(bool join) const;
 
   const LocalClusterOptions options_;

@@ -31,9 +31,11 @@ void TowerBatch::StartPull(ps::Client& client, const std::vector<std::string>& t
 }
 
 void TowerBatch::StartPush(ps::Client& client, const std::vector<std::string>& tables,
-                           uint64_t clock, bool deferred, std::vector<ps::Ticket>* tickets) {
+                           uint64_t clock, bool deferred, uint64_t release_hint,
+                           std::vector<ps::Ticket>* tickets) {
   for (size_t s = 0; s < unique_.size(); ++s) {
-    tickets->push_back(client.Push(tables[s], unique_[s].keys, grads_[s], clock, deferred));
+    tickets->push_back(
+        client.Push(tables[s], unique_[s].keys, grads_[s], clock, deferred, release_hint));
   }
 }
 

@@ -28,9 +28,9 @@ class TowerBatch {
   void StartPull(ps::Client& client, const std::vector<std::string>& tables,
                  std::vector<ps::Ticket>* tickets);
   // Starts pushing every slot's unique-row gradients (held until the clock is applied when
-  // `deferred`); appends the tickets.
+  // `deferred`), releasing the look-ahead hint `release_hint` (0: none); appends the tickets.
   void StartPush(ps::Client& client, const std::vector<std::string>& tables, uint64_t clock,
-                 bool deferred, std::vector<ps::Ticket>* tickets);
+                 bool deferred, uint64_t release_hint, std::vector<ps::Ticket>* tickets);
 
   // The backend's view of this tower (spans into this object).
   TowerInput Input();

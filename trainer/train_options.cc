@@ -44,7 +44,7 @@ Result<TrainOptions> TrainOptionsFromYaml(const YAML::Node& node, std::string_vi
   RETURN_IF_ERROR(config::RejectUnknownKeys(
       node, path,
       {"steps", "epochs", "batch_size", "backend", "log_every", "user_tables", "item_tables",
-       "pipeline", "wire_fp16", "sampling_correction", "eval_k", "eval_batch_users",
+       "pipeline", "lookahead", "wire_fp16", "sampling_correction", "eval_k", "eval_batch_users",
        "eval_protocol", "eval_test", "early_stopping", "mode",
        "staleness", "bsp_combine", "on_trainer_failure", "trainer_timeout_ms",
        "clock_timeout_ms", "dense"}));
@@ -56,6 +56,7 @@ Result<TrainOptions> TrainOptionsFromYaml(const YAML::Node& node, std::string_vi
   RETURN_IF_ERROR(config::ReadRequired(node, path, "user_tables", &options.user_tables));
   RETURN_IF_ERROR(config::ReadRequired(node, path, "item_tables", &options.item_tables));
   RETURN_IF_ERROR(config::ReadOptional(node, path, "pipeline", &options.pipeline));
+  RETURN_IF_ERROR(config::ReadOptional(node, path, "lookahead", &options.lookahead));
   RETURN_IF_ERROR(config::ReadOptional(node, path, "wire_fp16", &options.wire_fp16));
   RETURN_IF_ERROR(
       config::ReadOptional(node, path, "sampling_correction", &options.sampling_correction));
@@ -87,6 +88,11 @@ Result<TrainOptions> TrainOptionsFromYaml(const YAML::Node& node, std::string_vi
                                    "the step it depends on)");
   }
   if (options.batch_size < 2) return InvalidArgument(where + ".batch_size: must be >= 2");
+  if (options.lookahead > kMaxLookahead) {
+    return InvalidArgument(where + ".lookahead: " + std::to_string(options.lookahead) +
+                           " batches drawn ahead is more than the " +
+                           std::to_string(kMaxLookahead) + " allowed");
+  }
   if (options.steps == 0 && options.epochs == 0) {
     return InvalidArgument(where + ": one of steps or epochs must be > 0");
   }

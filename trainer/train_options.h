@@ -13,6 +13,9 @@
 
 namespace ember::trainer {
 
+// The most batches train.lookahead may draw ahead (each is held in memory until its step).
+inline constexpr uint32_t kMaxLookahead = 64;
+
 struct TrainOptions {
   uint32_t steps = 200;          // optimisation steps; with `epochs` > 0, epochs decide instead
   uint32_t epochs = 0;           // passes over an interaction file's training set
@@ -23,6 +26,9 @@ struct TrainOptions {
   std::vector<std::string> item_tables;  // table per item-tower slot
   bool wire_fp16 = false;  // rows and gradients travel as fp16 (servers keep fp32)
   bool pipeline = false;  // pull step t+1's rows while step t computes (rows up to 2 steps stale)
+  // Draw batches this many steps ahead and tell the servers their keys (hints), so that tiered
+  // servers read those rows from disk before the batch pulls them; 0: off. Results are the same.
+  uint32_t lookahead = 0;
   bool sampling_correction = true;  // logQ correction when the data knows item frequencies
   uint32_t eval_k = 10;          // HR@k / NDCG@k on interaction data
   uint32_t eval_batch_users = 256;

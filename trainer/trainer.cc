@@ -3,9 +3,11 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <functional>
+#include <map>
 
 #include "common/file_io.h"
 #include "ps/client/checkpoint.h"
@@ -17,6 +19,9 @@ namespace ember::trainer {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+
+// How long servers keep a hint's rows pinned when its push does not come (the trainer died).
+constexpr Millis kHintLifetime{60'000};
 
 double MillisSince(Clock::time_point start) {
   return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
@@ -72,6 +77,41 @@ Trainer::Trainer(ps::Client* client, Backend* backend, DataSource* data, const M
     : client_(client), backend_(backend), data_(data), model_(model),
       options_(std::move(options)), clock_(client->start_clock()) {
   if (options_.dense_on_servers()) dense_ = std::make_unique<DenseTable>(model_);
+  if (options_.lookahead > 0) {
+    lookahead_ = std::make_unique<LookaheadSource>(
+        data, options_.lookahead,
+        [this](const Batch& batch, uint64_t id) { AnnounceBatch(batch, id); });
+    data_ = lookahead_.get();
+  }
+}
+
+void Trainer::AnnounceBatch(const Batch& batch, uint64_t id) {
+  // One hint per table (slots may share one: a table's hint holds the keys of all its slots).
+  std::map<std::string, std::vector<uint64_t>> keys_by_table;
+  auto gather = [&](const std::vector<std::string>& tables,
+                    const std::vector<std::vector<uint64_t>>& keys) {
+    for (size_t slot = 0; slot < tables.size() && slot < keys.size(); ++slot) {
+      auto& keys_of_table = keys_by_table[tables[slot]];
+      keys_of_table.insert(keys_of_table.end(), keys[slot].begin(), keys[slot].end());
+    }
+  };
+  gather(options_.user_tables, batch.user_keys);
+  gather(options_.item_tables, batch.item_keys);
+  // Hints still in flight are not waited for; an error only costs speed, and is logged once.
+  while (!hints_.empty() && hints_.front().ready()) {
+    Status answered = hints_.front().Wait();
+    hints_.pop_front();
+    if (!answered.ok() && !hint_failure_logged_) {
+      hint_failure_logged_ = true;
+      spdlog::warn("trainer {}: a look-ahead hint was refused ({}); training goes on, slower "
+                   "(logged once)", options_.rank, answered.ToString());
+    }
+  }
+  for (auto& [table, keys] : keys_by_table) {
+    std::sort(keys.begin(), keys.end());
+    keys.erase(std::unique(keys.begin(), keys.end()), keys.end());
+    hints_.push_back(client_->Hint(table, keys, id, kHintLifetime));
+  }
 }
 
 Result<std::unique_ptr<Trainer>> Trainer::Create(ps::Client* client, Backend* backend,
@@ -118,6 +158,7 @@ Result<TrainSummary> Trainer::Run(uint32_t steps,
     TowerBatch user, item;
     std::vector<ps::Ticket> pulls, pushes;
     std::vector<float> dense_rows, dense_grads;  // when dense_
+    uint64_t hint = 0;  // with look-ahead: the hint that announced the batch, which its push ends
   };
   StepBuffers buffers[3];
   if (dense_) {
@@ -129,6 +170,7 @@ Result<TrainSummary> Trainer::Run(uint32_t steps,
   const bool deferred = options_.sync.mode == SyncMode::kBsp;
   auto prepare = [&](StepBuffers& b) -> Status {
     RETURN_IF_ERROR(data_->Next(batch_size, &b.batch));
+    b.hint = lookahead_ ? lookahead_->last_id() : 0;
     b.user.Prepare(b.batch.user_keys, dim, b.batch.user_offsets);
     b.item.Prepare(b.batch.item_keys, dim, b.batch.item_offsets);
     return Status::Ok();
@@ -168,6 +210,7 @@ Result<TrainSummary> Trainer::Run(uint32_t steps,
   window.first_step = first_step;
   const auto run_start = Clock::now();
   uint32_t last_step = first_step - 1;
+  if (lookahead_) lookahead_->ExpectOnly(first_step <= steps ? steps - first_step + 1 : 0);
   if (first_step <= steps) {
     RETURN_IF_ERROR(prepare(buffers[0]));
     start_pull(buffers[0]);
@@ -201,8 +244,10 @@ Result<TrainSummary> Trainer::Run(uint32_t steps,
     const double compute_ms = MillisSince(phase);
 
     ++clock_;
-    current.user.StartPush(*client_, options_.user_tables, clock_, deferred, &current.pushes);
-    current.item.StartPush(*client_, options_.item_tables, clock_, deferred, &current.pushes);
+    current.user.StartPush(*client_, options_.user_tables, clock_, deferred, current.hint,
+                           &current.pushes);
+    current.item.StartPush(*client_, options_.item_tables, clock_, deferred, current.hint,
+                           &current.pushes);
     if (dense_) {
       RETURN_IF_ERROR(dense_->StartPush(*client_, *backend_, current.dense_grads, clock_,
                                         deferred, &current.pushes)

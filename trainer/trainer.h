@@ -16,6 +16,11 @@
 // options.dense_on_servers() the dense weights come from and go to the servers (DenseTable) in
 // the same steps. A trainer that runs out of steps leaves the run.
 //
+// With options.lookahead = K the batches are drawn K steps ahead (LookaheadSource: the same
+// batches in the same order, the same data positions), and each batch's keys are sent to the
+// servers as a hint when it is drawn, so that a tiered server reads those rows from disk before
+// the batch pulls them; the batch's push releases them. The rows a step sees are the same.
+//
 // Checkpoints: every trainer reports its clock to the scheduler after each step (in asp too,
 // where the answer comes at once). A grant may announce a checkpoint cut at the next clock;
 // the trainer then notes its data position before drawing the batch after the cut, and after
@@ -24,6 +29,7 @@
 // writes the manifest (ps/checkpoint.h). Restore reverses it.
 #pragma once
 
+#include <deque>
 #include <functional>
 #include <memory>
 #include <string>
@@ -33,6 +39,7 @@
 #include "ps/client/client.h"
 #include "trainer/backend.h"
 #include "trainer/data_source.h"
+#include "trainer/lookahead_source.h"
 #include "trainer/dense_table.h"
 #include "trainer/model_config.h"
 #include "trainer/train_options.h"
@@ -118,13 +125,19 @@ class Trainer {
   // The coordinator's part: the servers' partitions, every trainer file present, the manifest,
   // and pruning of older periodic checkpoints.
   Status CompleteCut(const CutInfo& cut);
+  // With look-ahead: tells the servers the keys of the batch `id` just drawn ahead (a hint per
+  // table), for its push to release.
+  void AnnounceBatch(const Batch& batch, uint64_t id);
   // The dense weights as the next step would start from them (pulled when they live on the
   // servers).
   Result<DenseState> CurrentDenseState();
 
   ps::Client* client_;
   Backend* backend_;
-  DataSource* data_;
+  DataSource* data_;  // the caller's source, or lookahead_ drawing ahead from it
+  std::unique_ptr<LookaheadSource> lookahead_;
+  std::deque<ps::Ticket> hints_;  // hints sent, oldest first, until answered
+  bool hint_failure_logged_ = false;
   ModelConfig model_;
   TrainOptions options_;
   uint64_t clock_ = 0;

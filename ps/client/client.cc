@@ -1,6 +1,8 @@
 // Client: set-up, registration, heartbeats, and submitting pulls and pushes to the I/O thread.
 #include "ps/client/client.h"
 
+#include <algorithm>
+#include <limits>
 #include <random>
 
 #include "common/thread_name.h"
@@ -184,12 +186,31 @@ Ticket Client::Lookup(std::string_view table, std::span<const uint64_t> keys, st
 }
 
 Ticket Client::Push(std::string_view table, std::span<const uint64_t> keys,
-                    std::span<const float> gradients, uint64_t clock, bool deferred) {
+                    std::span<const float> gradients, uint64_t clock, bool deferred,
+                    uint64_t release_hint) {
   auto op = Impl::NewOperation(*this, Impl::Operation::Kind::kPush, table, keys, gradients.size());
   if (!op.ok()) return Ticket::Done(op.status());
   (*op)->gradients = gradients;
   (*op)->clock = clock;
   (*op)->deferred = deferred;
+  (*op)->hint = release_hint;
+  return impl_->Submit(std::move(*op));
+}
+
+Ticket Client::Hint(std::string_view table, std::span<const uint64_t> keys, uint64_t hint,
+                    Millis lifetime) {
+  if (hint == 0) return Ticket::Done(InvalidArgument("a hint's id must not be 0"));
+  // Hints carry no values: their "values" are counted as the keys' rows for the size check.
+  auto spec = FindTable(table);
+  if (!spec.ok()) return Ticket::Done(spec.status().WithContext("hint"));
+  auto op = Impl::NewOperation(*this, Impl::Operation::Kind::kHint, table, keys,
+                               keys.size() * (*spec)->dim);
+  if (!op.ok()) return Ticket::Done(op.status());
+  (*op)->owned_keys.assign(keys.begin(), keys.end());
+  (*op)->keys = (*op)->owned_keys;
+  (*op)->hint = hint;
+  (*op)->hint_ttl_ms = static_cast<uint32_t>(
+      std::clamp<int64_t>(lifetime.count(), 1, std::numeric_limits<uint32_t>::max()));
   return impl_->Submit(std::move(*op));
 }
 

@@ -103,8 +103,18 @@ class Client {
   // Applies one gradient row per key with the table's server-side optimizer. Keys should be
   // unique (sum duplicates first); `clock` is the trainer's step. `deferred` (bsp): the servers
   // hold the push until ApplyClock(clock) instead of applying it on arrival.
+  // `release_hint` (non-zero): the Hint that announced these keys, whose pins the servers drop.
   Ticket Push(std::string_view table, std::span<const uint64_t> keys,
-              std::span<const float> gradients, uint64_t clock = 0, bool deferred = false);
+              std::span<const float> gradients, uint64_t clock = 0, bool deferred = false,
+              uint64_t release_hint = 0);
+  // Look-ahead: tells the servers that `keys` of `table` will be pulled and pushed a few steps
+  // from now, under `hint` (non-zero, one per batch of this client), so that a tiered server
+  // reads their rows into memory in the background and pins them until the push naming the hint
+  // (release_hint) or `lifetime` passes. The keys are copied. The ticket completes once every
+  // server queued its share (ResourceExhausted when one's queue of hints was full). Advisory:
+  // nothing but speed depends on it.
+  Ticket Hint(std::string_view table, std::span<const uint64_t> keys, uint64_t hint,
+              Millis lifetime);
 
   // ---- Calls to every server ----
   // Errors carry the server's endpoint; the first one ends the call.

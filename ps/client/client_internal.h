@@ -30,9 +30,9 @@ namespace ember::ps {
 struct Client::Impl {
   using Clock = std::chrono::steady_clock;
 
-  // A pull, lookup or push, split into sub-requests per server.
+  // A pull, lookup, push or hint, split into sub-requests per server.
   struct Operation {
-    enum class Kind { kPull, kLookup, kPush };
+    enum class Kind { kPull, kLookup, kPush, kHint };
     Kind kind = Kind::kPull;
     const TableSpec* table = nullptr;
     uint64_t table_id = 0;
@@ -43,15 +43,25 @@ struct Client::Impl {
     std::span<const float> gradients;  // push source
     uint64_t clock = 0;
     bool deferred = false;  // bsp push held by the servers until its clock is applied
+    // A hint: its id; a push: the hint it releases (0: none).
+    uint64_t hint = 0;
+    uint32_t hint_ttl_ms = 0;            // a hint's lifetime on the servers
+    std::vector<uint64_t> owned_keys;    // a hint's copy of its keys (`keys` points into it)
     Ticket ticket = Ticket::Pending();
     Clock::time_point deadline;
     uint32_t outstanding = 0;  // sub-requests in flight
     uint32_t routing_retries = 0;
     bool finished = false;
 
-    // "pull", "lookup" or "push", for errors.
+    // "pull", "lookup", "push" or "hint", for errors.
     std::string_view name() const {
-      return kind == Kind::kPull ? "pull" : kind == Kind::kLookup ? "lookup" : "push";
+      switch (kind) {
+        case Kind::kPull: return "pull";
+        case Kind::kLookup: return "lookup";
+        case Kind::kPush: return "push";
+        case Kind::kHint: return "hint";
+      }
+      return "operation";
     }
   };
   struct InFlight {

@@ -225,12 +225,16 @@ Frame Client::Impl::Encode(const Operation& op, uint64_t request_id,
     return wire::EncodeLookupSubset(header, op.table->name, op.keys, positions, options_.row_format,
                                     op.missing);
   }
+  if (op.kind == Operation::Kind::kHint) {
+    return wire::EncodeHintSubset(header, op.table->name, op.keys, positions,
+                                  wire::HintId{op.hint, sender_id_}, op.hint_ttl_ms);
+  }
   // Every request below the lowest one in flight was answered.
   const uint64_t lowest =
       in_flight_.empty() ? request_id : std::min(request_id, in_flight_.begin()->first);
   return wire::EncodePushSubset(header, op.table->name, op.keys, op.gradients, op.table->dim,
                                 positions, op.clock, options_.row_format, trainer_id_, op.deferred,
-                                wire::PushSender{sender_id_, lowest});
+                                wire::PushSender{sender_id_, lowest}, op.hint);
 }
 
 bool Client::Impl::Send(const std::shared_ptr<Operation>& op, uint32_t server, uint64_t request_id,
@@ -330,7 +334,7 @@ void Client::Impl::OnOperationReply(InFlight entry, wire::DecodedResponse respon
                                          links_[entry.server].endpoint + ")"));
     return;
   }
-  if (op->kind != Operation::Kind::kPush) {
+  if (op->kind == Operation::Kind::kPull || op->kind == Operation::Kind::kLookup) {
     if (Status taken = TakeRows(*op, entry, response.body); !taken.ok()) {
       Fail(op, std::move(taken));
       return;

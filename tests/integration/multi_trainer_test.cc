@@ -1,5 +1,6 @@
 // Many trainers against one in-process cluster: bsp equals one trainer on the combined batch,
-// ssp keeps the clock spread within its bound, asp never makes a fast trainer wait.
+// ssp keeps the clock spread within its bound, asp never makes a fast trainer wait; and
+// look-ahead (hints to tiered servers) leaves every row as it would be without it.
 //
 // The model's in-batch softmax is not a sum over samples (each sample's negatives are the rest of
 // its batch), so two batches of B cannot equal one of 2B with it. These tests therefore run the
@@ -10,11 +11,13 @@
 #include <atomic>
 #include <chrono>
 #include <cmath>
+#include <cstring>
 #include <mutex>
 #include <random>
 #include <thread>
 
 #include "local/local_cluster.h"
+#include "tests/test_util.h"
 #include "trainer/dense_table.h"
 #include "trainer/trainer.h"
 
@@ -152,8 +155,9 @@ std::vector<TableSpec> Tables(OptimizerKind kind, const trainer::ModelConfig& mo
   return tables;
 }
 
-trainer::TrainOptions Options(uint32_t batch, SyncOptions sync) {
+trainer::TrainOptions Options(uint32_t batch, SyncOptions sync, uint32_t lookahead) {
   trainer::TrainOptions options;
+  options.lookahead = lookahead;
   options.batch_size = batch;
   options.log_every = 0;
   options.user_tables = {"user"};
@@ -179,7 +183,7 @@ std::vector<TrainerRun> RunTrainers(
     const std::vector<std::pair<uint64_t, uint64_t>>& pairs,
     const std::function<std::chrono::milliseconds(uint32_t)>& delay_of,
     const std::function<void(uint32_t, trainer::Trainer&)>& hook = {},
-    const std::function<uint32_t(uint32_t)>& steps_of = {}) {
+    const std::function<uint32_t(uint32_t)>& steps_of = {}, uint32_t lookahead = 0) {
   const trainer::ModelConfig model = TinyModel();
   std::vector<TrainerRun> runs(count);
   for (uint32_t k = 0; k < count; ++k) {
@@ -190,7 +194,7 @@ std::vector<TrainerRun> RunTrainers(
     runs[k].backend = std::make_unique<PairLossBackend>(model, delay_of(k));
     runs[k].data = std::make_unique<ListSource>(pairs, k * batch, count * batch);
     auto loop = trainer::Trainer::Create(runs[k].client.get(), runs[k].backend.get(),
-                                         runs[k].data.get(), model, Options(batch, sync));
+                                         runs[k].data.get(), model, Options(batch, sync, lookahead));
     EXPECT_TRUE(loop.ok()) << loop.status().ToString();
     if (!loop.ok()) return {};
     runs[k].loop = std::move(*loop);
@@ -207,19 +211,22 @@ std::vector<TrainerRun> RunTrainers(
   return runs;
 }
 
-std::vector<std::pair<uint64_t, uint64_t>> RandomPairs(size_t n) {
+// By default few keys: trainers share rows.
+std::vector<std::pair<uint64_t, uint64_t>> RandomPairs(size_t n, uint64_t users = 13,
+                                                       uint64_t items = 17) {
   std::mt19937_64 rng(5);
   std::vector<std::pair<uint64_t, uint64_t>> pairs(n);
-  for (auto& pair : pairs) pair = {rng() % 13, rng() % 17};  // few keys: trainers share rows
+  for (auto& pair : pairs) pair = {rng() % users, rng() % items};
   return pairs;
 }
 
-// Every row the pairs touch, and the dense table, as read from the cluster.
-std::vector<float> Snapshot(local::LocalCluster& cluster) {
+// Every row the pairs touch (keys below `keys_per_table`), and the dense table, as read from the
+// cluster.
+std::vector<float> Snapshot(local::LocalCluster& cluster, uint64_t keys_per_table = 17) {
   auto client = cluster.Connect("reader");
   EXPECT_TRUE(client.ok());
   std::vector<float> all;
-  std::vector<uint64_t> keys(17);
+  std::vector<uint64_t> keys(keys_per_table);
   for (uint64_t k = 0; k < keys.size(); ++k) keys[k] = k;
   for (const char* table : {"user", "item"}) {
     std::vector<float> rows(keys.size() * kDim);
@@ -356,6 +363,73 @@ TEST(AspTest, ASlowTrainerDoesNotSlowTheOthers) {
       << "the fast trainer finished its 60 steps only after the slow one's "
       << slow_steps_when_fast_done.load();
 }
+
+// Look-ahead changes where rows are when a batch needs them, nothing else: on tiered servers whose
+// memory holds a fraction of the rows, runs with and without hints end with the same rows, bit for
+// bit, as a cluster holding every row in memory; in asp with one trainer and in bsp with two.
+class LookaheadExactnessTest : public ::testing::TestWithParam<SyncMode> {};
+
+TEST_P(LookaheadExactnessTest, TieredRunsWithAndWithoutLookaheadEndWithTheSameRows) {
+  constexpr uint32_t kBatch = 32, kSteps = 16;
+  constexpr uint64_t kUsers = 200, kItems = 300;
+  const auto pairs = RandomPairs(2 * kBatch * kSteps, kUsers, kItems);
+  SyncOptions sync;
+  uint32_t trainers = 1;
+  if (GetParam() == SyncMode::kBsp) {
+    sync.mode = SyncMode::kBsp;
+    sync.trainers = trainers = 2;
+    sync.clock_timeout = std::chrono::seconds(20);
+  }
+  auto no_delay = [](uint32_t) { return std::chrono::milliseconds(0); };
+  const char* const kVariants[] = {"in memory", "tiered", "tiered, look-ahead 4"};
+  std::vector<std::vector<float>> snapshots;
+  uint64_t prefetched = 0, pinned_after = 0;
+  for (int variant = 0; variant < 3; ++variant) {
+    testing::TempDir dir;
+    local::LocalClusterOptions options = ClusterOptions(sync);
+    if (variant > 0) {
+      options.data_dir = dir.path();
+      // Room for some 170 rows of 36 bytes per server, fewer than a run touches (the dense row,
+      // 12 KiB, goes to disk after each use).
+      options.memory_budget_bytes = 6 * 1024;
+    }
+    local::LocalCluster cluster(Tables(OptimizerKind::kAdagrad, TinyModel()), options);
+    ASSERT_TRUE(cluster.status().ok()) << cluster.status().ToString();
+    auto runs = RunTrainers(cluster, trainers, kBatch, kSteps, sync, pairs, no_delay, {}, {},
+                            variant == 2 ? 4 : 0);
+    ASSERT_EQ(runs.size(), trainers);
+    for (const auto& run : runs) ASSERT_TRUE(run.status.ok()) << run.status.ToString();
+    if (variant == 2) {
+      auto client = cluster.Connect("stats");
+      ASSERT_TRUE(client.ok());
+      auto stats = (*client)->Stats();
+      ASSERT_TRUE(stats.ok()) << stats.status().ToString();
+      for (const ServerStats& server : *stats) {
+        for (const TableStats& table : server.tables) {
+          prefetched += table.prefetched_rows;
+          pinned_after += table.pinned_rows;
+        }
+      }
+    }
+    snapshots.push_back(Snapshot(cluster, std::max(kUsers, kItems)));
+  }
+  EXPECT_GT(prefetched, 0u) << "no hinted row was read ahead: the test did not test look-ahead";
+  EXPECT_EQ(pinned_after, 0u) << "every batch's push releases its hint";
+  for (int variant = 1; variant < 3; ++variant) {
+    ASSERT_EQ(snapshots[variant].size(), snapshots[0].size());
+    size_t differing = 0;
+    for (size_t i = 0; i < snapshots[0].size(); ++i) {
+      differing += std::memcmp(&snapshots[variant][i], &snapshots[0][i], sizeof(float)) != 0;
+    }
+    EXPECT_EQ(differing, 0u) << kVariants[variant] << " differs from " << kVariants[0];
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Modes, LookaheadExactnessTest,
+                         ::testing::Values(SyncMode::kAsp, SyncMode::kBsp),
+                         [](const auto& info) {
+                           return info.param == SyncMode::kAsp ? "AspOneTrainer" : "BspTwoTrainers";
+                         });
 
 }  // namespace
 }  // namespace ember
