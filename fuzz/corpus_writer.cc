@@ -89,6 +89,10 @@ std::vector<std::pair<std::string, Frame>> Requests() {
                                                   RowFormat::kF16, MissingRows::kFlag));
   add("push", wire::EncodePushSubset(h, tables[0].name, kKeys, grads, dim, {}, 3,
                                      RowFormat::kF32, 0, false, {5, 1}));
+  add("push-release-hint", wire::EncodePushSubset(h, tables[0].name, kKeys, grads, dim, {}, 4,
+                                                  RowFormat::kF32, 0, false, {5, 2}, 3));
+  add("hint", wire::EncodeHintSubset(h, tables[0].name, kKeys, {}, {3, 5}, 10'000));
+  add("hint-subset", wire::EncodeHintSubset(h, tables[1].name, kKeys, looked_up, {4, 5}, 0));
   const std::vector<uint32_t> positions = {0, 2};
   add("push-f16-subset", wire::EncodePushSubset(h, tables[0].name, kKeys, grads, dim, positions, 4,
                                                 RowFormat::kF16, 1, false, {}));
@@ -228,6 +232,14 @@ void WriteServerConversations(CorpusWriter& out) {
   out.Write(target, "push-lookup-pull",
             JoinRecords({Record(PeerRole::kTrainer, push), Record(PeerRole::kTrainer, lookup),
                          Record(PeerRole::kServer, lookup), Record(PeerRole::kTrainer, pull),
+                         Record(PeerRole::kAdmin, wire::EncodeStatsRequest(h))}));
+  // A hint, the pull and the push that releases it; and a hint a server may not send.
+  const Frame hint = wire::EncodeHintSubset(h, "user", kKeys, {}, {1, 9}, 1000);
+  const Frame releasing = wire::EncodePushSubset(h, "user", kKeys, grads, tables[0].dim, {}, 0,
+                                                 RowFormat::kF32, 0, false, {9, 1}, 1);
+  out.Write(target, "hint-pull-push",
+            JoinRecords({Record(PeerRole::kTrainer, hint), Record(PeerRole::kServer, hint),
+                         Record(PeerRole::kTrainer, pull), Record(PeerRole::kTrainer, releasing),
                          Record(PeerRole::kAdmin, wire::EncodeStatsRequest(h))}));
   const Frame deferred = wire::EncodePushSubset(h, "ftrl", {kKeys.data(), 2},
                                                 Gradients(2, tables[2].dim), tables[2].dim, {}, 1,

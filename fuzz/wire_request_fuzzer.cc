@@ -31,7 +31,12 @@ std::optional<Frame> Encode(const wire::DecodedRequest& request) {
           [&](const PushRequest& push) {
             // Widened fp16 gradients travel back as fp32: the second trip compares fp32 frames.
             return EncodePushSubset(h, push.table, push.keys, push.gradients, 0, {}, push.clock,
-                                    RowFormat::kF32, push.trainer, push.deferred, push.sender);
+                                    RowFormat::kF32, push.trainer, push.deferred, push.sender,
+                                    push.release_hint);
+          },
+          [&](const HintRequest& hint) {
+            return EncodeHintSubset(h, hint.table, hint.keys, {}, {hint.hint, hint.sender},
+                                    hint.ttl_ms);
           },
           [&](const RegisterServerRequest& r) {
             return EncodeRegisterServer(h, r.endpoint, r.join);
