@@ -171,7 +171,8 @@ class Prefetcher {
       queue_.pop_front();
       lock.unlock();
       Status prefetched =
-          table_.Prefetch(id, keys, std::chrono::steady_clock::now() + std::chrono::seconds(30));
+          table_.Prefetch(id, keys, std::chrono::steady_clock::now() + std::chrono::seconds(30))
+              .status();
       lock.lock();
       if (!prefetched.ok() && status_.ok()) status_ = prefetched;
     }

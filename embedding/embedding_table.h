@@ -39,8 +39,9 @@
 // them (with the rows already in memory) until ReleaseHint(hint) or the hint expires: eviction
 // never drops a pinned row. Pinned rows are bounded by TierOptions::pin_budget_bytes (keys beyond
 // it are not pinned, and counted). Prefetching changes no value: a row is loaded only when it is
-// on disk (a new key is left to the request that creates it), and not when it was written to disk
-// while it was read (the read might be older than the row written back meanwhile).
+// on disk, a new key gets the row its request would create (unless the table admits keys by count
+// or stamps rows with a TTL: then creating is the request's), and neither happens for a key whose
+// row was written to disk while it was read (the read might be older than that row).
 //
 // Lookup (embedding_table_lookup.cc) is the read-only counterpart of Pull, for serving: it copies
 // the rows a pull would return and changes nothing (no row created or admitted, no row loaded into
@@ -93,6 +94,7 @@ struct TierOptions {
 struct PrefetchStats {
   uint64_t hinted_keys = 0;      // keys named by hints
   uint64_t prefetched_rows = 0;  // rows read from disk by Prefetch
+  uint64_t created_rows = 0;     // new rows Prefetch created ahead of their request
   uint64_t raced_rows = 0;       // rows read but not kept (their stripe wrote to disk meanwhile)
   uint64_t pins_refused = 0;     // keys not pinned for the pin budget
   uint64_t hints_refused = 0;    // hints refused for too many held
@@ -190,10 +192,11 @@ class EmbeddingTable {
 
   // Reads the rows of `keys` that are on disk into memory and pins them, with those already in
   // memory, under `hint` (replacing an earlier hint of that id) until ReleaseHint(hint) or
-  // `expires`. A no-op for an in-memory table; ResourceExhausted when the table holds too many
-  // hints; errors of the disk are returned. Hints are advisory: nothing else depends on them.
-  Status Prefetch(uint64_t hint, std::span<const uint64_t> keys,
-                  std::chrono::steady_clock::time_point expires);
+  // `expires`; returns how many of the keys were left unpinned (and unread) for the pin budget.
+  // A no-op for an in-memory table; ResourceExhausted when the table holds too many hints; errors
+  // of the disk are returned. Hints are advisory: nothing else depends on them.
+  Result<size_t> Prefetch(uint64_t hint, std::span<const uint64_t> keys,
+                          std::chrono::steady_clock::time_point expires);
   // Unpins the rows of `hint`; false (and nothing done) when it is not held.
   bool ReleaseHint(uint64_t hint);
   // Releases the hints expired at `now`; returns how many. Prefetch also does so.

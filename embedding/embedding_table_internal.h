@@ -41,6 +41,7 @@ struct EmbeddingTable::Tier {
   std::atomic<uint64_t> pinned_bytes{0};
   std::atomic<uint64_t> hinted_keys{0};
   std::atomic<uint64_t> prefetched{0};
+  std::atomic<uint64_t> created_ahead{0};
   std::atomic<uint64_t> prefetch_raced{0};
   std::atomic<uint64_t> pins_refused{0};
   std::atomic<uint64_t> hints_refused{0};

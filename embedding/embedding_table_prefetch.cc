@@ -6,9 +6,11 @@
 
 #include "embedding/embedding_table.h"
 #include "embedding/embedding_table_internal.h"
+#include "embedding/initializer.h"
 
 namespace ember::embedding {
 
+using internal::kDirty;
 using internal::kOnDisk;
 using internal::kPinOne;
 using internal::kReferenced;
@@ -70,9 +72,9 @@ void EmbeddingTable::ForgetPin() {
   tier_->pinned_rows.fetch_sub(1, std::memory_order_relaxed);
 }
 
-Status EmbeddingTable::Prefetch(uint64_t hint, std::span<const uint64_t> keys,
-                                std::chrono::steady_clock::time_point expires) {
-  if (tier_ == nullptr) return Status::Ok();
+Result<size_t> EmbeddingTable::Prefetch(uint64_t hint, std::span<const uint64_t> keys,
+                                        std::chrono::steady_clock::time_point expires) {
+  if (tier_ == nullptr) return size_t{0};
   Tier& tier = *tier_;
   const auto now = std::chrono::steady_clock::now();
   ReleaseExpiredHints(now);
@@ -115,7 +117,17 @@ Status EmbeddingTable::Prefetch(uint64_t hint, std::span<const uint64_t> keys,
       }
     }
   }
-  // Then read the others from disk, without any lock, all in one MultiGet.
+  // Then read the others from disk, without any lock, all in one MultiGet; only as many as can
+  // still be pinned (a row read but not pinned would likely be evicted before its request came).
+  const uint64_t row_bytes = uint64_t{stored_floats_} * sizeof(float);
+  const uint64_t pinned_now = tier.pinned_bytes.load(std::memory_order_relaxed);
+  const uint64_t room = tier.options.pin_budget_bytes > pinned_now
+                            ? (tier.options.pin_budget_bytes - pinned_now) / row_bytes
+                            : 0;
+  if (missing.size() > room) {
+    refused += missing.size() - room;
+    missing.resize(room);
+  }
   std::vector<uint32_t> partitions(missing.size());
   std::vector<uint64_t> missing_keys(missing.size());
   for (size_t m = 0; m < missing.size(); ++m) {
@@ -137,7 +149,7 @@ Status EmbeddingTable::Prefetch(uint64_t hint, std::span<const uint64_t> keys,
   std::stable_sort(by_stripe.begin(), by_stripe.end(), [&](size_t a, size_t b) {
     return (partitions[a] & stripe_mask) < (partitions[b] & stripe_mask);
   });
-  const uint64_t row_bytes = uint64_t{stored_floats_} * sizeof(float);
+  const bool create_new = admission_ == nullptr && spec_.ttl_seconds == 0;
   std::vector<uint32_t> touched;
   for (size_t begin = 0; begin < by_stripe.size();) {
     const uint32_t s = partitions[by_stripe[begin]] & stripe_mask;
@@ -148,7 +160,16 @@ Status EmbeddingTable::Prefetch(uint64_t hint, std::span<const uint64_t> keys,
     touched.clear();
     for (size_t i = begin; i < end; ++i) {
       const size_t m = by_stripe[i];
-      if (!found[m]) continue;  // a new key: the request creates it
+      // A new key is created ahead of its request (its row is what the request would create),
+      // unless creating it is an event of its own: admission counts requests, and a TTL stamps
+      // the time of creation.
+      // Only as a pinned row, though: one evicted before its request came would be written to
+      // disk unchanged.
+      if (!found[m] && (!create_new || tier.pinned_bytes.load(std::memory_order_relaxed) +
+                                               row_bytes > tier.options.pin_budget_bytes)) {
+        if (create_new) ++refused;
+        continue;
+      }
       auto written = stripes_[s].written.find(missing_keys[m]);
       if (new_generation ||
           (written != stripes_[s].written.end() && written->second > writes_seen[s])) {
@@ -157,11 +178,19 @@ Status EmbeddingTable::Prefetch(uint64_t hint, std::span<const uint64_t> keys,
       }
       auto [row, is_new] = stores_[partitions[m]].FindOrInsert(missing_keys[m]);
       if (is_new) {
-        std::copy_n(loaded.data() + m * floats_per_row_, floats_per_row_, row);
-        StoreFlags(row + floats_per_row_, kOnDisk);
+        if (found[m]) {
+          std::copy_n(loaded.data() + m * floats_per_row_, floats_per_row_, row);
+          StoreFlags(row + floats_per_row_, kOnDisk);
+          tier.prefetched.fetch_add(1, std::memory_order_relaxed);
+        } else {
+          InitializeRow(spec_, missing_keys[m], std::span<float>(row, spec_.dim));
+          optimizer_.InitState(std::span<float>(row + spec_.dim, optimizer_.state_floats()));
+          StoreFlags(row + floats_per_row_, kDirty);
+          rows_.fetch_add(1, std::memory_order_relaxed);
+          tier.created_ahead.fetch_add(1, std::memory_order_relaxed);
+        }
         tier.clocks[partitions[m]].Add(missing_keys[m]);
         tier.resident.fetch_add(1, std::memory_order_relaxed);
-        tier.prefetched.fetch_add(1, std::memory_order_relaxed);
         if (tier.options.budget != nullptr) tier.options.budget->Charge(row_bytes);
         touched.push_back(partitions[m]);
       }
@@ -181,7 +210,7 @@ Status EmbeddingTable::Prefetch(uint64_t hint, std::span<const uint64_t> keys,
   tier.pins_refused.fetch_add(refused, std::memory_order_relaxed);
   std::lock_guard<std::mutex> lock(tier.hints_mu);
   tier.hints[hint] = std::move(held);
-  return Status::Ok();
+  return size_t{refused};
 }
 
 bool EmbeddingTable::ReleaseHint(uint64_t hint) {
@@ -242,6 +271,7 @@ PrefetchStats EmbeddingTable::prefetch_stats() const {
   const Tier& tier = *tier_;
   stats.hinted_keys = tier.hinted_keys.load(std::memory_order_relaxed);
   stats.prefetched_rows = tier.prefetched.load(std::memory_order_relaxed);
+  stats.created_rows = tier.created_ahead.load(std::memory_order_relaxed);
   stats.raced_rows = tier.prefetch_raced.load(std::memory_order_relaxed);
   stats.pins_refused = tier.pins_refused.load(std::memory_order_relaxed);
   stats.hints_refused = tier.hints_refused.load(std::memory_order_relaxed);

@@ -579,7 +579,9 @@ TEST(LookaheadTest, PinsStopAtTheirBudgetAndHintsAtTheirBound) {
   for (size_t i = 0; i < keys.size(); ++i) keys[i] = i;
   std::vector<float> rows(keys.size() * spec.dim);
   ASSERT_TRUE(tiered.table->Pull(keys, rows).ok());
-  ASSERT_TRUE(tiered.table->Prefetch(1, keys, InOneMinute()).ok());
+  auto unpinned = tiered.table->Prefetch(1, keys, InOneMinute());
+  ASSERT_TRUE(unpinned.ok()) << unpinned.status().ToString();
+  EXPECT_EQ(*unpinned, 20u);
   PrefetchStats stats = tiered.table->prefetch_stats();
   EXPECT_EQ(stats.pinned_rows, 10u);
   EXPECT_EQ(stats.pins_refused, 20u);
@@ -593,7 +595,7 @@ TEST(LookaheadTest, PinsStopAtTheirBudgetAndHintsAtTheirBound) {
   size_t held = stats.hints;
   Status refused;
   for (uint64_t hint = 100; refused.ok() && held < 10000; ++hint, ++held) {
-    refused = tiered.table->Prefetch(hint, {}, InOneMinute());
+    refused = tiered.table->Prefetch(hint, {}, InOneMinute()).status();
   }
   EXPECT_EQ(refused.code(), StatusCode::kResourceExhausted) << refused.ToString();
   EXPECT_GT(tiered.table->prefetch_stats().hints_refused, 0u);
@@ -621,6 +623,44 @@ TEST(LookaheadTest, AHintForAnErasedPartitionIsDroppedSafely) {
   EXPECT_EQ(tiered.table->prefetch_stats().pinned_rows, 0u);
   RunSameTraffic(*tiered.table, memory, 5);
   EXPECT_EQ(Dump(*tiered.table), Dump(memory));
+}
+
+// A new key's row is created ahead (pinned, as a pull would create it), unless the pin budget is
+// full, or creating is an event of its own (admission counts requests, a TTL stamps the time).
+TEST(LookaheadTest, NewKeysGetTheRowAPullWouldCreateOnlyWhenTheyCanBePinned) {
+  const TableSpec spec = Spec(OptimizerKind::kAdagrad);
+  EmbeddingTable shape(spec, kPartitions);
+  std::vector<uint64_t> keys(40);
+  for (size_t i = 0; i < keys.size(); ++i) keys[i] = 5'000'000 + i;
+  {
+    testing::TempDir dir;
+    Tiered tiered(spec, dir.path(), 0, false, 0, 30 * RowBytes(shape));
+    auto unpinned = tiered.table->Prefetch(1, keys, InOneMinute());
+    ASSERT_TRUE(unpinned.ok()) << unpinned.status().ToString();
+    EXPECT_EQ(*unpinned, 10u);
+    EXPECT_EQ(tiered.table->prefetch_stats().created_rows, 30u);
+    EXPECT_EQ(tiered.table->rows(), 30u);
+    EXPECT_EQ(tiered.table->prefetch_stats().pinned_rows, 30u);
+    EmbeddingTable memory(spec, kPartitions);
+    std::vector<float> ahead(keys.size() * spec.dim), pulled(keys.size() * spec.dim);
+    ASSERT_TRUE(tiered.table->Pull(keys, ahead).ok());
+    ASSERT_TRUE(memory.Pull(keys, pulled).ok());
+    EXPECT_EQ(ahead, pulled);
+    EXPECT_EQ(tiered.table->rows(), keys.size());
+  }
+  for (bool admission : {true, false}) {
+    TableSpec special = spec;
+    if (admission) {
+      special.admit_after = 2;
+    } else {
+      special.ttl_seconds = 60;
+    }
+    testing::TempDir dir;
+    Tiered tiered(special, dir.path(), 0, false, 0, 1 << 20);
+    ASSERT_TRUE(tiered.table->Prefetch(1, keys, InOneMinute()).ok());
+    EXPECT_EQ(tiered.table->prefetch_stats().created_rows, 0u) << "admission " << admission;
+    EXPECT_EQ(tiered.table->rows(), 0u);
+  }
 }
 
 }  // namespace
