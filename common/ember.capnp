@@ -100,6 +100,7 @@ struct TableStats {
   pinnedRows @15 :UInt64;      # rows pinned in memory by hints now
   pinnedBytes @16 :UInt64;     # their bytes, bounded by the server's pin budget
   pinsRefused @17 :UInt64;     # hinted rows left unpinned because the pin budget was full
+  createdAhead @18 :UInt64;    # new rows hints created ahead of their requests
 }
 
 # How often a process refused something for one of its limits (common/limits.h).

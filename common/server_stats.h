@@ -30,6 +30,7 @@ struct TableStats {
   uint64_t pinned_rows = 0;
   uint64_t pinned_bytes = 0;
   uint64_t pins_refused = 0;  // hinted rows not pinned because the pin budget was full
+  uint64_t created_ahead = 0;  // new rows hints created ahead of their requests
 };
 
 struct ServerStats {

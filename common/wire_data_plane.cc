@@ -133,7 +133,8 @@ constexpr Field<TableStats, schema::TableStats, uint64_t> kTableCounters[] = {
     EMBER_WIRE_FIELD(TableStats, prefetched_rows, PrefetchedRows),
     EMBER_WIRE_FIELD(TableStats, pinned_rows, PinnedRows),
     EMBER_WIRE_FIELD(TableStats, pinned_bytes, PinnedBytes),
-    EMBER_WIRE_FIELD(TableStats, pins_refused, PinsRefused)};
+    EMBER_WIRE_FIELD(TableStats, pins_refused, PinsRefused),
+    EMBER_WIRE_FIELD(TableStats, created_ahead, CreatedAhead)};
 constexpr Field<ServerStats, schema::ServerStats, uint64_t> kServerCounters[] = {
     EMBER_WIRE_FIELD(ServerStats, pull_requests, PullRequests),
     EMBER_WIRE_FIELD(ServerStats, push_requests, PushRequests),
@@ -167,11 +168,11 @@ ServerStats ReadStats(schema::ServerStats::Reader in) {
   return stats;
 }
 
-// Bytes a table's stats take beyond the fixed fields: its struct (19 words) and name; and the
+// Bytes a table's stats take beyond the fixed fields: its struct (20 words) and name; and the
 // limits hit.
 size_t StatsBytes(const ServerStats& stats) {
   size_t bytes = LimitHitsBytes(stats.limits_hit);
-  for (const auto& table : stats.tables) bytes += 19 * sizeof(::capnp::word) + table.name.size();
+  for (const auto& table : stats.tables) bytes += 20 * sizeof(::capnp::word) + table.name.size();
   return bytes;
 }
 

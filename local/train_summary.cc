@@ -29,6 +29,12 @@ TableStats SumTableStats(const ServerStats& server) {
     sum.expired += t.expired;
     sum.non_finite_refused += t.non_finite_refused;
     sum.non_finite_skipped += t.non_finite_skipped;
+    sum.hinted_keys += t.hinted_keys;
+    sum.prefetched_rows += t.prefetched_rows;
+    sum.created_ahead += t.created_ahead;
+    sum.pinned_rows += t.pinned_rows;
+    sum.pinned_bytes += t.pinned_bytes;
+    sum.pins_refused += t.pins_refused;
   }
   return sum;
 }
@@ -51,6 +57,10 @@ std::string TrainSummaryJson(const trainer::TrainSummary& s,
                            {"not_admitted", sum.not_admitted},
                            {"updates_dropped", sum.updates_dropped},
                            {"expired", sum.expired},
+                           {"hinted_keys", sum.hinted_keys},
+                           {"prefetched_rows", sum.prefetched_rows},
+                           {"created_ahead", sum.created_ahead},
+                           {"pins_refused", sum.pins_refused},
                            {"keys_pulled", server.keys_pulled},
                            {"keys_pushed", server.keys_pushed},
                            {"errors", server.errors}});

@@ -1,6 +1,7 @@
 // HintPrefetcher: the bounded queue of look-ahead hints and its worker thread.
 #include "ps/server/hint_prefetcher.h"
 
+#include <iterator>
 #include <utility>
 
 #include "common/thread_name.h"
@@ -31,6 +32,29 @@ bool HintPrefetcher::Offer(QueuedHint hint) {
   }
   wake_.notify_one();
   return true;
+}
+
+void HintPrefetcher::Park(QueuedHint hint) {
+  std::lock_guard lock(mutex_);
+  if (parked_.size() >= capacity_) parked_.pop_front();
+  parked_.push_back(std::move(hint));
+}
+
+void HintPrefetcher::Unpark() {
+  {
+    std::lock_guard lock(mutex_);
+    if (parked_.empty()) return;
+    queue_.insert(queue_.begin(), std::make_move_iterator(parked_.begin()),
+                  std::make_move_iterator(parked_.end()));
+    parked_.clear();
+  }
+  wake_.notify_one();
+}
+
+bool HintPrefetcher::Forget(const embedding::EmbeddingTable* table, uint64_t id) {
+  std::lock_guard lock(mutex_);
+  auto same = [&](const QueuedHint& hint) { return hint.table == table && hint.id == id; };
+  return std::erase_if(queue_, same) + std::erase_if(parked_, same) > 0;
 }
 
 size_t HintPrefetcher::queued() const {

@@ -5,8 +5,11 @@
 // when no hint comes, it sweeps the pins of hints that expired.
 //
 // The queue holds at most `capacity` hints: Offer refuses one more (the caller counts the refusal
-// and answers it; a hint is advisory, so a refused one costs only speed). Hints still queued when
-// the object is destroyed are dropped.
+// and answers it; a hint is advisory, so a refused one costs only speed). A hint whose rows could
+// not all be pinned (the pin budget was full) is parked, up to `capacity` of them, and goes back
+// to the front of the queue, in order, when pins are released (Unpark), so that a trainer looking
+// further ahead than the pin budget holds gets its nearest batches pinned first. Hints still
+// queued or parked when the object is destroyed are dropped.
 //
 // Thread-safety: Offer and the counters may be called from many threads at once; the callbacks
 // run on the worker thread only.
@@ -48,6 +51,12 @@ class HintPrefetcher {
 
   // Queues `hint` for the worker; false (and nothing queued) when `capacity` hints wait already.
   bool Offer(QueuedHint hint);
+  // Sets `hint` aside until Unpark; when `capacity` are parked, the oldest is dropped.
+  void Park(QueuedHint hint);
+  // Puts the parked hints back at the front of the queue, oldest first.
+  void Unpark();
+  // Drops the queued or parked hint `id` of `table`; whether there was one.
+  bool Forget(const embedding::EmbeddingTable* table, uint64_t id);
   // Hints waiting now, and hints run since the start.
   size_t queued() const;
   uint64_t run() const;
@@ -59,9 +68,10 @@ class HintPrefetcher {
   const Run run_;
   const Sweep sweep_;
   const Millis sweep_interval_;
-  mutable std::mutex mutex_;  // guards queue_, run_count_, stopping_
+  mutable std::mutex mutex_;  // guards queue_, parked_, run_count_, stopping_
   std::condition_variable wake_;
   std::deque<QueuedHint> queue_;
+  std::deque<QueuedHint> parked_;
   uint64_t run_count_ = 0;
   bool stopping_ = false;
   std::thread worker_;  // last: started once everything above is

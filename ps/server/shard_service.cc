@@ -255,6 +255,7 @@ wire::ServerStats ShardService::Stats() const {
     const embedding::PrefetchStats ahead = table->prefetch_stats();
     stats.tables.back().hinted_keys = ahead.hinted_keys;
     stats.tables.back().prefetched_rows = ahead.prefetched_rows;
+    stats.tables.back().created_ahead = ahead.created_rows;
     stats.tables.back().pinned_rows = ahead.pinned_rows;
     stats.tables.back().pinned_bytes = ahead.pinned_bytes;
     stats.tables.back().pins_refused = ahead.pins_refused;

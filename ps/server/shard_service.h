@@ -142,10 +142,10 @@ class ShardService {
   Frame HandleHint(const wire::RequestHeader& header, const wire::HintRequest& hint);
   void StartPrefetcher();
   void RunHint(QueuedHint& hint);
-  // Unpins the rows of `sender`'s `hint` in `table`; a hint not held yet (still queued) is noted
-  // as released, so that the prefetch thread drops it (TakeReleasedEarly).
+  // Unpins the rows of `sender`'s `hint` in `table` and drops it from the prefetch queue; it is
+  // noted as released, so that the prefetch thread does not run it after all (TakeReleasedEarly).
   void ReleaseHint(embedding::EmbeddingTable& table, uint64_t sender, uint64_t hint);
-  bool TakeReleasedEarly(uint64_t id);
+  bool TakeReleasedEarly(const QueuedHint& hint);
   // The id a table knows a sender's hint by.
   static uint64_t TableHintId(uint64_t sender, uint64_t hint);
   // Passes `push` (its rows checked for finite gradients) through the gate to its table.
@@ -224,10 +224,12 @@ class ShardService {
   RequestMetrics request_metrics_;
   LimitCounters limits_hit_;
   std::map<std::string, NonFiniteCounts, std::less<>> non_finite_;  // a key per table
-  // Hints released before the prefetch thread ran them, by table hint id, oldest first.
+  // Hints released by their push, by table and hint id, oldest first: the prefetch thread must not run
+  // them any more (one may have been on its way, or parked for a retry).
   std::mutex released_mutex_;
-  std::set<uint64_t> released_early_;
-  std::deque<uint64_t> released_order_;
+  using ReleasedHint = std::pair<const embedding::EmbeddingTable*, uint64_t>;
+  std::set<ReleasedHint> released_early_;
+  std::deque<ReleasedHint> released_order_;
   // Tiered servers: the look-ahead worker. Last, so that it stops before anything it uses goes.
   std::unique_ptr<HintPrefetcher> prefetcher_;
 };

@@ -15,8 +15,8 @@ namespace {
 // How long a hint's pins last when its sender names no lifetime, and the longest it may name.
 constexpr Millis kDefaultHintLifetime{10'000};
 constexpr Millis kLongestHintLifetime{60'000};
-// Hints released before they ran that are remembered (so they are not run late); past this, the
-// oldest is forgotten, and if it still comes its pins last until it expires.
+// Released hints remembered (so that none is run after its push); past this, the oldest is
+// forgotten, and if it still comes its pins last until it expires.
 constexpr size_t kReleasedEarlyRemembered = 4096;
 
 }  // namespace
@@ -28,20 +28,27 @@ uint64_t ShardService::TableHintId(uint64_t sender, uint64_t hint) {
 void ShardService::ReleaseHint(embedding::EmbeddingTable& table, uint64_t sender, uint64_t hint) {
   if (prefetcher_ == nullptr || !table.tiered()) return;
   const uint64_t id = TableHintId(sender, hint);
-  if (table.ReleaseHint(id)) return;
-  // Its push came before the prefetch thread got to it: remember it, so that it is not run.
-  std::lock_guard lock(released_mutex_);
-  if (released_early_.size() >= kReleasedEarlyRemembered) {
-    released_early_.erase(released_order_.front());
-    released_order_.pop_front();
+  // Remembered first: the prefetch thread may be about to run it, be running it, or be about to
+  // park it for a retry; whichever it is, it checks this after storing the pins, and before
+  // running a hint, so that no hint holds pins after its push.
+  {
+    const ReleasedHint released{&table, id};
+    std::lock_guard lock(released_mutex_);
+    if (released_early_.size() >= kReleasedEarlyRemembered) {
+      released_early_.erase(released_order_.front());
+      released_order_.pop_front();
+    }
+    if (released_early_.insert(released).second) released_order_.push_back(released);
   }
-  if (released_early_.insert(id).second) released_order_.push_back(id);
+  prefetcher_->Forget(&table, id);
+  if (table.ReleaseHint(id)) prefetcher_->Unpark();  // its pins are free for hints that found none
 }
 
-bool ShardService::TakeReleasedEarly(uint64_t id) {
+bool ShardService::TakeReleasedEarly(const QueuedHint& hint) {
+  const ReleasedHint released{hint.table, hint.id};
   std::lock_guard lock(released_mutex_);
-  if (released_early_.erase(id) == 0) return false;
-  released_order_.erase(std::find(released_order_.begin(), released_order_.end(), id));
+  if (released_early_.erase(released) == 0) return false;
+  released_order_.erase(std::find(released_order_.begin(), released_order_.end(), released));
   return true;
 }
 
@@ -84,16 +91,24 @@ Frame ShardService::HandleHint(const wire::RequestHeader& header, const wire::Hi
 void ShardService::RunHint(QueuedHint& hint) {
   // Under the lock a partition changing hands takes exclusively: a partition served now stays so
   // until the rows are in, and rows of one that moved away are never loaded.
-  if (TakeReleasedEarly(hint.id)) return;
+  if (TakeReleasedEarly(hint)) return;
   std::shared_lock moves(transfer_mutex_);
   std::erase_if(hint.keys, [&](uint64_t key) {
     return !ownership_.serves(hint.table->PartitionOf(key));
   });
-  if (hint.keys.empty()) return;
-  Status prefetched = hint.table->Prefetch(hint.id, hint.keys, hint.expires);
-  if (!prefetched.ok()) {
+  if (hint.keys.empty() || hint.expires <= std::chrono::steady_clock::now()) return;
+  auto unpinned = hint.table->Prefetch(hint.id, hint.keys, hint.expires);
+  if (!unpinned.ok()) {
     spdlog::debug("server {}: hint of {} keys of table '{}' not prefetched: {}", server_id_,
-                  hint.keys.size(), hint.table->spec().name, prefetched.ToString());
+                  hint.keys.size(), hint.table->spec().name, unpinned.status().ToString());
+    return;
+  }
+  moves.unlock();
+  if (TakeReleasedEarly(hint)) {  // its push came while it ran
+    hint.table->ReleaseHint(hint.id);
+    prefetcher_->Unpark();
+  } else if (*unpinned > 0) {
+    prefetcher_->Park(std::move(hint));  // tried again, whole, when pins are released
   }
 }
 

@@ -64,6 +64,30 @@ TEST(HintPrefetcherTest, HoldsAtMostItsCapacityAndRunsHintsInArrivalOrder) {
   EXPECT_EQ(ran, (std::vector<uint64_t>{1, 2, 3}));
 }
 
+TEST(HintPrefetcherTest, ParkedHintsGoBackInOrderAndForgottenOnesNeverRun) {
+  std::mutex mutex;
+  std::vector<uint64_t> ran;
+  HintPrefetcher prefetcher(
+      8,
+      [&](QueuedHint& hint) {
+        std::lock_guard lock(mutex);
+        ran.push_back(hint.id);
+      },
+      [](std::chrono::steady_clock::time_point) {}, Millis(50));
+  embedding::EmbeddingTable* const t = nullptr;  // the hints of one table, by id
+  prefetcher.Park({t, 1, {}, {}});
+  prefetcher.Park({t, 2, {}, {}});
+  prefetcher.Park({t, 3, {}, {}});
+  EXPECT_TRUE(prefetcher.Forget(t, 2));
+  EXPECT_FALSE(prefetcher.Forget(t, 2));
+  prefetcher.Unpark();
+  for (int i = 0; i < 1000 && prefetcher.run() < 2; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  std::lock_guard lock(mutex);
+  EXPECT_EQ(ran, (std::vector<uint64_t>{1, 3}));
+}
+
 // A tiered server owning half of the partitions, rows beyond a small budget on disk.
 class ServerHintTest : public ::testing::Test {
  protected:
