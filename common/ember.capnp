@@ -95,7 +95,8 @@ struct TableStats {
   expired @10 :UInt64;     # rows deleted because not updated for ttlSeconds
   nonFiniteRefused @11 :UInt64; # pushes refused for a NaN or infinite gradient (policy refuse)
   nonFiniteSkipped @12 :UInt64; # rows left out of pushes for a NaN or infinite gradient (skip)
-  hintedKeys @13 :UInt64;      # keys named by look-ahead hints (tiered tables only)
+  hintedKeys @13 :UInt64;      # keys of look-ahead hints run (tiered tables only; a hint run
+                               # again when pins were freed counts again)
   prefetchedRows @14 :UInt64;  # rows hints read from disk into memory ahead of their requests
   pinnedRows @15 :UInt64;      # rows pinned in memory by hints now
   pinnedBytes @16 :UInt64;     # their bytes, bounded by the server's pin budget

@@ -143,9 +143,9 @@ class ShardService {
   void StartPrefetcher();
   void RunHint(QueuedHint& hint);
   // Unpins the rows of `sender`'s `hint` in `table` and drops it from the prefetch queue; it is
-  // noted as released, so that the prefetch thread does not run it after all (TakeReleasedEarly).
+  // noted as released, so that the prefetch thread does not run it after all (TakeReleased).
   void ReleaseHint(embedding::EmbeddingTable& table, uint64_t sender, uint64_t hint);
-  bool TakeReleasedEarly(const QueuedHint& hint);
+  bool TakeReleased(const QueuedHint& hint);
   // The id a table knows a sender's hint by.
   static uint64_t TableHintId(uint64_t sender, uint64_t hint);
   // Passes `push` (its rows checked for finite gradients) through the gate to its table.
@@ -228,7 +228,7 @@ class ShardService {
   // them any more (one may have been on its way, or parked for a retry).
   std::mutex released_mutex_;
   using ReleasedHint = std::pair<const embedding::EmbeddingTable*, uint64_t>;
-  std::set<ReleasedHint> released_early_;
+  std::set<ReleasedHint> released_;
   std::deque<ReleasedHint> released_order_;
   // Tiered servers: the look-ahead worker. Last, so that it stops before anything it uses goes.
   std::unique_ptr<HintPrefetcher> prefetcher_;

@@ -17,7 +17,7 @@ constexpr Millis kDefaultHintLifetime{10'000};
 constexpr Millis kLongestHintLifetime{60'000};
 // Released hints remembered (so that none is run after its push); past this, the oldest is
 // forgotten, and if it still comes its pins last until it expires.
-constexpr size_t kReleasedEarlyRemembered = 4096;
+constexpr size_t kReleasedRemembered = 4096;
 
 }  // namespace
 
@@ -34,20 +34,20 @@ void ShardService::ReleaseHint(embedding::EmbeddingTable& table, uint64_t sender
   {
     const ReleasedHint released{&table, id};
     std::lock_guard lock(released_mutex_);
-    if (released_early_.size() >= kReleasedEarlyRemembered) {
-      released_early_.erase(released_order_.front());
+    if (released_.size() >= kReleasedRemembered) {
+      released_.erase(released_order_.front());
       released_order_.pop_front();
     }
-    if (released_early_.insert(released).second) released_order_.push_back(released);
+    if (released_.insert(released).second) released_order_.push_back(released);
   }
   prefetcher_->Forget(&table, id);
   if (table.ReleaseHint(id)) prefetcher_->Unpark();  // its pins are free for hints that found none
 }
 
-bool ShardService::TakeReleasedEarly(const QueuedHint& hint) {
+bool ShardService::TakeReleased(const QueuedHint& hint) {
   const ReleasedHint released{hint.table, hint.id};
   std::lock_guard lock(released_mutex_);
-  if (released_early_.erase(released) == 0) return false;
+  if (released_.erase(released) == 0) return false;
   released_order_.erase(std::find(released_order_.begin(), released_order_.end(), released));
   return true;
 }
@@ -89,9 +89,9 @@ Frame ShardService::HandleHint(const wire::RequestHeader& header, const wire::Hi
 }
 
 void ShardService::RunHint(QueuedHint& hint) {
+  if (TakeReleased(hint)) return;  // its push came first
   // Under the lock a partition changing hands takes exclusively: a partition served now stays so
   // until the rows are in, and rows of one that moved away are never loaded.
-  if (TakeReleasedEarly(hint)) return;
   std::shared_lock moves(transfer_mutex_);
   std::erase_if(hint.keys, [&](uint64_t key) {
     return !ownership_.serves(hint.table->PartitionOf(key));
@@ -104,7 +104,7 @@ void ShardService::RunHint(QueuedHint& hint) {
     return;
   }
   moves.unlock();
-  if (TakeReleasedEarly(hint)) {  // its push came while it ran
+  if (TakeReleased(hint)) {  // its push came while it ran
     hint.table->ReleaseHint(hint.id);
     prefetcher_->Unpark();
   } else if (*unpinned > 0) {
