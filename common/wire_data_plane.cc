@@ -1,7 +1,6 @@
 // The data plane of the wire codec: pull, lookup, push, hint, ping and stats, encoded and read.
 // Pulls, lookups, pushes, hints and their replies are built in place (BuildInPlace); the rest are
-// small
-// messages (BuildMessage).
+// small messages (BuildMessage).
 #include "common/wire_data_plane.h"
 
 #include <cstring>

@@ -115,6 +115,12 @@ uint32_t EmbeddingTable::NowSeconds() const {
   return now_ ? now_() : static_cast<uint32_t>(std::time(nullptr));
 }
 
+void EmbeddingTable::InitNewRow(uint64_t key, float* row) const {
+  InitializeRow(spec_, key, std::span<float>(row, spec_.dim));
+  optimizer_.InitState(std::span<float>(row + spec_.dim, optimizer_.state_floats()));
+  StampUpdate(row);
+}
+
 void EmbeddingTable::StampUpdate(float* row) const {
   if (spec_.ttl_seconds == 0) return;
   const uint32_t now = NowSeconds();
@@ -128,9 +134,7 @@ float* EmbeddingTable::FindOrCreateRow(uint32_t partition, uint64_t key) {
   }
   auto [row, inserted] = stores_[partition].FindOrInsert(key);
   if (inserted) {
-    InitializeRow(spec_, key, std::span<float>(row, spec_.dim));
-    optimizer_.InitState(std::span<float>(row + spec_.dim, optimizer_.state_floats()));
-    StampUpdate(row);
+    InitNewRow(key, row);
     rows_.fetch_add(1, std::memory_order_relaxed);
   }
   return row;

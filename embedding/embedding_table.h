@@ -272,6 +272,9 @@ class EmbeddingTable {
   float* FindOrCreateRow(uint32_t partition, uint64_t key);
   // Whether a key without a row gets one now (counts the occurrence).
   bool Admit(uint64_t key) { return admission_ == nullptr || admission_->CountAndAdmit(key); }
+  // Writes the row a new key starts with into `row`: its initial weights, the optimizer's initial
+  // state and (with a TTL) the time now.
+  void InitNewRow(uint64_t key, float* row) const;
   // Stamps `row` as updated now (no-op without a TTL).
   void StampUpdate(float* row) const;
   uint32_t NowSeconds() const;

@@ -6,7 +6,6 @@
 
 #include "embedding/embedding_table.h"
 #include "embedding/embedding_table_internal.h"
-#include "embedding/initializer.h"
 
 namespace ember::embedding {
 
@@ -160,11 +159,9 @@ Result<size_t> EmbeddingTable::Prefetch(uint64_t hint, std::span<const uint64_t>
     touched.clear();
     for (size_t i = begin; i < end; ++i) {
       const size_t m = by_stripe[i];
-      // A new key is created ahead of its request (its row is what the request would create),
-      // unless creating it is an event of its own: admission counts requests, and a TTL stamps
-      // the time of creation.
-      // Only as a pinned row, though: one evicted before its request came would be written to
-      // disk unchanged.
+      // A new key gets the row its request would create, unless creating is an event of its
+      // own (admission counts requests, a TTL stamps the time), and only as a pinned row: one
+      // evicted before its request came would be written to disk unchanged.
       if (!found[m] && (!create_new || tier.pinned_bytes.load(std::memory_order_relaxed) +
                                                row_bytes > tier.options.pin_budget_bytes)) {
         if (create_new) ++refused;
@@ -183,8 +180,7 @@ Result<size_t> EmbeddingTable::Prefetch(uint64_t hint, std::span<const uint64_t>
           StoreFlags(row + floats_per_row_, kOnDisk);
           tier.prefetched.fetch_add(1, std::memory_order_relaxed);
         } else {
-          InitializeRow(spec_, missing_keys[m], std::span<float>(row, spec_.dim));
-          optimizer_.InitState(std::span<float>(row + spec_.dim, optimizer_.state_floats()));
+          InitNewRow(missing_keys[m], row);
           StoreFlags(row + floats_per_row_, kDirty);
           rows_.fetch_add(1, std::memory_order_relaxed);
           tier.created_ahead.fetch_add(1, std::memory_order_relaxed);

@@ -218,9 +218,7 @@ Status EmbeddingTable::ForEachTieredRequestRow(std::span<const uint64_t> keys,
           flags |= kOnDisk;
           tier.loaded.fetch_add(1, std::memory_order_relaxed);
         } else {
-          InitializeRow(spec_, missed_keys[m], std::span<float>(row, spec_.dim));
-          optimizer_.InitState(std::span<float>(row + spec_.dim, optimizer_.state_floats()));
-          StampUpdate(row);
+          InitNewRow(missed_keys[m], row);
           flags |= kDirty;
           rows_.fetch_add(1, std::memory_order_relaxed);
         }

@@ -151,7 +151,7 @@ Result<std::shared_ptr<Client::Impl::Operation>> Client::Impl::NewOperation(
   const bool push = kind == Operation::Kind::kPush;
   auto spec = client.FindTable(table);
   if (!spec.ok()) return spec.status().WithContext(std::string(op->name()));
-  if (values != keys.size() * (*spec)->dim) {
+  if (kind != Operation::Kind::kHint && values != keys.size() * (*spec)->dim) {
     return InvalidArgument(
         std::string(op->name()) + (push ? " to '" : " from '") + std::string(table) +
         "': " + std::to_string(keys.size()) + " keys of dim " + std::to_string((*spec)->dim) +
@@ -200,11 +200,7 @@ Ticket Client::Push(std::string_view table, std::span<const uint64_t> keys,
 Ticket Client::Hint(std::string_view table, std::span<const uint64_t> keys, uint64_t hint,
                     Millis lifetime) {
   if (hint == 0) return Ticket::Done(InvalidArgument("a hint's id must not be 0"));
-  // Hints carry no values: their "values" are counted as the keys' rows for the size check.
-  auto spec = FindTable(table);
-  if (!spec.ok()) return Ticket::Done(spec.status().WithContext("hint"));
-  auto op = Impl::NewOperation(*this, Impl::Operation::Kind::kHint, table, keys,
-                               keys.size() * (*spec)->dim);
+  auto op = Impl::NewOperation(*this, Impl::Operation::Kind::kHint, table, keys, 0);
   if (!op.ok()) return Ticket::Done(op.status());
   (*op)->owned_keys.assign(keys.begin(), keys.end());
   (*op)->keys = (*op)->owned_keys;

@@ -112,8 +112,9 @@ struct Client::Impl {
   // ---- Callers' side (client.cc, client_server_calls.cc) ----
   Status Register();
   Status Start();  // opens the sockets and starts the threads
-  // The operation of a pull or lookup (rows) or push (gradients) of `keys`, or the error naming
-  // why it cannot be: an unknown table, or `values` not keys.size() rows of the table's dim.
+  // The operation of a pull or lookup (rows), push (gradients) or hint (no values) of `keys`, or
+  // the error naming why it cannot be: an unknown table, or `values` not keys.size() rows of the
+  // table's dim.
   static Result<std::shared_ptr<Operation>> NewOperation(const Client& client, Operation::Kind kind,
                                                          std::string_view table,
                                                          std::span<const uint64_t> keys,

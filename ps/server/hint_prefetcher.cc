@@ -62,7 +62,7 @@ size_t HintPrefetcher::queued() const {
   return queue_.size();
 }
 
-uint64_t HintPrefetcher::run() const {
+uint64_t HintPrefetcher::hints_run() const {
   std::lock_guard lock(mutex_);
   return run_count_;
 }

@@ -59,7 +59,7 @@ class HintPrefetcher {
   bool Forget(const embedding::EmbeddingTable* table, uint64_t id);
   // Hints waiting now, and hints run since the start.
   size_t queued() const;
-  uint64_t run() const;
+  uint64_t hints_run() const;
 
  private:
   void Loop();

@@ -81,7 +81,7 @@ TEST(HintPrefetcherTest, ParkedHintsGoBackInOrderAndForgottenOnesNeverRun) {
   EXPECT_TRUE(prefetcher.Forget(t, 2));
   EXPECT_FALSE(prefetcher.Forget(t, 2));
   prefetcher.Unpark();
-  for (int i = 0; i < 1000 && prefetcher.run() < 2; ++i) {
+  for (int i = 0; i < 1000 && prefetcher.hints_run() < 2; ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(2));
   }
   std::lock_guard lock(mutex);
