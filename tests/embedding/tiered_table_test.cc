@@ -526,7 +526,8 @@ TEST_P(LookaheadTest, HintedRowsAreInMemoryWhenNeededAndNoValueChanges) {
     EXPECT_EQ(stats.pinned_rows, 0u);
     EXPECT_EQ(stats.pinned_bytes, 0u);
     EXPECT_EQ(stats.hints, 0u);
-    if (lookahead > 0) EXPECT_GT(stats.prefetched_rows, 0u);
+    // Hints from a thread of their own may all come after their requests (scheduling decides).
+    if (lookahead > 0 && !GetParam()) EXPECT_GT(stats.prefetched_rows, 0u);
   }
   // Sequential hints two requests ahead leave the requests few rows to read from disk (hints
   // from a thread of their own race the requests: how far ahead they get depends on scheduling).
