@@ -93,7 +93,8 @@ EmbeddingTable::EmbeddingTable(const TableSpec& spec, uint32_t num_partitions,
       stored_floats_(floats_per_row_ + (tier != nullptr ? 1 : 0)),
       num_partitions_(num_partitions),
       num_stripes_(std::bit_floor(std::clamp(num_partitions, 1u, kMaxLockStripes))),
-      stripes_(std::make_unique<Stripe[]>(num_stripes_)) {
+      stripes_(std::make_unique<Stripe[]>(num_stripes_)),
+      changes_(num_partitions, [this](uint32_t p) { return PartitionRowsLocked(p); }) {
   EMBER_CHECK(num_partitions >= 1, "table", spec.name, "needs at least one partition");
   stores_.reserve(num_partitions);
   for (uint32_t p = 0; p < num_partitions; ++p) stores_.emplace_back(stored_floats_);
@@ -136,6 +137,7 @@ float* EmbeddingTable::FindOrCreateRow(uint32_t partition, uint64_t key) {
   if (inserted) {
     InitNewRow(key, row);
     rows_.fetch_add(1, std::memory_order_relaxed);
+    changes_.Note(partition, key);
   }
   return row;
 }
@@ -170,6 +172,7 @@ Status EmbeddingTable::ForEachRequestRow(std::span<const uint64_t> keys, size_t 
   const auto look_up = [&](uint32_t j) {
     const uint32_t at = groups.order[j];
     float* row = FindOrCreateRow(groups.partition[at], keys[at]);
+    if (push && row != nullptr) changes_.Note(groups.partition[at], keys[at]);
     groups.rows[j] =
         row != nullptr ? row : InitialRowNotStored(keys[at], push, groups.NextScratchRow());
     PrefetchRow(groups.rows[j], prefetch_floats);
@@ -253,14 +256,8 @@ uint64_t EmbeddingTable::bytes() const {
 Status EmbeddingTable::ForEachRowInPartition(uint32_t partition, const RowVisitor& visit) const {
   EMBER_CHECK(partition < num_partitions_, "partition", partition, "of table", spec_.name,
               "out of range");
-  if (tier_ != nullptr) return ForEachTieredRowInPartition(partition, visit);
-  const uint32_t dim = spec_.dim;
-  const uint32_t state_floats = optimizer_.state_floats();
   std::lock_guard<std::mutex> lock(StripeLock(partition));
-  std::as_const(stores_[partition]).ForEach([&](uint64_t key, const float* row) {
-    visit(key, std::span<const float>(row, dim), std::span<const float>(row + dim, state_floats));
-  });
-  return Status::Ok();
+  return VisitPartitionLocked(partition, visit);
 }
 
 Status EmbeddingTable::ForEachRow(const RowVisitor& visit) const {
@@ -281,6 +278,7 @@ Status EmbeddingTable::Restore(uint64_t key, std::span<const float> row,
   std::lock_guard<std::mutex> lock(StripeLock(partition));
   auto [stored, inserted] = stores_[partition].FindOrInsert(key);
   if (inserted) rows_.fetch_add(1, std::memory_order_relaxed);
+  changes_.Note(partition, key);
   std::copy(row.begin(), row.end(), stored);
   std::copy(state.begin(), state.end(), stored + spec_.dim);
   StampUpdate(stored);
@@ -292,6 +290,7 @@ Result<uint64_t> EmbeddingTable::Erase(uint32_t partition) {
               "out of range");
   if (tier_ != nullptr) return EraseTiered(partition);
   std::lock_guard<std::mutex> lock(StripeLock(partition));
+  changes_.Forget(partition);
   const size_t erased = stores_[partition].size();
   stores_[partition].Clear();
   rows_.fetch_sub(erased, std::memory_order_relaxed);

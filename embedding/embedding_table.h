@@ -43,6 +43,10 @@
 // or stamps rows with a TTL: then creating is the request's), and neither happens for a key whose
 // row was written to disk while it was read (the read might be older than that row).
 //
+// Incremental checkpoints (embedding_table_cut.cc): the table notes which keys of each partition
+// changed since the checkpoint cuts that wrote it (change_tracker.h), and CutPartition hands a cut
+// only those rows and the keys deleted since, under one hold of the partition's stripe lock.
+//
 // Lookup (embedding_table_lookup.cc) is the read-only counterpart of Pull, for serving: it copies
 // the rows a pull would return and changes nothing (no row created or admitted, no row loaded into
 // memory, no CLOCK reference bit, no tier counter, no optimizer state).
@@ -67,6 +71,7 @@
 #include "common/status.h"
 #include "common/table_spec.h"
 #include "embedding/admission_filter.h"
+#include "embedding/change_tracker.h"
 #include "embedding/clock_ring.h"
 #include "embedding/memory_budget.h"
 #include "embedding/optimizer.h"
@@ -112,6 +117,12 @@ struct TierStats {
   uint64_t loaded = 0;         // misses found on disk
   uint64_t evictions = 0;      // rows dropped from memory
   uint64_t writebacks = 0;     // evicted or flushed rows written to disk
+};
+
+// What CutPartition handed a checkpoint cut.
+struct PartitionCut {
+  bool whole = true;              // every row of the partition; else the rows changed since
+  std::vector<uint64_t> deleted;  // !whole: keys whose rows were deleted since (ascending)
 };
 
 class EmbeddingTable {
@@ -246,6 +257,19 @@ class EmbeddingTable {
   // shutdown.
   Status FlushDirtyRows();
 
+  // The rows of `partition` for checkpoint cut `cut` (a nonzero id) taken after cut `previous`
+  // (0: none): when the partition's changes since `previous` are known, visits only the rows
+  // changed since and lists the keys deleted since; otherwise visits every row. Then the
+  // partition's changes are tracked from `cut` on when `track` (see change_tracker.h), and not at
+  // all otherwise. Errors come from the disk tier only.
+  Result<PartitionCut> CutPartition(uint32_t partition, uint64_t previous, uint64_t cut, bool track,
+                                    const RowVisitor& visit);
+  // The rows of `partition` are exactly those of checkpoint cut `cut` (just restored from it): its
+  // changes are tracked from `cut` on.
+  void TrackChangesFrom(uint32_t partition, uint64_t cut);
+  // Changed keys held for incremental cuts (over all partitions).
+  uint64_t tracked_change_keys() const;
+
  private:
   // Cache-line aligned so that neighbouring stripes' locks do not share a line.
   struct alignas(64) Stripe {
@@ -294,7 +318,14 @@ class EmbeddingTable {
                                  internal::RequestGroups& groups, const RowUse& use,
                                  PushCheck* push_check);
   // Tiered counterparts of the public methods of the same name.
-  Status ForEachTieredRowInPartition(uint32_t partition, const RowVisitor& visit) const;
+  // Visits every row of `partition`, whose stripe lock the caller holds.
+  Status VisitPartitionLocked(uint32_t partition, const RowVisitor& visit) const;
+  // Visits the rows of `keys` (all of `partition`, whose stripe lock the caller holds) that exist
+  // and lists the others in `absent`.
+  Status VisitKeysLocked(uint32_t partition, std::span<const uint64_t> keys,
+                         const RowVisitor& visit, std::vector<uint64_t>& absent) const;
+  // Rows of `partition` now, in memory or on disk (the caller holds its stripe lock).
+  uint64_t PartitionRowsLocked(uint32_t partition) const;
   Status RestoreTiered(uint32_t partition, uint64_t key, std::span<const float> row,
                        std::span<const float> state);
   Result<uint64_t> EraseTiered(uint32_t partition);
@@ -336,6 +367,7 @@ class EmbeddingTable {
   const uint32_t num_stripes_;  // a power of two: partition p is in stripe p % num_stripes_
   std::unique_ptr<Stripe[]> stripes_;
   std::vector<RowStore> stores_;  // one per partition, guarded by its stripe's lock
+  ChangeTracker changes_;         // each partition guarded by its stripe's lock
   std::atomic<uint64_t> rows_{0};
   std::unique_ptr<Tier> tier_;  // null: every row in memory
   std::unique_ptr<AdmissionFilter> admission_;  // null: every key is stored

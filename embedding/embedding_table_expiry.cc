@@ -37,6 +37,7 @@ Result<uint64_t> EmbeddingTable::ExpireRows() {
           p, [&](uint64_t key, std::span<const float> stored) {
             if (store.Find(key) == nullptr && is_expired(stored.data())) {
               deletes.Delete(p, key);
+              changes_.Note(p, key);
               ++disk_only;
             }
           }));
@@ -67,7 +68,10 @@ Result<uint64_t> EmbeddingTable::ExpireRows() {
       }
       tier_->resident.fetch_sub(victims.size(), std::memory_order_relaxed);
     }
-    for (uint64_t key : victims) store.Erase(key);
+    for (uint64_t key : victims) {
+      store.Erase(key);
+      changes_.Note(p, key);
+    }
     if (tier_ != nullptr && !victims.empty()) {
       ClockRing& ring = tier_->clocks[p];
       ring.Clear();

@@ -183,6 +183,7 @@ Result<size_t> EmbeddingTable::Prefetch(uint64_t hint, std::span<const uint64_t>
           InitNewRow(missing_keys[m], row);
           StoreFlags(row + floats_per_row_, kDirty);
           rows_.fetch_add(1, std::memory_order_relaxed);
+          changes_.Note(partitions[m], missing_keys[m]);
           tier.created_ahead.fetch_add(1, std::memory_order_relaxed);
         }
         tier.clocks[partitions[m]].Add(missing_keys[m]);

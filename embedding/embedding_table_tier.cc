@@ -221,6 +221,7 @@ Status EmbeddingTable::ForEachTieredRequestRow(std::span<const uint64_t> keys,
           InitNewRow(missed_keys[m], row);
           flags |= kDirty;
           rows_.fetch_add(1, std::memory_order_relaxed);
+          changes_.Note(partition, missed_keys[m]);
         }
         StoreFlags(row + floats_per_row_, flags);
         tier.clocks[partition].Add(missed_keys[m]);
@@ -232,6 +233,7 @@ Status EmbeddingTable::ForEachTieredRequestRow(std::span<const uint64_t> keys,
       float* row = groups.rows[j];
       use(groups.order[j], row);
       if (!push || groups.IsScratch(row)) continue;
+      changes_.Note(groups.partition[groups.order[j]], keys[groups.order[j]]);
       StoreFlags(row + floats_per_row_, LoadFlags(row + floats_per_row_) | kDirty);
       if (log) {
         const uint32_t at = groups.order[j];
@@ -356,24 +358,6 @@ Status EmbeddingTable::EvictWhileOverBudget(std::span<const uint32_t> partitions
   return Status::Ok();
 }
 
-Status EmbeddingTable::ForEachTieredRowInPartition(uint32_t partition,
-                                                   const RowVisitor& visit) const {
-  const uint32_t dim = spec_.dim;
-  const uint32_t state_floats = optimizer_.state_floats();
-  std::lock_guard<std::mutex> lock(StripeLock(partition));
-  const RowStore& store = stores_[partition];
-  store.ForEach([&](uint64_t key, const float* row) {
-    visit(key, std::span<const float>(row, dim), std::span<const float>(row + dim, state_floats));
-  });
-  // Then the rows only on disk (a resident row is newer than its disk version).
-  return tier_->options.disk->ForEachInPartition(
-      partition, [&](uint64_t key, std::span<const float> stored) {
-        if (store.Find(key) == nullptr) {
-          visit(key, stored.first(dim), stored.subspan(dim, state_floats));
-        }
-      });
-}
-
 Status EmbeddingTable::RestoreTiered(uint32_t partition, uint64_t key, std::span<const float> row,
                                      std::span<const float> state) {
   Tier& tier = *tier_;
@@ -404,6 +388,7 @@ Status EmbeddingTable::RestoreTiered(uint32_t partition, uint64_t key, std::span
   std::copy(state.begin(), state.end(), stored + spec_.dim);
   StampUpdate(stored);
   StoreFlags(stored + floats_per_row_, flags);
+  changes_.Note(partition, key);
   if (tier.options.budget == nullptr || !tier.options.budget->exceeded()) return Status::Ok();
   const uint32_t partitions[] = {partition};
   return EvictWhileOverBudget(partitions, kEvictionsPerInsert);
@@ -412,6 +397,7 @@ Status EmbeddingTable::RestoreTiered(uint32_t partition, uint64_t key, std::span
 Result<uint64_t> EmbeddingTable::EraseTiered(uint32_t partition) {
   Tier& tier = *tier_;
   std::lock_guard<std::mutex> lock(StripeLock(partition));
+  changes_.Forget(partition);
   RowWrites erasure(*tier.options.disk);
   erasure.DeletePartition(partition);
   AddCountRecord(erasure, partition, 0);

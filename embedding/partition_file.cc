@@ -2,6 +2,7 @@
 #include "embedding/partition_file.h"
 
 #include <algorithm>
+#include <unordered_map>
 
 #include "common/checksummed_file.h"
 #include "common/hash.h"
@@ -10,6 +11,7 @@ namespace ember::embedding {
 namespace {
 
 constexpr std::string_view kMagic = "EMBRPART";
+constexpr std::string_view kDeltaMagic = "EMBRDELT";
 constexpr uint32_t kVersion = 1;
 
 uint64_t ShapeHash(const EmbeddingTable& table) {
@@ -21,10 +23,32 @@ uint64_t ShapeHash(const EmbeddingTable& table) {
 
 }  // namespace
 
+PartitionRows EmptyPartitionRows(const EmbeddingTable& table, uint32_t partition) {
+  PartitionRows rows;
+  rows.table = table.spec().name;
+  rows.shape_hash = ShapeHash(table);
+  rows.num_partitions = table.num_partitions();
+  rows.partition = partition;
+  rows.dim = table.dim();
+  rows.state_floats = table.state_floats();
+  return rows;
+}
+
+void PutPartitionRows(const PartitionRows& rows, PayloadWriter& out) {
+  out.PutString(rows.table);
+  out.Put(rows.shape_hash);
+  out.Put(rows.num_partitions);
+  out.Put(rows.partition);
+  out.Put(rows.dim);
+  out.Put(rows.state_floats);
+  out.Put<uint64_t>(rows.keys.size());
+  out.PutArray(std::span<const uint64_t>(rows.keys));
+  out.PutArray(std::span<const float>(rows.values));
+}
+
 Status AppendPartitionRows(const EmbeddingTable& table, uint32_t partition,
                            const std::vector<uint64_t>* sorted_only, PayloadWriter& out) {
-  std::vector<uint64_t> keys;
-  std::vector<float> values;
+  PartitionRows rows = EmptyPartitionRows(table, partition);
   const bool all = sorted_only == nullptr;
   if (all || !sorted_only->empty()) {
     // A key outside [lowest, highest] is skipped without a search.
@@ -34,20 +58,12 @@ Status AppendPartitionRows(const EmbeddingTable& table, uint32_t partition,
         partition, [&](uint64_t key, std::span<const float> row, std::span<const float> state) {
           if (key < lowest || key > highest) return;
           if (!all && !std::binary_search(sorted_only->begin(), sorted_only->end(), key)) return;
-          keys.push_back(key);
-          values.insert(values.end(), row.begin(), row.end());
-          values.insert(values.end(), state.begin(), state.end());
+          rows.keys.push_back(key);
+          rows.values.insert(rows.values.end(), row.begin(), row.end());
+          rows.values.insert(rows.values.end(), state.begin(), state.end());
         }));
   }
-  out.PutString(table.spec().name);
-  out.Put(ShapeHash(table));
-  out.Put(table.num_partitions());
-  out.Put(partition);
-  out.Put(table.dim());
-  out.Put(table.state_floats());
-  out.Put<uint64_t>(keys.size());
-  out.PutArray(std::span<const uint64_t>(keys));
-  out.PutArray(std::span<const float>(values));
+  PutPartitionRows(rows, out);
   return Status::Ok();
 }
 
@@ -87,27 +103,38 @@ Result<PartitionRows> TakePartitionRows(PayloadReader& in, const std::string& wh
   return rows;
 }
 
-Status CheckPartitionRows(const EmbeddingTable& table, uint32_t partition,
-                          const PartitionRows& rows, const std::string& where) {
+namespace {
+
+// DataLoss naming `where` unless `rows` hold `partition` of the shape `expected` has.
+Status CheckShape(const PartitionRows& expected, uint32_t partition, const PartitionRows& rows,
+                  const std::string& where) {
   auto mismatch = [&where](const std::string& what) {
     return DataLoss(where + " does not fit: " + what);
   };
-  if (rows.table != table.spec().name || rows.shape_hash != ShapeHash(table) ||
-      rows.dim != table.dim() || rows.state_floats != table.state_floats()) {
+  if (rows.table != expected.table || rows.shape_hash != expected.shape_hash ||
+      rows.dim != expected.dim || rows.state_floats != expected.state_floats) {
     return mismatch("it holds table '" + rows.table + "' with dim " + std::to_string(rows.dim) +
                     " and " + std::to_string(rows.state_floats) + " state floats, expected table '" +
-                    table.spec().name + "' with dim " + std::to_string(table.dim()) + " and " +
-                    std::to_string(table.state_floats()) + " and the same optimizer");
+                    expected.table + "' with dim " + std::to_string(expected.dim) + " and " +
+                    std::to_string(expected.state_floats) + " and the same optimizer");
   }
-  if (rows.num_partitions != table.num_partitions() || rows.partition != partition) {
+  if (rows.num_partitions != expected.num_partitions || rows.partition != partition) {
     return mismatch("it holds partition " + std::to_string(rows.partition) + " of " +
                     std::to_string(rows.num_partitions) + ", expected partition " +
-                    std::to_string(partition) + " of " + std::to_string(table.num_partitions()));
+                    std::to_string(partition) + " of " + std::to_string(expected.num_partitions));
   }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status CheckPartitionRows(const EmbeddingTable& table, uint32_t partition,
+                          const PartitionRows& rows, const std::string& where) {
+  RETURN_IF_ERROR(CheckShape(EmptyPartitionRows(table, partition), partition, rows, where));
   for (uint64_t key : rows.keys) {
     if (table.PartitionOf(key) != partition) {
-      return mismatch("key " + std::to_string(key) + " is not in partition " +
-                      std::to_string(partition));
+      return DataLoss(where + " does not fit: key " + std::to_string(key) +
+                      " is not in partition " + std::to_string(partition));
     }
   }
   return Status::Ok();
@@ -147,6 +174,122 @@ Status RestorePartitionRows(EmbeddingTable& table, const PartitionRows& rows) {
     RETURN_IF_ERROR(table.Restore(rows.keys[i], values.first(dim), values.subspan(dim)));
   }
   return Status::Ok();
+}
+
+Result<PartitionCut> WritePartitionCut(EmbeddingTable& table, uint32_t partition, uint64_t previous,
+                                       uint64_t cut, bool track, const std::string& whole_path,
+                                       const std::string& delta_path, Flush flush) {
+  PartitionRows rows = EmptyPartitionRows(table, partition);
+  ASSIGN_OR_RETURN(
+      PartitionCut written,
+      table.CutPartition(partition, previous, cut, track,
+                         [&](uint64_t key, std::span<const float> row,
+                             std::span<const float> state) {
+                           rows.keys.push_back(key);
+                           rows.values.insert(rows.values.end(), row.begin(), row.end());
+                           rows.values.insert(rows.values.end(), state.begin(), state.end());
+                         }));
+  PayloadWriter payload;
+  PutPartitionRows(rows, payload);
+  if (written.whole) {
+    RETURN_IF_ERROR(WriteChecksummedFile(whole_path, kMagic, kVersion, payload.bytes(), flush));
+  } else {
+    payload.Put<uint64_t>(written.deleted.size());
+    payload.PutArray(std::span<const uint64_t>(written.deleted));
+    RETURN_IF_ERROR(
+        WriteChecksummedFile(delta_path, kDeltaMagic, kVersion, payload.bytes(), flush));
+  }
+  return written;
+}
+
+Result<PartitionDelta> ReadDeltaFile(const std::string& path) {
+  ASSIGN_OR_RETURN(std::string bytes, ReadChecksummedFile(path, kDeltaMagic, kVersion));
+  PayloadReader in(bytes);
+  const std::string where = "checkpoint file '" + path + "'";
+  PartitionDelta delta;
+  ASSIGN_OR_RETURN(delta.rows, TakePartitionRows(in, where));
+  uint64_t deleted = 0;
+  if (!in.Get(deleted)) return DataLoss(where + " is corrupt: truncated before its deleted keys");
+  if (deleted > in.remaining() / sizeof(uint64_t) ||
+      deleted * sizeof(uint64_t) != in.remaining()) {
+    return DataLoss(where + " is corrupt: " + std::to_string(deleted) + " deleted keys for the " +
+                    std::to_string(in.remaining()) + " bytes that follow");
+  }
+  delta.deleted.resize(deleted);
+  in.GetArray(std::span(delta.deleted));
+  return delta;
+}
+
+Result<PartitionDelta> ReadDeltaFile(const EmbeddingTable& table, uint32_t partition,
+                                     const std::string& path) {
+  ASSIGN_OR_RETURN(PartitionDelta delta, ReadDeltaFile(path));
+  const std::string where = "checkpoint file '" + path + "'";
+  RETURN_IF_ERROR(CheckPartitionRows(table, partition, delta.rows, where));
+  for (uint64_t key : delta.deleted) {
+    if (table.PartitionOf(key) != partition) {
+      return DataLoss(where + " does not fit: deleted key " + std::to_string(key) +
+                      " is not in partition " + std::to_string(partition));
+    }
+  }
+  return delta;
+}
+
+Status WritePartitionRowsFile(const PartitionRows& rows, const std::string& path, Flush flush) {
+  PayloadWriter payload;
+  PutPartitionRows(rows, payload);
+  return WriteChecksummedFile(path, kMagic, kVersion, payload.bytes(), flush);
+}
+
+Status ApplyPartitionDelta(PartitionRows& rows, const PartitionDelta& delta,
+                           const std::string& where) {
+  RETURN_IF_ERROR(CheckShape(rows, rows.partition, delta.rows, where));
+  const size_t floats_per_row = size_t{rows.dim} + rows.state_floats;
+  std::unordered_map<uint64_t, size_t> index;
+  index.reserve(rows.keys.size() + delta.rows.keys.size());
+  for (size_t i = 0; i < rows.keys.size(); ++i) index.emplace(rows.keys[i], i);
+  for (size_t i = 0; i < delta.rows.keys.size(); ++i) {
+    const float* source = delta.rows.values.data() + i * floats_per_row;
+    auto [at, inserted] = index.emplace(delta.rows.keys[i], rows.keys.size());
+    if (inserted) {
+      rows.keys.push_back(delta.rows.keys[i]);
+      rows.values.insert(rows.values.end(), source, source + floats_per_row);
+    } else {
+      std::copy_n(source, floats_per_row, rows.values.data() + at->second * floats_per_row);
+    }
+  }
+  if (delta.deleted.empty()) return Status::Ok();
+  std::vector<uint8_t> gone(rows.keys.size(), 0);
+  for (uint64_t key : delta.deleted) {
+    if (auto at = index.find(key); at != index.end()) gone[at->second] = 1;
+  }
+  size_t kept = 0;
+  for (size_t i = 0; i < rows.keys.size(); ++i) {
+    if (gone[i]) continue;
+    if (kept != i) {
+      rows.keys[kept] = rows.keys[i];
+      std::copy_n(rows.values.data() + i * floats_per_row, floats_per_row,
+                  rows.values.data() + kept * floats_per_row);
+    }
+    ++kept;
+  }
+  rows.keys.resize(kept);
+  rows.values.resize(kept * floats_per_row);
+  return Status::Ok();
+}
+
+Result<PartitionRows> FoldPartitionFiles(std::span<const std::string> files,
+                                         const EmbeddingTable* table, uint32_t partition) {
+  if (files.empty()) return InvalidArgument("no file to restore partition " + std::to_string(partition));
+  ASSIGN_OR_RETURN(PartitionRows rows, table != nullptr
+                                           ? ReadPartitionFile(*table, partition, files[0])
+                                           : ReadPartitionFile(files[0]));
+  for (size_t i = 1; i < files.size(); ++i) {
+    ASSIGN_OR_RETURN(PartitionDelta delta, table != nullptr
+                                               ? ReadDeltaFile(*table, partition, files[i])
+                                               : ReadDeltaFile(files[i]));
+    RETURN_IF_ERROR(ApplyPartitionDelta(rows, delta, "checkpoint file '" + files[i] + "'"));
+  }
+  return rows;
 }
 
 Status LoadPartitionRows(EmbeddingTable& table, uint32_t partition, const PartitionRows& rows) {

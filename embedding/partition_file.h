@@ -7,11 +7,17 @@
 // keys and n rows of dim + state float32 values. Because partitions are the unit, a checkpoint
 // written by any number of servers loads into any other number (the partition count must match).
 //
+// An incremental checkpoint cut writes a delta file (kind "EMBRDELT") for a partition whose changes
+// since the previous cut are known: the same payload holding only the rows changed since, then the
+// count and the keys of the rows deleted since. Restoring applies a partition's whole file, then
+// each later delta in order (ApplyPartitionDelta).
+//
 // Thread-safety: as the table's methods (writing reads the partition under its stripe lock, so
 // pulls and pushes of other partitions go on meanwhile).
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -49,6 +55,17 @@ Status CheckPartitionRows(const EmbeddingTable& table, uint32_t partition,
 // Inserts or overwrites every row of `rows` (the partition's other rows stay).
 Status RestorePartitionRows(EmbeddingTable& table, const PartitionRows& rows);
 
+// The rows of a partition changed since an earlier cut, and the keys deleted since.
+struct PartitionDelta {
+  PartitionRows rows;
+  std::vector<uint64_t> deleted;
+};
+
+// The payload of `rows` (as AppendPartitionRows writes it).
+void PutPartitionRows(const PartitionRows& rows, PayloadWriter& out);
+// The header fields of `rows` for `partition` of `table`, with no rows yet.
+PartitionRows EmptyPartitionRows(const EmbeddingTable& table, uint32_t partition);
+
 // Writes the rows of `partition` of `table` to `path` (atomically).
 Status WritePartitionFile(const EmbeddingTable& table, uint32_t partition, const std::string& path,
                           Flush flush = Flush::kNow);
@@ -57,6 +74,32 @@ Result<PartitionRows> ReadPartitionFile(const std::string& path);
 // ReadPartitionFile, and checks that it holds `partition` of a table shaped like `table`.
 Result<PartitionRows> ReadPartitionFile(const EmbeddingTable& table, uint32_t partition,
                                         const std::string& path);
+// Writes `partition` of `table` for checkpoint cut `cut` taken after `previous`
+// (EmbeddingTable::CutPartition): to `whole_path` as a partition file when the cut holds the whole
+// partition, else to `delta_path` as a delta file. Returns what the cut held.
+Result<PartitionCut> WritePartitionCut(EmbeddingTable& table, uint32_t partition, uint64_t previous,
+                                       uint64_t cut, bool track, const std::string& whole_path,
+                                       const std::string& delta_path, Flush flush = Flush::kNow);
+// Reads a delta file and checks its checksum and counts; DataLoss or NotFound naming the file.
+Result<PartitionDelta> ReadDeltaFile(const std::string& path);
+// ReadDeltaFile, and checks that it holds `partition` of a table shaped like `table`.
+Result<PartitionDelta> ReadDeltaFile(const EmbeddingTable& table, uint32_t partition,
+                                     const std::string& path);
+// Writes `rows` as a partition file to `path` (atomically): a partition folded from a chain.
+Status WritePartitionRowsFile(const PartitionRows& rows, const std::string& path,
+                              Flush flush = Flush::kNow);
+// Applies `delta` to `rows` (its rows inserted or overwritten, its deleted keys removed); DataLoss
+// naming `where` when the delta holds another table, shape or partition than `rows`.
+Status ApplyPartitionDelta(PartitionRows& rows, const PartitionDelta& delta,
+                           const std::string& where);
+
+// Reads the files that restore one partition (its newest whole file, then the delta files after
+// it: PartitionChainFiles in common/checkpoint_layout.h) and folds them into the partition's rows.
+// With `table`, checks that each file holds `partition` of a table shaped like it; without, that
+// the deltas fit the whole file. DataLoss or NotFound naming the file.
+Result<PartitionRows> FoldPartitionFiles(std::span<const std::string> files,
+                                         const EmbeddingTable* table, uint32_t partition);
+
 // Replaces the rows of `partition` with `rows` (Erase, then Restore each).
 Status LoadPartitionRows(EmbeddingTable& table, uint32_t partition, const PartitionRows& rows);
 

@@ -1,0 +1,74 @@
+// ChangeTracker: segments of changed keys per partition, cut by cut.
+#include "embedding/change_tracker.h"
+
+#include <algorithm>
+
+namespace ember::embedding {
+namespace {
+
+// A segment is first deduplicated at this many keys.
+constexpr size_t kFirstCompaction = 256;
+
+void SortUnique(std::vector<uint64_t>& keys) {
+  std::sort(keys.begin(), keys.end());
+  keys.erase(std::unique(keys.begin(), keys.end()), keys.end());
+}
+
+}  // namespace
+
+ChangeTracker::ChangeTracker(uint32_t partitions,
+                             std::function<uint64_t(uint32_t partition)> rows_of)
+    : partitions_(partitions), rows_of_(std::move(rows_of)) {}
+
+void ChangeTracker::Append(uint32_t partition, uint64_t key) {
+  Segment& segment = partitions_[partition].segments.back();
+  segment.keys.push_back(key);
+  if (segment.keys.size() < segment.compact_at) return;
+  SortUnique(segment.keys);
+  if (segment.keys.size() > kFirstCompaction && segment.keys.size() > rows_of_(partition) / 2) {
+    // Most of the partition changed: writing it whole costs about as much, and needs no keys.
+    Forget(partition);
+    return;
+  }
+  segment.compact_at = std::max(kFirstCompaction, 2 * segment.keys.size());
+}
+
+std::optional<std::vector<uint64_t>> ChangeTracker::Cut(uint32_t partition, uint64_t previous,
+                                                        uint64_t cut, bool track) {
+  std::vector<Segment>& segments = partitions_[partition].segments;
+  auto since_previous =
+      previous == 0 ? segments.end()
+                    : std::find_if(segments.begin(), segments.end(),
+                                   [&](const Segment& s) { return s.since == previous; });
+  std::optional<std::vector<uint64_t>> changed;
+  if (since_previous != segments.end()) {
+    changed.emplace();
+    for (auto it = since_previous; it != segments.end(); ++it) {
+      changed->insert(changed->end(), it->keys.begin(), it->keys.end());
+    }
+    SortUnique(*changed);
+    segments.erase(segments.begin(), since_previous);
+  } else {
+    segments.clear();
+  }
+  if (!track) {
+    segments.clear();
+  } else {
+    segments.push_back(Segment{.since = cut, .keys = {}, .compact_at = kFirstCompaction});
+  }
+  return changed;
+}
+
+void ChangeTracker::Reset(uint32_t partition, uint64_t cut) {
+  std::vector<Segment>& segments = partitions_[partition].segments;
+  segments.clear();
+  segments.push_back(Segment{.since = cut, .keys = {}, .compact_at = kFirstCompaction});
+}
+
+uint64_t ChangeTracker::keys_held(uint32_t partition) const {
+  uint64_t total = 0;
+  for (const Segment& segment : partitions_[partition].segments) total += segment.keys.size();
+  return total;
+}
+
+}  // namespace ember::embedding

@@ -1,0 +1,66 @@
+// ChangeTracker: which keys of each partition of a table changed since the last checkpoint cuts,
+// so that an incremental cut writes only those rows (and names the keys deleted since).
+//
+// A partition is tracked from the cut that wrote it (or the checkpoint it was restored from):
+// each cut opens a new segment, named by the cut's id, that collects the keys changed after it
+// (a row created, updated, restored or deleted). Cutting `cut` after `previous` returns the keys
+// of every segment from `previous` on, when the partition has them, and keeps those segments:
+// if `cut` never completes, the next cut names `previous` again and still finds every change.
+// Segments older than `previous` are dropped. A partition whose changes cannot be known (never
+// cut, erased, moved in, or with more changed keys than half its rows) is untracked: its next cut
+// writes it whole. An untracked partition costs one branch per change.
+//
+// A segment's keys are appended unsorted and deduplicated when they reach twice their last
+// deduplicated count, so memory stays within about two keys per changed row.
+//
+// Not thread-safe: the owner (EmbeddingTable) guards each partition with its stripe lock.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <vector>
+
+namespace ember::embedding {
+
+class ChangeTracker {
+ public:
+  // `rows_of` gives the rows a partition holds now (for the half-the-rows bound).
+  ChangeTracker(uint32_t partitions, std::function<uint64_t(uint32_t partition)> rows_of);
+
+  bool tracked(uint32_t partition) const { return !partitions_[partition].segments.empty(); }
+  // Notes that the row of `key` in `partition` changed (no-op when the partition is untracked).
+  void Note(uint32_t partition, uint64_t key) {
+    if (tracked(partition)) Append(partition, key);
+  }
+  // Forgets the partition's changes: its next cut writes it whole.
+  void Forget(uint32_t partition) { partitions_[partition].segments.clear(); }
+  // Cut `cut` of `partition`, taken after `previous` (0: none): the keys changed since
+  // `previous`, ascending, when they are known; nullopt when the cut must write the partition
+  // whole. Either way the partition is tracked from `cut` on (when `track`; untracked otherwise).
+  std::optional<std::vector<uint64_t>> Cut(uint32_t partition, uint64_t previous, uint64_t cut,
+                                           bool track);
+  // The partition now holds exactly the rows of checkpoint `cut` (just restored from it):
+  // tracked from `cut` on with nothing changed.
+  void Reset(uint32_t partition, uint64_t cut);
+
+  // Keys the partition's segments hold (for tests and memory accounting).
+  uint64_t keys_held(uint32_t partition) const;
+
+ private:
+  struct Segment {
+    uint64_t since = 0;  // the cut the segment's changes follow
+    std::vector<uint64_t> keys;
+    size_t compact_at = 0;  // deduplicate when keys reach this size
+  };
+  struct Partition {
+    std::vector<Segment> segments;  // oldest first; the last one collects new changes
+  };
+
+  void Append(uint32_t partition, uint64_t key);
+
+  std::vector<Partition> partitions_;
+  const std::function<uint64_t(uint32_t)> rows_of_;
+};
+
+}  // namespace ember::embedding
