@@ -21,6 +21,12 @@ std::string Hex(uint32_t value) {
   return text;
 }
 
+std::string Hex64(uint64_t value) {
+  char text[17];
+  std::snprintf(text, sizeof(text), "%016llx", static_cast<unsigned long long>(value));
+  return text;
+}
+
 std::string ManifestPath(const std::string& dir) { return dir + "/" + kManifestName; }
 
 Status BadManifest(const std::string& dir, const std::string& what) {
@@ -43,6 +49,7 @@ Result<Manifest> ParseManifest(const std::string& dir, const std::string& text) 
     return BadManifest(dir, "first line is not '" + std::string(kManifestHeader) + "'");
   }
   Manifest manifest;
+  manifest.crc = stored;
   while (std::getline(lines, line)) {
     std::istringstream fields(line);
     std::string kind;
@@ -60,6 +67,15 @@ Result<Manifest> ParseManifest(const std::string& dir, const std::string& text) 
       ManifestTable table;
       ok = static_cast<bool>(fields >> table.name >> table.dim);
       manifest.tables.push_back(std::move(table));
+    } else if (kind == "cut") {
+      ok = static_cast<bool>(fields >> std::hex >> manifest.chain.cut) && manifest.chain.cut != 0;
+    } else if (kind == "chain") {
+      ok = static_cast<bool>(fields >> manifest.chain.sequence);
+    } else if (kind == "previous") {
+      ChainPlace& chain = manifest.chain;
+      ok = static_cast<bool>(fields >> chain.previous >> std::hex >> chain.previous_cut >>
+                             chain.previous_crc) &&
+           chain.previous_cut != 0;
     } else if (kind == "file") {
       ManifestFile file;
       ok = static_cast<bool>(fields >> file.path >> file.bytes >> std::hex >> file.crc32);
@@ -70,6 +86,14 @@ Result<Manifest> ParseManifest(const std::string& dir, const std::string& text) 
     if (!ok) return BadManifest(dir, "cannot read line '" + line + "'");
   }
   if (manifest.partitions == 0) return BadManifest(dir, "no partition count");
+  const ChainPlace& chain = manifest.chain;
+  if (chain.cut == 0 && (chain.sequence != 0 || !chain.previous.empty())) {
+    return BadManifest(dir, "a place in a chain without a cut id");
+  }
+  if ((chain.sequence == 0) != chain.previous.empty()) {
+    return BadManifest(dir, chain.sequence == 0 ? "a base names a predecessor"
+                                                : "an increment names no predecessor");
+  }
   return manifest;
 }
 
@@ -111,6 +135,14 @@ std::string PartitionFilePath(const std::string& dir, const std::string& table,
   return dir + "/tables/" + table + "/part-" + std::to_string(partition) + ".bin";
 }
 
+std::string DeltaFilePath(const std::string& dir, const std::string& table, uint32_t partition) {
+  return dir + "/tables/" + table + "/delta-" + std::to_string(partition) + ".bin";
+}
+
+bool IsDeltaFilePath(const std::string& path) {
+  return std::filesystem::path(path).filename().string().rfind("delta-", 0) == 0;
+}
+
 std::string TrainerFilePath(const std::string& dir, uint32_t rank) {
   return dir + "/trainer-" + std::to_string(rank) + ".bin";
 }
@@ -140,6 +172,15 @@ Status WriteManifest(const std::string& dir, Manifest manifest) {
   for (const ManifestTable& table : manifest.tables) {
     text += "table " + table.name + " " + std::to_string(table.dim) + "\n";
   }
+  if (manifest.chain.cut != 0) {
+    const ChainPlace& chain = manifest.chain;
+    text += "cut " + Hex64(chain.cut) + "\n";
+    text += "chain " + std::to_string(chain.sequence) + "\n";
+    if (chain.sequence > 0) {
+      text += "previous " + chain.previous + " " + Hex64(chain.previous_cut) + " " +
+              Hex(chain.previous_crc) + "\n";
+    }
+  }
   for (const ManifestFile& file : manifest.files) {
     text += "file " + file.path + " " + std::to_string(file.bytes) + " " + Hex(file.crc32) + "\n";
   }
@@ -155,27 +196,170 @@ Result<Manifest> ReadManifest(const std::string& dir) {
   return ParseManifest(dir, *text);
 }
 
-Result<Manifest> ReadAndVerifyCheckpoint(const std::string& dir) {
-  ASSIGN_OR_RETURN(Manifest manifest, ReadManifest(dir));
+namespace {
+
+// DataLoss unless `manifest` lists the files a checkpoint of its kind needs: for every partition
+// of every table its whole file or (in an increment only) its delta file, and every trainer's.
+Status CheckListedFiles(const std::string& dir, const Manifest& manifest) {
   std::set<std::string> listed;
-  for (const ManifestFile& file : manifest.files) {
-    RETURN_IF_ERROR(VerifyFile(dir, file));
-    listed.insert(file.path);
-  }
-  auto require = [&](const std::string& path) {
-    return listed.count(path) ? Status::Ok()
-                              : DataLoss("checkpoint '" + dir + "' lacks '" + path +
-                                         "' in its manifest");
-  };
+  for (const ManifestFile& file : manifest.files) listed.insert(file.path);
+  auto has = [&](const std::string& path) { return listed.count(path.substr(1)) > 0; };
+  const bool increment = manifest.chain.sequence > 0;
   for (const ManifestTable& table : manifest.tables) {
     for (uint32_t p = 0; p < manifest.partitions; ++p) {
-      RETURN_IF_ERROR(require(PartitionFilePath("", table.name, p).substr(1)));
+      const bool whole = has(PartitionFilePath("", table.name, p));
+      const bool delta = has(DeltaFilePath("", table.name, p));
+      if (whole && delta) {
+        return DataLoss("checkpoint '" + dir + "' lists both a whole and a delta file of partition " +
+                        std::to_string(p) + " of table '" + table.name + "'");
+      }
+      if (delta && !increment) {
+        return DataLoss("checkpoint '" + dir + "' is not an increment but lists '" +
+                        DeltaFilePath("", table.name, p).substr(1) + "'");
+      }
+      if (!whole && !delta) {
+        return DataLoss("checkpoint '" + dir + "' lacks '" +
+                        PartitionFilePath("", table.name, p).substr(1) + "' in its manifest");
+      }
     }
   }
   for (uint32_t rank = 0; rank < manifest.trainers; ++rank) {
-    RETURN_IF_ERROR(require(TrainerFilePath("", rank).substr(1)));
+    if (!has(TrainerFilePath("", rank))) {
+      return DataLoss("checkpoint '" + dir + "' lacks '" + TrainerFilePath("", rank).substr(1) +
+                      "' in its manifest");
+    }
   }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<Manifest> ReadAndVerifyCheckpoint(const std::string& dir) {
+  ASSIGN_OR_RETURN(Manifest manifest, ReadManifest(dir));
+  RETURN_IF_ERROR(CheckListedFiles(dir, manifest));
+  for (const ManifestFile& file : manifest.files) RETURN_IF_ERROR(VerifyFile(dir, file));
   return manifest;
+}
+
+namespace {
+
+std::string NormalDir(const std::string& dir) {
+  return std::filesystem::absolute(dir).lexically_normal().string();
+}
+
+// DataLoss unless `older` is the predecessor `link` names: same cut, manifest and shape, one place
+// earlier in the chain.
+Status CheckLink(const ChainLink& link, const ChainLink& older) {
+  const ChainPlace& place = link.manifest.chain;
+  const std::string named = "'" + link.dir + "' (increment " + std::to_string(place.sequence) +
+                            ") follows '" + older.dir + "'";
+  if (older.manifest.chain.cut != place.previous_cut) {
+    return DataLoss("checkpoint chain broken: " + named + " of cut " + Hex64(place.previous_cut) +
+                    ", but that directory holds cut " + Hex64(older.manifest.chain.cut) +
+                    " (replaced, or a duplicate of another checkpoint)");
+  }
+  if (older.manifest.crc != place.previous_crc) {
+    return DataLoss("checkpoint chain broken: " + named + ", whose manifest changed since (checksum " +
+                    Hex(older.manifest.crc) + ", expected " + Hex(place.previous_crc) + ")");
+  }
+  if (older.manifest.chain.sequence + 1 != place.sequence) {
+    return DataLoss("checkpoint chain out of order: " + named + ", which is in place " +
+                    std::to_string(older.manifest.chain.sequence) + " of its chain, expected " +
+                    std::to_string(place.sequence - 1));
+  }
+  if (older.manifest.partitions != link.manifest.partitions) {
+    return DataLoss("checkpoint chain broken: " + named + ", which has " +
+                    std::to_string(older.manifest.partitions) + " partitions, not " +
+                    std::to_string(link.manifest.partitions));
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<std::vector<ChainLink>> ReadCheckpointChain(const std::string& dir, VerifyFiles verify) {
+  std::vector<ChainLink> chain;
+  std::string at = NormalDir(dir);
+  while (true) {
+    Result<Manifest> manifest = verify == VerifyFiles::kYes ? ReadAndVerifyCheckpoint(at)
+                                                            : ReadManifest(at);
+    if (verify == VerifyFiles::kNo && manifest.ok()) {
+      if (Status listed = CheckListedFiles(at, *manifest); !listed.ok()) manifest = listed;
+    }
+    if (!manifest.ok()) {
+      if (chain.empty()) return manifest.status();
+      return manifest.status().WithContext(
+          "checkpoint chain broken: '" + chain.back().dir + "' (increment " +
+          std::to_string(chain.back().manifest.chain.sequence) + ") follows '" + at + "'");
+    }
+    ChainLink link{at, std::move(*manifest)};
+    if (!chain.empty()) RETURN_IF_ERROR(CheckLink(chain.back(), link));
+    const bool base = link.manifest.chain.sequence == 0;
+    const std::string previous = link.manifest.chain.previous;
+    chain.push_back(std::move(link));
+    if (base) break;
+    at = (std::filesystem::path(at) / previous).lexically_normal().string();
+  }
+  std::reverse(chain.begin(), chain.end());
+  return chain;
+}
+
+Result<std::vector<std::string>> PartitionChainFiles(const std::vector<ChainLink>& chain,
+                                                     const std::string& table,
+                                                     uint32_t partition) {
+  std::vector<std::string> files;
+  const std::string whole = PartitionFilePath("", table, partition).substr(1);
+  const std::string delta = DeltaFilePath("", table, partition).substr(1);
+  for (auto link = chain.rbegin(); link != chain.rend(); ++link) {
+    const auto& listed = link->manifest.files;
+    auto lists = [&](const std::string& path) {
+      return std::any_of(listed.begin(), listed.end(),
+                         [&](const ManifestFile& file) { return file.path == path; });
+    };
+    if (lists(whole)) {
+      files.push_back(link->dir + "/" + whole);
+      std::reverse(files.begin(), files.end());
+      return files;
+    }
+    if (!lists(delta)) {
+      return DataLoss("checkpoint '" + link->dir + "' has no file of partition " +
+                      std::to_string(partition) + " of table '" + table + "'");
+    }
+    files.push_back(link->dir + "/" + delta);
+  }
+  return DataLoss("checkpoint chain ending at '" + chain.back().dir + "' has no whole file of " +
+                  "partition " + std::to_string(partition) + " of table '" + table + "'");
+}
+
+Result<std::optional<ChainLink>> ChainPredecessor(const std::string& dir, uint32_t max_length,
+                                                  uint32_t partitions) {
+  const std::string parent = std::filesystem::path(NormalDir(dir)).parent_path().string();
+  ASSIGN_OR_RETURN(auto steps, StepDirectories(parent));
+  for (auto it = steps.rbegin(); it != steps.rend(); ++it) {
+    if (it->string() == NormalDir(dir)) continue;
+    if (!std::filesystem::exists(ManifestPath(it->string()))) continue;
+    ASSIGN_OR_RETURN(Manifest newest, ReadManifest(it->string()));
+    if (newest.chain.cut == 0 || newest.chain.sequence + 1 >= max_length ||
+        newest.partitions != partitions) {
+      return std::optional<ChainLink>();
+    }
+    return std::optional<ChainLink>(ChainLink{it->string(), std::move(newest)});
+  }
+  return std::optional<ChainLink>();
+}
+
+ChainPlace NextChainPlace(const std::string& dir, uint64_t cut,
+                          const std::optional<ChainLink>& predecessor) {
+  ChainPlace place;
+  place.cut = cut;
+  if (!predecessor.has_value()) return place;
+  place.sequence = predecessor->manifest.chain.sequence + 1;
+  place.previous = std::filesystem::path(predecessor->dir)
+                       .lexically_relative(NormalDir(dir))
+                       .generic_string();
+  place.previous_cut = predecessor->manifest.chain.cut;
+  place.previous_crc = predecessor->manifest.crc;
+  return place;
 }
 
 Result<std::string> FindCheckpoint(const std::string& path) {
@@ -190,8 +374,19 @@ Result<std::string> FindCheckpoint(const std::string& path) {
 Status PruneCheckpoints(const std::string& parent, uint32_t keep) {
   namespace fs = std::filesystem;
   ASSIGN_OR_RETURN(std::vector<fs::path> steps, StepDirectories(parent));
+  // The kept checkpoints' chains stay whole; a link that cannot be read ends its walk.
+  std::set<std::string> needed;
+  for (size_t i = steps.size() > keep ? steps.size() - keep : 0; i < steps.size(); ++i) {
+    std::string at = NormalDir(steps[i].string());
+    for (size_t hops = 0; hops <= steps.size() && needed.insert(at).second; ++hops) {
+      Result<Manifest> manifest = ReadManifest(at);
+      if (!manifest.ok() || manifest->chain.sequence == 0) break;
+      at = (fs::path(at) / manifest->chain.previous).lexically_normal().string();
+    }
+  }
   std::error_code error;
   for (size_t i = 0; i + keep < steps.size(); ++i) {
+    if (needed.count(NormalDir(steps[i].string()))) continue;
     fs::remove_all(steps[i], error);
     if (error) {
       return Unavailable("cannot remove old checkpoint '" + steps[i].string() +
