@@ -331,22 +331,70 @@ void AddTierBenchFlags(CLI::App* command, TierBenchFlags* flags) {
   command->add_flag("--push-until-killed", flags->push_until_killed)->group("");
 }
 
+constexpr CommandText kBenchCheckpointCommand = {
+    .name = "bench-checkpoint",
+    .summary = "compare incremental checkpoint cuts with full ones, and time a chain's restore",
+    .usage = "ember bench-checkpoint --dir DIR [options]",
+    .description =
+        "Holds one table in a local cluster (in memory, or --tiered over RocksDB with a memory "
+        "budget) and cuts checkpoints as training does: for each share of rows changed since "
+        "the cut before, the bytes and time of an incremental cut against a full one of the same "
+        "rows; then a chain's restore against a full checkpoint's, and its compaction.",
+};
+
+void AddCheckpointBenchFlags(CLI::App* command, CheckpointBenchFlags* flags) {
+  bench::CheckpointBenchOptions& o = flags->options;
+  AddValue(command, "--dir", &o.dir, "DIR",
+           "where the checkpoints (and with --tiered the servers' rows) go (required; new or "
+           "empty)")
+      ->required();
+  AddCount(command, "--rows", &o.rows, "N", "rows in the table (default 2000000)");
+  AddCount(command, "--dim", &o.dim, "N", "row width (default 16)");
+  AddValue(command, "--optimizer", &o.optimizer, "NAME", "sgd, adagrad (default), adam or ftrl");
+  AddCount(command, "--servers", &o.servers, "N", "servers (default 2)");
+  AddCount(command, "--partitions", &o.partitions, "N", "partitions (default 256)");
+  AddValue(command, "--changed", &o.changed_percent, "P[,P...]",
+           "percentages of the rows changed between two cuts (default 1,10,50)")
+      ->delimiter(',');
+  AddCount(command, "--rounds", &o.rounds, "N", "rounds per measurement; medians (default 3)");
+  AddCount(command, "--chain", &o.chain, "N",
+           "checkpoints of the restored chain, its base included (default 10)");
+  AddValue(command, "--chain-changed", &o.chain_changed_percent, "P",
+           "percentage of the rows changed before each increment of the chain (default 10)");
+  command->add_flag("--tiered", o.tiered, "rows over RocksDB with a memory budget");
+  AddCount(command, "--budget-percent", &flags->budget_percent, "P",
+           "--tiered: memory budget as a percentage of the rows (default 25)");
+}
+
 constexpr CommandText kCheckpointCommand = {
     .name = "checkpoint",
     .summary = "have a running cluster write a consistent checkpoint",
-    .usage = "ember checkpoint --scheduler ENDPOINT --dir DIR",
+    .usage = "ember checkpoint --scheduler ENDPOINT --dir DIR [--chain | --after PREV]\n"
+             "       ember checkpoint --compact CHECKPOINT [--out DIR]",
     .description =
         "Has every trainer stop after the same step, the servers write their partitions and the "
         "trainers their step, data position and dense state into DIR, then training goes on. "
-        "Restore with `ember train --restore DIR` (or `ember cluster --restore DIR`).",
+        "Restore with `ember train --restore DIR` (or `ember cluster --restore DIR`). "
+        "--chain writes the base of a chain of incremental checkpoints; --after PREV an increment "
+        "of the chain checkpoint PREV, holding only the rows changed since PREV (and the keys "
+        "deleted since). --compact folds the chain that ends at CHECKPOINT (or at the newest "
+        "step-* in it) into a new base, from the files alone, while the cluster trains on.",
 };
 
 void AddCheckpointCommandFlags(CLI::App* command, CheckpointFlags* flags) {
-  AddValue(command, "--scheduler", &flags->scheduler, "ENDPOINT", "the running cluster's scheduler")
-      ->required();
+  AddValue(command, "--scheduler", &flags->scheduler, "ENDPOINT", "the running cluster's scheduler");
   AddValue(command, "--dir", &flags->dir, "DIR",
-           "where the checkpoint goes (a path every server and trainer can write)")
-      ->required();
+           "where the checkpoint goes (a path every server and trainer can write)");
+  auto* chain = command->add_flag("--chain", flags->chain,
+                                  "write the base of a chain of incremental checkpoints");
+  AddValue(command, "--after", &flags->after, "PREV",
+           "write an increment of the chain checkpoint PREV")
+      ->excludes(chain);
+  auto* compact = AddValue(command, "--compact", &flags->compact, "CHECKPOINT",
+                           "fold the chain ending at CHECKPOINT into a new base (no cluster)");
+  AddValue(command, "--out", &flags->out, "DIR",
+           "--compact: where the base goes (default: CHECKPOINT.base beside it)")
+      ->needs(compact);
   AddCount(command, "--timeout-s", &flags->timeout_s, "S", "give up after S seconds (default 600)");
   AddSecurityFlags(command, &flags->security, /*can_bind=*/false);
 }
@@ -546,6 +594,7 @@ std::vector<Command> AddCommands(CLI::App& ember) {
       MakeCommand(ember, kBenchCommand, AddBenchFlags, RunBench),
       MakeCommand(ember, kBenchDenseCommand, AddDenseBenchFlags, RunDenseBench),
       MakeCommand(ember, kBenchTierCommand, AddTierBenchFlags, RunTierBench),
+      MakeCommand(ember, kBenchCheckpointCommand, AddCheckpointBenchFlags, RunCheckpointBench),
       MakeCommand(ember, kPlanCommand, AddPlanFlags, RunPlan),
       MakeCommand(ember, kCheckpointCommand, AddCheckpointCommandFlags, RunCheckpoint),
       MakeCommand(ember, kStatusCommand, AddStatusFlags, RunStatus),

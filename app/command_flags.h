@@ -12,6 +12,7 @@
 #include "app/config_flags.h"
 #include "app/security_flags.h"
 #include "bench/bench_options.h"
+#include "bench/checkpoint_bench.h"
 #include "bench/dense_bench.h"
 #include "bench/tier_bench.h"
 
@@ -99,9 +100,19 @@ struct TierBenchFlags {
   bool push_until_killed = false;  // internal: the recovery measurement's child
 };
 
+// `ember bench-checkpoint`.
+struct CheckpointBenchFlags {
+  bench::CheckpointBenchOptions options;
+  uint32_t budget_percent = 25;
+};
+
 // `ember checkpoint`.
 struct CheckpointFlags {
   std::string scheduler, dir;
+  std::string after;    // an increment of this checkpoint
+  bool chain = false;   // a base of a new chain
+  std::string compact;  // fold the chain ending here into a base (no cluster needed)
+  std::string out;      // where the folded base goes
   uint64_t timeout_s = 600;
   SecurityFlags security;
 };

@@ -15,6 +15,7 @@ int RunTrain(const TrainFlags& flags);
 int RunBench(const BenchFlags& flags);
 int RunDenseBench(const DenseBenchFlags& flags);
 int RunTierBench(const TierBenchFlags& flags);
+int RunCheckpointBench(const CheckpointBenchFlags& flags);
 int RunCheckpoint(const CheckpointFlags& flags);
 int RunStatus(const StatusFlags& flags);
 int RunDrain(const DrainFlags& flags);

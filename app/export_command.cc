@@ -69,7 +69,8 @@ int RunExport(const ExportFlags& flags) {
     checkpoint = *out + "/checkpoint";
     auto security = ResolveSecurity(flags.security);
     if (!security.ok()) return PrintError("export", security.status(), 2);
-    auto cut = ps::RequestCheckpoint(flags.scheduler, *security, checkpoint, Millis(600'000));
+    auto cut = ps::RequestCheckpoint(flags.scheduler, *security, {checkpoint, "", false},
+                                     Millis(600'000));
     if (!cut.ok()) return Fail(cut.status());
     std::printf("checkpoint after step %llu written to %s\n",
                 static_cast<unsigned long long>(cut->clock), cut->dir.c_str());

@@ -32,6 +32,7 @@ int RunScheduler(const SchedulerFlags& flags) {
     options.checkpoints.dir = std::move(*dir);
   }
   options.checkpoints.keep = config->cluster.checkpoint_keep;
+  options.checkpoints.chain = config->cluster.checkpoint_base_every;
   auto security = ResolveSecurity(flags.security, config->security);
   if (!security.ok()) return PrintError("scheduler", security.status(), 2);
   options.security = std::move(*security);

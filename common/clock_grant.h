@@ -14,6 +14,16 @@ struct CutInfo {
   std::string dir;
   uint32_t keep = 0;       // periodic cuts: newest step-* directories to keep beside dir; 0: all
   bool coordinate = false; // answer to an arrival: this trainer completes the cut
+  uint32_t chain = 0;      // incremental: checkpoints a chain may hold (base included); 0: full
+  std::string after;       // a checkpoint to extend as an increment (absolute); empty: none
+};
+
+// A checkpoint cut asked for (`ember checkpoint`): into `dir`, as an increment of the checkpoint
+// `after`, or as the base of a chain (`chain`, no `after`); neither: a full checkpoint.
+struct CutRequest {
+  std::string dir;
+  std::string after;
+  bool chain = false;
 };
 
 struct ClockGrant {

@@ -214,6 +214,8 @@ struct ClockGrant {
   cutClock @3 :UInt64;
   cutDir @4 :Text;            # the checkpoint directory (absolute)
   cutKeep @5 :UInt32;         # periodic cuts: newest step-* directories beside cutDir to keep; 0: all
+  cutChain @6 :UInt32;        # incremental cuts: checkpoints a chain may hold (base included); 0: full
+  cutAfter @7 :Text;          # the checkpoint the cut extends as an increment (absolute); empty: none
 }
 
 # To the scheduler, from a trainer at a checkpoint cut.
@@ -234,6 +236,8 @@ struct CheckpointCut {
 # can reach the same step; answered (cutInfo) once the cut is complete, or with the error.
 struct CheckpointNow {
   dir @0 :Text;               # absolute path where the trainers and servers write
+  after @1 :Text;             # absolute path of a checkpoint to extend as an increment
+  chain @2 :Bool;             # without `after`: start a chain (a base); neither: a full checkpoint
 }
 
 # The scheduler's answer about a checkpoint cut.
@@ -243,6 +247,8 @@ struct CutInfo {
   coordinate @2 :Bool;        # arrive: the receiver checkpoints the servers, writes the manifest
                               # and reports done
   keep @3 :UInt32;            # as cutKeep
+  chain @4 :UInt32;           # as cutChain
+  after @5 :Text;             # as cutAfter
 }
 
 struct RegisterServer {
@@ -327,6 +333,12 @@ struct Checkpoint {
     restore @1;
     verify @2;                # check the files as restore would, change nothing
   }
+  # Write: the cut's id (0: a full checkpoint outside any chain), the id of the cut it follows
+  # (0: none; a partition whose changes since that cut the server tracked is written as a delta)
+  # and whether to track changes from this cut on. Restore and verify read the chain from `dir`.
+  cut @2 :UInt64;
+  previousCut @3 :UInt64;
+  track @4 :Bool;
 }
 
 struct Request {

@@ -112,6 +112,8 @@ void WriteClockGrant(schema::ClockGrant::Builder out, const ClockGrant& grant) {
   out.setCutClock(grant.cut.clock);
   out.setCutDir(grant.cut.dir);
   out.setCutKeep(grant.cut.keep);
+  out.setCutChain(grant.cut.chain);
+  out.setCutAfter(grant.cut.after);
 }
 
 Result<ClockGrant> ReadClockGrant(schema::ClockGrant::Reader in) {
@@ -120,7 +122,8 @@ Result<ClockGrant> ReadClockGrant(schema::ClockGrant::Reader in) {
   grant.min_clock = in.getMinClock();
   ASSIGN_OR_RETURN(auto trainers, DataAs<uint32_t>(in.getTrainers(), "granted trainers"));
   grant.trainers.assign(trainers.begin(), trainers.end());
-  grant.cut = CutInfo{in.getCutClock(), ToString(in.getCutDir()), in.getCutKeep(), false};
+  grant.cut = CutInfo{in.getCutClock(),   ToString(in.getCutDir()), in.getCutKeep(), false,
+                      in.getCutChain(), ToString(in.getCutAfter())};
   return grant;
 }
 
@@ -352,7 +355,8 @@ Frame EncodeRoutingResponse(uint64_t request_id, const RoutingTable& routing) {
 
 Frame EncodeClockGrantResponse(uint64_t request_id, uint64_t epoch, const ClockGrant& grant) {
   return BuildMessage(ResponseHead{request_id, epoch},
-                      grant.trainers.size() * sizeof(uint32_t) + grant.cut.dir.size(),
+                      grant.trainers.size() * sizeof(uint32_t) + grant.cut.dir.size() +
+                          grant.cut.after.size(),
                       [&](schema::Response::Builder response) {
                         WriteClockGrant(response.initClockGrant(), grant);
                       });

@@ -42,7 +42,11 @@ Result<PartitionTransferRequest> ReadTransfer(schema::PartitionTransfer::Reader 
 Result<CheckpointRequest> ReadCheckpoint(schema::Checkpoint::Reader in) {
   const auto action = FromSchema(in.getAction(), CheckpointAction::kVerify);
   if (!action) return InvalidArgument("checkpoint names an unknown action");
-  return CheckpointRequest{ToString(in.getDir()), *action};
+  if (in.getCut() == 0 && (in.getPreviousCut() != 0 || in.getTrack())) {
+    return InvalidArgument("checkpoint names a previous cut or tracking without a cut id");
+  }
+  return CheckpointRequest{ToString(in.getDir()), *action, in.getCut(), in.getPreviousCut(),
+                           in.getTrack()};
 }
 
 Result<CheckpointCutRequest> ReadCut(schema::CheckpointCut::Reader in) {
@@ -76,9 +80,11 @@ std::optional<Result<RequestBody>> ReadMovesRequest(schema::Request::Reader requ
       return AsBody<RequestBody>(ReadCheckpoint(request.getCheckpoint()));
     case schema::Request::CHECKPOINT_CUT:
       return AsBody<RequestBody>(ReadCut(request.getCheckpointCut()));
-    case schema::Request::CHECKPOINT_NOW:
+    case schema::Request::CHECKPOINT_NOW: {
+      auto in = request.getCheckpointNow();
       return AsBody<RequestBody>(
-          CheckpointNowRequest{ToString(request.getCheckpointNow().getDir())});
+          CheckpointNowRequest{{ToString(in.getDir()), ToString(in.getAfter()), in.getChain()}});
+    }
     default:
       return std::nullopt;
   }
@@ -91,8 +97,9 @@ std::optional<Result<ResponseBody>> ReadMovesResponse(schema::Response::Reader r
       return AsBody<ResponseBody>(ReadServerOrders(response.getServerOrders()));
     case schema::Response::CUT_INFO: {
       auto in = response.getCutInfo();
-      return AsBody<ResponseBody>(
-          CutInfo{in.getClock(), ToString(in.getDir()), in.getKeep(), in.getCoordinate()});
+      return AsBody<ResponseBody>(CutInfo{in.getClock(), ToString(in.getDir()), in.getKeep(),
+                                          in.getCoordinate(), in.getChain(),
+                                          ToString(in.getAfter())});
     }
     case schema::Response::PARTITION_DATA:
       return AsBody<ResponseBody>(ReadPartitionData(response.getPartitionData()));
@@ -132,6 +139,9 @@ Frame EncodeCheckpoint(const RequestHeader& header, const CheckpointRequest& che
     auto out = request.initCheckpoint();
     out.setDir(checkpoint.dir);
     out.setAction(ToSchema<schema::Checkpoint::Action>(checkpoint.action));
+    out.setCut(checkpoint.cut);
+    out.setPreviousCut(checkpoint.previous_cut);
+    out.setTrack(checkpoint.track);
   });
 }
 
@@ -146,10 +156,14 @@ Frame EncodeCheckpointCut(const RequestHeader& header, const CheckpointCutReques
   });
 }
 
-Frame EncodeCheckpointNow(const RequestHeader& header, std::string_view dir) {
-  return BuildMessage(header, dir.size(), [&](schema::Request::Builder request) {
-    request.initCheckpointNow().setDir(TextOf(dir));
-  });
+Frame EncodeCheckpointNow(const RequestHeader& header, const CheckpointNowRequest& now) {
+  return BuildMessage(header, now.dir.size() + now.after.size(),
+                      [&](schema::Request::Builder request) {
+                        auto out = request.initCheckpointNow();
+                        out.setDir(now.dir);
+                        out.setAfter(now.after);
+                        out.setChain(now.chain);
+                      });
 }
 
 Frame EncodeServerOrdersResponse(uint64_t request_id, const ServerOrders& orders) {
@@ -162,13 +176,15 @@ Frame EncodeServerOrdersResponse(uint64_t request_id, const ServerOrders& orders
 }
 
 Frame EncodeCutInfoResponse(uint64_t request_id, uint64_t epoch, const CutInfo& cut) {
-  return BuildMessage(ResponseHead{request_id, epoch}, cut.dir.size(),
+  return BuildMessage(ResponseHead{request_id, epoch}, cut.dir.size() + cut.after.size(),
                       [&](schema::Response::Builder response) {
                         auto out = response.initCutInfo();
                         out.setClock(cut.clock);
                         out.setDir(cut.dir);
                         out.setKeep(cut.keep);
                         out.setCoordinate(cut.coordinate);
+                        out.setChain(cut.chain);
+                        out.setAfter(cut.after);
                       });
 }
 

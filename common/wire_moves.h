@@ -71,6 +71,11 @@ struct CheckpointRequest {
   PeerRoles senders() const { return action == CheckpointAction::kWrite ? kTrainers : kAdmins; }
   std::string dir;  // checkpoint directory as the server sees it
   CheckpointAction action = CheckpointAction::kWrite;
+  // Writing: the cut's id (0: a full checkpoint outside any chain), the cut it follows (0: none)
+  // and whether to track changes from it on (ember.capnp's Checkpoint).
+  uint64_t cut = 0;
+  uint64_t previous_cut = 0;
+  bool track = false;
 };
 struct CheckpointCutRequest {
   static constexpr std::string_view kName = "checkpoint-cut";
@@ -80,10 +85,9 @@ struct CheckpointCutRequest {
   bool done = false;  // false: arrive
   std::string error;  // done: why the coordinator failed (empty: it succeeded)
 };
-struct CheckpointNowRequest {
+struct CheckpointNowRequest : CutRequest {
   static constexpr std::string_view kName = "checkpoint-now";
   static constexpr PeerRoles kSenders = kAdmins;
-  std::string dir;
 };
 
 Frame EncodeServerHeartbeat(const RequestHeader& header, uint32_t server);
@@ -92,7 +96,7 @@ Frame EncodePartitionTransfer(const RequestHeader& header,
                               const PartitionTransferRequest& transfer);
 Frame EncodeCheckpoint(const RequestHeader& header, const CheckpointRequest& checkpoint);
 Frame EncodeCheckpointCut(const RequestHeader& header, const CheckpointCutRequest& cut);
-Frame EncodeCheckpointNow(const RequestHeader& header, std::string_view dir);
+Frame EncodeCheckpointNow(const RequestHeader& header, const CheckpointNowRequest& now);
 
 // ---- Responses (decoded as these structs and CutInfo) ----
 

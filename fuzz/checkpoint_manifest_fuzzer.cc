@@ -1,8 +1,11 @@
 // Fuzzes the checkpoint manifest (common/checkpoint_layout.h): ReadManifest, then
-// ReadAndVerifyCheckpoint, which checks each file the manifest lists. The first byte picks the
-// mode: 1 fixes the manifest's last "crc" line to match (so the lines before it are parsed), 0
-// leaves it as it is. Listed paths that leave the checkpoint folder are not followed: the
-// fuzzer reads nothing outside its scratch folder. Corpus: fuzz/corpus/checkpoint_manifest/.
+// ReadAndVerifyCheckpoint, which checks each file the manifest lists, and ReadCheckpointChain,
+// which walks an increment's chain back to its base. The first byte picks the mode: bit 0 fixes
+// the manifest's last "crc" line to match (so the lines before it are parsed), else it is left as
+// it is; bit 1 writes the same manifest as the predecessor "../previous" as well, so a chain walk
+// finds one more link. Listed paths that leave the checkpoint folder, and predecessors other than
+// ../<name>, are not followed: the fuzzer reads nothing outside its scratch folder.
+// Corpus: fuzz/corpus/checkpoint_manifest/.
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
@@ -35,20 +38,31 @@ bool StaysInside(const Manifest& manifest) {
       return false;
     }
   }
-  return true;
+  const std::string& previous = manifest.chain.previous;
+  return previous.empty() ||
+         (previous.rfind("../", 0) == 0 && previous.size() > 3 &&
+          previous.find('/', 3) == std::string::npos && previous.find("..", 3) == std::string::npos);
 }
 
-void Check(bool seal, std::string_view text) {
+void Check(bool seal, bool with_previous, std::string_view text) {
   const std::string dir = ScratchDir() + "/checkpoint";
-  static const bool made = MakeDirectories(dir).ok();
+  static const bool made =
+      MakeDirectories(dir).ok() && MakeDirectories(ScratchDir() + "/previous").ok();
   (void)made;
-  WriteScratchFile(std::string("checkpoint/") + kManifestName,
-                   seal ? SealManifest(text) : std::string(text));
+  const std::string manifest_text = seal ? SealManifest(text) : std::string(text);
+  WriteScratchFile(std::string("checkpoint/") + kManifestName, manifest_text);
+  WriteScratchFile(std::string("previous/") + kManifestName,
+                   with_previous ? manifest_text : std::string());
   auto manifest = ReadManifest(dir);
-  if (manifest.ok() && StaysInside(*manifest)) (void)ReadAndVerifyCheckpoint(dir);
+  if (!manifest.ok() || !StaysInside(*manifest)) return;
+  (void)ReadAndVerifyCheckpoint(dir);
+  if (manifest->chain.sequence > 0) {
+    auto previous = ReadManifest(ScratchDir() + "/" + manifest->chain.previous.substr(3));
+    if (!previous.ok() || StaysInside(*previous)) (void)ReadCheckpointChain(dir, VerifyFiles::kYes);
+  }
 }
 
-void Fuzz(uint8_t mode, std::string_view text) { Check(mode % 2 == 1, text); }
+void Fuzz(uint8_t mode, std::string_view text) { Check(mode % 2 == 1, (mode & 2) != 0, text); }
 
 }  // namespace
 }  // namespace ember::fuzz

@@ -124,7 +124,8 @@ std::vector<std::pair<std::string, Frame>> Requests() {
   add("checkpoint-cut", wire::EncodeCheckpointCut(h, {.trainer = 0, .clock = 2}));
   add("checkpoint-cut-done", wire::EncodeCheckpointCut(h, {.trainer = 0, .clock = 2, .done = true,
                                                             .error = "disk full"}));
-  add("checkpoint-now", wire::EncodeCheckpointNow(h, "/tmp/ckpt"));
+  add("checkpoint-now", wire::EncodeCheckpointNow(h, {{"/tmp/ckpt", "", false}}));
+  add("checkpoint-now-incremental", wire::EncodeCheckpointNow(h, {{"/tmp/ckpt/b", "/tmp/ckpt/a", false}}));
   return requests;
 }
 
@@ -291,7 +292,7 @@ void WriteSchedulerConversations(CorpusWriter& out) {
       Record(PeerRole::kServer, 1, wire::EncodeServerHeartbeat(formed, 0)),
       Record(PeerRole::kServer, 2, wire::EncodeServerHeartbeat(formed, 1)),
       Record(PeerRole::kAdmin, 5, wire::EncodeClusterStatusRequest(formed)),
-      Record(PeerRole::kAdmin, 5, wire::EncodeCheckpointNow(formed, "/tmp/ckpt")),
+      Record(PeerRole::kAdmin, 5, wire::EncodeCheckpointNow(formed, {{"/tmp/ckpt", "", false}})),
       Record(PeerRole::kTrainer, 3, wire::EncodeCheckpointCut(formed, {.trainer = 0, .clock = 1})),
   };
   out.Write(target, "form-train-checkpoint", JoinRecords(run));
@@ -342,6 +343,27 @@ void WritePartitionFiles(CorpusWriter& out, const std::string& scratch) {
     PayloadWriter rows;
     EMBER_CHECK(embedding::AppendPartitionRows(*table, kFuzzPartitions - 1, nullptr, rows).ok());
     transfer += rows.bytes();
+    if (spec.name == tables[0].name) {
+      // An incremental cut of partition 0: a base (cut 1), one row changed, then the delta.
+      const std::string whole = scratch + "/cut-whole.bin";
+      const std::string delta = scratch + "/cut-delta.bin";
+      EMBER_CHECK(embedding::WritePartitionCut(*table, 0, 0, 1, true, whole, delta, Flush::kLater)
+                      .ok());
+      EMBER_CHECK(table->Push(std::span(keys).first(1), Gradients(1, spec.dim)).ok());
+      auto cut = embedding::WritePartitionCut(*table, 0, 1, 2, true, whole, delta, Flush::kLater);
+      EMBER_CHECK(cut.ok() && !cut->whole);
+      auto file = ReadWholeFile(delta);
+      EMBER_CHECK(file.ok());
+      out.Write(target, "delta", 4, *file);
+      out.Write(target, "delta-sealed", 5, *file);
+      // The same with the second key deleted since (sealed: the checksum is fixed by the mode).
+      std::string deleted = file->substr(0, file->size() - 4 - 8);  // less the count and checksum
+      const uint64_t one = 1;
+      deleted.append(reinterpret_cast<const char*>(&one), sizeof(one));
+      deleted.append(reinterpret_cast<const char*>(&keys[1]), sizeof(keys[1]));
+      deleted.append(4, '\0');  // the checksum's place
+      out.Write(target, "delta-deleted-sealed", 5, deleted);
+    }
   }
   out.Write(target, "transfer-first", 2, transfer);
   out.Write(target, "transfer-next", 3, transfer);
@@ -388,6 +410,17 @@ void WriteManifests(CorpusWriter& out, const std::string& scratch) {
   out.Write("checkpoint_manifest", "complete", 0, *text);
   out.Write("checkpoint_manifest", "complete-sealed", 1, *text);
   out.Write("checkpoint_manifest", "edge-header-only", 1, "ember-checkpoint 1\npartitions 4\n");
+  // An increment of a chain, whose predecessor the fuzzer writes as the same manifest (mode 3).
+  EMBER_CHECK(
+      WriteFileAtomically(DeltaFilePath(dir, "user", 0), "delta", Flush::kLater).ok());
+  EMBER_CHECK(std::filesystem::remove(PartitionFilePath(dir, "user", 0)));
+  manifest.chain = ChainPlace{.cut = 0x2a, .sequence = 1, .previous = "../previous",
+                              .previous_cut = 0x29, .previous_crc = 0x12345678};
+  EMBER_CHECK(WriteManifest(dir, manifest).ok());
+  auto increment = ReadWholeFile(dir + "/" + kManifestName);
+  EMBER_CHECK(increment.ok());
+  out.Write("checkpoint_manifest", "increment", 0, *increment);
+  out.Write("checkpoint_manifest", "increment-with-previous", 3, *increment);
 }
 
 void WriteConfigs(CorpusWriter& out, const fs::path& source) {

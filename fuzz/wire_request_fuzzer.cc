@@ -49,7 +49,7 @@ std::optional<Frame> Encode(const wire::DecodedRequest& request) {
           [&](const HeartbeatRequest& beat) { return EncodeHeartbeat(h, beat.trainer); },
           [&](const CheckpointRequest& c) { return EncodeCheckpoint(h, c); },
           [&](const CheckpointCutRequest& cut) { return EncodeCheckpointCut(h, cut); },
-          [&](const CheckpointNowRequest& now) { return EncodeCheckpointNow(h, now.dir); },
+          [&](const CheckpointNowRequest& now) { return EncodeCheckpointNow(h, now); },
           [&](const ServerHeartbeatRequest& beat) { return EncodeServerHeartbeat(h, beat.server); },
           [&](const MoveDecisionRequest& decision) { return EncodeMoveDecision(h, decision); },
           [&](const DrainRequest& drain) { return EncodeDrain(h, drain.server); },

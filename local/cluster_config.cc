@@ -13,6 +13,36 @@
 namespace ember::local {
 namespace {
 
+// cluster.checkpoint_every: a step count, or {steps, incremental, base_every}.
+Status ReadCheckpointEvery(const YAML::Node& node, ClusterShape* shape) {
+  if (!node.IsDefined() || node.IsNull()) return Status::Ok();
+  const char* path = "cluster.checkpoint_every";
+  if (!node.IsMap()) {
+    try {
+      shape->checkpoint_every = node.as<uint64_t>();
+      return Status::Ok();
+    } catch (const YAML::Exception&) {
+      return InvalidArgument(std::string(path) + ": cannot read '" +
+                             (node.IsScalar() ? node.Scalar() : std::string("<non-scalar>")) +
+                             "' (a step count, or {steps: N, incremental: true, base_every: B})");
+    }
+  }
+  RETURN_IF_ERROR(config::RejectUnknownKeys(node, path, {"steps", "incremental", "base_every"}));
+  RETURN_IF_ERROR(config::ReadRequired(node, path, "steps", &shape->checkpoint_every));
+  bool incremental = false;
+  RETURN_IF_ERROR(config::ReadOptional(node, path, "incremental", &incremental));
+  uint32_t base_every = 10;
+  RETURN_IF_ERROR(config::ReadOptional(node, path, "base_every", &base_every));
+  if (!incremental && node["base_every"].IsDefined()) {
+    return InvalidArgument(std::string(path) + ".base_every: needs incremental: true");
+  }
+  if (incremental && base_every == 0) {
+    return InvalidArgument(std::string(path) + ".base_every: must be >= 1 (1: every cut is a base)");
+  }
+  shape->checkpoint_base_every = incremental ? base_every : 0;
+  return Status::Ok();
+}
+
 Status ReadShape(const YAML::Node& node, ClusterShape* shape) {
   if (!node.IsDefined() || node.IsNull()) return Status::Ok();
   RETURN_IF_ERROR(config::RejectUnknownKeys(
@@ -46,8 +76,7 @@ Status ReadShape(const YAML::Node& node, ClusterShape* shape) {
   if (auto policy = ps::ParseNonFinitePolicy(shape->non_finite_gradients); !policy.ok()) {
     return policy.status().WithContext("cluster.non_finite_gradients");
   }
-  RETURN_IF_ERROR(
-      config::ReadOptional(node, "cluster", "checkpoint_every", &shape->checkpoint_every));
+  RETURN_IF_ERROR(ReadCheckpointEvery(node["checkpoint_every"], shape));
   RETURN_IF_ERROR(config::ReadOptional(node, "cluster", "checkpoint_dir", &shape->checkpoint_dir));
   RETURN_IF_ERROR(
       config::ReadOptional(node, "cluster", "checkpoint_keep", &shape->checkpoint_keep));

@@ -37,8 +37,12 @@ struct ClusterShape {
   uint64_t server_memory_budget = 0;      // bytes of rows a server keeps in memory; 0: no limit
   std::string server_durability = "ack";  // ack | sync | flush, see `ember server --help`
   // Periodic checkpoints cut by the scheduler: every N steps into checkpoint_dir/step-<N>
-  // (relative to where the scheduler runs), keeping the newest checkpoint_keep (0: all).
+  // (relative to where the scheduler runs), keeping the newest checkpoint_keep (0: all) and the
+  // chains they need. `checkpoint_every: N`, or `{steps: N, incremental: true, base_every: B}`:
+  // incremental cuts write only the rows changed since the cut before, and every Bth cut is a
+  // full base (checkpoint_base_every 0: every cut is full).
   uint64_t checkpoint_every = 0;
+  uint32_t checkpoint_base_every = 0;
   std::string checkpoint_dir;
   uint32_t checkpoint_keep = 3;
   // What a server does with a push holding a NaN or infinite gradient: refuse | skip.

@@ -75,6 +75,16 @@ std::string TrainSummaryJson(const trainer::TrainSummary& s,
                {"loss_start", s.first_window.loss},
                {"loss_end", s.last_window.loss},
                {"servers", std::move(server_list)}};
+  if (!s.cuts.empty()) {
+    Json cuts = Json::array();
+    for (const trainer::CutRecord& cut : s.cuts) {
+      cuts.push_back({{"step", cut.step},
+                      {"seconds", cut.seconds},
+                      {"bytes", cut.bytes},
+                      {"chain_place", cut.chain_place}});
+    }
+    json["checkpoints"] = std::move(cuts);
+  }
   if (eval) {
     auto split = [](const trainer::RankingFigures& figures) {
       return Json{{"users", figures.cases}, {"hit_rate", figures.hit_rate}, {"ndcg", figures.ndcg}};

@@ -14,11 +14,18 @@ std::string PeriodicCutDir(const std::string& dir, uint64_t clock) {
   return dir + "/" + name;
 }
 
-Result<uint64_t> CheckpointCuts::Request(const std::string& dir, uint64_t highest_clock) {
-  if (!IsAbsoluteNormalPath(dir)) {
-    return InvalidArgument("checkpoint directory " + QuoteForError(dir, kMaxQuotedPath) +
-                           " is not an absolute path in normal form (no '.', '..' or empty "
-                           "components)");
+Result<uint64_t> CheckpointCuts::Request(const std::string& dir, const std::string& after,
+                                         bool chain, uint64_t highest_clock) {
+  for (const std::string* path : {&dir, &after}) {
+    if (path == &after && after.empty()) continue;
+    if (!IsAbsoluteNormalPath(*path)) {
+      return InvalidArgument("checkpoint directory " + QuoteForError(*path, kMaxQuotedPath) +
+                             " is not an absolute path in normal form (no '.', '..' or empty "
+                             "components)");
+    }
+  }
+  if (after == dir) {
+    return InvalidArgument("a checkpoint cannot extend itself ('" + dir + "')");
   }
   if (requested_) {
     return FailedPrecondition("a checkpoint into '" + requested_->dir + "' at clock " +
@@ -29,7 +36,9 @@ Result<uint64_t> CheckpointCuts::Request(const std::string& dir, uint64_t highes
   }
   // Every trainer has completed at most highest_clock, so each still reports highest + 1 and
   // hears the announcement of a cut at highest + 2 in its grant.
-  requested_ = wire::CutInfo{highest_clock + 2, dir, 0, false};
+  // A chain of at most one checkpoint: the cut is a base (its successors name it as `after`).
+  const uint32_t chain_length = chain && after.empty() ? 1 : 0;
+  requested_ = wire::CutInfo{highest_clock + 2, dir, 0, false, chain_length, after};
   return requested_->clock;
 }
 
@@ -37,7 +46,8 @@ wire::CutInfo CheckpointCuts::AnnouncedAfter(uint64_t clock) const {
   const uint64_t next = clock + 1;
   if (requested_ && requested_->clock == next) return *requested_;
   if (periodic_.every > 0 && next % periodic_.every == 0) {
-    return wire::CutInfo{next, PeriodicCutDir(periodic_.dir, next), periodic_.keep, false};
+    return wire::CutInfo{next, PeriodicCutDir(periodic_.dir, next), periodic_.keep, false,
+                         periodic_.chain, ""};
   }
   return wire::CutInfo{};
 }

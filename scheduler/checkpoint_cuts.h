@@ -29,7 +29,10 @@ namespace ember::scheduler {
 struct PeriodicCheckpoints {
   uint64_t every = 0;      // clocks between cuts; 0: none
   std::string dir;         // absolute; cut S goes to dir/step-<S, 9 digits>
-  uint32_t keep = 3;       // newest step-* directories kept (older ones are removed); 0: all
+  uint32_t keep = 3;       // newest step-* directories kept (older ones are removed, but for
+                           // the chains of those kept); 0: all
+  uint32_t chain = 0;      // incremental cuts: checkpoints a chain may hold (its base included)
+                           // before the next cut is a new base; 0: every cut is full
 };
 
 // dir/step-000000123: periodic cut directories sort by step.
@@ -43,9 +46,12 @@ class CheckpointCuts {
       : periodic_(std::move(periodic)), timeout_(timeout) {}
 
   // A cut into `dir` as soon as possible, given that the furthest trainer completed
-  // `highest_clock`; returns the cut's clock. FailedPrecondition while another requested cut is
-  // pending or a cut is under way; InvalidArgument for a relative or empty directory.
-  Result<uint64_t> Request(const std::string& dir, uint64_t highest_clock);
+  // `highest_clock`, as an increment of the checkpoint `after` (empty: a full checkpoint); returns
+  // the cut's clock; with `chain` and no `after`, the cut starts a chain. FailedPrecondition
+  // while another requested cut is pending or a cut is under way; InvalidArgument for a relative
+  // or empty directory.
+  Result<uint64_t> Request(const std::string& dir, const std::string& after, bool chain,
+                           uint64_t highest_clock);
   // The cut to announce to a trainer that just completed `clock` (cut.clock == clock + 1), or
   // a CutInfo with clock 0.
   wire::CutInfo AnnouncedAfter(uint64_t clock) const;

@@ -175,7 +175,7 @@ void Scheduler::Dispatch(Frame identity, const wire::DecodedRequest& request, co
   } else if (auto* cut = std::get_if<wire::CheckpointCutRequest>(&request.body)) {
     HandleCheckpointCut(std::move(identity), id, *cut);
   } else if (auto* now = std::get_if<wire::CheckpointNowRequest>(&request.body)) {
-    HandleCheckpointNow(std::move(identity), id, now->dir);
+    HandleCheckpointNow(std::move(identity), id, *now);
   } else if (std::holds_alternative<wire::PingRequest>(request.body)) {
     Reply(identity, wire::EncodeStatusResponse(id, routing_.epoch, Status::Ok()));
   } else {
@@ -375,7 +375,8 @@ void Scheduler::ServeClockWaiters() {
 }
 
 void Scheduler::HandleCheckpointNow(Frame identity, uint64_t request_id,
-                                    const std::string& dir) {
+                                    const wire::CheckpointNowRequest& now) {
+  const std::string& dir = now.dir;
   if (clocks_.live_trainers().empty()) {
     Reply(identity, wire::EncodeStatusResponse(
                         request_id, routing_.epoch,
@@ -384,7 +385,7 @@ void Scheduler::HandleCheckpointNow(Frame identity, uint64_t request_id,
     return;
   }
   if (!AdmitWaiter(identity, request_id, "checkpoint into " + QuoteForError(dir))) return;
-  auto clock = cuts_.Request(dir, clocks_.highest_clock());
+  auto clock = cuts_.Request(dir, now.after, now.chain, clocks_.highest_clock());
   if (!clock.ok()) {
     Reply(identity, wire::EncodeStatusResponse(request_id, routing_.epoch, clock.status()));
     return;

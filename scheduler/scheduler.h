@@ -109,7 +109,8 @@ class Scheduler {
   void HandleHeartbeat(const Frame& identity, uint64_t request_id, uint32_t trainer);
   void HandleCheckpointCut(Frame identity, uint64_t request_id,
                            const wire::CheckpointCutRequest& cut);
-  void HandleCheckpointNow(Frame identity, uint64_t request_id, const std::string& dir);
+  void HandleCheckpointNow(Frame identity, uint64_t request_id,
+                           const wire::CheckpointNowRequest& now);
   // Hands the active cut to its coordinator once everyone arrived; fails it when it timed out;
   // fails a requested cut nobody is left to reach.
   void ServeCut();

@@ -317,6 +317,8 @@ Result<TrainSummary> Trainer::Run(uint32_t steps,
   summary.steps = last_step - (first_step - 1);
   summary.seconds = std::chrono::duration<double>(Clock::now() - run_start).count();
   summary.samples_per_second = summary.seconds > 0 ? summary.samples / summary.seconds : 0;
+  summary.cuts = std::move(cuts_);
+  cuts_.clear();
   if (!summary.windows.empty()) {
     summary.first_window = summary.windows.front();
     summary.last_window = summary.windows.back();
@@ -374,7 +376,8 @@ Status Trainer::WriteCheckpoint(const std::string& dir) {
   CutInfo cut;
   cut.dir = dir;
   cut.clock = clock_;
-  return CompleteCut(cut);
+  CutRecord record;
+  return CompleteCut(cut, &record);
 }
 
 Status Trainer::TakeCheckpoint(const Result<std::string>& data_position) {
@@ -394,10 +397,20 @@ Status Trainer::TakeCheckpoint(const Result<std::string>& data_position) {
     return Status::Ok();
   }
   if (!arrived->coordinate) return Status::Ok();
-  const Status outcome = written.ok() ? CompleteCut(*arrived) : written;
+  const auto start = Clock::now();
+  CutRecord record{.step = cut.clock};
+  const Status outcome = written.ok() ? CompleteCut(*arrived, &record) : written;
   if (outcome.ok()) {
-    spdlog::info("trainer {}: checkpoint after step {} written to {}", options_.rank, cut.clock,
-                 cut.dir);
+    record.seconds = std::chrono::duration<double>(Clock::now() - start).count();
+    cuts_.push_back(record);
+    const std::string kind = record.chain_place < 0    ? std::string("full")
+                             : record.chain_place == 0 ? std::string("the base of a chain")
+                                                       : "increment " +
+                                                             std::to_string(record.chain_place) +
+                                                             " of its chain";
+    spdlog::info("trainer {}: checkpoint after step {} written to {} in {:.2f} s ({}, {:.1f} MB "
+                 "of partition files)",
+                 options_.rank, cut.clock, cut.dir, record.seconds, kind, record.bytes / 1e6);
   } else {
     spdlog::error("trainer {}: checkpoint after step {} into {} failed: {}; training goes on",
                   options_.rank, cut.clock, cut.dir, outcome.ToString());
@@ -406,9 +419,12 @@ Status Trainer::TakeCheckpoint(const Result<std::string>& data_position) {
                                         options_.sync.clock_timeout);
 }
 
-Status Trainer::CompleteCut(const CutInfo& cut) {
+Status Trainer::CompleteCut(const CutInfo& cut, CutRecord* record) {
+  ASSIGN_OR_RETURN(const ps::CheckpointChaining chaining,
+                   ps::ChainingOf(cut, client_->routing().num_partitions));
   ASSIGN_OR_RETURN(Manifest manifest, ps::CheckpointServers(*client_, cut.dir, cut.clock,
-                                                                options_.sync.clock_timeout));
+                                                                options_.sync.clock_timeout,
+                                                                chaining));
   manifest.trainers = options_.sync.trainers;
   for (uint32_t rank = 0; rank < manifest.trainers; ++rank) {
     const std::string path = TrainerFilePath(cut.dir, rank);
@@ -419,6 +435,11 @@ Status Trainer::CompleteCut(const CutInfo& cut) {
     }
   }
   RETURN_IF_ERROR(WriteManifest(cut.dir, manifest));
+  ASSIGN_OR_RETURN(const Manifest written, ReadManifest(cut.dir));
+  for (const ManifestFile& file : written.files) {
+    if (file.path.rfind("tables/", 0) == 0) record->bytes += file.bytes;
+  }
+  record->chain_place = chaining.chained ? static_cast<int64_t>(written.chain.sequence) : -1;
   if (cut.keep > 0) {
     return PruneCheckpoints(std::filesystem::path(cut.dir).parent_path().string(), cut.keep);
   }

@@ -60,6 +60,14 @@ struct WindowStats {
   double device_busy = 0; // share of wall time the backend's device was busy (GPU busy share)
 };
 
+// A checkpoint cut this trainer coordinated.
+struct CutRecord {
+  uint64_t step = 0;
+  double seconds = 0;       // from this trainer's arrival until the manifest was written
+  uint64_t bytes = 0;       // of the partition files written
+  int64_t chain_place = -1; // -1: a full checkpoint; 0: the base of a chain; N: its Nth increment
+};
+
 struct TrainSummary {
   uint32_t steps = 0;
   uint64_t samples = 0;
@@ -69,6 +77,7 @@ struct TrainSummary {
   WindowStats last_window;   // loss at the end
   std::vector<WindowStats> windows;
   std::string backend;
+  std::vector<CutRecord> cuts;  // the checkpoint cuts this trainer coordinated
 };
 
 // Hooks for tests, called on the trainer's thread.
@@ -124,7 +133,7 @@ class Trainer {
   Status WriteOwnFile(const std::string& dir, const Result<std::string>& data_position);
   // The coordinator's part: the servers' partitions, every trainer file present, the manifest,
   // and pruning of older periodic checkpoints.
-  Status CompleteCut(const CutInfo& cut);
+  Status CompleteCut(const CutInfo& cut, CutRecord* record);
   // With look-ahead: tells the servers the keys of the batch `id` just drawn ahead (a hint per
   // table), for its push to release.
   void AnnounceBatch(const Batch& batch, uint64_t id);
@@ -145,6 +154,7 @@ class Trainer {
   std::unique_ptr<DenseTable> dense_;  // when the dense weights live on the servers
   ClockObserver observer_;
   CutInfo pending_cut_;  // announced cut (clock 0: none)
+  std::vector<CutRecord> cuts_;  // coordinated in this run
   // The data position after step noted_position_clock_, noted for a cut or the step hook.
   Result<std::string> noted_position_ = FailedPrecondition("no data position was noted");
   uint64_t noted_position_clock_ = 0;

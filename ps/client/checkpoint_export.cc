@@ -12,13 +12,15 @@
 namespace ember::ps {
 namespace {
 
-Status ExportTable(const std::string& dir, const Manifest& manifest, const ManifestTable& table,
+Status ExportTable(const std::vector<ChainLink>& chain, const ManifestTable& table,
                    const std::string& out_dir) {
   std::vector<uint64_t> keys;
   std::vector<float> rows;
-  for (uint32_t p = 0; p < manifest.partitions; ++p) {
-    const std::string path = PartitionFilePath(dir, table.name, p);
-    ASSIGN_OR_RETURN(embedding::PartitionRows part, embedding::ReadPartitionFile(path));
+  for (uint32_t p = 0; p < chain.back().manifest.partitions; ++p) {
+    ASSIGN_OR_RETURN(std::vector<std::string> files, PartitionChainFiles(chain, table.name, p));
+    const std::string& path = files.front();
+    ASSIGN_OR_RETURN(embedding::PartitionRows part,
+                     embedding::FoldPartitionFiles(files, nullptr, p));
     if (part.table != table.name || part.dim != table.dim) {
       return DataLoss("checkpoint file '" + path + "' holds table '" + part.table + "' of dim " +
                       std::to_string(part.dim) + ", the manifest says '" + table.name +
@@ -49,10 +51,11 @@ Status ExportTable(const std::string& dir, const Manifest& manifest, const Manif
 }  // namespace
 
 Status ExportCheckpointTables(const std::string& checkpoint_dir, const std::string& out_dir) {
-  ASSIGN_OR_RETURN(Manifest manifest, ReadAndVerifyCheckpoint(checkpoint_dir));
+  ASSIGN_OR_RETURN(std::vector<ChainLink> chain,
+                   ReadCheckpointChain(checkpoint_dir, VerifyFiles::kYes));
   RETURN_IF_ERROR(MakeDirectories(out_dir));
-  for (const ManifestTable& table : manifest.tables) {
-    RETURN_IF_ERROR(ExportTable(checkpoint_dir, manifest, table, out_dir));
+  for (const ManifestTable& table : chain.back().manifest.tables) {
+    RETURN_IF_ERROR(ExportTable(chain, table, out_dir));
   }
   return Status::Ok();
 }

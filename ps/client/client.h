@@ -125,7 +125,9 @@ class Client {
                     Millis timeout);
   // Asks every server to write, verify or load its checkpoint files in `dir`, absolute as the
   // servers see it (ps/client/checkpoint.h has the steps around it); returns once all did.
-  Status Checkpoint(const std::string& dir, CheckpointAction action, Millis timeout);
+  // `write` says how a cut is written (kWrite only).
+  Status Checkpoint(const std::string& dir, CheckpointAction action, Millis timeout,
+                    const CutWrite& write = {});
   // Counters and table sizes of every server, in server-id order.
   Result<std::vector<ServerStats>> Stats(Millis timeout = Millis(10'000));
 

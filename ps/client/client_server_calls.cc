@@ -20,10 +20,12 @@ Status Client::ApplyClock(uint64_t clock, std::span<const uint32_t> trainers, Co
       .status();
 }
 
-Status Client::Checkpoint(const std::string& dir, CheckpointAction action, Millis timeout) {
+Status Client::Checkpoint(const std::string& dir, CheckpointAction action, Millis timeout,
+                          const CutWrite& write) {
   return impl_
       ->CallEveryServer(
-          [checkpoint = wire::CheckpointRequest{dir, action}](const wire::RequestHeader& header) {
+          [checkpoint = wire::CheckpointRequest{dir, action, write.cut, write.previous_cut,
+                                                write.track}](const wire::RequestHeader& header) {
             return wire::EncodeCheckpoint(header, checkpoint);
           },
           "checkpoint '" + dir + "'", timeout)

@@ -162,10 +162,11 @@ Status SchedulerClient::FinishCut(uint32_t trainer, uint64_t clock, const Status
       .status();
 }
 
-Result<CutInfo> SchedulerClient::CheckpointNow(const std::string& dir, Millis timeout) {
-  return Call<CutInfo>(
-      "asking for a checkpoint into '" + dir + "'", timeout,
-      [&](const wire::RequestHeader& header) { return wire::EncodeCheckpointNow(header, dir); });
+Result<CutInfo> SchedulerClient::CheckpointNow(const CutRequest& now, Millis timeout) {
+  return Call<CutInfo>("asking for a checkpoint into '" + now.dir + "'", timeout,
+                       [&](const wire::RequestHeader& header) {
+                         return wire::EncodeCheckpointNow(header, wire::CheckpointNowRequest{now});
+                       });
 }
 
 // ---- Barriers ----

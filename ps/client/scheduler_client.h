@@ -86,9 +86,10 @@ class SchedulerClient {
   Result<CutInfo> ArriveAtCut(uint32_t trainer, uint64_t clock, Millis timeout);
   // The coordinator's report: the servers' part and the manifest are written (`outcome` OK) or not.
   Status FinishCut(uint32_t trainer, uint64_t clock, const Status& outcome, Millis timeout);
-  // Asks for a cut into `dir` (absolute) as soon as possible and waits until the trainers and
-  // servers wrote it; returns the cut (its clock is the step).
-  Result<CutInfo> CheckpointNow(const std::string& dir, Millis timeout);
+  // Asks for a cut into now.dir (absolute) as soon as possible (now.after and now.chain: as an
+  // increment or a base of a chain) and waits until the trainers and servers wrote it; returns
+  // the cut (its clock is the step).
+  Result<CutInfo> CheckpointNow(const CutRequest& now, Millis timeout);
 
   // ---- Barriers ----
   // Waits until `count` participants reached the barrier `name`.

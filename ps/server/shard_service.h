@@ -159,10 +159,13 @@ class ShardService {
   // In shard_service_checkpoint.cc.
   Frame HandleCheckpoint(const wire::RequestHeader& header,
                                   const wire::CheckpointRequest& checkpoint);
-  Status WriteCheckpoint(const std::string& dir);
+  // Writes every owned partition as `write` says: whole, or as a delta where its changes since
+  // write.previous_cut are tracked.
+  Status WriteCheckpoint(const std::string& dir, const CutWrite& write);
   // Reads and checks every owned partition's file; changes nothing.
   Status VerifyCheckpoint(const std::string& dir);
-  // VerifyCheckpoint, then loads every owned partition's file.
+  // VerifyCheckpoint, then loads every owned partition from its chain's files; a checkpoint of a
+  // chain starts tracking the partitions' changes from its cut.
   Status RestoreCheckpoint(const std::string& dir);
   Frame HandlePartitionTransfer(const wire::RequestHeader& header,
                                 const wire::PartitionTransferRequest& transfer, const Peer& peer);

@@ -319,7 +319,14 @@ TEST(WireTest, EveryRequestKindRoundTripsUnderItsName) {
         DecodedBody<CheckpointRequest>(EncodeCheckpoint(h, {"/ckpt", action}), h, "checkpoint");
     EXPECT_EQ(checkpoint.dir, "/ckpt");
     EXPECT_EQ(checkpoint.action, action);
+    EXPECT_EQ(checkpoint.cut, 0u);
   }
+  const auto incremental = DecodedBody<CheckpointRequest>(
+      EncodeCheckpoint(h, {"/ckpt", CheckpointAction::kWrite, 0x1234, 0x99, true}), h,
+      "checkpoint");
+  EXPECT_EQ(incremental.cut, 0x1234u);
+  EXPECT_EQ(incremental.previous_cut, 0x99u);
+  EXPECT_TRUE(incremental.track);
   for (bool done : {false, true}) {
     const auto cut = DecodedBody<CheckpointCutRequest>(
         EncodeCheckpointCut(h, {4, 30, done, done ? "disk full" : ""}), h, "checkpoint-cut");
@@ -328,9 +335,12 @@ TEST(WireTest, EveryRequestKindRoundTripsUnderItsName) {
     EXPECT_EQ(cut.done, done);
     EXPECT_EQ(cut.error, done ? "disk full" : "");
   }
-  EXPECT_EQ(
-      DecodedBody<CheckpointNowRequest>(EncodeCheckpointNow(h, "/now"), h, "checkpoint-now").dir,
-      "/now");
+  const auto now =
+      DecodedBody<CheckpointNowRequest>(EncodeCheckpointNow(h, {{"/now", "/before", true}}), h,
+                                        "checkpoint-now");
+  EXPECT_EQ(now.dir, "/now");
+  EXPECT_EQ(now.after, "/before");
+  EXPECT_TRUE(now.chain);
 }
 
 template <typename T>
@@ -382,7 +392,7 @@ TEST(WireTest, EveryResponseKindRoundTrips) {
   EXPECT_EQ(got_stats.limits_hit[1].limit, "socket_queue");
   EXPECT_EQ(got_stats.limits_hit[1].count, 31u);
 
-  ClockGrant grant{7, {0, 1}, 6, CutInfo{9, "/cut", 3, true}};
+  ClockGrant grant{7, {0, 1}, 6, CutInfo{9, "/cut", 3, true, 10, "/before"}};
   const auto got_grant =
       DecodedResponseBody<ClockGrant>(EncodeClockGrantResponse(7, 8, grant), 7, 8);
   EXPECT_EQ(got_grant.clock, 7u);
@@ -391,14 +401,18 @@ TEST(WireTest, EveryResponseKindRoundTrips) {
   EXPECT_EQ(got_grant.cut.clock, 9u);
   EXPECT_EQ(got_grant.cut.dir, "/cut");
   EXPECT_EQ(got_grant.cut.keep, 3u);
+  EXPECT_EQ(got_grant.cut.chain, 10u);
+  EXPECT_EQ(got_grant.cut.after, "/before");
   EXPECT_FALSE(got_grant.cut.coordinate);  // a grant announces a cut; arrivals coordinate
 
   const auto got_cut =
-      DecodedResponseBody<CutInfo>(EncodeCutInfoResponse(9, 1, CutInfo{9, "/cut", 2, true}), 9, 1);
+      DecodedResponseBody<CutInfo>(EncodeCutInfoResponse(9, 1, CutInfo{9, "/cut", 2, true, 4, "/a"}), 9, 1);
   EXPECT_EQ(got_cut.clock, 9u);
   EXPECT_EQ(got_cut.dir, "/cut");
   EXPECT_EQ(got_cut.keep, 2u);
   EXPECT_TRUE(got_cut.coordinate);
+  EXPECT_EQ(got_cut.chain, 4u);
+  EXPECT_EQ(got_cut.after, "/a");
 
   ServerOrders orders{routing, {{1, 0, 1}, {5, 1, 0}}, true};
   const auto got_orders =
@@ -512,6 +526,8 @@ TEST(WireTest, RequestsWithUnknownNumbersOrBadArraysAreRejected) {
       {[](R r) { r.initApplyClock().initTrainers(5); }, "apply trainers holds 5 bytes"},
       {[](R r) { r.initCheckpoint().setAction(static_cast<schema::Checkpoint::Action>(3)); },
        "checkpoint names an unknown action"},
+      {[](R r) { r.initCheckpoint().setPreviousCut(3); },
+       "checkpoint names a previous cut or tracking without a cut id"},
       {[](R r) { r.initCheckpointCut().setPhase(static_cast<schema::CheckpointCut::Phase>(2)); },
        "checkpoint-cut names an unknown phase"},
       {[](R r) {

@@ -4,21 +4,27 @@
 
 #include <gtest/gtest.h>
 
+#include <fstream>
+#include <sstream>
 #include <string>
 #include <vector>
+
+#include "tests/test_util.h"
 
 namespace ember {
 namespace {
 
 const std::string kTtBench = std::string(EMBER_SOURCE_DIR) + "/configs/tt-bench.yaml";
 
-Result<local::ClusterConfig> LoadWith(const std::vector<std::string>& texts) {
+// The config at `path` loaded with the overrides `texts`.
+Result<local::ClusterConfig> LoadWith(const std::vector<std::string>& texts,
+                                      const std::string& path = kTtBench) {
   std::vector<config::Override> overrides;
   for (const std::string& text : texts) {
     ASSIGN_OR_RETURN(config::Override parsed, config::ParseOverride(text));
     overrides.push_back(parsed);
   }
-  return local::LoadClusterConfig(kTtBench, "", overrides);
+  return local::LoadClusterConfig(path, "", overrides);
 }
 
 TEST(ClusterConfigTest, OverridesChangeTheLoadedValues) {
@@ -146,6 +152,56 @@ TEST(LimitsConfigTest, BadLimitsAreNamed) {
     EXPECT_EQ(config.status().code(), StatusCode::kInvalidArgument) << c.override_text;
     EXPECT_NE(config.status().message().find(c.expected), std::string::npos)
         << c.override_text << ": " << config.status().ToString();
+  }
+}
+
+// tt-bench with `lines` added to its cluster section, loaded.
+Result<local::ClusterConfig> LoadWithCluster(const std::string& lines,
+                                             const std::vector<std::string>& overrides = {}) {
+  std::ifstream in(kTtBench);
+  std::stringstream text;
+  text << in.rdbuf();
+  std::string yaml = text.str();
+  const size_t cluster = yaml.find("\ncluster:\n");
+  EXPECT_NE(cluster, std::string::npos);
+  yaml.insert(cluster + 10, lines);
+  testing::TempDir dir;
+  const std::string path = dir.path() + "/job.yaml";
+  std::ofstream(path) << yaml;
+  return LoadWith(overrides, path);
+}
+
+TEST(ClusterConfigTest, CheckpointEveryTakesAStepCountOrAnIncrementalSchedule) {
+  auto incremental = LoadWithCluster(
+      "  checkpoint_dir: ckpt\n"
+      "  checkpoint_every: {steps: 50, incremental: true, base_every: 8}\n");
+  ASSERT_TRUE(incremental.ok()) << incremental.status().ToString();
+  EXPECT_EQ(incremental->cluster.checkpoint_every, 50u);
+  EXPECT_EQ(incremental->cluster.checkpoint_base_every, 8u);
+
+  // Its keys take overrides one by one.
+  auto overridden = LoadWithCluster(
+      "  checkpoint_dir: ckpt\n  checkpoint_every: {steps: 50, incremental: true}\n",
+      {"cluster.checkpoint_every.steps=20"});
+  ASSERT_TRUE(overridden.ok()) << overridden.status().ToString();
+  EXPECT_EQ(overridden->cluster.checkpoint_every, 20u);
+  EXPECT_EQ(overridden->cluster.checkpoint_base_every, 10u);  // the default
+
+  auto full = LoadWithCluster("  checkpoint_dir: ckpt\n  checkpoint_every: {steps: 50}\n");
+  ASSERT_TRUE(full.ok()) << full.status().ToString();
+  EXPECT_EQ(full->cluster.checkpoint_base_every, 0u);
+
+  for (const auto& [text, error] : std::vector<std::pair<std::string, std::string>>{
+           {"{steps: 50, base_every: 4}", "base_every: needs incremental: true"},
+           {"{steps: 50, incremental: true, base_every: 0}", "base_every: must be >= 1"},
+           {"{incremental: true}", "cluster.checkpoint_every.steps: required"},
+           {"{steps: 5, every: 2}", "every"},
+           {"often", "cannot read 'often'"}}) {
+    auto refused =
+        LoadWithCluster("  checkpoint_dir: ckpt\n  checkpoint_every: " + text + "\n");
+    ASSERT_FALSE(refused.ok()) << text;
+    EXPECT_NE(refused.status().ToString().find(error), std::string::npos)
+        << refused.status().ToString();
   }
 }
 

@@ -2,7 +2,9 @@
 // continues with the same losses and ends with the same rows and dense weights as the run that
 // was never stopped; the same for two bsp trainers sharing dense weights on the servers; a cut
 // asked for while training runs (`ember checkpoint`) is consistent too; a damaged trainer file or
-// a run of another size is refused with an error naming it.
+// a run of another size is refused with an error naming it. Incremental checkpoints: a chain of
+// increments restores into 1 and 3 servers exactly as well, and so does the base it compacts into;
+// a chain with a missing, replaced, reordered or damaged link is refused, naming it.
 //
 // The real CPU backend, client, scheduler and servers run in this process; one trainer in asp
 // (or bsp) is deterministic, so "the same" means bit for bit.
@@ -17,6 +19,7 @@
 #include "local/local_cluster.h"
 #include "common/hash.h"
 #include "ps/client/checkpoint.h"
+#include "ps/client/checkpoint_compact.h"
 #include "scheduler/checkpoint_cuts.h"
 #include "tests/integration/small_two_tower.h"
 #include "tests/test_util.h"
@@ -72,6 +75,7 @@ struct RunOptions {
   uint32_t trainers = 1;
   SyncMode mode = SyncMode::kAsp;
   uint64_t checkpoint_every = 0;
+  uint32_t checkpoint_chain = 0;  // checkpoints per chain; 0: every cut is full
   std::string checkpoint_dir;
   std::string restore;  // a checkpoint to resume from
   uint32_t steps = 8;
@@ -97,6 +101,7 @@ RunResult Train(const RunOptions& options,
   cluster_options.checkpoints.every = options.checkpoint_every;
   cluster_options.checkpoints.dir = options.checkpoint_dir;
   cluster_options.checkpoints.keep = 0;
+  cluster_options.checkpoints.chain = options.checkpoint_chain;
   local::LocalCluster cluster(Tables(dense_on_servers), cluster_options);
   EXPECT_TRUE(cluster.status().ok()) << cluster.status().ToString();
 
@@ -265,7 +270,7 @@ TEST(TrainerCheckpointTest, ACheckpointAskedForWhileTrainingIsConsistent) {
   const RunResult full = Train(original, [&](const std::string& scheduler) {
     // Ask as soon as the trainer has completed a step; bounded retries.
     for (int attempt = 0; attempt < 200; ++attempt) {
-      taken = ps::RequestCheckpoint(scheduler, {}, cut, Millis(30'000));
+      taken = ps::RequestCheckpoint(scheduler, {}, {cut, "", false}, Millis(30'000));
       if (taken.ok() || taken.status().code() != StatusCode::kFailedPrecondition) break;
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
     }
@@ -309,6 +314,189 @@ TEST(TrainerCheckpointTest, ADamagedTrainerFileIsRefusedNamingIt) {
   ASSERT_FALSE(refused.statuses[0].ok());
   EXPECT_NE(refused.statuses[0].ToString().find("trainer-0.bin"), std::string::npos)
       << refused.statuses[0].ToString();
+}
+
+// Bytes of the partition files (whole and delta) of the checkpoint in `dir`.
+uint64_t TableBytes(const std::string& dir) {
+  auto manifest = ReadManifest(dir);
+  EXPECT_TRUE(manifest.ok()) << manifest.status().ToString();
+  uint64_t bytes = 0;
+  if (manifest.ok()) {
+    for (const ManifestFile& file : manifest->files) {
+      if (file.path.rfind("tables/", 0) == 0) bytes += file.bytes;
+    }
+  }
+  return bytes;
+}
+
+size_t DeltaFiles(const std::string& dir) {
+  auto manifest = ReadManifest(dir);
+  size_t deltas = 0;
+  if (manifest.ok()) {
+    for (const ManifestFile& file : manifest->files) deltas += IsDeltaFilePath(file.path);
+  }
+  return deltas;
+}
+
+class IncrementalCheckpointTest : public ::testing::Test {
+ protected:
+  // One run of 12 steps cutting every 2 into chains of at most 4: a base at step 2, increments
+  // at 4, 6 and 8, a new base at 10 and its increment at 12.
+  static void SetUpTestSuite() {
+    dir_ = new testing::TempDir;
+    RunOptions original;
+    original.steps = 12;
+    original.checkpoint_every = 2;
+    original.checkpoint_chain = 4;
+    original.checkpoint_dir = dir_->path();
+    full_ = new RunResult(Train(original));
+  }
+  static void TearDownTestSuite() {
+    delete full_;
+    delete dir_;
+  }
+
+  // Resumes from `cut` in a cluster of `servers` and expects the uninterrupted run's figures.
+  static void ExpectResumesExactly(const std::string& cut, uint64_t step, uint32_t servers) {
+    SCOPED_TRACE(cut + " into " + std::to_string(servers) + " servers");
+    RunOptions resumed;
+    resumed.steps = 12;
+    resumed.servers = servers;
+    resumed.restore = cut;
+    const RunResult rest = Train(resumed);
+    ExpectOk(rest);
+    ASSERT_EQ(rest.losses[0].size(), 12 - step);
+    for (size_t i = 0; i < rest.losses[0].size(); ++i) {
+      EXPECT_EQ(rest.losses[0][i], full_->losses[0][step + i]) << i;
+    }
+    EXPECT_TRUE(SameBits(rest.user_rows, full_->user_rows));
+    EXPECT_TRUE(SameBits(rest.item_rows, full_->item_rows));
+    ExpectSameDense(rest.dense[0], full_->dense[0]);
+  }
+
+  // A copy of the chain that ends at step 8 (steps 2 to 8) in a folder of its own.
+  static std::string CopyOfChain(const testing::TempDir& into) {
+    for (uint64_t step : {2, 4, 6, 8}) {
+      std::filesystem::copy(StepDir(dir_->path(), step), StepDir(into.path(), step),
+                            std::filesystem::copy_options::recursive);
+    }
+    return StepDir(into.path(), 8);
+  }
+
+  static testing::TempDir* dir_;
+  static RunResult* full_;
+};
+
+testing::TempDir* IncrementalCheckpointTest::dir_ = nullptr;
+RunResult* IncrementalCheckpointTest::full_ = nullptr;
+
+TEST_F(IncrementalCheckpointTest, ChainsHoldOnlyTheChangedRowsAndRestoreIntoAnyServerCount) {
+  ExpectOk(*full_);
+  ASSERT_EQ(full_->losses[0].size(), 12u);
+  const std::vector<uint32_t> places = {0, 1, 2, 3, 0, 1};  // of steps 2, 4, ..., 12
+  for (uint64_t step = 2; step <= 12; step += 2) {
+    SCOPED_TRACE("step " + std::to_string(step));
+    auto chain = ReadCheckpointChain(StepDir(dir_->path(), step), VerifyFiles::kYes);
+    ASSERT_TRUE(chain.ok()) << chain.status().ToString();
+    const uint32_t place = places[step / 2 - 1];
+    EXPECT_EQ(chain->back().manifest.chain.sequence, place);
+    EXPECT_EQ(chain->size(), place + 1);
+    if (place == 0) {
+      EXPECT_EQ(DeltaFiles(StepDir(dir_->path(), step)), 0u);
+    } else {
+      EXPECT_GT(DeltaFiles(StepDir(dir_->path(), step)), 0u);
+    }
+  }
+  // An increment holds the rows of two steps, fewer than a whole checkpoint of the table as it
+  // stood then (early on, most rows a step touches are new, so the comparison starts later).
+  EXPECT_LT(TableBytes(StepDir(dir_->path(), 8)), TableBytes(StepDir(dir_->path(), 10)));
+  EXPECT_LT(TableBytes(StepDir(dir_->path(), 12)), TableBytes(StepDir(dir_->path(), 10)));
+  ExpectResumesExactly(StepDir(dir_->path(), 8), 8, 1);
+  ExpectResumesExactly(StepDir(dir_->path(), 8), 8, 3);
+  ExpectResumesExactly(StepDir(dir_->path(), 12), 12, 2);
+}
+
+TEST_F(IncrementalCheckpointTest, ACompactedChainRestoresExactly) {
+  testing::TempDir copy;
+  const std::string tip = CopyOfChain(copy);
+  auto folded = ps::CompactCheckpoint(tip, ps::DefaultCompactionDir(tip));
+  ASSERT_TRUE(folded.ok()) << folded.status().ToString();
+  EXPECT_EQ(folded->folded, 4u);
+  EXPECT_EQ(folded->step, 8u);
+  auto base = ReadAndVerifyCheckpoint(folded->dir);
+  ASSERT_TRUE(base.ok()) << base.status().ToString();
+  EXPECT_EQ(base->chain.sequence, 0u);
+  EXPECT_EQ(DeltaFiles(folded->dir), 0u);
+  // It sorts after the tip, so it is the newest checkpoint of the folder.
+  auto newest = FindCheckpoint(copy.path());
+  ASSERT_TRUE(newest.ok());
+  EXPECT_EQ(*newest, folded->dir);
+  // Folding again into the same place is refused.
+  EXPECT_EQ(ps::CompactCheckpoint(tip, folded->dir).status().code(),
+            StatusCode::kFailedPrecondition);
+  ExpectResumesExactly(folded->dir, 8, 3);
+}
+
+TEST_F(IncrementalCheckpointTest, BrokenChainsAreRefusedNamingTheLink) {
+  auto refused = [](const std::string& tip, const std::string& expected) {
+    auto chain = ReadCheckpointChain(tip, VerifyFiles::kYes);
+    EXPECT_FALSE(chain.ok()) << expected;
+    if (!chain.ok()) {
+      EXPECT_NE(chain.status().ToString().find(expected), std::string::npos)
+          << chain.status().ToString();
+    }
+  };
+  {
+    SCOPED_TRACE("missing");
+    testing::TempDir copy;
+    const std::string tip = CopyOfChain(copy);
+    std::filesystem::remove_all(StepDir(copy.path(), 4));
+    refused(tip, StepDir(copy.path(), 4));
+    // A restore of it changes nothing: it fails before any server is asked.
+    RunOptions resumed;
+    resumed.restore = tip;
+    const RunResult failed = Train(resumed);
+    ASSERT_FALSE(failed.statuses[0].ok());
+    EXPECT_NE(failed.statuses[0].ToString().find(StepDir(copy.path(), 4)), std::string::npos)
+        << failed.statuses[0].ToString();
+  }
+  {
+    SCOPED_TRACE("replaced by a duplicate of another link");
+    testing::TempDir copy;
+    const std::string tip = CopyOfChain(copy);
+    std::filesystem::remove_all(StepDir(copy.path(), 6));
+    std::filesystem::copy(StepDir(copy.path(), 4), StepDir(copy.path(), 6),
+                          std::filesystem::copy_options::recursive);
+    refused(tip, "replaced, or a duplicate");
+  }
+  {
+    SCOPED_TRACE("reordered");
+    testing::TempDir copy;
+    const std::string tip = CopyOfChain(copy);
+    const std::string swap = copy.path() + "/swap";
+    std::filesystem::rename(StepDir(copy.path(), 4), swap);
+    std::filesystem::rename(StepDir(copy.path(), 6), StepDir(copy.path(), 4));
+    std::filesystem::rename(swap, StepDir(copy.path(), 6));
+    refused(tip, StepDir(copy.path(), 6));
+  }
+  {
+    SCOPED_TRACE("damaged delta");
+    testing::TempDir copy;
+    const std::string tip = CopyOfChain(copy);
+    auto manifest = ReadManifest(StepDir(copy.path(), 6));
+    ASSERT_TRUE(manifest.ok());
+    std::string delta;
+    for (const ManifestFile& file : manifest->files) {
+      if (IsDeltaFilePath(file.path)) delta = StepDir(copy.path(), 6) + "/" + file.path;
+    }
+    ASSERT_FALSE(delta.empty());
+    {
+      std::fstream bytes(delta, std::ios::in | std::ios::out | std::ios::binary);
+      bytes.seekp(30);
+      bytes.put('\x5a');
+    }
+    refused(tip, delta);
+  }
 }
 
 }  // namespace

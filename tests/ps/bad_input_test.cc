@@ -194,7 +194,7 @@ TEST_F(BadInputTest, ClockAndCutRequestsFromStrangersGetClearErrors) {
   Status done = call([](auto h) { return wire::EncodeCheckpointCut(h, {7, 3, true, ""}); });
   EXPECT_EQ(done.code(), StatusCode::kFailedPrecondition) << done.ToString();
   // Nobody is training, so there is nobody to cut a checkpoint.
-  Status now = call([](auto h) { return wire::EncodeCheckpointNow(h, "/tmp/ember-nowhere"); });
+  Status now = call([](auto h) { return wire::EncodeCheckpointNow(h, {{"/tmp/ember-nowhere", "", false}}); });
   EXPECT_EQ(now.code(), StatusCode::kFailedPrecondition) << now.ToString();
   EXPECT_NE(now.ToString().find("no trainer"), std::string::npos) << now.ToString();
   Status ping = call([](auto h) { return wire::EncodePing(h); });

@@ -23,11 +23,11 @@ TEST(CheckpointCutsTest, PeriodicCutsAreAnnouncedOneClockAhead) {
 TEST(CheckpointCutsTest, ARequestedCutIsPlacedPastEveryTrainerAndCoordinatedOnce) {
   const TimePoint t0{};
   CheckpointCuts cuts({}, milliseconds(1000));
-  EXPECT_EQ(cuts.Request("relative/dir", 7).status().code(), StatusCode::kInvalidArgument);
-  auto clock = cuts.Request("/now", 7);
+  EXPECT_EQ(cuts.Request("relative/dir", "", false, 7).status().code(), StatusCode::kInvalidArgument);
+  auto clock = cuts.Request("/now", "", false, 7);
   ASSERT_TRUE(clock.ok());
   EXPECT_EQ(*clock, 9u);  // every trainer still reports 8 and hears about 9 then
-  EXPECT_EQ(cuts.Request("/again", 7).status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_EQ(cuts.Request("/again", "", false, 7).status().code(), StatusCode::kFailedPrecondition);
   EXPECT_EQ(cuts.AnnouncedAfter(7).clock, 0u);
   EXPECT_EQ(cuts.AnnouncedAfter(8).dir, "/now");
 
