@@ -121,6 +121,8 @@ std::vector<std::pair<std::string, Frame>> Requests() {
   add("checkpoint-write", wire::EncodeCheckpoint(h, {"/tmp/ckpt", CheckpointAction::kWrite}));
   add("checkpoint-verify", wire::EncodeCheckpoint(h, {"/tmp/ckpt", CheckpointAction::kVerify}));
   add("checkpoint-restore", wire::EncodeCheckpoint(h, {"/tmp/ckpt", CheckpointAction::kRestore}));
+  add("checkpoint-write-increment",
+      wire::EncodeCheckpoint(h, {"/tmp/ckpt", CheckpointAction::kWrite, 0x2a, 0x29, true}));
   add("checkpoint-cut", wire::EncodeCheckpointCut(h, {.trainer = 0, .clock = 2}));
   add("checkpoint-cut-done", wire::EncodeCheckpointCut(h, {.trainer = 0, .clock = 2, .done = true,
                                                             .error = "disk full"}));
@@ -268,6 +270,17 @@ void WriteServerConversations(CorpusWriter& out) {
   }
   checkpoint.push_back(Record(PeerRole::kTrainer, pull));
   out.Write(target, "checkpoint-write-restore", JoinRecords(checkpoint));
+  // A base of a chain, a push, then an increment after it; the base restored.
+  std::vector<std::string> chain = {
+      Record(PeerRole::kTrainer, push),
+      Record(PeerRole::kTrainer,
+             wire::EncodeCheckpoint(h, {"/tmp/ckpt", CheckpointAction::kWrite, 1, 0, true})),
+      Record(PeerRole::kTrainer, push),
+      Record(PeerRole::kTrainer,
+             wire::EncodeCheckpoint(h, {"/tmp/ckpt/next", CheckpointAction::kWrite, 2, 1, true})),
+      Record(PeerRole::kAdmin, wire::EncodeCheckpoint(h, {"/tmp/ckpt", CheckpointAction::kRestore})),
+      Record(PeerRole::kTrainer, pull)};
+  out.Write(target, "checkpoint-chain", JoinRecords(chain));
   out.Write(target, "edge-garbage-then-ping",
             JoinRecords({std::string("\x00garbage!", 9), Record(PeerRole::kAdmin, wire::EncodePing(h))}));
 }

@@ -90,14 +90,43 @@ Status ShardService::WriteCheckpoint(const std::string& dir, const CutWrite& wri
   return SyncFilesystemOf(dir);
 }
 
+namespace {
+
+// Where a server restores its partitions from: the chain that ends at `dir` when it holds a
+// manifest, else (a directory of partition files alone, as servers write them before the
+// manifest) the whole files in it.
+class RestoreSource {
+ public:
+  static Result<RestoreSource> Of(const std::string& dir) {
+    RestoreSource source;
+    source.dir_ = dir;
+    if (std::filesystem::exists(dir + "/" + kManifestName)) {
+      ASSIGN_OR_RETURN(source.chain_, ReadCheckpointChain(dir, VerifyFiles::kNo));
+    }
+    return source;
+  }
+  // The cut the restored rows are as of (0: none to track changes from).
+  uint64_t cut() const { return chain_.empty() ? 0 : chain_.back().manifest.chain.cut; }
+  Result<std::vector<std::string>> Files(const std::string& table, uint32_t partition) const {
+    if (chain_.empty()) return std::vector<std::string>{PartitionFilePath(dir_, table, partition)};
+    return PartitionChainFiles(chain_, table, partition);
+  }
+
+ private:
+  std::string dir_;
+  std::vector<ChainLink> chain_;
+};
+
+}  // namespace
+
 Status ShardService::VerifyCheckpoint(const std::string& dir) {
-  ASSIGN_OR_RETURN(std::vector<ChainLink> chain, ReadCheckpointChain(dir, VerifyFiles::kNo));
+  ASSIGN_OR_RETURN(const RestoreSource source, RestoreSource::Of(dir));
   ProgressMeter meter(
       CheckpointProgress(server_id_, "verifying", tables_.size() * ownership_.served_count()));
   for (const auto& [name, table] : tables_) {
     for (uint32_t p = 0; p < ownership_.size(); ++p) {
       if (!ownership_.serves(p)) continue;
-      ASSIGN_OR_RETURN(std::vector<std::string> files, PartitionChainFiles(chain, name, p));
+      ASSIGN_OR_RETURN(std::vector<std::string> files, source.Files(name, p));
       RETURN_IF_ERROR(embedding::FoldPartitionFiles(files, table.get(), p).status());
       meter.Add(1);
     }
@@ -109,14 +138,13 @@ Status ShardService::RestoreCheckpoint(const std::string& dir) {
   // Every file is verified before any row changes, so a bad file leaves the rows as they were.
   // Files are read again to load them, keeping one partition in memory at a time.
   RETURN_IF_ERROR(VerifyCheckpoint(dir));
-  ASSIGN_OR_RETURN(std::vector<ChainLink> chain, ReadCheckpointChain(dir, VerifyFiles::kNo));
-  const uint64_t cut = chain.back().manifest.chain.cut;
+  ASSIGN_OR_RETURN(const RestoreSource source, RestoreSource::Of(dir));
   ProgressMeter meter(
       CheckpointProgress(server_id_, "loading", tables_.size() * ownership_.served_count()));
   for (const auto& [name, table] : tables_) {
     for (uint32_t p = 0; p < ownership_.size(); ++p) {
       if (!ownership_.serves(p)) continue;
-      ASSIGN_OR_RETURN(std::vector<std::string> files, PartitionChainFiles(chain, name, p));
+      ASSIGN_OR_RETURN(std::vector<std::string> files, source.Files(name, p));
       ASSIGN_OR_RETURN(embedding::PartitionRows rows,
                        embedding::FoldPartitionFiles(files, table.get(), p));
       Status loaded = embedding::LoadPartitionRows(*table, p, rows);
@@ -124,7 +152,7 @@ Status ShardService::RestoreCheckpoint(const std::string& dir) {
         return loaded.WithContext("restore stopped partway through partition " + std::to_string(p) +
                                   " of table '" + name + "'; restore again before serving");
       }
-      if (cut != 0) table->TrackChangesFrom(p, cut);
+      if (source.cut() != 0) table->TrackChangesFrom(p, source.cut());
       meter.Add(1);
     }
   }
