@@ -240,55 +240,91 @@ Status WritePartitionRowsFile(const PartitionRows& rows, const std::string& path
   return WriteChecksummedFile(path, kMagic, kVersion, payload.bytes(), flush);
 }
 
+namespace {
+
+// A partition's rows with deltas folded in one after another: the index of its keys is built once
+// for the whole chain, and deleted rows are dropped once at the end.
+class RowFold {
+ public:
+  explicit RowFold(PartitionRows& rows)
+      : rows_(rows), floats_per_row_(size_t{rows.dim} + rows.state_floats) {
+    index_.reserve(rows_.keys.size());
+    for (size_t i = 0; i < rows_.keys.size(); ++i) index_.emplace(rows_.keys[i], i);
+  }
+
+  Status Apply(const PartitionDelta& delta, const std::string& where) {
+    RETURN_IF_ERROR(CheckShape(rows_, rows_.partition, delta.rows, where));
+    for (size_t i = 0; i < delta.rows.keys.size(); ++i) {
+      const float* source = delta.rows.values.data() + i * floats_per_row_;
+      auto [at, inserted] = index_.emplace(delta.rows.keys[i], rows_.keys.size());
+      if (inserted) {
+        rows_.keys.push_back(delta.rows.keys[i]);
+        rows_.values.insert(rows_.values.end(), source, source + floats_per_row_);
+      } else {
+        std::copy_n(source, floats_per_row_, rows_.values.data() + at->second * floats_per_row_);
+      }
+    }
+    for (uint64_t key : delta.deleted) {
+      if (auto at = index_.find(key); at != index_.end()) {
+        gone_.push_back(at->second);
+        index_.erase(at);
+      }
+    }
+    return Status::Ok();
+  }
+
+  // Drops the deleted rows from `rows` (the order of the others stays).
+  void Finish() {
+    if (gone_.empty()) return;
+    std::vector<uint8_t> dropped(rows_.keys.size(), 0);
+    for (size_t at : gone_) dropped[at] = 1;
+    size_t kept = 0;
+    for (size_t i = 0; i < rows_.keys.size(); ++i) {
+      if (dropped[i]) continue;
+      if (kept != i) {
+        rows_.keys[kept] = rows_.keys[i];
+        std::copy_n(rows_.values.data() + i * floats_per_row_, floats_per_row_,
+                    rows_.values.data() + kept * floats_per_row_);
+      }
+      ++kept;
+    }
+    rows_.keys.resize(kept);
+    rows_.values.resize(kept * floats_per_row_);
+  }
+
+ private:
+  PartitionRows& rows_;
+  const size_t floats_per_row_;
+  std::unordered_map<uint64_t, size_t> index_;
+  std::vector<size_t> gone_;  // positions of deleted rows
+};
+
+}  // namespace
+
 Status ApplyPartitionDelta(PartitionRows& rows, const PartitionDelta& delta,
                            const std::string& where) {
-  RETURN_IF_ERROR(CheckShape(rows, rows.partition, delta.rows, where));
-  const size_t floats_per_row = size_t{rows.dim} + rows.state_floats;
-  std::unordered_map<uint64_t, size_t> index;
-  index.reserve(rows.keys.size() + delta.rows.keys.size());
-  for (size_t i = 0; i < rows.keys.size(); ++i) index.emplace(rows.keys[i], i);
-  for (size_t i = 0; i < delta.rows.keys.size(); ++i) {
-    const float* source = delta.rows.values.data() + i * floats_per_row;
-    auto [at, inserted] = index.emplace(delta.rows.keys[i], rows.keys.size());
-    if (inserted) {
-      rows.keys.push_back(delta.rows.keys[i]);
-      rows.values.insert(rows.values.end(), source, source + floats_per_row);
-    } else {
-      std::copy_n(source, floats_per_row, rows.values.data() + at->second * floats_per_row);
-    }
-  }
-  if (delta.deleted.empty()) return Status::Ok();
-  std::vector<uint8_t> gone(rows.keys.size(), 0);
-  for (uint64_t key : delta.deleted) {
-    if (auto at = index.find(key); at != index.end()) gone[at->second] = 1;
-  }
-  size_t kept = 0;
-  for (size_t i = 0; i < rows.keys.size(); ++i) {
-    if (gone[i]) continue;
-    if (kept != i) {
-      rows.keys[kept] = rows.keys[i];
-      std::copy_n(rows.values.data() + i * floats_per_row, floats_per_row,
-                  rows.values.data() + kept * floats_per_row);
-    }
-    ++kept;
-  }
-  rows.keys.resize(kept);
-  rows.values.resize(kept * floats_per_row);
+  RowFold fold(rows);
+  RETURN_IF_ERROR(fold.Apply(delta, where));
+  fold.Finish();
   return Status::Ok();
 }
 
 Result<PartitionRows> FoldPartitionFiles(std::span<const std::string> files,
                                          const EmbeddingTable* table, uint32_t partition) {
-  if (files.empty()) return InvalidArgument("no file to restore partition " + std::to_string(partition));
+  if (files.empty()) {
+    return InvalidArgument("no file to restore partition " + std::to_string(partition));
+  }
   ASSIGN_OR_RETURN(PartitionRows rows, table != nullptr
                                            ? ReadPartitionFile(*table, partition, files[0])
                                            : ReadPartitionFile(files[0]));
+  RowFold fold(rows);
   for (size_t i = 1; i < files.size(); ++i) {
     ASSIGN_OR_RETURN(PartitionDelta delta, table != nullptr
                                                ? ReadDeltaFile(*table, partition, files[i])
                                                : ReadDeltaFile(files[i]));
-    RETURN_IF_ERROR(ApplyPartitionDelta(rows, delta, "checkpoint file '" + files[i] + "'"));
+    RETURN_IF_ERROR(fold.Apply(delta, "checkpoint file '" + files[i] + "'"));
   }
+  fold.Finish();
   return rows;
 }
 
