@@ -335,8 +335,10 @@ Result<std::optional<ChainLink>> ChainPredecessor(const std::string& dir, uint32
                                                   uint32_t partitions) {
   const std::string parent = std::filesystem::path(NormalDir(dir)).parent_path().string();
   ASSIGN_OR_RETURN(auto steps, StepDirectories(parent));
+  const std::string name = std::filesystem::path(NormalDir(dir)).filename().string();
   for (auto it = steps.rbegin(); it != steps.rend(); ++it) {
-    if (it->string() == NormalDir(dir)) continue;
+    // Only checkpoints of earlier steps: a run resumed from an earlier step cuts later steps again.
+    if (it->filename().string() >= name) continue;
     if (!std::filesystem::exists(ManifestPath(it->string()))) continue;
     ASSIGN_OR_RETURN(Manifest newest, ReadManifest(it->string()));
     if (newest.chain.cut == 0 || newest.chain.sequence + 1 >= max_length ||

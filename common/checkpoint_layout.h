@@ -122,9 +122,10 @@ Result<std::vector<std::string>> PartitionChainFiles(const std::vector<ChainLink
 // Whether `path` is a delta file (delta-<p>.bin) rather than a whole partition file.
 bool IsDeltaFilePath(const std::string& path);
 
-// The checkpoint a new cut into `dir` extends when chains may hold `max_length` checkpoints (base
-// included): the newest complete checkpoint in dir's parent (as FindCheckpoint), when it belongs
-// to a chain with room left and has `partitions` partitions; nullopt: the cut starts a new base.
+// The checkpoint a new cut into `dir` (a step-* directory) extends when chains may hold
+// `max_length` checkpoints (base included): the newest complete step-* checkpoint in dir's parent
+// whose name sorts before dir's (an earlier step), when it belongs to a chain with room left and
+// has `partitions` partitions; nullopt: the cut starts a new base.
 Result<std::optional<ChainLink>> ChainPredecessor(const std::string& dir, uint32_t max_length,
                                                   uint32_t partitions);
 // The chain place of a checkpoint with cut id `cut` in `dir` that follows `predecessor` (nullopt:

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <filesystem>
 #include <random>
 
 #include "common/file_io.h"
@@ -53,6 +54,16 @@ Result<Manifest> CheckpointServers(Client& client, const std::string& dir, uint6
                                    Millis timeout, const CheckpointChaining& chaining) {
   ASSIGN_OR_RETURN(const std::string absolute, CanonicalDirectory(dir, "checkpoint directory"));
   RETURN_IF_ERROR(MakeDirectories(absolute));
+  // A checkpoint written here before (a run resumed from an earlier step cuts the same steps
+  // again) must not lend this one its manifest or partition files: a partition written as a delta
+  // now would sit beside its whole file of then.
+  std::error_code error;
+  std::filesystem::remove(absolute + "/" + kManifestName, error);
+  if (!error) std::filesystem::remove_all(absolute + "/tables", error);
+  if (error) {
+    return Unavailable("cannot clear '" + absolute + "' of an earlier checkpoint: " +
+                       error.message());
+  }
   CutWrite write;
   if (chaining.chained) {
     write.cut = NewCutId();

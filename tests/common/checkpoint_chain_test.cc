@@ -171,6 +171,11 @@ TEST(CheckpointChainTest, ANewCutExtendsTheNewestChainWhileItHasRoom) {
   // A chain of 2 is full; so is one of other partitions.
   EXPECT_FALSE(ChainPredecessor(Step(dir.path(), 6), 2, 2)->has_value());
   EXPECT_FALSE(ChainPredecessor(Step(dir.path(), 6), 3, 4)->has_value());
+  // A later step (left by a run that is now resumed from an earlier one) is passed over.
+  WriteLink(Step(dir.path(), 9), 9, Step(dir.path(), 4), {true, true});
+  next = ChainPredecessor(Step(dir.path(), 6), 3, 2);
+  ASSERT_TRUE(next.ok() && next->has_value());
+  EXPECT_EQ((*next)->dir, Step(dir.path(), 4));
   // A newest checkpoint outside any chain starts a new one.
   WriteLink(Step(dir.path(), 5), 0, "");
   EXPECT_FALSE(ChainPredecessor(Step(dir.path(), 6), 3, 2)->has_value());

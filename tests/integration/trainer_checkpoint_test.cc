@@ -416,6 +416,34 @@ TEST_F(IncrementalCheckpointTest, ChainsHoldOnlyTheChangedRowsAndRestoreIntoAnyS
   ExpectResumesExactly(StepDir(dir_->path(), 12), 12, 2);
 }
 
+TEST_F(IncrementalCheckpointTest, ARunResumedFromAnEarlierStepChainsItsCutsAgainExactly) {
+  // The whole folder, steps 2 to 12; resumed from step 6 with the same schedule, the run cuts
+  // steps 8 to 12 again over what its first run left there.
+  testing::TempDir copy;
+  for (uint64_t step = 2; step <= 12; step += 2) {
+    std::filesystem::copy(StepDir(dir_->path(), step), StepDir(copy.path(), step),
+                          std::filesystem::copy_options::recursive);
+  }
+  RunOptions resumed;
+  resumed.steps = 12;
+  resumed.checkpoint_every = 2;
+  resumed.checkpoint_chain = 4;
+  resumed.checkpoint_dir = copy.path();
+  resumed.restore = StepDir(copy.path(), 6);
+  ExpectOk(Train(resumed));
+  // Step 8 extends the restored step 6 with deltas (the servers tracked their changes from its
+  // cut), not the step 8 or 12 the first run left; 10 is a new base and 12 extends it.
+  auto eight = ReadCheckpointChain(StepDir(copy.path(), 8), VerifyFiles::kYes);
+  ASSERT_TRUE(eight.ok()) << eight.status().ToString();
+  EXPECT_EQ(eight->back().manifest.chain.sequence, 3u);
+  EXPECT_GT(DeltaFiles(StepDir(copy.path(), 8)), 0u);
+  auto twelve = ReadCheckpointChain(StepDir(copy.path(), 12), VerifyFiles::kYes);
+  ASSERT_TRUE(twelve.ok()) << twelve.status().ToString();
+  EXPECT_EQ(twelve->front().dir, StepDir(copy.path(), 10));
+  ExpectResumesExactly(StepDir(copy.path(), 8), 8, 3);
+  ExpectResumesExactly(StepDir(copy.path(), 12), 12, 1);
+}
+
 TEST_F(IncrementalCheckpointTest, ACompactedChainRestoresExactly) {
   testing::TempDir copy;
   const std::string tip = CopyOfChain(copy);
