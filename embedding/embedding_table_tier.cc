@@ -366,13 +366,17 @@ Status EmbeddingTable::RestoreTiered(uint32_t partition, uint64_t key, std::span
   uint32_t flags = kReferenced | kDirty;
   if (is_new) {
     bool on_disk = false;
-    const uint64_t keys[] = {key};
-    const uint32_t partitions[] = {partition};
-    Status read = tier.options.disk->MultiGet(partitions, keys,
-                                              [&](size_t, std::span<const float>) { on_disk = true; });
-    if (!read.ok()) {
-      stores_[partition].Erase(key);
-      return read.WithContext("restore into table '" + spec_.name + "'");
+    // A partition without durable rows (as after Erase, before a restore loads it) has none to
+    // look for.
+    if (tier.durable_rows[partition] > 0) {
+      const uint64_t keys[] = {key};
+      const uint32_t partitions[] = {partition};
+      Status read = tier.options.disk->MultiGet(
+          partitions, keys, [&](size_t, std::span<const float>) { on_disk = true; });
+      if (!read.ok()) {
+        stores_[partition].Erase(key);
+        return read.WithContext("restore into table '" + spec_.name + "'");
+      }
     }
     if (on_disk) flags |= kOnDisk;
     else rows_.fetch_add(1, std::memory_order_relaxed);
