@@ -102,6 +102,8 @@ struct TableStats {
   pinnedBytes @16 :UInt64;     # their bytes, bounded by the server's pin budget
   pinsRefused @17 :UInt64;     # hinted rows left unpinned because the pin budget was full
   createdAhead @18 :UInt64;    # new rows hints created ahead of their requests
+  trackedChangeKeys @19 :UInt64;  # keys of changed rows held for the next incremental cut (at
+                                  # most about two per changed row; none when cuts are full)
 }
 
 # How often a process refused something for one of its limits (common/limits.h).

@@ -31,6 +31,8 @@ struct TableStats {
   uint64_t pinned_bytes = 0;
   uint64_t pins_refused = 0;  // hinted rows not pinned because the pin budget was full
   uint64_t created_ahead = 0;  // new rows hints created ahead of their requests
+  // Keys of changed rows held for the next incremental checkpoint cut (embedding/change_tracker.h).
+  uint64_t tracked_change_keys = 0;
 };
 
 struct ServerStats {

@@ -4,6 +4,7 @@
 #include "common/wire_data_plane.h"
 
 #include <cstring>
+#include <iterator>
 #include <vector>
 
 #include "common/half.h"
@@ -133,7 +134,8 @@ constexpr Field<TableStats, schema::TableStats, uint64_t> kTableCounters[] = {
     EMBER_WIRE_FIELD(TableStats, pinned_rows, PinnedRows),
     EMBER_WIRE_FIELD(TableStats, pinned_bytes, PinnedBytes),
     EMBER_WIRE_FIELD(TableStats, pins_refused, PinsRefused),
-    EMBER_WIRE_FIELD(TableStats, created_ahead, CreatedAhead)};
+    EMBER_WIRE_FIELD(TableStats, created_ahead, CreatedAhead),
+    EMBER_WIRE_FIELD(TableStats, tracked_change_keys, TrackedChangeKeys)};
 constexpr Field<ServerStats, schema::ServerStats, uint64_t> kServerCounters[] = {
     EMBER_WIRE_FIELD(ServerStats, pull_requests, PullRequests),
     EMBER_WIRE_FIELD(ServerStats, push_requests, PushRequests),
@@ -171,7 +173,11 @@ ServerStats ReadStats(schema::ServerStats::Reader in) {
 // limits hit.
 size_t StatsBytes(const ServerStats& stats) {
   size_t bytes = LimitHitsBytes(stats.limits_hit);
-  for (const auto& table : stats.tables) bytes += 20 * sizeof(::capnp::word) + table.name.size();
+  // Per table: its counters, the name's pointer and text (rounded up to a word).
+  constexpr size_t kTableWords = std::size(kTableCounters) + 2;
+  for (const auto& table : stats.tables) {
+    bytes += kTableWords * sizeof(::capnp::word) + table.name.size();
+  }
   return bytes;
 }
 

@@ -115,6 +115,9 @@ std::vector<prometheus::MetricFamily> ServerMetrics::Collect() const {
       {CounterFamily("ember_server_pins_refused_total",
                      "Hinted rows left unpinned because the pin budget was full."),
        &TableStats::pins_refused},
+      {GaugeFamily("ember_server_tracked_change_keys",
+                   "Keys of changed rows held for the next incremental checkpoint cut."),
+       &TableStats::tracked_change_keys},
   };
   for (TableFigure& figure : per_table) {
     for (const TableStats& table : stats.tables) {

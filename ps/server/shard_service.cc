@@ -259,6 +259,7 @@ wire::ServerStats ShardService::Stats() const {
     stats.tables.back().pinned_rows = ahead.pinned_rows;
     stats.tables.back().pinned_bytes = ahead.pinned_bytes;
     stats.tables.back().pins_refused = ahead.pins_refused;
+    stats.tables.back().tracked_change_keys = table->tracked_change_keys();
   }
   stats.pull_requests = pull_requests_.load(std::memory_order_relaxed);
   stats.push_requests = push_requests_.load(std::memory_order_relaxed);

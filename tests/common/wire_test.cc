@@ -364,6 +364,7 @@ TEST(WireTest, EveryResponseKindRoundTrips) {
   ServerStats stats;
   stats.server_id = 4;
   stats.tables.push_back(TableStats{"a", 1, 2, 3, 4, 5, 6, 7, 8, 9, 10});
+  stats.tables.back().tracked_change_keys = 41;
   stats.tables.push_back(TableStats{"bb", 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 28, 29});
   stats.limits_hit = {{"keys_per_message", 30}, {"socket_queue", 31}};
   stats.pull_requests = 21;
@@ -388,6 +389,8 @@ TEST(WireTest, EveryResponseKindRoundTrips) {
             std::vector<uint64_t>({11, 12, 13, 14, 15, 16, 17, 18, 19, 20}));
   EXPECT_EQ(t.non_finite_refused, 28u);
   EXPECT_EQ(t.non_finite_skipped, 29u);
+  EXPECT_EQ(t.tracked_change_keys, 0u);
+  EXPECT_EQ(got_stats.tables[0].tracked_change_keys, 41u);
   ASSERT_EQ(got_stats.limits_hit.size(), 2u);
   EXPECT_EQ(got_stats.limits_hit[1].limit, "socket_queue");
   EXPECT_EQ(got_stats.limits_hit[1].count, 31u);

@@ -76,6 +76,64 @@ std::vector<float> TrainAndCheckpoint(const std::string& dir) {
   return PullAll(**client);
 }
 
+uint64_t TrackedChangeKeys(ps::Client& client) {
+  auto stats = client.Stats();
+  EXPECT_TRUE(stats.ok()) << stats.status().ToString();
+  uint64_t keys = 0;
+  for (const auto& server : *stats) keys += server.tables.at(0).tracked_change_keys;
+  return keys;
+}
+
+size_t DeltaFilesIn(const std::string& dir) {
+  size_t deltas = 0;
+  for (const auto& entry : std::filesystem::recursive_directory_iterator(dir)) {
+    deltas += IsDeltaFilePath(entry.path().string());
+  }
+  return deltas;
+}
+
+TEST(CheckpointTest, ServersTrackTheKeysChangedSinceAChainedCutAndWriteThemAsDeltas) {
+  testing::TempDir dir;
+  local::LocalCluster cluster(Tables(), {.num_servers = 2});
+  ASSERT_TRUE(cluster.status().ok()) << cluster.status().ToString();
+  auto client = cluster.Connect();
+  ASSERT_TRUE(client.ok()) << client.status().ToString();
+  PushStep(**client, 0);
+  EXPECT_EQ(TrackedChangeKeys(**client), 0u);  // nothing tracked before a chained cut
+
+  // A base, then 3 of the keys changed.
+  auto cut = [&](const std::string& into, std::optional<ChainLink> after) {
+    ps::CheckpointChaining chaining{.chained = true, .predecessor = std::move(after)};
+    auto manifest = ps::CheckpointServers(**client, into, 1, kTimeout, chaining);
+    EXPECT_TRUE(manifest.ok()) << manifest.status().ToString();
+    EXPECT_TRUE(WriteManifest(into, *manifest).ok());
+    auto written = ReadManifest(into);
+    EXPECT_TRUE(written.ok());
+    return ChainLink{into, *written};
+  };
+  const ChainLink base = cut(dir.path() + "/base", std::nullopt);
+  const std::vector<uint64_t> changed = {Keys()[0], Keys()[1], Keys()[2]};
+  ASSERT_TRUE(
+      (*client)->Push("items", changed, std::vector<float>(changed.size() * kDim, 0.5f)).Wait().ok());
+  EXPECT_EQ(TrackedChangeKeys(**client), 3u);
+
+  // The increment holds those rows alone; their keys stay held until a cut names it, in case it
+  // never completes.
+  const ChainLink increment = cut(dir.path() + "/increment", base);
+  EXPECT_EQ(increment.manifest.chain.sequence, 1u);
+  EXPECT_GE(DeltaFilesIn(increment.dir), 1u);
+  EXPECT_EQ(TrackedChangeKeys(**client), 3u);
+  cut(dir.path() + "/next", increment);
+  EXPECT_EQ(TrackedChangeKeys(**client), 0u);
+
+  // The chain restores the rows as they are.
+  const std::vector<float> rows = PullAll(**client);
+  PushStep(**client, 7);
+  auto restored = ps::RestoreServers(**client, increment.dir, kTimeout);
+  ASSERT_TRUE(restored.ok()) << restored.status().ToString();
+  EXPECT_EQ(PullAll(**client), rows);
+}
+
 TEST(CheckpointTest, RestoreIntoOneAndThreeServersGivesSameRowsAndSameNextStep) {
   testing::TempDir dir;
   const std::vector<float> saved = TrainAndCheckpoint(dir.path());
