@@ -86,6 +86,9 @@ Result<Manifest> ParseManifest(const std::string& dir, const std::string& text) 
     if (!ok) return BadManifest(dir, "cannot read line '" + line + "'");
   }
   if (manifest.partitions == 0) return BadManifest(dir, "no partition count");
+  // Sorted by path (as WriteManifest lists them), so that a file is found by binary search.
+  std::sort(manifest.files.begin(), manifest.files.end(),
+            [](const ManifestFile& a, const ManifestFile& b) { return a.path < b.path; });
   const ChainPlace& chain = manifest.chain;
   if (chain.cut == 0 && (chain.sequence != 0 || !chain.previous.empty())) {
     return BadManifest(dir, "a place in a chain without a cut id");
@@ -313,8 +316,10 @@ Result<std::vector<std::string>> PartitionChainFiles(const std::vector<ChainLink
   for (auto link = chain.rbegin(); link != chain.rend(); ++link) {
     const auto& listed = link->manifest.files;
     auto lists = [&](const std::string& path) {
-      return std::any_of(listed.begin(), listed.end(),
-                         [&](const ManifestFile& file) { return file.path == path; });
+      auto at = std::lower_bound(
+          listed.begin(), listed.end(), path,
+          [](const ManifestFile& file, const std::string& wanted) { return file.path < wanted; });
+      return at != listed.end() && at->path == path;
     };
     if (lists(whole)) {
       files.push_back(link->dir + "/" + whole);

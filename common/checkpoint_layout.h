@@ -88,7 +88,7 @@ struct Manifest {
   uint32_t trainers = 0;    // trainer files trainer-0 .. trainer-(T-1) of the run
   std::vector<ManifestTable> tables;
   ChainPlace chain;
-  std::vector<ManifestFile> files;  // filled in by WriteManifest
+  std::vector<ManifestFile> files;  // filled in by WriteManifest; read back sorted by path
   uint32_t crc = 0;                 // the manifest's own checksum (read back; set by reading)
 };
 

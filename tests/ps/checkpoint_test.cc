@@ -54,13 +54,16 @@ std::vector<float> PullAll(ps::Client& client) {
   return rows;
 }
 
-uint64_t RowsStored(ps::Client& client) {
+// A figure of the table's stats, summed over the servers.
+uint64_t SumOverServers(ps::Client& client, uint64_t TableStats::*figure) {
   auto stats = client.Stats();
   EXPECT_TRUE(stats.ok()) << stats.status().ToString();
-  uint64_t rows = 0;
-  for (const auto& server : *stats) rows += server.tables.at(0).rows;
-  return rows;
+  uint64_t sum = 0;
+  for (const auto& server : *stats) sum += server.tables.at(0).*figure;
+  return sum;
 }
+
+uint64_t RowsStored(ps::Client& client) { return SumOverServers(client, &TableStats::rows); }
 
 // A cluster of two servers trained three steps and checkpointed into `dir`; returns its rows.
 std::vector<float> TrainAndCheckpoint(const std::string& dir) {
@@ -77,11 +80,7 @@ std::vector<float> TrainAndCheckpoint(const std::string& dir) {
 }
 
 uint64_t TrackedChangeKeys(ps::Client& client) {
-  auto stats = client.Stats();
-  EXPECT_TRUE(stats.ok()) << stats.status().ToString();
-  uint64_t keys = 0;
-  for (const auto& server : *stats) keys += server.tables.at(0).tracked_change_keys;
-  return keys;
+  return SumOverServers(client, &TableStats::tracked_change_keys);
 }
 
 size_t DeltaFilesIn(const std::string& dir) {
