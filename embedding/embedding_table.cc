@@ -15,6 +15,10 @@
 #include "embedding/table_config.h"
 
 namespace ember::embedding {
+
+using internal::kPrefetchDistance;
+using internal::PrefetchRow;
+
 namespace {
 
 RowOptimizer MakeOptimizer(const TableSpec& spec) {
@@ -28,16 +32,6 @@ RowOptimizer MakeOptimizer(const TableSpec& spec) {
 // Lock stripes per table: enough that threads rarely meet, few enough that a request's keys form
 // long runs per stripe for the prefetcher.
 constexpr uint32_t kMaxLockStripes = 64;
-// How many keys ahead of its use a row is looked up and prefetched (its index entry twice as far).
-constexpr uint32_t kPrefetchDistance = 8;
-
-void PrefetchRow(const float* row, size_t floats) {
-  const char* bytes = reinterpret_cast<const char*>(row);
-  for (size_t offset = 0; offset < floats * sizeof(float); offset += 64) {
-    __builtin_prefetch(bytes + offset, 1);
-  }
-}
-
 // The check of a push made with Push(keys, grads, also_log): it applies every push and adds
 // also_log's records.
 class LogHookOnly final : public EmbeddingTable::PushCheck {
@@ -68,6 +62,7 @@ RequestGroups& GroupByStripe(std::span<const uint64_t> keys, uint64_t table_id,
   groups.rows.resize(n);
   groups.bounds.assign(num_stripes + 1, 0);
   groups.scratch_used = 0;
+  groups.entries_prefetched = 0;
   for (uint32_t i = 0; i < n; ++i) {
     groups.partition[i] = ember::PartitionOf(table_id, keys[i], num_partitions);
     ++groups.bounds[(groups.partition[i] & stripe_mask) + 1];
@@ -161,13 +156,8 @@ Status EmbeddingTable::ForEachRequestRow(std::span<const uint64_t> keys, size_t 
   // any stripe: a prefetch reads nothing, see RowStore::Prefetch), its row is looked up under its
   // stripe's lock and prefetched, then the row is used. The entry stage runs across stripes, so a
   // stripe's first lookups find their entries in cache.
-  const uint32_t n = static_cast<uint32_t>(keys.size());
-  uint32_t entries_prefetched = 0;
   const auto prefetch_entries_below = [&](uint32_t limit) {
-    for (limit = std::min(limit, n); entries_prefetched < limit; ++entries_prefetched) {
-      const uint32_t at = groups.order[entries_prefetched];
-      stores_[groups.partition[at]].Prefetch(keys[at]);
-    }
+    groups.PrefetchEntriesBelow(limit, keys, stores_);
   };
   const auto look_up = [&](uint32_t j) {
     const uint32_t at = groups.order[j];

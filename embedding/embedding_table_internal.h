@@ -2,6 +2,7 @@
 // stripe, and the flags word a tiered table keeps after each row in memory.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <mutex>
@@ -77,6 +78,19 @@ struct RequestGroups {
     scratch_used += scratch_row_floats;
     return row;
   }
+
+  // Prefetches the index entries (RowStore::Prefetch) of the keys at order[i] for every i below
+  // `limit` not prefetched yet, in group order and across stripes, so that a stripe's first
+  // lookups find their entries in cache too.
+  uint32_t entries_prefetched = 0;
+  void PrefetchEntriesBelow(uint32_t limit, std::span<const uint64_t> keys,
+                            std::span<const RowStore> stores) {
+    for (limit = std::min(limit, static_cast<uint32_t>(order.size())); entries_prefetched < limit;
+         ++entries_prefetched) {
+      const uint32_t at = order[entries_prefetched];
+      stores[partition[at]].Prefetch(keys[at]);
+    }
+  }
 };
 
 // Fills this thread's RequestGroups for `keys`, hashing each key to its partition of the table
@@ -103,6 +117,16 @@ inline uint32_t LoadFlags(const float* word) {
   return flags;
 }
 inline void StoreFlags(float* word, uint32_t flags) { std::memcpy(word, &flags, sizeof(flags)); }
+
+// How many keys ahead of its use a row is looked up and prefetched (its index entry twice as far).
+constexpr uint32_t kPrefetchDistance = 8;
+
+inline void PrefetchRow(const float* row, size_t floats) {
+  const char* bytes = reinterpret_cast<const char*>(row);
+  for (size_t offset = 0; offset < floats * sizeof(float); offset += 64) {
+    __builtin_prefetch(bytes + offset, 1);
+  }
+}
 
 }  // namespace internal
 }  // namespace ember::embedding

@@ -15,6 +15,8 @@ namespace ember::embedding {
 using internal::kChosen;
 using internal::kDirty;
 using internal::kOnDisk;
+using internal::kPrefetchDistance;
+using internal::PrefetchRow;
 using internal::kReferenced;
 using internal::LoadFlags;
 using internal::StoreFlags;
@@ -162,18 +164,37 @@ Status EmbeddingTable::ForEachTieredRequestRow(std::span<const uint64_t> keys,
     return EvictWhileOverBudget(touched, std::max<size_t>(1, inserted) * kEvictionsPerInsert);
   };
 
+  const auto prefetch_entries_below = [&](uint32_t limit) {
+    groups.PrefetchEntriesBelow(limit, keys, stores_);
+  };
+  // A pull reads the weights; a push also the state. Both mark the flags word after them.
+  const size_t used_floats = push ? floats_per_row_ : spec_.dim;
+  const auto look_up = [&](uint32_t j) {
+    const uint32_t at = groups.order[j];
+    float* row = stores_[groups.partition[at]].Find(keys[at]);
+    groups.rows[j] = row;
+    if (row == nullptr) return;
+    PrefetchRow(row, used_floats);
+    PrefetchRow(row + floats_per_row_, 1);
+  };
+  if (log) writes.ReserveRows(keys.size());
+
   std::vector<size_t> inserted_per_stripe;
   for (uint32_t s = 0; s < num_stripes_; ++s) {
     const uint32_t begin = groups.bounds[s];
     const uint32_t end = groups.bounds[s + 1];
     if (begin == end) continue;
     std::unique_lock<std::mutex> lock(stripes_[s].mu);
-    // Memory first.
+    // Memory first, pipelined as the in-memory path is: a key's index entry is prefetched
+    // 2 * kPrefetchDistance keys ahead (across stripes), its row looked up and prefetched
+    // kPrefetchDistance keys ahead, then the row is marked referenced.
     missed.clear();
+    prefetch_entries_below(begin + 2 * kPrefetchDistance);
+    for (uint32_t j = begin; j < std::min(end, begin + kPrefetchDistance); ++j) look_up(j);
     for (uint32_t j = begin; j < end; ++j) {
-      const uint32_t at = groups.order[j];
-      float* row = stores_[groups.partition[at]].Find(keys[at]);
-      groups.rows[j] = row;
+      prefetch_entries_below(j + 2 * kPrefetchDistance + 1);
+      if (j + kPrefetchDistance < end) look_up(j + kPrefetchDistance);
+      float* row = groups.rows[j];
       if (row == nullptr) {
         missed.push_back(j);
         continue;
@@ -261,7 +282,7 @@ Status EmbeddingTable::ForEachTieredRequestRow(std::span<const uint64_t> keys,
   // Every stripe of the request is still locked: the rows logged are the rows in memory, and the
   // log orders the pushes of a key as memory does. The rows stay changed: they reach RocksDB when
   // evicted or when the log retires the segment.
-  const PushLog::Ticket ticket = push_log->Append(writes.LogPayload());
+  const PushLog::Ticket ticket = push_log->Append(writes.TakeLogPayload());
   held.clear();
   // Acknowledged only once written (with the pushes that came meanwhile: group commit).
   RETURN_IF_ERROR(push_log->WaitDurable(ticket).WithContext("logging a push"));
@@ -490,8 +511,7 @@ Status EmbeddingTable::RelogDirtyRows() {
     });
     if (counted) AddCountRecord(writes, p, tier_->durable_rows[p]);
     if (writes.empty()) continue;
-    last = log.Append(writes.LogPayload(), PushLog::Origin::kRelog);
-    writes.Clear();
+    last = log.Append(writes.TakeLogPayload(), PushLog::Origin::kRelog);
   }
   return last == 0 ? Status::Ok() : log.WaitDurable(last).WithContext("relogging changed rows");
 }

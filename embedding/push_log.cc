@@ -2,10 +2,13 @@
 #include "embedding/push_log.h"
 
 #include <fcntl.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <cerrno>
+#include <climits>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -61,13 +64,37 @@ Status Errno(const std::string& what) {
   return Unavailable(what + ": " + std::strerror(errno));
 }
 
-Status WriteAll(int fd, const std::string& bytes, const std::string& path) {
-  size_t done = 0;
-  while (done < bytes.size()) {
-    const ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
+// Writes each payload of `records` as a record (its header, then the payload) with writev, as
+// many records per call as the system takes.
+Status WriteRecords(int fd, const std::vector<std::string>& records, const std::string& path) {
+  std::vector<std::array<char, kHeaderBytes>> headers(records.size());
+  std::vector<iovec> pieces;
+  pieces.reserve(2 * records.size());
+  for (size_t r = 0; r < records.size(); ++r) {
+    const std::string& payload = records[r];
+    PutLittleEndian(static_cast<uint32_t>(payload.size()), headers[r].data());
+    PutLittleEndian(Crc32c(payload.data(), payload.size()), headers[r].data() + 4);
+    pieces.push_back(iovec{headers[r].data(), kHeaderBytes});
+    if (!payload.empty()) {
+      pieces.push_back(iovec{const_cast<char*>(payload.data()), payload.size()});
+    }
+  }
+  size_t next = 0;  // the first piece not wholly written
+  while (next < pieces.size()) {
+    const int count = static_cast<int>(std::min<size_t>(pieces.size() - next, IOV_MAX));
+    const ssize_t n = ::writev(fd, pieces.data() + next, count);
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) return Errno("writing push log '" + path + "'");
-    done += static_cast<size_t>(n);
+    // Skip the pieces written, and the written part of a piece written in part.
+    size_t written = static_cast<size_t>(n);
+    while (next < pieces.size() && written >= pieces[next].iov_len) {
+      written -= pieces[next].iov_len;
+      ++next;
+    }
+    if (written > 0) {
+      pieces[next].iov_base = static_cast<char*>(pieces[next].iov_base) + written;
+      pieces[next].iov_len -= written;
+    }
   }
   return Status::Ok();
 }
@@ -158,20 +185,21 @@ Status PushLog::OpenSegment(uint64_t number) {
 }
 
 PushLog::Ticket PushLog::Append(std::string_view payload, Origin origin) {
-  char header[kHeaderBytes];
-  PutLittleEndian(static_cast<uint32_t>(payload.size()), header);
-  PutLittleEndian(Crc32c(payload.data(), payload.size()), header + 4);
+  return Append(std::string(payload), origin);
+}
+
+PushLog::Ticket PushLog::Append(std::string&& payload, Origin origin) {
+  const uint64_t bytes = kHeaderBytes + payload.size();
   std::lock_guard<std::mutex> lock(mu_);
   // A failed log writes nothing more: the ticket waits for nothing but the error.
   if (!failed_.ok()) return durable_ + 1;
-  pending_.append(header, kHeaderBytes);
-  pending_.append(payload);
-  appended_ += kHeaderBytes + payload.size();
+  pending_.push_back(std::move(payload));
+  appended_ += bytes;
   ++stats_.records;
   if (origin == Origin::kPush) {
-    pending_pushed_ += kHeaderBytes + payload.size();
+    pending_pushed_ += bytes;
   } else {
-    stats_.relogged_bytes += kHeaderBytes + payload.size();
+    stats_.relogged_bytes += bytes;
   }
   return appended_;
 }
@@ -184,9 +212,10 @@ Status PushLog::WaitDurable(Ticket ticket) {
       written_.wait(lock);
       continue;
     }
-    // Lead a group write of everything appended so far.
+    // Lead a group write of everything appended so far. The records' checksums are computed
+    // here, outside the locks their appenders held.
     writing_ = true;
-    std::string batch;
+    std::vector<std::string> batch;
     batch.swap(pending_);
     const Ticket target = appended_;
     const uint64_t pushed = pending_pushed_;
@@ -194,16 +223,18 @@ Status PushLog::WaitDurable(Ticket ticket) {
     const int fd = fd_;
     const std::string path = SegmentPath(options_.dir, segment_number_);
     lock.unlock();
-    Status status = WriteAll(fd, batch, path);
+    const uint64_t bytes = target - durable_;
+    Status status = WriteRecords(fd, batch, path);
     if (status.ok() && options_.sync && ::fdatasync(fd) != 0) {
       status = Errno("syncing push log '" + path + "'");
     }
+    batch.clear();
     lock.lock();
     writing_ = false;
     if (status.ok()) {
       durable_ = target;
       segment_pushed_ += pushed;
-      stats_.bytes += batch.size();
+      stats_.bytes += bytes;
       ++stats_.writes;
       if (segment_pushed_ >= options_.segment_bytes) {
         status = OpenSegment(segment_number_ + 1);
@@ -213,11 +244,8 @@ Status PushLog::WaitDurable(Ticket ticket) {
       failed_ = status;
       pending_.clear();  // never written: the pushes appended meanwhile get the error
     }
-    // Keep the buffer's capacity for the next group.
-    if (pending_.empty()) {
-      batch.clear();
-      pending_.swap(batch);
-    }
+    // Keep the list's capacity for the next group.
+    if (pending_.empty()) pending_.swap(batch);
     written_.notify_all();
   }
   return Status::Ok();

@@ -2,9 +2,9 @@
 //
 // With durability ack or sync, a push is acknowledged only once its rows (with the records of the
 // layers above, such as which request it was) are in this log. A push appends its batch while it
-// holds the stripe locks of its rows (a memory copy, so the log orders the writes of a key as
-// memory does), releases them, and waits until the log is written: pushes that arrive together
-// share one write() and, under sync, one fdatasync. The first waiter finds no write in progress
+// holds the stripe locks of its rows (a move of its buffer, so the log orders the writes of a key
+// as memory does), releases them, and waits until the log is written: pushes that arrive together
+// share one writev() and, under sync, one fdatasync. The first waiter finds no write in progress
 // and writes everything appended so far; the others wait for it, and each returns only once the
 // write holding its own record has returned.
 //
@@ -62,10 +62,12 @@ class PushLog {
   PushLog(const PushLog&) = delete;
   PushLog& operator=(const PushLog&) = delete;
 
-  // Appends one record (a copy of `payload`) and returns its ticket. Cheap: call it under the
-  // locks that order the writes. A kRelog record (rows logged again while a segment retires) does
-  // not count toward segment_bytes, so re-logging cannot retire segments by itself.
+  // Appends one record and returns its ticket. Cheap: call it under the locks that order the
+  // writes (the payload is moved in, or copied from a view; its checksum is computed by the
+  // group write). A kRelog record (rows logged again while a segment retires) does not count
+  // toward segment_bytes, so re-logging cannot retire segments by itself.
   enum class Origin { kPush, kRelog };
+  Ticket Append(std::string&& payload, Origin origin = Origin::kPush);
   Ticket Append(std::string_view payload, Origin origin = Origin::kPush);
   // Blocks until the record of `ticket` is written (and fdatasynced under sync). An error of the
   // write is returned to every waiter of that write, and to every later one: a log that failed
@@ -116,7 +118,7 @@ class PushLog {
 
   mutable std::mutex mu_;
   std::condition_variable written_;
-  std::string pending_;          // records appended since the last write began
+  std::vector<std::string> pending_;  // payloads appended since the last write began
   Ticket appended_ = 0;          // bytes appended, ever
   Ticket durable_ = 0;           // bytes written, ever
   bool writing_ = false;         // a waiter is writing

@@ -230,7 +230,8 @@ Status WriteAndClear(rocksdb::DB* db, std::string_view payload, bool sync,
 RowWrites::RowWrites(const RocksTable& table)
     : batch_(std::make_unique<rocksdb::WriteBatch>()),
       family_(table.family_),
-      record_family_(table.records_) {}
+      record_family_(table.records_),
+      floats_per_row_(table.floats_per_row()) {}
 RowWrites::RowWrites(const RocksStore& store)
     : batch_(std::make_unique<rocksdb::WriteBatch>()),
       family_(nullptr),
@@ -238,6 +239,13 @@ RowWrites::RowWrites(const RocksStore& store)
 RowWrites::~RowWrites() = default;
 RowWrites::RowWrites(RowWrites&&) noexcept = default;
 RowWrites& RowWrites::operator=(RowWrites&&) noexcept = default;
+
+void RowWrites::ReserveRows(size_t rows) {
+  EMBER_CHECK(family_ != nullptr, "a batch of records only reserved rows");
+  const size_t row_bytes = 1 + sizeof(uint32_t) + sizeof(uint32_t) + sizeof(uint64_t) +
+                           sizeof(uint32_t) + size_t{floats_per_row_} * sizeof(float);
+  log_.reserve(log_.size() + rows * row_bytes);
+}
 
 void RowWrites::Put(uint32_t partition, uint64_t key, std::span<const float> row_and_state) {
   EMBER_CHECK(family_ != nullptr, "a batch of records only got a row");
@@ -268,6 +276,12 @@ void RowWrites::DeletePartition(uint32_t partition) {
 }
 
 std::string_view RowWrites::LogPayload() const { return log_; }
+
+std::string RowWrites::TakeLogPayload() {
+  std::string payload = std::move(log_);
+  Clear();
+  return payload;
+}
 
 void RowWrites::PutRecord(std::string_view key, std::string_view value) {
   log_.push_back(static_cast<char>(LogOp::kPutRecord));

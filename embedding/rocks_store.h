@@ -57,6 +57,8 @@ class RowWrites {
   RowWrites(RowWrites&&) noexcept;
   RowWrites& operator=(RowWrites&&) noexcept;
 
+  // Makes room for `rows` more row puts without growing the batch again.
+  void ReserveRows(size_t rows);
   // Adds one row (weights followed by state) of `partition`.
   void Put(uint32_t partition, uint64_t key, std::span<const float> row_and_state);
   // Adds the deletion of one row.
@@ -74,6 +76,8 @@ class RowWrites {
   // The batch as PushLog records it (its puts and deletions, in ember's own encoding: a log is
   // decoded with bounds checks when replayed).
   std::string_view LogPayload() const;
+  // Moves the payload out, leaving the batch empty (for PushLog::Append without a copy).
+  std::string TakeLogPayload();
   // Fsync the write-ahead log before Write returns.
   bool sync = false;
 
@@ -84,6 +88,7 @@ class RowWrites {
   std::string log_;  // LogPayload
   rocksdb::ColumnFamilyHandle* family_;         // the table's rows; null: records only
   rocksdb::ColumnFamilyHandle* record_family_;  // the default column family
+  uint32_t floats_per_row_ = 0;                 // of the table's rows; 0: records only
   size_t rows_ = 0;
   size_t records_ = 0;
 };

@@ -85,7 +85,7 @@ TEST(PushLogTest, ATornLastRecordEndsTheReplayAndDamageBeforeTheLastSegmentIsRef
     auto log = PushLog::Create({dir.path()}, 7, NoRecords());
     ASSERT_TRUE(log.ok());
     for (const char* payload : {"one", "two", "three"}) {
-      ASSERT_TRUE((*log)->WaitDurable((*log)->Append(payload)).ok());
+      ASSERT_TRUE((*log)->WaitDurable((*log)->Append(std::string_view(payload))).ok());
     }
   }
   const std::filesystem::path segment = Segments(dir.path()).at(0);
