@@ -16,9 +16,9 @@ using internal::kChosen;
 using internal::kDirty;
 using internal::kOnDisk;
 using internal::kPrefetchDistance;
-using internal::PrefetchRow;
 using internal::kReferenced;
 using internal::LoadFlags;
+using internal::PrefetchRow;
 using internal::StoreFlags;
 
 namespace {

@@ -221,9 +221,9 @@ Status PushLog::WaitDurable(Ticket ticket) {
     const uint64_t pushed = pending_pushed_;
     pending_pushed_ = 0;
     const int fd = fd_;
+    const uint64_t bytes = target - durable_;
     const std::string path = SegmentPath(options_.dir, segment_number_);
     lock.unlock();
-    const uint64_t bytes = target - durable_;
     Status status = WriteRecords(fd, batch, path);
     if (status.ok() && options_.sync && ::fdatasync(fd) != 0) {
       status = Errno("syncing push log '" + path + "'");
