@@ -156,9 +156,6 @@ Status EmbeddingTable::ForEachRequestRow(std::span<const uint64_t> keys, size_t 
   // any stripe: a prefetch reads nothing, see RowStore::Prefetch), its row is looked up under its
   // stripe's lock and prefetched, then the row is used. The entry stage runs across stripes, so a
   // stripe's first lookups find their entries in cache.
-  const auto prefetch_entries_below = [&](uint32_t limit) {
-    groups.PrefetchEntriesBelow(limit, keys, stores_);
-  };
   const auto look_up = [&](uint32_t j) {
     const uint32_t at = groups.order[j];
     float* row = FindOrCreateRow(groups.partition[at], keys[at]);
@@ -172,10 +169,10 @@ Status EmbeddingTable::ForEachRequestRow(std::span<const uint64_t> keys, size_t 
     const uint32_t end = groups.bounds[s + 1];
     if (begin == end) continue;
     std::lock_guard<std::mutex> lock(stripes_[s].mu);
-    prefetch_entries_below(begin + 2 * kPrefetchDistance);
+    groups.PrefetchEntriesBelow(begin + 2 * kPrefetchDistance, keys, stores_);
     for (uint32_t j = begin; j < std::min(end, begin + kPrefetchDistance); ++j) look_up(j);
     for (uint32_t j = begin; j < end; ++j) {
-      prefetch_entries_below(j + 2 * kPrefetchDistance + 1);
+      groups.PrefetchEntriesBelow(j + 2 * kPrefetchDistance + 1, keys, stores_);
       if (j + kPrefetchDistance < end) look_up(j + kPrefetchDistance);
       use(groups.order[j], groups.rows[j]);
     }

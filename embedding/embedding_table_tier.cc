@@ -164,9 +164,6 @@ Status EmbeddingTable::ForEachTieredRequestRow(std::span<const uint64_t> keys,
     return EvictWhileOverBudget(touched, std::max<size_t>(1, inserted) * kEvictionsPerInsert);
   };
 
-  const auto prefetch_entries_below = [&](uint32_t limit) {
-    groups.PrefetchEntriesBelow(limit, keys, stores_);
-  };
   // A pull reads the weights; a push also the state. Both mark the flags word after them.
   const size_t used_floats = push ? floats_per_row_ : spec_.dim;
   const auto look_up = [&](uint32_t j) {
@@ -189,10 +186,10 @@ Status EmbeddingTable::ForEachTieredRequestRow(std::span<const uint64_t> keys,
     // 2 * kPrefetchDistance keys ahead (across stripes), its row looked up and prefetched
     // kPrefetchDistance keys ahead, then the row is marked referenced.
     missed.clear();
-    prefetch_entries_below(begin + 2 * kPrefetchDistance);
+    groups.PrefetchEntriesBelow(begin + 2 * kPrefetchDistance, keys, stores_);
     for (uint32_t j = begin; j < std::min(end, begin + kPrefetchDistance); ++j) look_up(j);
     for (uint32_t j = begin; j < end; ++j) {
-      prefetch_entries_below(j + 2 * kPrefetchDistance + 1);
+      groups.PrefetchEntriesBelow(j + 2 * kPrefetchDistance + 1, keys, stores_);
       if (j + kPrefetchDistance < end) look_up(j + kPrefetchDistance);
       float* row = groups.rows[j];
       if (row == nullptr) {
