@@ -12,6 +12,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 
 #include <spdlog/spdlog.h>
 
@@ -22,14 +23,44 @@ namespace ember::embedding {
 namespace {
 
 constexpr std::string_view kSuffix = ".pushlog";
+// A retired segment kept for reuse: NNN.recycle, named after the segment it was.
+constexpr std::string_view kRecycledSuffix = ".recycle";
+// Retired segments kept for reuse at most; the others are deleted.
+constexpr size_t kMaxRecycled = 2;
 constexpr size_t kHeaderBytes = 8;
 // A record bigger than this is corrupt (a push is bounded far below it by the message limits).
 constexpr uint32_t kMaxPayloadBytes = uint32_t{1} << 30;
+// The size field of the record that closes a segment before the next one starts.
+constexpr uint32_t kEndOfSegment = ~uint32_t{0};
 
-std::string SegmentPath(const std::string& dir, uint64_t number) {
+std::string NumberedPath(const std::string& dir, uint64_t number, std::string_view suffix) {
   char name[32];
   std::snprintf(name, sizeof(name), "%012llu", static_cast<unsigned long long>(number));
-  return (std::filesystem::path(dir) / (std::string(name) + std::string(kSuffix))).string();
+  return (std::filesystem::path(dir) / (std::string(name) + std::string(suffix))).string();
+}
+
+std::string SegmentPath(const std::string& dir, uint64_t number) {
+  return NumberedPath(dir, number, kSuffix);
+}
+
+// The number in a file name of digits and `suffix`, or nothing.
+std::optional<uint64_t> NumberOf(const std::filesystem::path& path, std::string_view suffix) {
+  const std::string name = path.filename().string();
+  if (name.size() <= suffix.size() || !name.ends_with(suffix)) return std::nullopt;
+  const std::string digits = name.substr(0, name.size() - suffix.size());
+  if (digits.size() > 19 ||
+      !std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+    return std::nullopt;
+  }
+  return std::stoull(digits);
+}
+
+// A record's checksum covers its segment's number, so that the records a reused segment file
+// still holds from its previous life never pass for records of the new one.
+uint32_t RecordCrc(uint64_t segment, const char* payload, size_t size) {
+  char number[8];
+  for (int i = 0; i < 8; ++i) number[i] = static_cast<char>((segment >> (8 * i)) & 0xff);
+  return Crc32c(payload, size, Crc32c(number, sizeof(number)));
 }
 
 // The segments of `dir` by number.
@@ -38,13 +69,9 @@ Result<std::map<uint64_t, std::string>> ListSegments(const std::string& dir) {
   std::error_code error;
   if (!std::filesystem::exists(dir, error)) return segments;
   for (const auto& entry : std::filesystem::directory_iterator(dir, error)) {
-    const std::string name = entry.path().filename().string();
-    if (name.size() <= kSuffix.size() || !name.ends_with(kSuffix)) continue;
-    const std::string digits = name.substr(0, name.size() - kSuffix.size());
-    if (!std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; })) {
-      continue;
+    if (const auto number = NumberOf(entry.path(), kSuffix)) {
+      segments[*number] = entry.path().string();
     }
-    segments[std::stoull(digits)] = entry.path().string();
   }
   if (error) return Unavailable("listing push log '" + dir + "': " + error.message());
   return segments;
@@ -66,14 +93,15 @@ Status Errno(const std::string& what) {
 
 // Writes each payload of `records` as a record (its header, then the payload) with writev, as
 // many records per call as the system takes.
-Status WriteRecords(int fd, const std::vector<std::string>& records, const std::string& path) {
+Status WriteRecords(int fd, uint64_t segment, const std::vector<std::string>& records,
+                    const std::string& path) {
   std::vector<std::array<char, kHeaderBytes>> headers(records.size());
   std::vector<iovec> pieces;
   pieces.reserve(2 * records.size());
   for (size_t r = 0; r < records.size(); ++r) {
     const std::string& payload = records[r];
     PutLittleEndian(static_cast<uint32_t>(payload.size()), headers[r].data());
-    PutLittleEndian(Crc32c(payload.data(), payload.size()), headers[r].data() + 4);
+    PutLittleEndian(RecordCrc(segment, payload.data(), payload.size()), headers[r].data() + 4);
     pieces.push_back(iovec{headers[r].data(), kHeaderBytes});
     if (!payload.empty()) {
       pieces.push_back(iovec{const_cast<char*>(payload.data()), payload.size()});
@@ -108,14 +136,32 @@ Status SyncDirectory(const std::string& dir) {
   return synced == 0 ? Status::Ok() : Errno("syncing push log directory '" + dir + "'");
 }
 
-// Reads the records of one segment: visit(payload) for each intact one. Returns whether the
-// segment ended cleanly, and where it stopped otherwise.
+// Closes the segment at `fd`: the record after its last one says that it ends there (what follows
+// in a reused file is its previous life's).
+Status WriteEndOfSegment(int fd, uint64_t segment, const std::string& path) {
+  char header[kHeaderBytes];
+  PutLittleEndian(kEndOfSegment, header);
+  PutLittleEndian(RecordCrc(segment, nullptr, 0), header + 4);
+  for (size_t written = 0; written < kHeaderBytes;) {
+    const ssize_t n = ::write(fd, header + written, kHeaderBytes - written);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return Errno("closing push log segment '" + path + "'");
+    written += static_cast<size_t>(n);
+  }
+  return Status::Ok();
+}
+
+// Reads the records of one segment: visit(payload) for each intact one. A segment ends cleanly at
+// its end-of-segment record or at the end of the file; otherwise `offset` is where the records
+// stop being intact: a torn write or, in a reused file, what the previous segment left there.
 struct SegmentEnd {
   bool clean = true;
   uint64_t offset = 0;
 };
 Result<SegmentEnd> ScanSegment(const std::string& path,
                                const std::function<Status(std::string_view)>& visit) {
+  const std::optional<uint64_t> segment = NumberOf(path, kSuffix);
+  if (!segment) return InvalidArgument("'" + path + "' is not named as a push log segment");
   std::ifstream in(path, std::ios::binary);
   if (!in) return Unavailable("cannot open push log segment '" + path + "'");
   SegmentEnd end;
@@ -127,11 +173,12 @@ Result<SegmentEnd> ScanSegment(const std::string& path,
     if (in.gcount() != static_cast<std::streamsize>(kHeaderBytes)) break;
     const uint32_t size = GetLittleEndian(header);
     const uint32_t crc = GetLittleEndian(header + 4);
+    if (size == kEndOfSegment && crc == RecordCrc(*segment, nullptr, 0)) return end;
     if (size > kMaxPayloadBytes) break;
     payload.resize(size);
     in.read(payload.data(), size);
     if (in.gcount() != static_cast<std::streamsize>(size)) break;
-    if (Crc32c(payload.data(), payload.size()) != crc) break;
+    if (RecordCrc(*segment, payload.data(), payload.size()) != crc) break;
     RETURN_IF_ERROR(visit(payload));
     end.offset += kHeaderBytes + size;
   }
@@ -169,8 +216,29 @@ PushLog::~PushLog() {
 }
 
 Status PushLog::OpenSegment(uint64_t number) {
+  if (fd_ >= 0) {
+    // The full segment says where it ends before the next one exists (durably under sync): a
+    // replay must not read past its last record into what a reused file held before.
+    const std::string full = SegmentPath(options_.dir, segment_number_);
+    RETURN_IF_ERROR(WriteEndOfSegment(fd_, segment_number_, full));
+    if (options_.sync && ::fdatasync(fd_) != 0) return Errno("syncing push log '" + full + "'");
+  }
   const std::string path = SegmentPath(options_.dir, number);
-  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  int flags = O_WRONLY | O_CREAT | O_CLOEXEC | O_TRUNC;
+  if (!recycled_.empty()) {
+    // Overwriting a file whose pages are cached is a copy; a new file's pages must be allocated
+    // first, which costs several times the copy.
+    const std::string spare = std::move(recycled_.back());
+    recycled_.pop_back();
+    if (::rename(spare.c_str(), path.c_str()) == 0) {
+      flags &= ~O_TRUNC;
+    } else {
+      spdlog::warn("push log: cannot reuse '{}': {}", spare, std::strerror(errno));
+      std::error_code ignored;
+      std::filesystem::remove(spare, ignored);
+    }
+  }
+  const int fd = ::open(path.c_str(), flags, 0644);
   if (fd < 0) return Errno("creating push log segment '" + path + "'");
   if (options_.sync) RETURN_IF_ERROR(SyncDirectory(options_.dir));
   if (fd_ >= 0) {
@@ -221,10 +289,11 @@ Status PushLog::WaitDurable(Ticket ticket) {
     const uint64_t pushed = pending_pushed_;
     pending_pushed_ = 0;
     const int fd = fd_;
+    const uint64_t segment = segment_number_;
     const uint64_t bytes = target - durable_;
-    const std::string path = SegmentPath(options_.dir, segment_number_);
+    const std::string path = SegmentPath(options_.dir, segment);
     lock.unlock();
-    Status status = WriteRecords(fd, batch, path);
+    Status status = WriteRecords(fd, segment, batch, path);
     if (status.ok() && options_.sync && ::fdatasync(fd) != 0) {
       status = Errno("syncing push log '" + path + "'");
     }
@@ -279,6 +348,25 @@ PushLog::Stats PushLog::stats() const {
   return stats_;
 }
 
+void PushLog::KeepForReuseOrRemove(const std::string& path) {
+  const std::optional<uint64_t> number = NumberOf(path, kSuffix);
+  bool room = false;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    room = recycled_.size() < kMaxRecycled;
+  }
+  if (room && number) {
+    std::string spare = NumberedPath(options_.dir, *number, kRecycledSuffix);
+    if (::rename(path.c_str(), spare.c_str()) == 0) {
+      std::lock_guard<std::mutex> lock(mu_);
+      recycled_.push_back(std::move(spare));
+      return;
+    }
+  }
+  std::error_code ignored;
+  std::filesystem::remove(path, ignored);
+}
+
 void PushLog::RetireLoop() {
   std::unique_lock<std::mutex> lock(mu_);
   while (true) {
@@ -297,10 +385,7 @@ void PushLog::RetireLoop() {
     }
     if (status.ok()) status = retire_(segments);
     if (status.ok()) {
-      for (const std::string& path : segments) {
-        std::error_code error;
-        std::filesystem::remove(path, error);
-      }
+      for (const std::string& path : segments) KeepForReuseOrRemove(path);
     } else {
       spdlog::warn("push log: keeping {} full segments for now: {}", segments.size(),
                    status.ToString());
@@ -330,8 +415,9 @@ Result<uint64_t> PushLog::Replay(const std::string& dir,
       return DataLoss("push log segment '" + path + "' is damaged at byte " +
                       std::to_string(end.offset) + ", before the last segment");
     }
-    spdlog::warn("push log: '{}' ends in a torn record at byte {} (a push never acknowledged); "
-                 "replayed up to it",
+    spdlog::warn("push log: '{}' replayed up to byte {}, where its intact records end (what "
+                 "follows is a torn write of a push never acknowledged, or what a reused file "
+                 "held before)",
                  path, end.offset);
   }
   return next;
@@ -339,10 +425,20 @@ Result<uint64_t> PushLog::Replay(const std::string& dir,
 
 Status PushLog::RemoveSegments(const std::string& dir) {
   ASSIGN_OR_RETURN(auto segments, ListSegments(dir));
-  for (const auto& [number, path] : segments) {
-    std::error_code error;
+  std::vector<std::string> paths;
+  for (const auto& [number, path] : segments) paths.push_back(path);
+  // Files kept for reuse too: the next log numbers its segments from 1 again if it finds none,
+  // and a reused file must never hold records of a number it takes.
+  std::error_code error;
+  if (std::filesystem::exists(dir, error)) {
+    for (const auto& entry : std::filesystem::directory_iterator(dir, error)) {
+      if (NumberOf(entry.path(), kRecycledSuffix)) paths.push_back(entry.path().string());
+    }
+  }
+  if (error) return Unavailable("listing push log '" + dir + "': " + error.message());
+  for (const std::string& path : paths) {
     if (!std::filesystem::remove(path, error) && error) {
-      return Unavailable("removing push log segment '" + path + "': " + error.message());
+      return Unavailable("removing push log file '" + path + "': " + error.message());
     }
   }
   return Status::Ok();

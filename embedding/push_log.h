@@ -8,18 +8,25 @@
 // and writes everything appended so far; the others wait for it, and each returns only once the
 // write holding its own record has returned.
 //
-// The log is a directory of segment files, each a sequence of records:
-//   payload bytes (u32, little-endian) | CRC-32C of the payload (u32, common/crc32c.h) | payload
-// where a payload is one batch of row and record writes (RowWrites::LogPayload). Logged rows are not written to RocksDB
-// at push time: they stay changed in memory and reach RocksDB when evicted, which writes each hot
-// row once however often it was pushed. Once segment_bytes of pushes went into the active
+// The log is a directory of segment files NNN.pushlog, each a sequence of records:
+//   payload bytes (u32, little-endian) | CRC-32C of the segment number (u64, little-endian) and
+//   the payload (u32, common/crc32c.h) | payload
+// where a payload is one batch of row and record writes (RowWrites::LogPayload), and a full
+// segment ends with a record of size 0xffffffff and no payload. Logged rows are not written to
+// RocksDB at push time: they stay changed in memory and reach RocksDB when evicted, which writes
+// each hot row once however often it was pushed. Once segment_bytes of pushes went into the active
 // segment, a new one starts and a background thread retires the old: every table appends its
 // changed rows held in memory to the new segment (the relog callbacks registered here: sequential
 // writes, far cheaper than writing them to RocksDB), the store persists the records of the
-// retired segments, and then they are deleted. Every row a retired segment logged is then either
-// logged again or in RocksDB (clean, or evicted and written back). RocksStore::Open replays the
-// segments left by a killed process, in order, stopping at a torn record at the end of the last
-// segment (a write that never returned, so its push was never acknowledged).
+// retired segments, and then they go. Every row a retired segment logged is then either logged
+// again or in RocksDB (clean, or evicted and written back). The last two retired files are kept
+// (as NNN.recycle) and overwritten by the next segments: writing into a file whose pages are
+// cached is a copy, where a new file's pages must be allocated first (several times slower). What
+// such a file held before never passes for records of its new segment, whose number their
+// checksums do not cover. RocksStore::Open replays the segments left by a killed process, in
+// order, stopping where the records of the last segment stop being intact (a write that never
+// returned, so its push was never acknowledged, or the old contents of a reused file), and then
+// removes them with the files kept for reuse.
 //
 // Thread-safety: every method may be called from many threads at once.
 #pragma once
@@ -102,7 +109,7 @@ class PushLog {
   // segment found (1 for none).
   static Result<uint64_t> Replay(const std::string& dir,
                                  const std::function<Status(std::string_view payload)>& apply);
-  // Deletes the segments of `dir` (after a replay made them redundant).
+  // Deletes the segments of `dir` (after a replay made them redundant) and the files kept for reuse.
   static Status RemoveSegments(const std::string& dir);
   // Calls visit(payload) for each intact record of one segment file.
   static Status ReadSegment(const std::string& path,
@@ -112,6 +119,8 @@ class PushLog {
   explicit PushLog(PushLogOptions options, Retire retire);
   Status OpenSegment(uint64_t number);  // under mu_
   void RetireLoop();
+  // Renames a retired segment into the files kept for reuse when there is room, else deletes it.
+  void KeepForReuseOrRemove(const std::string& path);
 
   const PushLogOptions options_;
   const Retire retire_;
@@ -129,7 +138,8 @@ class PushLog {
   uint64_t pending_pushed_ = 0;   // push bytes in pending_
   Stats stats_;
 
-  std::vector<std::string> retired_;  // under mu_
+  std::vector<std::string> retired_;   // under mu_
+  std::vector<std::string> recycled_;  // retired files to reuse as new segments, under mu_
   bool stopping_ = false;
   std::condition_variable retire_wanted_;
   std::thread retirer_;

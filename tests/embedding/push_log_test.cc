@@ -151,5 +151,52 @@ TEST(PushLogTest, AFullSegmentIsRetiredAfterTheReloggersRan) {
   EXPECT_EQ(ReplayAll(dir.path()), (std::vector<std::string>{std::string(500, 'r')}));
 }
 
+TEST(PushLogTest, RetiredFilesAreReusedWithoutTheirOldRecordsPassingForNewOnes) {
+  testing::TempDir dir;
+  std::atomic<bool> retire_fails{false};
+  PushLogOptions options{dir.path()};
+  options.segment_bytes = 100;
+  auto log = PushLog::Create(options, 1, [&](const std::vector<std::string>&) {
+    return retire_fails ? Unavailable("kept for the test") : Status::Ok();
+  });
+  ASSERT_TRUE(log.ok());
+  PushLog& push_log = **log;
+  const uint64_t handle = push_log.AddRelogger([] { return Status::Ok(); });
+  const auto push = [&](const std::string& payload) {
+    ASSERT_TRUE(push_log.WaitDurable(push_log.Append(std::string_view(payload))).ok());
+  };
+  const auto wait_retired = [&](uint64_t segments) {
+    for (int i = 0; i < 500 && push_log.stats().segments_retired < segments; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    ASSERT_EQ(push_log.stats().segments_retired, segments);
+  };
+  // Segment 1: a short record, then one that fills it; segment 2 starts, 1 is kept for reuse.
+  push("x");
+  push(std::string(150, 'a'));
+  wait_retired(1);
+  // Segment 2 likewise; segment 3 reuses segment 1's file, and segment 2 is kept for reuse.
+  push("v");
+  push(std::string(150, 'b'));
+  wait_retired(2);
+  EXPECT_TRUE(std::filesystem::exists(std::filesystem::path(dir.path()) / "000000000002.recycle"));
+  retire_fails = true;  // from now on every segment stays
+  // In segment 3, "y" overwrites "x", then a record shorter than the 'a' one after it fills the
+  // segment: the end-of-segment record keeps the replay from reading on into the rest of the 'a'
+  // record, in a segment that is not the last.
+  push("y");
+  push(std::string(100, 'z'));
+  // Segment 4 reuses segment 2's file: "w" overwrites "v", and segment 2's 'b' record after it
+  // is intact, but must not be replayed as segment 4's.
+  push("w");
+  push_log.RemoveRelogger(handle);
+  log->reset();
+
+  const std::vector<std::string> expected = {"y", std::string(100, 'z'), "w"};
+  EXPECT_EQ(ReplayAll(dir.path()), expected);
+  ASSERT_TRUE(PushLog::RemoveSegments(dir.path()).ok());
+  EXPECT_TRUE(Segments(dir.path()).empty()) << "the files kept for reuse go with the segments";
+}
+
 }  // namespace
 }  // namespace ember::embedding
