@@ -416,10 +416,12 @@ Status MeasureTiered(const TierBenchOptions& config, TierBenchReport* report,
   report->disk_bytes = disk.rows;
   report->disk_bytes_per_row = static_cast<double>(report->disk_bytes) / tiered->rows();
   report->raw_row_bytes = FloatsPerRow(BenchSpec(config)) * static_cast<uint32_t>(sizeof(float));
+  const embedding::PushLog* log = store->push_log();
   progress(StringPrintf(
-      "  on disk: %.2f GB, %.1f bytes per row (raw row with state: %u bytes); push log %.2f GB",
+      "  on disk: %.2f GB, %.1f bytes per row (raw row with state: %u bytes); push log %.2f GB "
+      "(%llu pushes waited for its full segments to be retired)",
       report->disk_bytes / 1e9, report->disk_bytes_per_row, report->raw_row_bytes,
-      disk.push_log / 1e9));
+      disk.push_log / 1e9, static_cast<unsigned long long>(log ? log->stats().stalls : 0)));
   return Status::Ok();
 }
 

@@ -174,7 +174,11 @@ Status EmbeddingTable::ForEachTieredRequestRow(std::span<const uint64_t> keys,
     PrefetchRow(row, used_floats);
     PrefetchRow(row + floats_per_row_, 1);
   };
-  if (log) writes.ReserveRows(keys.size());
+  if (log) {
+    // Before any stripe lock: retiring the log's full segments takes them.
+    RETURN_IF_ERROR(push_log->WaitForRoom().WithContext("logging a push"));
+    writes.ReserveRows(keys.size());
+  }
 
   std::vector<size_t> inserted_per_stripe;
   for (uint32_t s = 0; s < num_stripes_; ++s) {

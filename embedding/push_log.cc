@@ -209,6 +209,7 @@ PushLog::~PushLog() {
     stopping_ = true;
   }
   retire_wanted_.notify_all();
+  room_.notify_all();
   if (retirer_.joinable()) retirer_.join();
   std::unique_lock<std::mutex> lock(mu_);
   written_.wait(lock, [&] { return !writing_; });
@@ -320,6 +321,18 @@ Status PushLog::WaitDurable(Ticket ticket) {
   return Status::Ok();
 }
 
+Status PushLog::WaitForRoom() {
+  std::unique_lock<std::mutex> lock(mu_);
+  const auto room = [&] { return retired_.size() < kMaxRetiring; };
+  if (room()) return Status::Ok();
+  ++stats_.stalls;
+  room_.wait(lock, [&] { return room() || stopping_ || retiring_ended_ || !retire_error_.ok(); });
+  if (room() || stopping_ || retiring_ended_) return Status::Ok();
+  return Unavailable("push log '" + options_.dir + "': " + std::to_string(retired_.size()) +
+                     " full segments wait to be retired, and retiring them failed: " +
+                     retire_error_.ToString());
+}
+
 Status PushLog::WaitAllAppended() {
   Ticket ticket;
   {
@@ -337,10 +350,15 @@ uint64_t PushLog::AddRelogger(std::function<Status()> relog) {
 }
 
 void PushLog::RemoveRelogger(uint64_t handle) {
-  std::lock_guard<std::mutex> lock(reloggers_mu_);
-  reloggers_.erase(handle);
-  // The table's changed rows may now be only in the log: no segment may go any more.
-  retiring_stopped_ = true;
+  {
+    std::lock_guard<std::mutex> lock(reloggers_mu_);
+    reloggers_.erase(handle);
+    // The table's changed rows may now be only in the log: no segment may go any more.
+    retiring_stopped_ = true;
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  retiring_ended_ = true;
+  room_.notify_all();
 }
 
 PushLog::Stats PushLog::stats() const {
@@ -391,6 +409,8 @@ void PushLog::RetireLoop() {
                    status.ToString());
     }
     lock.lock();
+    retire_error_ = status;
+    room_.notify_all();
     if (status.ok()) {
       retired_.erase(retired_.begin(), retired_.begin() + segments.size());
       stats_.segments_retired += segments.size();
@@ -442,6 +462,10 @@ Status PushLog::RemoveSegments(const std::string& dir) {
     }
   }
   return Status::Ok();
+}
+
+uint32_t PushLog::RecordChecksum(uint64_t segment, std::string_view payload) {
+  return RecordCrc(segment, payload.data(), payload.size());
 }
 
 Status PushLog::ReadSegment(const std::string& path,

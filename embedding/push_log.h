@@ -80,6 +80,13 @@ class PushLog {
   // write is returned to every waiter of that write, and to every later one: a log that failed
   // to write stays failed.
   Status WaitDurable(Ticket ticket);
+  // Blocks while kMaxRetiring full segments wait to be retired (pushes faster than the retiring
+  // thread can relog and persist would otherwise grow the log, and the replay after a kill,
+  // without bound); counted in Stats::stalls. Call it before taking the locks a push appends
+  // under: retiring takes them. Returns Unavailable naming the error once retiring failed and
+  // the log is full, and at once when segments are no longer retired (a table closing).
+  static constexpr size_t kMaxRetiring = 2;
+  Status WaitForRoom();
   // WaitDurable for everything appended so far. A row logged here must not reach RocksDB before
   // its record is written (a kill between would leave the row changed by a push that was never
   // acknowledged, which its client sends again): write-backs call this first.
@@ -100,6 +107,7 @@ class PushLog {
     uint64_t records = 0;
     uint64_t relogged_bytes = 0;  // of bytes, appended by reloggers
     uint64_t segments_retired = 0;
+    uint64_t stalls = 0;  // WaitForRoom calls that waited for a retirement
   };
   Stats stats() const;
 
@@ -111,6 +119,8 @@ class PushLog {
                                  const std::function<Status(std::string_view payload)>& apply);
   // Deletes the segments of `dir` (after a replay made them redundant) and the files kept for reuse.
   static Status RemoveSegments(const std::string& dir);
+  // The checksum a record of `payload` carries in segment `segment` (see the format above).
+  static uint32_t RecordChecksum(uint64_t segment, std::string_view payload);
   // Calls visit(payload) for each intact record of one segment file.
   static Status ReadSegment(const std::string& path,
                             const std::function<Status(std::string_view payload)>& visit);
@@ -140,6 +150,9 @@ class PushLog {
 
   std::vector<std::string> retired_;   // under mu_
   std::vector<std::string> recycled_;  // retired files to reuse as new segments, under mu_
+  std::condition_variable room_;       // a segment was retired, or retiring failed or ended
+  Status retire_error_;                // of the last retirement tried, under mu_
+  bool retiring_ended_ = false;        // under mu_
   bool stopping_ = false;
   std::condition_variable retire_wanted_;
   std::thread retirer_;

@@ -12,7 +12,6 @@
 #include <map>
 #include <string>
 
-#include "common/crc32c.h"
 #include "common/file_io.h"
 #include "embedding/embedding_table.h"
 #include "embedding/push_log.h"
@@ -24,14 +23,15 @@ namespace {
 
 constexpr char kStore[] = "push-log-store";
 
-// The segment with each framed record's checksum set to match its payload.
+// Segment 1 with each framed record's checksum set to match its payload.
 std::string SealRecords(std::string segment) {
   size_t at = 0;
   while (segment.size() - at >= 8) {
     uint32_t size;
     std::memcpy(&size, segment.data() + at, sizeof(size));
     if (size > segment.size() - at - 8) break;
-    const uint32_t crc = Crc32c(segment.data() + at + 8, size);
+    const uint32_t crc =
+        embedding::PushLog::RecordChecksum(1, std::string_view(segment.data() + at + 8, size));
     std::memcpy(segment.data() + at + 4, &crc, sizeof(crc));
     at += 8 + size;
   }

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <filesystem>
 #include <fstream>
 #include <mutex>
@@ -196,6 +197,60 @@ TEST(PushLogTest, RetiredFilesAreReusedWithoutTheirOldRecordsPassingForNewOnes) 
   EXPECT_EQ(ReplayAll(dir.path()), expected);
   ASSERT_TRUE(PushLog::RemoveSegments(dir.path()).ok());
   EXPECT_TRUE(Segments(dir.path()).empty()) << "the files kept for reuse go with the segments";
+}
+
+TEST(PushLogTest, PushesWaitWhileFullSegmentsWaitToBeRetiredAndFailOnceRetiringFailed) {
+  testing::TempDir dir;
+  std::mutex mu;
+  std::condition_variable changed;
+  bool release = false;
+  bool fail = false;
+  PushLogOptions options{dir.path()};
+  options.segment_bytes = 100;
+  auto log = PushLog::Create(options, 1, [&](const std::vector<std::string>&) {
+    std::unique_lock<std::mutex> lock(mu);
+    changed.wait_for(lock, std::chrono::seconds(20), [&] { return release || fail; });
+    return fail ? Unavailable("disk full") : Status::Ok();
+  });
+  ASSERT_TRUE(log.ok());
+  PushLog& push_log = **log;
+  const uint64_t handle = push_log.AddRelogger([] { return Status::Ok(); });
+  // Each push fills a segment; the first retirement is held up, so full segments pile up.
+  for (size_t i = 0; i < PushLog::kMaxRetiring; ++i) {
+    ASSERT_TRUE(push_log.WaitForRoom().ok());
+    ASSERT_TRUE(push_log.WaitDurable(push_log.Append(std::string(150, 'p'))).ok());
+  }
+  std::atomic<bool> admitted{false};
+  std::thread pusher([&] {
+    EXPECT_TRUE(push_log.WaitForRoom().ok());
+    admitted = true;
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  EXPECT_FALSE(admitted.load()) << "a push went on with the log full";
+  EXPECT_EQ(push_log.stats().stalls, 1u);
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    release = true;
+  }
+  changed.notify_all();
+  pusher.join();
+  EXPECT_TRUE(admitted.load());
+  // Retiring fails from now on: once the log is full again, pushes get the error.
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    release = false;
+    fail = true;
+  }
+  changed.notify_all();
+  Status waited;
+  for (int i = 0; i < 4 * static_cast<int>(PushLog::kMaxRetiring) && waited.ok(); ++i) {
+    waited = push_log.WaitForRoom();
+    if (waited.ok()) waited = push_log.WaitDurable(push_log.Append(std::string(150, 'q')));
+  }
+  EXPECT_EQ(waited.code(), StatusCode::kUnavailable);
+  EXPECT_NE(waited.message().find("disk full"), std::string::npos) << waited.ToString();
+  push_log.RemoveRelogger(handle);
+  EXPECT_TRUE(push_log.WaitForRoom().ok()) << "segments are no longer retired: nothing to wait for";
 }
 
 }  // namespace
