@@ -63,13 +63,14 @@ uint32_t RecordCrc(uint64_t segment, const char* payload, size_t size) {
   return Crc32c(payload, size, Crc32c(number, sizeof(number)));
 }
 
-// The segments of `dir` by number.
-Result<std::map<uint64_t, std::string>> ListSegments(const std::string& dir) {
+// The files of `dir` named NNN`suffix` (segments by default), by number.
+Result<std::map<uint64_t, std::string>> ListSegments(const std::string& dir,
+                                                     std::string_view suffix = kSuffix) {
   std::map<uint64_t, std::string> segments;
   std::error_code error;
   if (!std::filesystem::exists(dir, error)) return segments;
   for (const auto& entry : std::filesystem::directory_iterator(dir, error)) {
-    if (const auto number = NumberOf(entry.path(), kSuffix)) {
+    if (const auto number = NumberOf(entry.path(), suffix)) {
       segments[*number] = entry.path().string();
     }
   }
@@ -444,21 +445,15 @@ Result<uint64_t> PushLog::Replay(const std::string& dir,
 }
 
 Status PushLog::RemoveSegments(const std::string& dir) {
-  ASSIGN_OR_RETURN(auto segments, ListSegments(dir));
-  std::vector<std::string> paths;
-  for (const auto& [number, path] : segments) paths.push_back(path);
   // Files kept for reuse too: the next log numbers its segments from 1 again if it finds none,
   // and a reused file must never hold records of a number it takes.
-  std::error_code error;
-  if (std::filesystem::exists(dir, error)) {
-    for (const auto& entry : std::filesystem::directory_iterator(dir, error)) {
-      if (NumberOf(entry.path(), kRecycledSuffix)) paths.push_back(entry.path().string());
-    }
-  }
-  if (error) return Unavailable("listing push log '" + dir + "': " + error.message());
-  for (const std::string& path : paths) {
-    if (!std::filesystem::remove(path, error) && error) {
-      return Unavailable("removing push log file '" + path + "': " + error.message());
+  for (std::string_view suffix : {kSuffix, kRecycledSuffix}) {
+    ASSIGN_OR_RETURN(auto files, ListSegments(dir, suffix));
+    for (const auto& [number, path] : files) {
+      std::error_code error;
+      if (!std::filesystem::remove(path, error) && error) {
+        return Unavailable("removing push log file '" + path + "': " + error.message());
+      }
     }
   }
   return Status::Ok();
