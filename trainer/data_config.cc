@@ -133,8 +133,8 @@ Result<InteractionOptions> InteractionsFromYaml(const YAML::Node& node, std::str
   RETURN_IF_ERROR(config::RejectUnknownKeys(
       node, path,
       {"path", "delimiter", "header", "quote", "comment", "user", "item", "rating", "timestamp",
-       "min_rating", "negatives", "seed", "max_eval_users", "validation", "user_features",
-       "item_features"}));
+       "min_rating", "negatives", "seed", "max_eval_users", "validation", "user_history",
+       "user_features", "item_features"}));
   InteractionOptions options;
   RETURN_IF_ERROR(config::ReadRequired(node, path, "path", &options.path));
   options.path = ResolvePath(options.path, config_dir);
@@ -148,6 +148,7 @@ Result<InteractionOptions> InteractionsFromYaml(const YAML::Node& node, std::str
   RETURN_IF_ERROR(config::ReadOptional(node, path, "seed", &options.seed));
   RETURN_IF_ERROR(config::ReadOptional(node, path, "max_eval_users", &options.max_eval_users));
   RETURN_IF_ERROR(config::ReadOptional(node, path, "validation", &options.validation));
+  RETURN_IF_ERROR(config::ReadOptional(node, path, "user_history", &options.user_history));
   for (const char* key : {"user_features", "item_features"}) {
     const YAML::Node side = node[key];
     if (!side.IsDefined() || side.IsNull()) continue;

@@ -47,4 +47,16 @@ void EntityKeys::AppendSample(uint32_t entity, std::vector<std::vector<uint64_t>
   }
 }
 
+void EntityKeys::AppendSampleWithout(uint32_t entity, uint32_t slot, uint64_t key,
+                                     uint64_t instead, std::vector<std::vector<uint64_t>>* keys,
+                                     std::vector<std::vector<uint32_t>>* offsets) const {
+  AppendSample(entity, keys, offsets);
+  std::vector<uint64_t>& out = (*keys)[slot];
+  std::vector<uint32_t>& ends = (*offsets)[slot];
+  const auto begin = out.begin() + ends[ends.size() - 2];
+  out.erase(std::remove(begin, out.end(), key), out.end());
+  if (out.begin() + ends[ends.size() - 2] == out.end()) out.push_back(instead);
+  ends.back() = static_cast<uint32_t>(out.size());
+}
+
 }  // namespace ember::trainer

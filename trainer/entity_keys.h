@@ -29,6 +29,11 @@ class EntityKeys {
   // Appends `entity` as the batch's next sample.
   void AppendSample(uint32_t entity, std::vector<std::vector<uint64_t>>* keys,
                     std::vector<std::vector<uint32_t>>* offsets) const;
+  // Appends `entity` with `key` left out of the multi-valued `slot`; `instead` stands in when
+  // no other key is left there.
+  void AppendSampleWithout(uint32_t entity, uint32_t slot, uint64_t key, uint64_t instead,
+                           std::vector<std::vector<uint64_t>>* keys,
+                           std::vector<std::vector<uint32_t>>* offsets) const;
 
  private:
   std::vector<bool> multi_valued_;

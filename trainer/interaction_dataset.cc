@@ -305,8 +305,58 @@ void InteractionDataset::Split() {
     train_.push_back(TrainPair{positive.user, positive.item});
     ++item_train_counts_[positive.item];
   }
+  if (options_.user_history > 0) BuildHistories(test_item_of_user, validation_item_of_user);
   positives_.clear();
   positives_.shrink_to_fit();
+}
+
+void InteractionDataset::BuildHistories(std::span<const uint32_t> test_item_of_user,
+                                        std::span<const uint32_t> validation_item_of_user) {
+  std::vector<size_t> order;  // training positives, by user, then oldest first
+  for (size_t p = 0; p < positives_.size(); ++p) {
+    const Positive& positive = positives_[p];
+    if (test_item_of_user[positive.user] != positive.item &&
+        validation_item_of_user[positive.user] != positive.item) {
+      order.push_back(p);
+    }
+  }
+  std::sort(order.begin(), order.end(), [this](size_t a, size_t b) {
+    const Positive& x = positives_[a];
+    const Positive& y = positives_[b];
+    if (x.user != y.user) return x.user < y.user;
+    if (x.timestamp != y.timestamp) return x.timestamp < y.timestamp;
+    return x.line_order < y.line_order;
+  });
+  history_.assign(user_ids_.size(), {});
+  std::vector<uint8_t> taken(item_ids_.size(), 0);
+  for (size_t end = order.size(); end > 0;) {
+    const uint32_t user = positives_[order[end - 1]].user;
+    std::vector<uint32_t>& history = history_[user];
+    size_t begin = end;
+    for (; begin > 0 && positives_[order[begin - 1]].user == user; --begin) {
+      const uint32_t item = positives_[order[begin - 1]].item;
+      if (history.size() < options_.user_history && !taken[item]) {
+        taken[item] = 1;
+        history.push_back(item);
+      }
+    }
+    for (const uint32_t item : history) taken[item] = 0;
+    std::reverse(history.begin(), history.end());
+    end = begin;
+  }
+}
+
+std::optional<uint32_t> InteractionDataset::history_slot() const {
+  if (options_.user_history == 0) return std::nullopt;
+  return user_slots_ - 1;
+}
+
+uint64_t InteractionDataset::HistoryKey(std::string_view item_id) {
+  return HashCombine(HashName("user history"), HashName(item_id));
+}
+
+uint64_t InteractionDataset::EmptyHistoryKey() {
+  return HashCombine(HashName("user history"), HashName(""));  // no item id is empty
 }
 
 Result<std::vector<std::vector<uint32_t>>> InteractionDataset::SampleNegatives(
@@ -363,26 +413,39 @@ Status InteractionDataset::BuildKeys() {
   if (options_.item_features) {
     item_slots_ += static_cast<uint32_t>(options_.item_features->features.size());
   }
-  // Slot 0 is the id; then one slot per side feature.
+  if (options_.user_history > 0) ++user_slots_;
+  // Slot 0 is the id; then one slot per side feature; then the user's history.
   auto build = [](const std::vector<std::string>& ids, uint32_t slots,
                   const std::optional<SideFeatureFile>& side, std::string_view tower,
-                  size_t* without_features, EntityKeys* out) -> Status {
-    std::vector<std::vector<uint64_t>> keys(ids.size() * slots);
-    for (size_t e = 0; e < ids.size(); ++e) keys[e * slots] = {HashName(ids[e])};
-    std::vector<bool> multi_valued(slots, false);
+                  size_t* without_features, std::vector<std::vector<uint64_t>>* keys,
+                  std::vector<bool>* multi_valued) -> Status {
+    keys->assign(ids.size() * slots, {});
+    for (size_t e = 0; e < ids.size(); ++e) (*keys)[e * slots] = {HashName(ids[e])};
+    multi_valued->assign(slots, false);
     if (side) {
-      ASSIGN_OR_RETURN(*without_features, JoinSideFeatures(*side, tower, ids, slots, &keys));
+      ASSIGN_OR_RETURN(*without_features, JoinSideFeatures(*side, tower, ids, slots, keys));
       for (size_t f = 0; f < side->features.size(); ++f) {
-        multi_valued[1 + f] = !side->features[f].separator.empty();
+        (*multi_valued)[1 + f] = !side->features[f].separator.empty();
       }
     }
-    *out = EntityKeys(keys, std::move(multi_valued));
     return Status::Ok();
   };
+  std::vector<std::vector<uint64_t>> keys;
+  std::vector<bool> multi_valued;
   RETURN_IF_ERROR(build(user_ids_, user_slots_, options_.user_features, "user",
-                        &users_without_features_, &user_keys_));
+                        &users_without_features_, &keys, &multi_valued));
+  if (const std::optional<uint32_t> slot = history_slot()) {
+    multi_valued[*slot] = true;
+    for (size_t u = 0; u < user_ids_.size(); ++u) {
+      std::vector<uint64_t>& history = keys[u * user_slots_ + *slot];
+      for (const uint32_t item : history_[u]) history.push_back(HistoryKey(item_ids_[item]));
+      if (history.empty()) history.push_back(EmptyHistoryKey());
+    }
+  }
+  user_keys_ = EntityKeys(keys, std::move(multi_valued));
   RETURN_IF_ERROR(build(item_ids_, item_slots_, options_.item_features, "item",
-                        &items_without_features_, &item_keys_));
+                        &items_without_features_, &keys, &multi_valued));
+  item_keys_ = EntityKeys(keys, std::move(multi_valued));
   return Status::Ok();
 }
 
@@ -427,6 +490,9 @@ std::string InteractionDataset::Describe() const {
   }
   if (options_.item_features) {
     text += ", " + std::to_string(items_without_features_) + " items without features";
+  }
+  if (options_.user_history > 0) {
+    text += ", user history of up to " + std::to_string(options_.user_history) + " items";
   }
   if (options_.validation) {
     text += ", " + std::to_string(validation_cases_.size()) + " validation users (" +

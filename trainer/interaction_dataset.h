@@ -15,6 +15,12 @@
 // with a separator, e.g. "Action|Comedy") has a key per value instead, HashCombine(HashName(column
 // label), HashName(value)), and its slot averages their rows (an empty field is one empty value).
 // Ids absent from the side file get a per-feature "missing" key.
+//
+// With `user_history` N > 0 the user tower's last slot is multi-valued: the user's latest N
+// distinct training items (HistoryKey(item): keys of their own, not the item tower's), or
+// EmptyHistoryKey() for a user with none. A training sample leaves its own positive out of it
+// (InteractionSource), so the model never sees the answer among its inputs; evaluation uses the
+// whole training history, which never holds a held-out item.
 #pragma once
 
 #include <cstdint>
@@ -64,6 +70,8 @@ struct InteractionOptions {
   // validation item, ranked against negatives of its own; the test split stays as it is. Users
   // left with no training interaction then keep theirs (users_without_validation()).
   bool validation = false;
+  // > 0: a user slot of each user's latest `user_history` distinct training items (see above).
+  uint32_t user_history = 0;
 };
 
 // One evaluated user: score every candidate and rank the test item (candidate 0) among them.
@@ -98,6 +106,10 @@ class InteractionDataset {
   // features; one or more for multi-valued ones).
   const EntityKeys& users() const { return user_keys_; }
   const EntityKeys& items() const { return item_keys_; }
+  // The user slot of the training history, when options().user_history > 0.
+  std::optional<uint32_t> history_slot() const;
+  static uint64_t HistoryKey(std::string_view item_id);
+  static uint64_t EmptyHistoryKey();
   const std::string& user_id(uint32_t user) const { return user_ids_[user]; }
   const std::string& item_id(uint32_t item) const { return item_ids_[item]; }
   std::optional<uint32_t> FindItem(std::string_view item_id) const;
@@ -125,6 +137,9 @@ class InteractionDataset {
   // and the user's id.
   Result<std::vector<std::vector<uint32_t>>> SampleNegatives(std::span<const uint32_t> users,
                                                              uint64_t stream) const;
+  // history_ from the training positives (those not held out for test or validation).
+  void BuildHistories(std::span<const uint32_t> test_item_of_user,
+                      std::span<const uint32_t> validation_item_of_user);
   Status BuildKeys();
   // A case per user: its held-out item first, then its negatives.
   std::vector<EvalCase> BuildCases(std::span<const uint32_t> users,
@@ -148,6 +163,7 @@ class InteractionDataset {
   };
   std::vector<Positive> positives_;
   std::vector<std::vector<uint32_t>> interacted_;  // [user]: sorted distinct items, any rating
+  std::vector<std::vector<uint32_t>> history_;  // [user]: latest distinct training items, oldest first
 
   std::vector<uint32_t> eval_users_;      // ascending
   std::vector<uint32_t> test_item_;       // [eval case]

@@ -52,6 +52,8 @@ Status InteractionSource::Next(uint32_t batch_size, Batch* out) {
   positive_items_.resize(batch_size);
   negative_items_.resize(size_t{batch_size} * negatives_);
   dataset_->users().StartBatch(&out->user_keys, &out->user_offsets);
+  // A sample's own positive leaves its user's history.
+  const std::optional<uint32_t> history_slot = dataset_->history_slot();
   for (uint32_t b = 0; b < batch_size; ++b) {
     const uint64_t sample_id = HashCombine(HashCombine(seed_, epoch_), position_);
     const TrainPair& pair = train[order_[position_++]];
@@ -59,7 +61,13 @@ Status InteractionSource::Next(uint32_t batch_size, Batch* out) {
       ++epoch_;
       Reshuffle();
     }
-    dataset_->users().AppendSample(pair.user, &out->user_keys, &out->user_offsets);
+    if (history_slot) {
+      dataset_->users().AppendSampleWithout(
+          pair.user, *history_slot, InteractionDataset::HistoryKey(dataset_->item_id(pair.item)),
+          InteractionDataset::EmptyHistoryKey(), &out->user_keys, &out->user_offsets);
+    } else {
+      dataset_->users().AppendSample(pair.user, &out->user_keys, &out->user_offsets);
+    }
     positive_items_[b] = pair.item;
     out->item_log_frequency[b] =
         static_cast<float>(std::log(static_cast<double>(counts[pair.item])) - log_total);

@@ -1,5 +1,5 @@
 // Tests for InteractionDataset: the leave-one-out split, negative sampling, side features and
-// the validation split.
+// the validation split and the users' training histories.
 #include "trainer/interaction_dataset.h"
 
 #include <gtest/gtest.h>
@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <initializer_list>
 #include <map>
 #include <set>
 
@@ -416,6 +417,70 @@ TEST(InteractionDatasetTest, TheTestSplitIsTheSameWithAndWithoutValidation) {
   // Validation negatives come from a stream of their own.
   EXPECT_NE(validated->validation_cases()[0].candidate_ids,
             plain->eval_cases()[0].candidate_ids);
+}
+
+std::vector<uint64_t> HistoryKeys(std::initializer_list<const char*> items) {
+  std::vector<uint64_t> keys;
+  for (const char* item : items) keys.push_back(InteractionDataset::HistoryKey(item));
+  return keys;
+}
+
+TEST(InteractionDatasetTest, UserHistoryHoldsTheLatestTrainingItemsAndNoHeldOutOne) {
+  testing::TempDir dir;
+  InteractionOptions options = SmallOptions(WriteFile(dir, "u.data", SmallInteractions()));
+  options.user_history = 3;
+  auto data = MustLoad(options);
+  ASSERT_NE(data, nullptr);
+  ASSERT_EQ(data->user_slots(), 2u);
+  ASSERT_EQ(data->history_slot(), std::optional<uint32_t>(1));
+  EXPECT_TRUE(data->users().multi_valued(1));
+  auto history = [&](const InteractionDataset& dataset, const std::string& user_id) {
+    for (uint32_t u = 0; u < dataset.num_users(); ++u) {
+      if (dataset.user_id(u) == user_id) {
+        const std::span<const uint64_t> keys = dataset.users().keys(u, 1);
+        return std::vector<uint64_t>(keys.begin(), keys.end());
+      }
+    }
+    ADD_FAILURE() << "no user " << user_id;
+    return std::vector<uint64_t>{};
+  };
+  // Oldest first, by timestamp: u1's i3 (200) after i1 (100); its test item i2 is left out.
+  EXPECT_EQ(history(*data, "u1"), HistoryKeys({"i1", "i3"}));
+  EXPECT_EQ(history(*data, "u2"), HistoryKeys({"i4"}));
+  EXPECT_EQ(history(*data, "u3"), HistoryKeys({"i1"}));  // not evaluated: trains on its one item
+  // Equal timestamps: the file's order; the latest 3 of i6..i29 (i30 is the test item).
+  EXPECT_EQ(history(*data, "u4"), HistoryKeys({"i27", "i28", "i29"}));
+
+  options.validation = true;  // u1 spares i3, u4 spares i29: neither may be in a history
+  auto validated = MustLoad(options);
+  ASSERT_NE(validated, nullptr);
+  EXPECT_EQ(history(*validated, "u1"), HistoryKeys({"i1"}));
+  EXPECT_EQ(history(*validated, "u4"), HistoryKeys({"i26", "i27", "i28"}));
+  // The history slot adds no key to the item tower nor changes the test split.
+  EXPECT_EQ(validated->item_slots(), 1u);
+  EXPECT_EQ(TestItems(*validated), TestItems(*data));
+}
+
+TEST(InteractionDatasetTest, AUserWithoutTrainingItemsHasTheEmptyHistory) {
+  testing::TempDir dir;
+  // u2 has two positives, both of its test item: it trains on nothing.
+  InteractionOptions options = SmallOptions(WriteFile(
+      dir, "u.data",
+      "u1\ti1\t5\t1\nu1\ti2\t5\t2\nu2\ti3\t5\t1\nu2\ti3\t5\t2\n"
+      "u3\ti4\t5\t1\nu3\ti5\t5\t1\nu3\ti6\t5\t1\nu3\ti7\t5\t1\n"));
+  options.user_history = 10;
+  options.negatives = 1;
+  auto data = MustLoad(options);
+  ASSERT_NE(data, nullptr);
+  for (uint32_t u = 0; u < data->num_users(); ++u) {
+    const std::span<const uint64_t> keys = data->users().keys(u, 1);
+    const std::vector<uint64_t> history(keys.begin(), keys.end());
+    if (data->user_id(u) == "u1") EXPECT_EQ(history, HistoryKeys({"i1"}));
+    if (data->user_id(u) == "u2") {
+      EXPECT_EQ(history, std::vector<uint64_t>{InteractionDataset::EmptyHistoryKey()});
+    }
+    if (data->user_id(u) == "u3") EXPECT_EQ(history, HistoryKeys({"i4", "i5", "i6"}));
+  }
 }
 
 }  // namespace

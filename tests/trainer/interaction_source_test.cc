@@ -8,6 +8,7 @@
 #include <map>
 #include <set>
 
+#include "common/hash.h"
 #include "tests/test_util.h"
 
 namespace ember::trainer {
@@ -128,6 +129,62 @@ TEST(InteractionSourceTest, SampledNegativesFollowThePositivesAndResume) {
     ASSERT_TRUE(resumed.Next(7, &batch).ok());
     EXPECT_EQ(batch.item_keys, expected.item_keys) << step;
   }
+}
+
+TEST(InteractionSourceTest, ASampleLeavesItsOwnPositiveOutOfItsUsersHistory) {
+  testing::TempDir dir;
+  const std::string path = dir.path() + "/u.data";
+  std::ofstream out(path);
+  // u0 trains on one item, u1 on two, u2 on five (each user's last line is its test item); u3,
+  // not evaluated, on its only one.
+  std::map<std::string, std::vector<std::string>> trained;
+  for (int u = 0; u < 3; ++u) {
+    const int items = u == 0 ? 2 : u == 1 ? 3 : 6;
+    for (int i = 0; i < items; ++i) {
+      out << 'u' << u << "\ti" << i << "\t5\t" << i << '\n';
+      if (i + 1 < items) trained["u" + std::to_string(u)].push_back("i" + std::to_string(i));
+    }
+  }
+  out << "u3\ti7\t5\t0\n";
+  trained["u3"] = {"i7"};
+  out.close();
+  InteractionOptions options;
+  options.path = path;
+  options.negatives = 1;
+  options.user_history = 100;
+  auto loaded = InteractionDataset::Load(options);
+  ASSERT_TRUE(loaded.ok()) << loaded.status().ToString();
+  std::shared_ptr<InteractionDataset> data = *loaded;
+  ASSERT_EQ(data->num_train(), 9u);
+  std::map<uint64_t, std::string> item_of_key, user_of_key;
+  for (uint32_t i = 0; i < data->num_items(); ++i) {
+    item_of_key[HashName(data->item_id(i))] = data->item_id(i);
+  }
+  for (uint32_t u = 0; u < data->num_users(); ++u) {
+    user_of_key[HashName(data->user_id(u))] = data->user_id(u);
+  }
+
+  InteractionSource source(data, 3);
+  Batch batch;
+  ASSERT_TRUE(source.Next(9, &batch).ok());  // one epoch
+  ASSERT_EQ(batch.user_offsets.size(), 2u);
+  ASSERT_EQ(batch.user_offsets[1].size(), 10u);
+  std::set<std::string> samples;
+  for (uint32_t b = 0; b < 9; ++b) {
+    const std::string user = user_of_key.at(batch.user_keys[0][b]);
+    const std::string item = item_of_key.at(batch.item_keys[0][b]);
+    samples.insert(user + ":" + item);
+    std::set<uint64_t> history(batch.user_keys[1].begin() + batch.user_offsets[1][b],
+                               batch.user_keys[1].begin() + batch.user_offsets[1][b + 1]);
+    // The user's training items but this one.
+    std::set<uint64_t> expected;
+    for (const std::string& other : trained.at(user)) {
+      if (other != item) expected.insert(InteractionDataset::HistoryKey(other));
+    }
+    if (expected.empty()) expected.insert(InteractionDataset::EmptyHistoryKey());
+    EXPECT_EQ(history, expected) << user << ":" << item;
+  }
+  EXPECT_EQ(samples.size(), 9u);
 }
 
 }  // namespace
