@@ -81,6 +81,17 @@ Status SetPath(YAML::Node node, const std::vector<std::string>& segments, size_t
   for (size_t s = 0; s < i; ++s) where += (s ? "." : "") + segments[s];
   const std::string& segment = segments[i];
   YAML::Node child;  // rebound with reset(), which moves the handle and leaves the tree alone
+  if (node.IsSequence() && segment == "*") {
+    if (i + 1 == segments.size()) {
+      return InvalidArgument(where + ".*: name a key of the entries to set in each of them");
+    }
+    if (node.size() == 0) return InvalidArgument(where + ".*: " + where + " has no entries");
+    for (size_t e = 0; e < node.size(); ++e) {
+      child.reset(node[e]);
+      RETURN_IF_ERROR(SetPath(child, segments, i + 1, value));
+    }
+    return Status::Ok();
+  }
   if (node.IsSequence()) {
     ASSIGN_OR_RETURN(YAML::Node entry, SequenceEntry(node, segment, where));
     child.reset(entry);

@@ -5,7 +5,8 @@
 //
 // A path names mapping keys separated by dots ("train.batch_size"); inside a sequence a segment
 // is an index or, for a sequence of mappings with a `name` key, that name ("tables.item_id.dim"
-// and "tables.3.dim" are the same key of tt-bench.yaml). Keys and sections the file leaves out are
+// and "tables.3.dim" are the same key of tt-bench.yaml), or "*" for every entry
+// ("tables.*.optimizer.learning_rate" sets it in each table). Keys and sections the file leaves out are
 // created, so that a default can be overridden; whether a key exists at all is for the loaders to
 // say (each rejects unknown keys, naming them). A value is YAML text: a scalar ("3", "bsp",
 // "1.0e-3", "null" for the default) or a flow sequence ("[256, 128]").

@@ -58,6 +58,16 @@ TEST(ConfigOverrideTest, SequenceEntriesByNameOrIndex) {
   EXPECT_EQ(root["tables"][1]["name"].as<std::string>(), "item_id");
 }
 
+TEST(ConfigOverrideTest, AStarSetsTheKeyInEveryEntry) {
+  YAML::Node root = YAML::Load(kConfig);
+  ASSERT_TRUE(Apply(root, {"tables.*.optimizer.learning_rate=0.1", "tables.item_id.dim=8"}).ok());
+  for (const YAML::Node& table : root["tables"]) {
+    EXPECT_EQ(table["optimizer"]["learning_rate"].as<double>(), 0.1);
+  }
+  EXPECT_EQ(root["tables"][0]["dim"].as<int>(), 64);
+  EXPECT_EQ(root["tables"][1]["dim"].as<int>(), 8);
+}
+
 TEST(ConfigOverrideTest, FlowSequencesAndNullValues) {
   YAML::Node root = YAML::Load(kConfig);
   ASSERT_TRUE(Apply(root, {"model.hidden=[64, 32, 16]", "train.steps=null"}).ok());
@@ -99,6 +109,8 @@ TEST(ConfigOverrideTest, PathsTheTreeCannotHoldAreRejectedNamingThem) {
       {"tables.clicks.dim=8", "tables has no entry named 'clicks'"},
       {"tables.2.dim=8", "tables has 2 entries"},
       {"train=3", "train is a section"},
+      {"tables.*=3", "tables.*: name a key"},
+      {"model.hidden.*.x=3", "model.hidden.* is a value"},
   };
   for (const auto& [text, expected] : cases) {
     YAML::Node root = YAML::Load(kConfig);
