@@ -2,21 +2,19 @@
 #include "embedding/push_log.h"
 
 #include <fcntl.h>
-#include <sys/uio.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <array>
 #include <cerrno>
-#include <climits>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <optional>
 
 #include <spdlog/spdlog.h>
 
 #include "common/crc32c.h"
+#include "common/direct_file.h"
 #include "common/file_io.h"
 
 namespace ember::embedding {
@@ -92,40 +90,20 @@ Status Errno(const std::string& what) {
   return Unavailable(what + ": " + std::strerror(errno));
 }
 
-// Writes each payload of `records` as a record (its header, then the payload) with writev, as
-// many records per call as the system takes.
-Status WriteRecords(int fd, uint64_t segment, const std::vector<std::string>& records,
-                    const std::string& path) {
+// Appends each payload of `records` as a record (its header, then the payload).
+Status WriteRecords(DirectAppender& file, uint64_t segment,
+                    const std::vector<std::string>& records) {
   std::vector<std::array<char, kHeaderBytes>> headers(records.size());
-  std::vector<iovec> pieces;
+  std::vector<std::string_view> pieces;
   pieces.reserve(2 * records.size());
   for (size_t r = 0; r < records.size(); ++r) {
     const std::string& payload = records[r];
     PutLittleEndian(static_cast<uint32_t>(payload.size()), headers[r].data());
     PutLittleEndian(RecordCrc(segment, payload.data(), payload.size()), headers[r].data() + 4);
-    pieces.push_back(iovec{headers[r].data(), kHeaderBytes});
-    if (!payload.empty()) {
-      pieces.push_back(iovec{const_cast<char*>(payload.data()), payload.size()});
-    }
+    pieces.emplace_back(headers[r].data(), kHeaderBytes);
+    pieces.emplace_back(payload);
   }
-  size_t next = 0;  // the first piece not wholly written
-  while (next < pieces.size()) {
-    const int count = static_cast<int>(std::min<size_t>(pieces.size() - next, IOV_MAX));
-    const ssize_t n = ::writev(fd, pieces.data() + next, count);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return Errno("writing push log '" + path + "'");
-    // Skip the pieces written, and the written part of a piece written in part.
-    size_t written = static_cast<size_t>(n);
-    while (next < pieces.size() && written >= pieces[next].iov_len) {
-      written -= pieces[next].iov_len;
-      ++next;
-    }
-    if (written > 0) {
-      pieces[next].iov_base = static_cast<char*>(pieces[next].iov_base) + written;
-      pieces[next].iov_len -= written;
-    }
-  }
-  return Status::Ok();
+  return file.Append(pieces);
 }
 
 // Makes the entries of `dir` (a new segment) durable.
@@ -137,24 +115,20 @@ Status SyncDirectory(const std::string& dir) {
   return synced == 0 ? Status::Ok() : Errno("syncing push log directory '" + dir + "'");
 }
 
-// Closes the segment at `fd`: the record after its last one says that it ends there (what follows
-// in a reused file is its previous life's).
-Status WriteEndOfSegment(int fd, uint64_t segment, const std::string& path) {
+// Closes a segment: the record after its last one says that it ends there (what follows in a
+// reused file is its previous life's).
+Status WriteEndOfSegment(DirectAppender& file, uint64_t segment) {
   char header[kHeaderBytes];
   PutLittleEndian(kEndOfSegment, header);
   PutLittleEndian(RecordCrc(segment, nullptr, 0), header + 4);
-  for (size_t written = 0; written < kHeaderBytes;) {
-    const ssize_t n = ::write(fd, header + written, kHeaderBytes - written);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return Errno("closing push log segment '" + path + "'");
-    written += static_cast<size_t>(n);
-  }
-  return Status::Ok();
+  const std::string_view piece(header, kHeaderBytes);
+  return file.Append(std::span<const std::string_view>(&piece, 1));
 }
 
 // Reads the records of one segment: visit(payload) for each intact one. A segment ends cleanly at
-// its end-of-segment record or at the end of the file; otherwise `offset` is where the records
-// stop being intact: a torn write or, in a reused file, what the previous segment left there.
+// its end-of-segment record, at the end of the file, or at the zeros that pad the last block
+// written; otherwise `offset` is where the records stop being intact: a torn write or, in a
+// reused file, what the previous segment left there.
 struct SegmentEnd {
   bool clean = true;
   uint64_t offset = 0;
@@ -163,22 +137,30 @@ Result<SegmentEnd> ScanSegment(const std::string& path,
                                const std::function<Status(std::string_view)>& visit) {
   const std::optional<uint64_t> segment = NumberOf(path, kSuffix);
   if (!segment) return InvalidArgument("'" + path + "' is not named as a push log segment");
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Unavailable("cannot open push log segment '" + path + "'");
+  auto opened = DirectReader::Open(path);
+  if (!opened.ok()) {
+    return Unavailable("cannot open push log segment '" + path + "': " +
+                       std::string(opened.status().message()));
+  }
+  DirectReader& in = **opened;
+  // An empty record whose checksum is 0 could not be told from padding; it never is in practice,
+  // and then padding is not taken for the end.
+  const bool zeros_end = RecordCrc(*segment, nullptr, 0) != 0;
   SegmentEnd end;
   std::string payload;
   char header[kHeaderBytes];
   while (true) {
-    in.read(header, kHeaderBytes);
-    if (in.gcount() == 0) return end;
-    if (in.gcount() != static_cast<std::streamsize>(kHeaderBytes)) break;
+    ASSIGN_OR_RETURN(const size_t got, in.Read(header, kHeaderBytes));
+    if (got == 0) return end;
+    if (got != kHeaderBytes) break;
     const uint32_t size = GetLittleEndian(header);
     const uint32_t crc = GetLittleEndian(header + 4);
     if (size == kEndOfSegment && crc == RecordCrc(*segment, nullptr, 0)) return end;
+    if (size == 0 && crc == 0 && zeros_end) return end;
     if (size > kMaxPayloadBytes) break;
     payload.resize(size);
-    in.read(payload.data(), size);
-    if (in.gcount() != static_cast<std::streamsize>(size)) break;
+    ASSIGN_OR_RETURN(const size_t read, in.Read(payload.data(), size));
+    if (read != size) break;
     if (RecordCrc(*segment, payload.data(), payload.size()) != crc) break;
     RETURN_IF_ERROR(visit(payload));
     end.offset += kHeaderBytes + size;
@@ -214,41 +196,39 @@ PushLog::~PushLog() {
   if (retirer_.joinable()) retirer_.join();
   std::unique_lock<std::mutex> lock(mu_);
   written_.wait(lock, [&] { return !writing_; });
-  if (fd_ >= 0) ::close(fd_);
 }
 
 Status PushLog::OpenSegment(uint64_t number) {
-  if (fd_ >= 0) {
+  if (file_) {
     // The full segment says where it ends before the next one exists (durably under sync): a
     // replay must not read past its last record into what a reused file held before.
-    const std::string full = SegmentPath(options_.dir, segment_number_);
-    RETURN_IF_ERROR(WriteEndOfSegment(fd_, segment_number_, full));
-    if (options_.sync && ::fdatasync(fd_) != 0) return Errno("syncing push log '" + full + "'");
+    RETURN_IF_ERROR(WriteEndOfSegment(*file_, segment_number_));
+    if (options_.sync) RETURN_IF_ERROR(file_->Sync());
   }
   const std::string path = SegmentPath(options_.dir, number);
-  int flags = O_WRONLY | O_CREAT | O_CLOEXEC | O_TRUNC;
+  bool reused = false;
   if (!recycled_.empty()) {
-    // Overwriting a file whose pages are cached is a copy; a new file's pages must be allocated
-    // first, which costs several times the copy.
+    // Overwriting a file's blocks spares the filesystem allocating new ones.
     const std::string spare = std::move(recycled_.back());
     recycled_.pop_back();
     if (::rename(spare.c_str(), path.c_str()) == 0) {
-      flags &= ~O_TRUNC;
+      reused = true;
     } else {
       spdlog::warn("push log: cannot reuse '{}': {}", spare, std::strerror(errno));
       std::error_code ignored;
       std::filesystem::remove(spare, ignored);
     }
   }
-  const int fd = ::open(path.c_str(), flags, 0644);
-  if (fd < 0) return Errno("creating push log segment '" + path + "'");
+  auto opened = DirectAppender::Open(path, /*truncate=*/!reused);
+  if (!opened.ok()) {
+    return Unavailable("creating push log segment: " + std::string(opened.status().message()));
+  }
   if (options_.sync) RETURN_IF_ERROR(SyncDirectory(options_.dir));
-  if (fd_ >= 0) {
-    ::close(fd_);
-    retired_.push_back(SegmentPath(options_.dir, segment_number_));
+  if (file_) {
+    retired_.push_back(file_->path());
     retire_wanted_.notify_all();
   }
-  fd_ = fd;
+  file_ = std::move(*opened);
   segment_number_ = number;
   segment_pushed_ = 0;
   return Status::Ok();
@@ -290,15 +270,13 @@ Status PushLog::WaitDurable(Ticket ticket) {
     const Ticket target = appended_;
     const uint64_t pushed = pending_pushed_;
     pending_pushed_ = 0;
-    const int fd = fd_;
+    // The active segment changes only here, by the writer, so it stays while this one writes.
+    DirectAppender& file = *file_;
     const uint64_t segment = segment_number_;
     const uint64_t bytes = target - durable_;
-    const std::string path = SegmentPath(options_.dir, segment);
     lock.unlock();
-    Status status = WriteRecords(fd, segment, batch, path);
-    if (status.ok() && options_.sync && ::fdatasync(fd) != 0) {
-      status = Errno("syncing push log '" + path + "'");
-    }
+    Status status = WriteRecords(file, segment, batch);
+    if (status.ok() && options_.sync) status = file.Sync();
     batch.clear();
     lock.lock();
     writing_ = false;

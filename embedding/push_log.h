@@ -42,6 +42,7 @@
 #include <thread>
 #include <vector>
 
+#include "common/direct_file.h"
 #include "common/status.h"
 
 namespace ember::embedding {
@@ -142,7 +143,7 @@ class PushLog {
   Ticket durable_ = 0;           // bytes written, ever
   bool writing_ = false;         // a waiter is writing
   Status failed_;                // the first write error, sticky
-  int fd_ = -1;                  // the active segment
+  std::unique_ptr<DirectAppender> file_;  // the active segment
   uint64_t segment_number_ = 0;
   uint64_t segment_pushed_ = 0;   // push bytes appended to the active segment
   uint64_t pending_pushed_ = 0;   // push bytes in pending_
