@@ -19,11 +19,13 @@
 // changed rows held in memory to the new segment (the relog callbacks registered here: sequential
 // writes, far cheaper than writing them to RocksDB), the store persists the records of the
 // retired segments, and then they go. Every row a retired segment logged is then either logged
-// again or in RocksDB (clean, or evicted and written back). The last two retired files are kept
-// (as NNN.recycle) and overwritten by the next segments: writing into a file whose pages are
-// cached is a copy, where a new file's pages must be allocated first (several times slower). What
-// such a file held before never passes for records of its new segment, whose number their
-// checksums do not cover. RocksStore::Open replays the segments left by a killed process, in
+// again or in RocksDB (clean, or evicted and written back). Segments are written and read around
+// the page cache (common/direct_file.h: a log is written once and read back only to retire or
+// replay it, and appending through the page cache cost more CPU than the pushes themselves); the
+// zeros that pad the last block written end a segment like the end of its file. The last two
+// retired files are kept (as NNN.recycle) and overwritten by the next segments, which spares the
+// filesystem allocating their blocks again. What such a file held before never passes for
+// records of its new segment, whose number their checksums do not cover. RocksStore::Open replays the segments left by a killed process, in
 // order, stopping where the records of the last segment stop being intact (a write that never
 // returned, so its push was never acknowledged, or the old contents of a reused file), and then
 // removes them with the files kept for reuse.
