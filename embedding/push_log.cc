@@ -126,14 +126,15 @@ Status WriteEndOfSegment(DirectAppender& file, uint64_t segment) {
 }
 
 // Reads the records of one segment: visit(payload) for each intact one. A segment ends cleanly at
-// its end-of-segment record, at the end of the file, or at the zeros that pad the last block
-// written; otherwise `offset` is where the records stop being intact: a torn write or, in a
-// reused file, what the previous segment left there.
+// its end-of-segment record, at the end of the file, or, when it is the `last` (the one being
+// written when the process stopped), at the zeros that pad the last block written; otherwise
+// `offset` is where the records stop being intact: a torn write or, in a reused file, what the
+// previous segment left there. (A full segment has its end record: zeros before it are damage.)
 struct SegmentEnd {
   bool clean = true;
   uint64_t offset = 0;
 };
-Result<SegmentEnd> ScanSegment(const std::string& path,
+Result<SegmentEnd> ScanSegment(const std::string& path, bool last,
                                const std::function<Status(std::string_view)>& visit) {
   const std::optional<uint64_t> segment = NumberOf(path, kSuffix);
   if (!segment) return InvalidArgument("'" + path + "' is not named as a push log segment");
@@ -143,9 +144,9 @@ Result<SegmentEnd> ScanSegment(const std::string& path,
                        std::string(opened.status().message()));
   }
   DirectReader& in = **opened;
-  // An empty record whose checksum is 0 could not be told from padding; it never is in practice,
-  // and then padding is not taken for the end.
-  const bool zeros_end = RecordCrc(*segment, nullptr, 0) != 0;
+  // An empty record whose checksum is 0 could not be told from padding (it never is in
+  // practice); then padding is not taken for the end.
+  const bool zeros_end = last && RecordCrc(*segment, nullptr, 0) != 0;
   SegmentEnd end;
   std::string payload;
   char header[kHeaderBytes];
@@ -407,7 +408,7 @@ Result<uint64_t> PushLog::Replay(const std::string& dir,
   uint64_t next = 1;
   for (auto it = segments.begin(); it != segments.end(); ++it) {
     const auto& [number, path] = *it;
-    ASSIGN_OR_RETURN(SegmentEnd end, ScanSegment(path, apply));
+    ASSIGN_OR_RETURN(SegmentEnd end, ScanSegment(path, std::next(it) == segments.end(), apply));
     next = number + 1;
     if (end.clean) continue;
     if (std::next(it) != segments.end()) {
@@ -443,7 +444,7 @@ uint32_t PushLog::RecordChecksum(uint64_t segment, std::string_view payload) {
 
 Status PushLog::ReadSegment(const std::string& path,
                             const std::function<Status(std::string_view payload)>& visit) {
-  return ScanSegment(path, visit).status();
+  return ScanSegment(path, /*last=*/false, visit).status();
 }
 
 }  // namespace ember::embedding

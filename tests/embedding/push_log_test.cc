@@ -116,6 +116,35 @@ TEST(PushLogTest, ATornLastRecordEndsTheReplayAndDamageBeforeTheLastSegmentIsRef
   EXPECT_TRUE(Segments(dir.path()).empty());
 }
 
+TEST(PushLogTest, ZerosEndTheLastSegmentButAreDamageInAFullOne) {
+  testing::TempDir dir;
+  {
+    auto log = PushLog::Create({dir.path()}, 7, NoRecords());
+    ASSERT_TRUE(log.ok());
+    for (const char* payload : {"one", "two"}) {
+      ASSERT_TRUE((*log)->WaitDurable((*log)->Append(std::string_view(payload))).ok());
+    }
+  }
+  const std::filesystem::path segment = Segments(dir.path()).at(0);
+  // Zeros after the records, as a padded last block leaves them (written here whatever the
+  // filesystem does), then bytes of an earlier life of the file.
+  const uint64_t records = 2 * 8 + std::string_view("onetwo").size();
+  std::filesystem::resize_file(segment, records + 4096);
+  {
+    std::fstream file(segment, std::ios::in | std::ios::out | std::ios::binary);
+    file.seekp(static_cast<std::streamoff>(records + 100));
+    file << "stale bytes of a reused file";
+  }
+  EXPECT_EQ(ReplayAll(dir.path()), (std::vector<std::string>{"one", "two"}));
+  // The same segment before another has no end record: the zeros are damage, named.
+  std::ofstream(std::filesystem::path(dir.path()) / "000000000008.pushlog");
+  auto replayed = PushLog::Replay(dir.path(), [](std::string_view) { return Status::Ok(); });
+  ASSERT_FALSE(replayed.ok());
+  EXPECT_EQ(replayed.status().code(), StatusCode::kDataLoss);
+  EXPECT_NE(replayed.status().message().find(segment.filename().string()), std::string::npos)
+      << replayed.status().ToString();
+}
+
 TEST(PushLogTest, AFullSegmentIsRetiredAfterTheReloggersRan) {
   testing::TempDir dir;
   std::atomic<int> relogs{0};
