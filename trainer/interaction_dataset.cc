@@ -436,9 +436,11 @@ Status InteractionDataset::BuildKeys() {
                         &users_without_features_, &keys, &multi_valued));
   if (const std::optional<uint32_t> slot = history_slot()) {
     multi_valued[*slot] = true;
+    history_keys_.reserve(item_ids_.size());
+    for (const std::string& item_id : item_ids_) history_keys_.push_back(HistoryKey(item_id));
     for (size_t u = 0; u < user_ids_.size(); ++u) {
       std::vector<uint64_t>& history = keys[u * user_slots_ + *slot];
-      for (const uint32_t item : history_[u]) history.push_back(HistoryKey(item_ids_[item]));
+      for (const uint32_t item : history_[u]) history.push_back(history_keys_[item]);
       if (history.empty()) history.push_back(EmptyHistoryKey());
     }
   }

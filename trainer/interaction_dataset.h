@@ -108,6 +108,8 @@ class InteractionDataset {
   const EntityKeys& items() const { return item_keys_; }
   // The user slot of the training history, when options().user_history > 0.
   std::optional<uint32_t> history_slot() const;
+  // HistoryKey(item_id(item)), computed once per item (empty without a history slot).
+  uint64_t history_key(uint32_t item) const { return history_keys_[item]; }
   static uint64_t HistoryKey(std::string_view item_id);
   static uint64_t EmptyHistoryKey();
   const std::string& user_id(uint32_t user) const { return user_ids_[user]; }
@@ -164,6 +166,7 @@ class InteractionDataset {
   std::vector<Positive> positives_;
   std::vector<std::vector<uint32_t>> interacted_;  // [user]: sorted distinct items, any rating
   std::vector<std::vector<uint32_t>> history_;  // [user]: latest distinct training items, oldest first
+  std::vector<uint64_t> history_keys_;          // [item]: HistoryKey of its id
 
   std::vector<uint32_t> eval_users_;      // ascending
   std::vector<uint32_t> test_item_;       // [eval case]

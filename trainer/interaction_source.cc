@@ -63,7 +63,7 @@ Status InteractionSource::Next(uint32_t batch_size, Batch* out) {
     }
     if (history_slot) {
       dataset_->users().AppendSampleWithout(
-          pair.user, *history_slot, InteractionDataset::HistoryKey(dataset_->item_id(pair.item)),
+          pair.user, *history_slot, dataset_->history_key(pair.item),
           InteractionDataset::EmptyHistoryKey(), &out->user_keys, &out->user_offsets);
     } else {
       dataset_->users().AppendSample(pair.user, &out->user_keys, &out->user_offsets);

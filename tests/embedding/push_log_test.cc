@@ -9,6 +9,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <filesystem>
+#include <initializer_list>
 #include <fstream>
 #include <mutex>
 #include <string>
@@ -80,15 +81,28 @@ TEST(PushLogTest, ConcurrentPushesAreWrittenInGroupsAndReplayInTheirOrder) {
   }
 }
 
+// Writes a log of these payloads as segment `number` of `dir`, then closes it.
+void WriteSegment(const std::string& dir, uint64_t number,
+                  std::initializer_list<const char*> payloads) {
+  auto log = PushLog::Create({dir}, number, NoRecords());
+  ASSERT_TRUE(log.ok());
+  for (const char* payload : payloads) {
+    ASSERT_TRUE((*log)->WaitDurable((*log)->Append(std::string_view(payload))).ok());
+  }
+}
+
+// Replaying `dir` is refused as data lost, naming `segment`.
+void ExpectReplayRefusedNaming(const std::string& dir, const std::filesystem::path& segment) {
+  auto replayed = PushLog::Replay(dir, [](std::string_view) { return Status::Ok(); });
+  ASSERT_FALSE(replayed.ok());
+  EXPECT_EQ(replayed.status().code(), StatusCode::kDataLoss);
+  EXPECT_NE(replayed.status().message().find(segment.filename().string()), std::string::npos)
+      << replayed.status().ToString();
+}
+
 TEST(PushLogTest, ATornLastRecordEndsTheReplayAndDamageBeforeTheLastSegmentIsRefused) {
   testing::TempDir dir;
-  {
-    auto log = PushLog::Create({dir.path()}, 7, NoRecords());
-    ASSERT_TRUE(log.ok());
-    for (const char* payload : {"one", "two", "three"}) {
-      ASSERT_TRUE((*log)->WaitDurable((*log)->Append(std::string_view(payload))).ok());
-    }
-  }
+  WriteSegment(dir.path(), 7, {"one", "two", "three"});
   const std::filesystem::path segment = Segments(dir.path()).at(0);
   // The records' bytes (the file may be longer: zeros pad its last block).
   const uint64_t full = 3 * 8 + std::string_view("onetwothree").size();
@@ -106,11 +120,7 @@ TEST(PushLogTest, ATornLastRecordEndsTheReplayAndDamageBeforeTheLastSegmentIsRef
   EXPECT_EQ(ReplayAll(dir.path()), (std::vector<std::string>{"one"}));
   // The same damage in a segment followed by another is data lost, named.
   std::ofstream(std::filesystem::path(dir.path()) / "000000000009.pushlog");
-  auto replayed = PushLog::Replay(dir.path(), [](std::string_view) { return Status::Ok(); });
-  ASSERT_FALSE(replayed.ok());
-  EXPECT_EQ(replayed.status().code(), StatusCode::kDataLoss);
-  EXPECT_NE(replayed.status().message().find(segment.filename().string()), std::string::npos)
-      << replayed.status().ToString();
+  ExpectReplayRefusedNaming(dir.path(), segment);
 
   ASSERT_TRUE(PushLog::RemoveSegments(dir.path()).ok());
   EXPECT_TRUE(Segments(dir.path()).empty());
@@ -118,13 +128,7 @@ TEST(PushLogTest, ATornLastRecordEndsTheReplayAndDamageBeforeTheLastSegmentIsRef
 
 TEST(PushLogTest, ZerosEndTheLastSegmentButAreDamageInAFullOne) {
   testing::TempDir dir;
-  {
-    auto log = PushLog::Create({dir.path()}, 7, NoRecords());
-    ASSERT_TRUE(log.ok());
-    for (const char* payload : {"one", "two"}) {
-      ASSERT_TRUE((*log)->WaitDurable((*log)->Append(std::string_view(payload))).ok());
-    }
-  }
+  WriteSegment(dir.path(), 7, {"one", "two"});
   const std::filesystem::path segment = Segments(dir.path()).at(0);
   // Zeros after the records, as a padded last block leaves them (written here whatever the
   // filesystem does), then bytes of an earlier life of the file.
@@ -138,11 +142,7 @@ TEST(PushLogTest, ZerosEndTheLastSegmentButAreDamageInAFullOne) {
   EXPECT_EQ(ReplayAll(dir.path()), (std::vector<std::string>{"one", "two"}));
   // The same segment before another has no end record: the zeros are damage, named.
   std::ofstream(std::filesystem::path(dir.path()) / "000000000008.pushlog");
-  auto replayed = PushLog::Replay(dir.path(), [](std::string_view) { return Status::Ok(); });
-  ASSERT_FALSE(replayed.ok());
-  EXPECT_EQ(replayed.status().code(), StatusCode::kDataLoss);
-  EXPECT_NE(replayed.status().message().find(segment.filename().string()), std::string::npos)
-      << replayed.status().ToString();
+  ExpectReplayRefusedNaming(dir.path(), segment);
 }
 
 TEST(PushLogTest, AFullSegmentIsRetiredAfterTheReloggersRan) {
