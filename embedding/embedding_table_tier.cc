@@ -30,9 +30,14 @@ constexpr size_t kEvictionsPerInsert = 2;
 }  // namespace
 
 EmbeddingTable::~EmbeddingTable() {
-  if (tier_ != nullptr && tier_->relogger != 0) {
-    tier_->options.disk->push_log()->RemoveRelogger(tier_->relogger);
+  if (tier_ == nullptr || tier_->relogger == 0) return;
+  bool changed_rows_left = false;
+  for (uint32_t p = 0; p < num_partitions_ && !changed_rows_left; ++p) {
+    stores_[p].ForEach([&](uint64_t, float* row) {
+      changed_rows_left |= (LoadFlags(row + floats_per_row_) & kDirty) != 0;
+    });
   }
+  tier_->options.disk->push_log()->RemoveRelogger(tier_->relogger, changed_rows_left);
 }
 
 Result<std::unique_ptr<EmbeddingTable>> EmbeddingTable::Create(const TableSpec& spec,

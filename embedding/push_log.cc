@@ -304,7 +304,7 @@ Status PushLog::WaitDurable(Ticket ticket) {
 Status PushLog::WaitForRoom() {
   std::unique_lock<std::mutex> lock(mu_);
   const auto room = [&] { return retired_.size() < kMaxRetiring; };
-  if (room()) return Status::Ok();
+  if (room() || stopping_ || retiring_ended_) return Status::Ok();
   ++stats_.stalls;
   room_.wait(lock, [&] { return room() || stopping_ || retiring_ended_ || !retire_error_.ok(); });
   if (room() || stopping_ || retiring_ended_) return Status::Ok();
@@ -329,10 +329,11 @@ uint64_t PushLog::AddRelogger(std::function<Status()> relog) {
   return handle;
 }
 
-void PushLog::RemoveRelogger(uint64_t handle) {
+void PushLog::RemoveRelogger(uint64_t handle, bool changed_rows_left) {
   {
     std::lock_guard<std::mutex> lock(reloggers_mu_);
     reloggers_.erase(handle);
+    if (!changed_rows_left) return;
     // The table's changed rows may now be only in the log: no segment may go any more.
     retiring_stopped_ = true;
   }

@@ -85,9 +85,10 @@ class PushLog {
   Status WaitDurable(Ticket ticket);
   // Blocks while kMaxRetiring full segments wait to be retired (pushes faster than the retiring
   // thread can relog and persist would otherwise grow the log, and the replay after a kill,
-  // without bound); counted in Stats::stalls. Call it before taking the locks a push appends
-  // under: retiring takes them. Returns Unavailable naming the error once retiring failed and
-  // the log is full, and at once when segments are no longer retired (a table closing).
+  // without bound); each wait is counted in Stats::stalls. Call it before taking the locks a
+  // push appends under: retiring takes them. Returns Unavailable naming the error once retiring
+  // failed and the log is full, and at once when segments are no longer retired (a table closed
+  // with changed rows).
   static constexpr size_t kMaxRetiring = 2;
   Status WaitForRoom();
   // WaitDurable for everything appended so far. A row logged here must not reach RocksDB before
@@ -97,11 +98,12 @@ class PushLog {
 
   // Registers a table's re-logging of its changed rows held in memory (Append with kRelog, then
   // WaitDurable), run before a segment is deleted; returns a handle for RemoveRelogger, which
-  // waits for a run of it in progress. Once a relogger is removed (a table closing, whose changed
-  // rows may be only in the log), no segment is retired any more: they stay for the next
-  // start's replay.
+  // waits for a run of it in progress. A table closing with changed rows that may be only in the
+  // log (`changed_rows_left`) ends retiring: no segment goes any more, they stay for the next
+  // start's replay. One closing with none (all written to RocksDB, or never pushed) leaves
+  // retiring going for the other tables.
   uint64_t AddRelogger(std::function<Status()> relog);
-  void RemoveRelogger(uint64_t handle);
+  void RemoveRelogger(uint64_t handle, bool changed_rows_left);
 
   // Bytes written, group writes done, and records appended so far (for reports and tests).
   struct Stats {

@@ -170,7 +170,7 @@ TEST(PushLogTest, AFullSegmentIsRetiredAfterTheReloggersRan) {
   for (int i = 0; i < 500 && push_log.stats().segments_retired == 0; ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
-  push_log.RemoveRelogger(handle);
+  push_log.RemoveRelogger(handle, /*changed_rows_left=*/true);
   EXPECT_EQ(push_log.stats().segments_retired, 1u);
   EXPECT_EQ(relogs.load(), 1);
   {
@@ -181,6 +181,43 @@ TEST(PushLogTest, AFullSegmentIsRetiredAfterTheReloggersRan) {
   // Only the relogged record is left.
   log->reset();
   EXPECT_EQ(ReplayAll(dir.path()), (std::vector<std::string>{std::string(500, 'r')}));
+}
+
+// A relogger removed with no changed rows left (a table that closed with everything in RocksDB)
+// leaves retiring going for the others; one removed with changed rows ends it.
+TEST(PushLogTest, OnlyATableClosingWithChangedRowsEndsRetiring) {
+  testing::TempDir dir;
+  PushLogOptions options{dir.path()};
+  options.segment_bytes = 100;
+  auto log = PushLog::Create(options, 1, NoRecords());
+  ASSERT_TRUE(log.ok());
+  PushLog& push_log = **log;
+  std::atomic<int> relogs{0};
+  const uint64_t staying = push_log.AddRelogger([&relogs] {
+    ++relogs;
+    return Status::Ok();
+  });
+  const uint64_t clean = push_log.AddRelogger([] { return Status::Ok(); });
+  push_log.RemoveRelogger(clean, /*changed_rows_left=*/false);
+  const auto fill_and_wait_retired = [&](uint64_t retired) {
+    ASSERT_TRUE(push_log.WaitDurable(push_log.Append(std::string(150, 'p'))).ok());
+    for (int i = 0; i < 500 && push_log.stats().segments_retired < retired; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+  };
+  fill_and_wait_retired(1);
+  EXPECT_EQ(push_log.stats().segments_retired, 1u);
+  EXPECT_EQ(relogs.load(), 1);
+
+  const uint64_t dirty = push_log.AddRelogger([] { return Status::Ok(); });
+  push_log.RemoveRelogger(dirty, /*changed_rows_left=*/true);
+  ASSERT_TRUE(push_log.WaitDurable(push_log.Append(std::string(150, 'p'))).ok());
+  ASSERT_TRUE(push_log.WaitDurable(push_log.Append(std::string(150, 'p'))).ok());
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  EXPECT_EQ(push_log.stats().segments_retired, 1u);
+  EXPECT_TRUE(push_log.WaitForRoom().ok()) << "segments are no longer retired: nothing to wait for";
+  EXPECT_EQ(push_log.stats().stalls, 0u) << "returning at once is not a wait";
+  push_log.RemoveRelogger(staying, /*changed_rows_left=*/true);
 }
 
 TEST(PushLogTest, RetiredFilesAreReusedWithoutTheirOldRecordsPassingForNewOnes) {
@@ -221,7 +258,7 @@ TEST(PushLogTest, RetiredFilesAreReusedWithoutTheirOldRecordsPassingForNewOnes) 
   // Segment 4 reuses segment 2's file: "w" overwrites "v", and segment 2's 'b' record after it
   // is intact, but must not be replayed as segment 4's.
   push("w");
-  push_log.RemoveRelogger(handle);
+  push_log.RemoveRelogger(handle, /*changed_rows_left=*/true);
   log->reset();
 
   const std::vector<std::string> expected = {"y", std::string(100, 'z'), "w"};
@@ -280,7 +317,7 @@ TEST(PushLogTest, PushesWaitWhileFullSegmentsWaitToBeRetiredAndFailOnceRetiringF
   }
   EXPECT_EQ(waited.code(), StatusCode::kUnavailable);
   EXPECT_NE(waited.message().find("disk full"), std::string::npos) << waited.ToString();
-  push_log.RemoveRelogger(handle);
+  push_log.RemoveRelogger(handle, /*changed_rows_left=*/true);
   EXPECT_TRUE(push_log.WaitForRoom().ok()) << "segments are no longer retired: nothing to wait for";
 }
 

@@ -185,6 +185,25 @@ TEST(TieredTableTest, LoggedPushesSurviveAKillAcrossRetiredLogSegments) {
   EXPECT_EQ(Dump(*reopened.table), Dump(memory));
 }
 
+// A table opened and closed on the store before (one that only shaped a bulk load, never pushed)
+// leaves the next table's log segments retired as they fill.
+TEST(TieredTableTest, ATableClosedWithoutChangedRowsLeavesSegmentsRetiring) {
+  testing::TempDir dir;
+  const TableSpec spec = Spec(OptimizerKind::kAdagrad);
+  EmbeddingTable memory(spec, kPartitions);
+  Tiered tiered(spec, dir.path(), 0, /*log_pushes=*/true, /*log_segment_bytes=*/64 << 10);
+  {
+    TierOptions tier{tiered.store->Table(spec.name), nullptr};
+    auto shape = EmbeddingTable::Create(spec, kPartitions, tier);
+    ASSERT_TRUE(shape.ok()) << shape.status().ToString();
+  }
+  RunSameTraffic(*tiered.table, memory, 60);
+  for (int i = 0; i < 500 && tiered.store->push_log()->stats().segments_retired == 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_GT(tiered.store->push_log()->stats().segments_retired, 0u);
+}
+
 // The row counts a table keeps with its rows equal a full count after a kill, with and without
 // the push log (param), across evictions, erasures, restores and log segments retired: opening
 // does not count rows.
