@@ -7,9 +7,13 @@
 #include <rocksdb/table.h>
 #include <rocksdb/write_batch.h>
 
+#include <spdlog/spdlog.h>
+
 #include <array>
+#include <chrono>
 #include <cstring>
 #include <filesystem>
+#include <unordered_map>
 
 #include "common/check.h"
 
@@ -208,6 +212,139 @@ Status ToWriteBatch(std::string_view payload,
     }
   });
 }
+
+// Folds the entries of a replayed push log into the last write of each row and record before they
+// reach RocksDB: a hot row pushed a thousand times between two retirements is written once, not a
+// thousand times. Its writes skip RocksDB's own log: the replay flushes the memtables before the
+// segments go, and a replay cut short by a kill starts over from the segments, which hold absolute
+// values, so replaying twice ends as replaying once. A partition deletion first writes what is
+// pending, so each row's writes keep their order around it. What is pending is bounded
+// (kMaxPendingBytes, then written out).
+class ReplayFolder {
+ public:
+  using FamilyOf = std::function<const RowFamily*(uint32_t id)>;
+  ReplayFolder(rocksdb::DB* db, FamilyOf family_of, rocksdb::ColumnFamilyHandle* records)
+      : db_(db), family_of_(std::move(family_of)), records_family_(records) {}
+
+  // Takes one replayed entry; DataLoss for rows of an unknown family or of the wrong width.
+  Status Add(const LoggedEntry& entry) {
+    ++entries_;
+    if (entry.op == LogOp::kPutRecord || entry.op == LogOp::kDeleteRecord) {
+      Keep(records_, std::string(entry.record_key), entry.op == LogOp::kDeleteRecord, entry.value);
+      return MaybeDrain();
+    }
+    const RowFamily* family = family_of_(entry.family);
+    if (family == nullptr) {
+      return DataLoss("rows of column family " + std::to_string(entry.family) +
+                      ", which holds no table of this store");
+    }
+    if (entry.op == LogOp::kDeletePartition) {
+      RETURN_IF_ERROR(Drain());
+      const auto begin = EncodeKey(entry.partition, 0);
+      const auto end = EncodePartition(entry.partition + 1);
+      rocksdb::WriteBatch batch;
+      RETURN_IF_ERROR(FromRocks(batch.DeleteRange(family->handle, AsSlice(begin),
+                                                  rocksdb::Slice(end.data(), end.size())),
+                                ""));
+      return FromRocks(db_->Write(WithoutLog(), &batch), "deleting a replayed partition");
+    }
+    if (entry.op == LogOp::kPutRow && family->floats_per_row != 0) {
+      RETURN_IF_ERROR(CheckValueSize(entry.value.size(), family->floats_per_row, entry.key));
+    }
+    Keep(rows_, RowSlot{entry.family, entry.partition, entry.key}, entry.op == LogOp::kDeleteRow,
+         entry.value);
+    return MaybeDrain();
+  }
+
+  // Writes every pending row and record.
+  Status Drain() {
+    rocksdb::WriteBatch batch;
+    const auto write_if = [&](size_t at_least) -> Status {
+      if (batch.Count() == 0 || batch.GetDataSize() < at_least) return Status::Ok();
+      Status written = FromRocks(db_->Write(WithoutLog(), &batch), "writing replayed rows");
+      batch.Clear();
+      return written;
+    };
+    for (const auto& [slot, last] : rows_) {
+      const RowFamily* family = family_of_(slot.family);
+      const EncodedKey key = EncodeKey(slot.partition, slot.key);
+      RETURN_IF_ERROR(FromRocks(last.deleted ? batch.Delete(family->handle, AsSlice(key))
+                                             : batch.Put(family->handle, AsSlice(key),
+                                                         AsSlice(last.value)),
+                                ""));
+      RETURN_IF_ERROR(write_if(kBatchBytes));
+    }
+    for (const auto& [key, last] : records_) {
+      RETURN_IF_ERROR(FromRocks(last.deleted ? batch.Delete(records_family_, AsSlice(key))
+                                             : batch.Put(records_family_, AsSlice(key),
+                                                         AsSlice(last.value)),
+                                ""));
+      RETURN_IF_ERROR(write_if(kBatchBytes));
+    }
+    RETURN_IF_ERROR(write_if(0));
+    written_ += rows_.size() + records_.size();
+    rows_.clear();
+    records_.clear();
+    pending_bytes_ = 0;
+    return Status::Ok();
+  }
+
+  uint64_t entries() const { return entries_; }  // taken by Add
+  uint64_t written() const { return written_; }  // writes that reached RocksDB
+
+ private:
+  static constexpr size_t kMaxPendingBytes = size_t{256} << 20;
+  static constexpr size_t kBatchBytes = size_t{4} << 20;
+  static constexpr size_t kEntryOverhead = 64;  // a hash node and its key, roughly
+
+  struct RowSlot {
+    uint32_t family;
+    uint32_t partition;
+    uint64_t key;
+    bool operator==(const RowSlot&) const = default;
+  };
+  struct RowSlotHash {
+    size_t operator()(const RowSlot& slot) const {
+      uint64_t h = slot.key * 0x9e3779b97f4a7c15ULL;
+      h ^= (uint64_t{slot.family} << 32 | slot.partition) + 0x632be59bd9b4e019ULL + (h << 6) +
+           (h >> 2);
+      return static_cast<size_t>(h ^ (h >> 31));
+    }
+  };
+  struct LastWrite {
+    bool deleted = false;
+    std::string value;
+  };
+
+  static rocksdb::WriteOptions WithoutLog() {
+    rocksdb::WriteOptions options;
+    options.disableWAL = true;
+    return options;
+  }
+
+  // Makes (deleted, value) the last write of `key` in `pending`.
+  template <typename Map, typename Key>
+  void Keep(Map& pending, Key&& key, bool deleted, std::string_view value) {
+    auto [it, inserted] = pending.try_emplace(std::forward<Key>(key));
+    LastWrite& last = it->second;
+    pending_bytes_ += inserted ? kEntryOverhead : 0;
+    pending_bytes_ -= last.value.size();
+    last.deleted = deleted;
+    last.value.assign(deleted ? std::string_view() : value);
+    pending_bytes_ += last.value.size();
+  }
+
+  Status MaybeDrain() { return pending_bytes_ > kMaxPendingBytes ? Drain() : Status::Ok(); }
+
+  rocksdb::DB* db_;
+  FamilyOf family_of_;
+  rocksdb::ColumnFamilyHandle* records_family_;
+  std::unordered_map<RowSlot, LastWrite, RowSlotHash> rows_;
+  std::unordered_map<std::string, LastWrite> records_;
+  size_t pending_bytes_ = 0;
+  uint64_t entries_ = 0;
+  uint64_t written_ = 0;
+};
 
 // Writes `writes` atomically to `db` and clears it: its entries, kept in the encoding the push
 // log takes as it is, become one RocksDB batch here.
@@ -471,18 +608,22 @@ Result<uint64_t> RocksStore::ReplayPushLog(const std::string& dir,
     auto it = families.find(id);
     return it == families.end() ? nullptr : &it->second;
   };
+  const auto started = std::chrono::steady_clock::now();
+  ReplayFolder folder(db_.get(), family_of, record_family());
   uint64_t replayed = 0;
   ASSIGN_OR_RETURN(uint64_t next, PushLog::Replay(dir, [&](std::string_view payload) {
-    const std::string what = "replaying the push log of '" + path_ + "'";
-    rocksdb::WriteBatch batch;
-    RETURN_IF_ERROR(ToWriteBatch(payload, family_of, record_family(), batch).WithContext(what));
     ++replayed;
-    return FromRocks(db_->Write(rocksdb::WriteOptions(), &batch), what);
+    return ForEachLoggedEntry(payload, [&](const LoggedEntry& entry) { return folder.Add(entry); })
+        .WithContext("replaying the push log of '" + path_ + "'");
   }));
   if (replayed == 0) return next;
-  // The replayed rows must be in files before the segments go.
+  RETURN_IF_ERROR(folder.Drain().WithContext("replaying the push log of '" + path_ + "'"));
+  // The replayed rows, written without RocksDB's log, must be in files before the segments go.
   RETURN_IF_ERROR(Flush());
   RETURN_IF_ERROR(PushLog::RemoveSegments(dir));
+  spdlog::info("push log of '{}': {} records replayed, {} writes folded into {}, in {:.2f} s",
+               path_, replayed, folder.entries(), folder.written(),
+               std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
   return next;
 }
 
