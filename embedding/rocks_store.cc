@@ -9,13 +9,16 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <array>
 #include <chrono>
 #include <cstring>
 #include <filesystem>
+#include <tuple>
 #include <unordered_map>
 
 #include "common/check.h"
+#include "embedding/row_store.h"
 
 namespace ember::embedding {
 namespace {
@@ -215,11 +218,12 @@ Status ToWriteBatch(std::string_view payload,
 
 // Folds the entries of a replayed push log into the last write of each row and record before they
 // reach RocksDB: a hot row pushed a thousand times between two retirements is written once, not a
-// thousand times. Its writes skip RocksDB's own log: the replay flushes the memtables before the
-// segments go, and a replay cut short by a kill starts over from the segments, which hold absolute
-// values, so replaying twice ends as replaying once. A partition deletion first writes what is
-// pending, so each row's writes keep their order around it. What is pending is bounded
-// (kMaxPendingBytes, then written out).
+// thousand times, and rows go in key order (RocksDB's memtable inserts a run of ordered keys far
+// faster than scattered ones). Its writes skip RocksDB's own log: the replay flushes the memtables
+// before the segments go, and a replay cut short by a kill starts over from the segments, which
+// hold absolute values, so replaying twice ends as replaying once. A partition deletion first
+// writes what is pending, so each row's writes keep their order around it. What is pending is
+// bounded (kMaxPendingBytes, then written out).
 class ReplayFolder {
  public:
   using FamilyOf = std::function<const RowFamily*(uint32_t id)>;
@@ -230,7 +234,12 @@ class ReplayFolder {
   Status Add(const LoggedEntry& entry) {
     ++entries_;
     if (entry.op == LogOp::kPutRecord || entry.op == LogOp::kDeleteRecord) {
-      Keep(records_, std::string(entry.record_key), entry.op == LogOp::kDeleteRecord, entry.value);
+      auto [it, inserted] = records_.try_emplace(std::string(entry.record_key));
+      LastRecordWrite& last = it->second;
+      record_bytes_ += (inserted ? entry.record_key.size() : 0) - last.value.size();
+      last.deleted = entry.op == LogOp::kDeleteRecord;
+      last.value.assign(last.deleted ? std::string_view() : entry.value);
+      record_bytes_ += last.value.size();
       return MaybeDrain();
     }
     const RowFamily* family = family_of_(entry.family);
@@ -248,15 +257,34 @@ class ReplayFolder {
                                 ""));
       return FromRocks(db_->Write(WithoutLog(), &batch), "deleting a replayed partition");
     }
-    if (entry.op == LogOp::kPutRow && family->floats_per_row != 0) {
+    if (entry.op == LogOp::kPutRow) {
       RETURN_IF_ERROR(CheckValueSize(entry.value.size(), family->floats_per_row, entry.key));
     }
-    Keep(rows_, RowSlot{entry.family, entry.partition, entry.key}, entry.op == LogOp::kDeleteRow,
-         entry.value);
+    // A pending row: the row and its state, then a float that is 1 for a deletion.
+    const uint64_t slot = PartitionSlot(entry.family, entry.partition);
+    bool created = false;
+    if (last_rows_ == nullptr || slot != last_slot_) {  // a batch's rows come partition by partition
+      auto [pending, added] = pending_rows_.try_emplace(slot, family->floats_per_row + 1);
+      created = added;
+      last_slot_ = slot;
+      last_rows_ = &pending->second;
+    }
+    auto [row, inserted] = last_rows_->FindOrInsert(entry.key);
+    if (entry.op == LogOp::kDeleteRow) {
+      row[family->floats_per_row] = 1.0f;
+    } else {
+      std::memcpy(row, entry.value.data(), entry.value.size());
+      row[family->floats_per_row] = 0.0f;
+    }
+    if (inserted) ++pending_row_count_;
+    if (created || (inserted && pending_row_count_ % 4096 == 0)) {
+      pending_row_bytes_ = 0;
+      for (const auto& [slot, rows] : pending_rows_) pending_row_bytes_ += rows.bytes();
+    }
     return MaybeDrain();
   }
 
-  // Writes every pending row and record.
+  // Writes every pending row (in key order) and record.
   Status Drain() {
     rocksdb::WriteBatch batch;
     const auto write_if = [&](size_t at_least) -> Status {
@@ -265,14 +293,23 @@ class ReplayFolder {
       batch.Clear();
       return written;
     };
-    for (const auto& [slot, last] : rows_) {
-      const RowFamily* family = family_of_(slot.family);
-      const EncodedKey key = EncodeKey(slot.partition, slot.key);
-      RETURN_IF_ERROR(FromRocks(last.deleted ? batch.Delete(family->handle, AsSlice(key))
-                                             : batch.Put(family->handle, AsSlice(key),
-                                                         AsSlice(last.value)),
-                                ""));
-      RETURN_IF_ERROR(write_if(kBatchBytes));
+    std::vector<std::pair<uint64_t, const float*>> rows;
+    for (const auto& [slot, pending] : pending_rows_) {  // in key order: family, partition, key
+      const RowFamily* family = family_of_(static_cast<uint32_t>(slot >> 32));
+      const uint32_t partition = static_cast<uint32_t>(slot);
+      rows.clear();
+      pending.ForEach([&](uint64_t key, const float* row) { rows.emplace_back(key, row); });
+      std::sort(rows.begin(), rows.end());
+      for (const auto& [key, row] : rows) {
+        const EncodedKey encoded = EncodeKey(partition, key);
+        const rocksdb::Slice value(reinterpret_cast<const char*>(row),
+                                   size_t{family->floats_per_row} * sizeof(float));
+        RETURN_IF_ERROR(FromRocks(row[family->floats_per_row] != 0.0f
+                                      ? batch.Delete(family->handle, AsSlice(encoded))
+                                      : batch.Put(family->handle, AsSlice(encoded), value),
+                                  ""));
+        RETURN_IF_ERROR(write_if(kBatchBytes));
+      }
     }
     for (const auto& [key, last] : records_) {
       RETURN_IF_ERROR(FromRocks(last.deleted ? batch.Delete(records_family_, AsSlice(key))
@@ -282,10 +319,13 @@ class ReplayFolder {
       RETURN_IF_ERROR(write_if(kBatchBytes));
     }
     RETURN_IF_ERROR(write_if(0));
-    written_ += rows_.size() + records_.size();
-    rows_.clear();
+    written_ += pending_row_count_ + records_.size();
+    pending_rows_.clear();
+    last_rows_ = nullptr;
+    pending_row_count_ = 0;
+    pending_row_bytes_ = 0;
     records_.clear();
-    pending_bytes_ = 0;
+    record_bytes_ = 0;
     return Status::Ok();
   }
 
@@ -295,23 +335,12 @@ class ReplayFolder {
  private:
   static constexpr size_t kMaxPendingBytes = size_t{256} << 20;
   static constexpr size_t kBatchBytes = size_t{4} << 20;
-  static constexpr size_t kEntryOverhead = 64;  // a hash node and its key, roughly
+  static constexpr size_t kEntryOverhead = 64;  // of a pending record: its node and key
 
-  struct RowSlot {
-    uint32_t family;
-    uint32_t partition;
-    uint64_t key;
-    bool operator==(const RowSlot&) const = default;
-  };
-  struct RowSlotHash {
-    size_t operator()(const RowSlot& slot) const {
-      uint64_t h = slot.key * 0x9e3779b97f4a7c15ULL;
-      h ^= (uint64_t{slot.family} << 32 | slot.partition) + 0x632be59bd9b4e019ULL + (h << 6) +
-           (h >> 2);
-      return static_cast<size_t>(h ^ (h >> 31));
-    }
-  };
-  struct LastWrite {
+  static uint64_t PartitionSlot(uint32_t family, uint32_t partition) {
+    return uint64_t{family} << 32 | partition;
+  }
+  struct LastRecordWrite {
     bool deleted = false;
     std::string value;
   };
@@ -322,26 +351,23 @@ class ReplayFolder {
     return options;
   }
 
-  // Makes (deleted, value) the last write of `key` in `pending`.
-  template <typename Map, typename Key>
-  void Keep(Map& pending, Key&& key, bool deleted, std::string_view value) {
-    auto [it, inserted] = pending.try_emplace(std::forward<Key>(key));
-    LastWrite& last = it->second;
-    pending_bytes_ += inserted ? kEntryOverhead : 0;
-    pending_bytes_ -= last.value.size();
-    last.deleted = deleted;
-    last.value.assign(deleted ? std::string_view() : value);
-    pending_bytes_ += last.value.size();
+  Status MaybeDrain() {
+    const size_t pending = pending_row_bytes_ + record_bytes_ + records_.size() * kEntryOverhead;
+    return pending > kMaxPendingBytes ? Drain() : Status::Ok();
   }
-
-  Status MaybeDrain() { return pending_bytes_ > kMaxPendingBytes ? Drain() : Status::Ok(); }
 
   rocksdb::DB* db_;
   FamilyOf family_of_;
   rocksdb::ColumnFamilyHandle* records_family_;
-  std::unordered_map<RowSlot, LastWrite, RowSlotHash> rows_;
-  std::unordered_map<std::string, LastWrite> records_;
-  size_t pending_bytes_ = 0;
+  // The pending rows of each (family, partition), by PartitionSlot; the map orders them as
+  // RocksDB orders their keys.
+  std::map<uint64_t, RowStore> pending_rows_;
+  uint64_t last_slot_ = 0;  // the slot of the last row taken, and its rows
+  RowStore* last_rows_ = nullptr;
+  uint64_t pending_row_count_ = 0;
+  size_t pending_row_bytes_ = 0;  // of pending_rows_, recounted now and then
+  std::unordered_map<std::string, LastRecordWrite> records_;
+  size_t record_bytes_ = 0;  // keys and values of records_
   uint64_t entries_ = 0;
   uint64_t written_ = 0;
 };
