@@ -178,6 +178,12 @@ struct RowFamily {
   uint32_t floats_per_row;
 };
 
+// The error for logged rows of a column family that holds no table of the store.
+Status NoSuchFamily(uint32_t id) {
+  return DataLoss("rows of column family " + std::to_string(id) +
+                  ", which holds no table of this store");
+}
+
 // Adds the entries of an encoded batch (RowWrites::LogPayload) to `batch`: rows to the family
 // `family_of(id)` gives (DataLoss naming the id when none), records to `records`.
 Status ToWriteBatch(std::string_view payload,
@@ -191,10 +197,7 @@ Status ToWriteBatch(std::string_view payload,
       return FromRocks(batch.Delete(records, AsSlice(entry.record_key)), "");
     }
     const RowFamily* family = family_of(entry.family);
-    if (family == nullptr) {
-      return DataLoss("rows of column family " + std::to_string(entry.family) +
-                      ", which holds no table of this store");
-    }
+    if (family == nullptr) return NoSuchFamily(entry.family);
     const EncodedKey key = EncodeKey(entry.partition, entry.key);
     switch (entry.op) {
       case LogOp::kPutRow:
@@ -243,10 +246,7 @@ class ReplayFolder {
       return MaybeDrain();
     }
     const RowFamily* family = family_of_(entry.family);
-    if (family == nullptr) {
-      return DataLoss("rows of column family " + std::to_string(entry.family) +
-                      ", which holds no table of this store");
-    }
+    if (family == nullptr) return NoSuchFamily(entry.family);
     if (entry.op == LogOp::kDeletePartition) {
       RETURN_IF_ERROR(Drain());
       const auto begin = EncodeKey(entry.partition, 0);
