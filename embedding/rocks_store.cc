@@ -262,12 +262,9 @@ class ReplayFolder {
     }
     // A pending row: the row and its state, then a float that is 1 for a deletion.
     const uint64_t slot = PartitionSlot(entry.family, entry.partition);
-    bool created = false;
     if (last_rows_ == nullptr || slot != last_slot_) {  // a batch's rows come partition by partition
-      auto [pending, added] = pending_rows_.try_emplace(slot, family->floats_per_row + 1);
-      created = added;
       last_slot_ = slot;
-      last_rows_ = &pending->second;
+      last_rows_ = &pending_rows_.try_emplace(slot, family->floats_per_row + 1).first->second;
     }
     auto [row, inserted] = last_rows_->FindOrInsert(entry.key);
     if (entry.op == LogOp::kDeleteRow) {
@@ -276,10 +273,9 @@ class ReplayFolder {
       std::memcpy(row, entry.value.data(), entry.value.size());
       row[family->floats_per_row] = 0.0f;
     }
-    if (inserted) ++pending_row_count_;
-    if (created || (inserted && pending_row_count_ % 4096 == 0)) {
-      pending_row_bytes_ = 0;
-      for (const auto& [slot, rows] : pending_rows_) pending_row_bytes_ += rows.bytes();
+    if (inserted) {
+      ++pending_row_count_;
+      pending_row_bytes_ += (family->floats_per_row + 1) * sizeof(float) + kRowIndexOverhead;
     }
     return MaybeDrain();
   }
@@ -336,6 +332,7 @@ class ReplayFolder {
   static constexpr size_t kMaxPendingBytes = size_t{256} << 20;
   static constexpr size_t kBatchBytes = size_t{4} << 20;
   static constexpr size_t kEntryOverhead = 64;  // of a pending record: its node and key
+  static constexpr size_t kRowIndexOverhead = 32;  // of a pending row: its index entries
 
   static uint64_t PartitionSlot(uint32_t family, uint32_t partition) {
     return uint64_t{family} << 32 | partition;
@@ -365,7 +362,7 @@ class ReplayFolder {
   uint64_t last_slot_ = 0;  // the slot of the last row taken, and its rows
   RowStore* last_rows_ = nullptr;
   uint64_t pending_row_count_ = 0;
-  size_t pending_row_bytes_ = 0;  // of pending_rows_, recounted now and then
+  size_t pending_row_bytes_ = 0;  // of pending_rows_: rows and their index entries
   std::unordered_map<std::string, LastRecordWrite> records_;
   size_t record_bytes_ = 0;  // keys and values of records_
   uint64_t entries_ = 0;
@@ -636,14 +633,15 @@ Result<uint64_t> RocksStore::ReplayPushLog(const std::string& dir,
   };
   const auto started = std::chrono::steady_clock::now();
   ReplayFolder folder(db_.get(), family_of, record_family());
+  const std::string what = "replaying the push log of '" + path_ + "'";
   uint64_t replayed = 0;
   ASSIGN_OR_RETURN(uint64_t next, PushLog::Replay(dir, [&](std::string_view payload) {
     ++replayed;
     return ForEachLoggedEntry(payload, [&](const LoggedEntry& entry) { return folder.Add(entry); })
-        .WithContext("replaying the push log of '" + path_ + "'");
+        .WithContext(what);
   }));
   if (replayed == 0) return next;
-  RETURN_IF_ERROR(folder.Drain().WithContext("replaying the push log of '" + path_ + "'"));
+  RETURN_IF_ERROR(folder.Drain().WithContext(what));
   // The replayed rows, written without RocksDB's log, must be in files before the segments go.
   RETURN_IF_ERROR(Flush());
   RETURN_IF_ERROR(PushLog::RemoveSegments(dir));
