@@ -43,6 +43,7 @@ struct OptimizerSpec {
   l1 @6 :Float32;                  # FTRL: L1 strength
   l2 @7 :Float32;                  # FTRL: L2 strength
   ftrlBeta @8 :Float32;            # FTRL: beta in the per-coordinate learning rate
+  weightDecay @9 :Float32;         # SGD / Adagrad / Adam: L2 penalty added to pushed rows' gradients
 }
 
 struct InitializerSpec {

@@ -22,6 +22,9 @@ struct OptimizerSpec {
   float l1 = 0.0f;                   // FTRL: L1 strength
   float l2 = 0.0f;                   // FTRL: L2 strength
   float ftrl_beta = 1.0f;            // FTRL: beta of the per-coordinate learning rate
+  // SGD, Adagrad and Adam: L2 penalty on the rows a push updates, weight_decay * row added to
+  // each gradient (FTRL has l2 for this). Rows that are not pushed do not decay.
+  float weight_decay = 0.0f;
 };
 
 enum class InitializerKind { kZeros = 0, kNormal = 1, kUniform = 2 };

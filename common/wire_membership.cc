@@ -18,7 +18,8 @@ constexpr Field<OptimizerSpec, schema::OptimizerSpec, float> kOptimizerFields[] 
     EMBER_WIRE_FIELD(OptimizerSpec, beta2, Beta2),
     EMBER_WIRE_FIELD(OptimizerSpec, l1, L1),
     EMBER_WIRE_FIELD(OptimizerSpec, l2, L2),
-    EMBER_WIRE_FIELD(OptimizerSpec, ftrl_beta, FtrlBeta)};
+    EMBER_WIRE_FIELD(OptimizerSpec, ftrl_beta, FtrlBeta),
+    EMBER_WIRE_FIELD(OptimizerSpec, weight_decay, WeightDecay)};
 constexpr Field<InitializerSpec, schema::InitializerSpec, float> kInitializerFields[] = {
     EMBER_WIRE_FIELD(InitializerSpec, mean, Mean),
     EMBER_WIRE_FIELD(InitializerSpec, stddev, Stddev), EMBER_WIRE_FIELD(InitializerSpec, low, Low),

@@ -80,15 +80,17 @@ void RowOptimizer::Apply(std::span<float> row, std::span<float> state,
 
 EMBER_WITH_AVX2_CLONE void RowOptimizer::ApplySgd(float* __restrict row, const float* __restrict grad) const {
   const float lr = spec_.learning_rate;
-  for (uint32_t i = 0; i < dim_; ++i) row[i] -= lr * grad[i];
+  const float decay = spec_.weight_decay;
+  for (uint32_t i = 0; i < dim_; ++i) row[i] -= lr * (grad[i] + decay * row[i]);
 }
 
 EMBER_WITH_AVX2_CLONE void RowOptimizer::ApplyAdagrad(float* __restrict row, float* __restrict acc,
                                 const float* __restrict grad) const {
   const float lr = spec_.learning_rate;
   const float eps = spec_.epsilon;
+  const float decay = spec_.weight_decay;
   for (uint32_t i = 0; i < dim_; ++i) {
-    const float g = grad[i];
+    const float g = grad[i] + decay * row[i];
     acc[i] += g * g;
     row[i] -= lr * g / (std::sqrt(acc[i]) + eps);
   }
@@ -108,8 +110,9 @@ EMBER_WITH_AVX2_CLONE void RowOptimizer::ApplyAdam(float* __restrict row, float*
   const float b2 = spec_.beta2;
   const float lr = spec_.learning_rate;
   const float eps = spec_.epsilon;
+  const float decay = spec_.weight_decay;
   for (uint32_t i = 0; i < dim_; ++i) {
-    const float g = grad[i];
+    const float g = grad[i] + decay * row[i];
     m[i] = b1 * m[i] + (1.0f - b1) * g;
     v[i] = b2 * v[i] + (1.0f - b2) * g * g;
     row[i] -= lr * (m[i] * m_scale) / (std::sqrt(v[i] * v_scale) + eps);

@@ -60,15 +60,15 @@ Status ReadOptimizer(const YAML::Node& section, const std::string& path, Optimiz
   RETURN_IF_ERROR(ReadKind(section, path, &OptimizerKindFromName, &spec->kind));
   switch (spec->kind) {
     case OptimizerKind::kSgd:
-      RETURN_IF_ERROR(config::RejectUnknownKeys(section, path, {"kind", "learning_rate"}));
+      RETURN_IF_ERROR(config::RejectUnknownKeys(section, path, {"kind", "learning_rate", "weight_decay"}));
       break;
     case OptimizerKind::kAdagrad:
       RETURN_IF_ERROR(config::RejectUnknownKeys(
-          section, path, {"kind", "learning_rate", "initial_accumulator", "epsilon"}));
+          section, path, {"kind", "learning_rate", "initial_accumulator", "epsilon", "weight_decay"}));
       break;
     case OptimizerKind::kAdam:
       RETURN_IF_ERROR(config::RejectUnknownKeys(
-          section, path, {"kind", "learning_rate", "beta1", "beta2", "epsilon"}));
+          section, path, {"kind", "learning_rate", "beta1", "beta2", "epsilon", "weight_decay"}));
       break;
     case OptimizerKind::kFtrl:
       RETURN_IF_ERROR(config::RejectUnknownKeys(
@@ -85,6 +85,7 @@ Status ReadOptimizer(const YAML::Node& section, const std::string& path, Optimiz
   RETURN_IF_ERROR(config::ReadOptional(section, path, "ftrl_beta", &spec->ftrl_beta));
   RETURN_IF_ERROR(config::ReadOptional(section, path, "l1", &spec->l1));
   RETURN_IF_ERROR(config::ReadOptional(section, path, "l2", &spec->l2));
+  RETURN_IF_ERROR(config::ReadOptional(section, path, "weight_decay", &spec->weight_decay));
   return Status::Ok();
 }
 
@@ -181,6 +182,11 @@ Status ValidateOptimizerSpec(const OptimizerSpec& spec) {
   RETURN_IF_ERROR(Require(IsNonNegative(spec.l2), "optimizer.l2", ">= 0", spec.l2));
   RETURN_IF_ERROR(
       Require(IsNonNegative(spec.ftrl_beta), "optimizer.ftrl_beta", ">= 0", spec.ftrl_beta));
+  RETURN_IF_ERROR(Require(IsNonNegative(spec.weight_decay), "optimizer.weight_decay", ">= 0",
+                          spec.weight_decay));
+  if (spec.kind == OptimizerKind::kFtrl && spec.weight_decay != 0.0f) {
+    return InvalidArgument("optimizer.weight_decay: not used by ftrl (its l2 is the L2 penalty)");
+  }
   return Status::Ok();
 }
 

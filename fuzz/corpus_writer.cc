@@ -448,7 +448,9 @@ void WriteConfigs(CorpusWriter& out, const fs::path& source) {
             "  initializer: {kind: uniform, low: -0.1, high: 0.1}\n"
             "  optimizer: {kind: ftrl, learning_rate: 0.05, ftrl_beta: 1, l1: 0.1, l2: 0.1}\n"
             "  admit_after: 2\n  ttl_seconds: 3600\n"
-            "- name: item_id\n  dim: 8\n  optimizer: adam\n  initializer: zeros\n");
+            "- name: item_id\n  dim: 8\n  optimizer: adam\n  initializer: zeros\n"
+            "- name: genre\n  dim: 8\n"
+            "  optimizer: {kind: adagrad, learning_rate: 0.05, weight_decay: 0.01}\n");
   out.Write("config_yaml", "security", 0,
             "cluster: {servers: 1}\ntables: [{name: a, dim: 4}]\n"
             "security:\n  scheduler_key: \"rq:rM>}U?@Lns47E1%kR.o@n%FcmmsL/@{H8]yf7\"\n"

@@ -7,6 +7,8 @@
 #include <cmath>
 #include <vector>
 
+#include "embedding/table_config.h"
+
 namespace ember::embedding {
 namespace {
 
@@ -34,19 +36,24 @@ struct ReferenceRow {
 void ReferenceStep(const OptimizerSpec& spec, ReferenceRow& r, const std::vector<double>& g) {
   const double lr = spec.learning_rate;
   ++r.t;
+  // Weight decay (not FTRL): the L2 penalty's gradient joins the pushed one.
+  std::vector<double> g_decayed(g.size());
+  for (size_t i = 0; i < g.size(); ++i) {
+    g_decayed[i] = spec.kind == OptimizerKind::kFtrl ? g[i] : g[i] + spec.weight_decay * r.w[i];
+  }
   for (size_t i = 0; i < g.size(); ++i) {
     switch (spec.kind) {
       case OptimizerKind::kSgd:
-        r.w[i] -= lr * g[i];
+        r.w[i] -= lr * g_decayed[i];
         break;
       case OptimizerKind::kAdagrad:
-        r.a[i] += g[i] * g[i];
-        r.w[i] -= lr * g[i] / (std::sqrt(r.a[i]) + spec.epsilon);
+        r.a[i] += g_decayed[i] * g_decayed[i];
+        r.w[i] -= lr * g_decayed[i] / (std::sqrt(r.a[i]) + spec.epsilon);
         break;
       case OptimizerKind::kAdam: {
         const double b1 = spec.beta1, b2 = spec.beta2;
-        r.a[i] = b1 * r.a[i] + (1 - b1) * g[i];
-        r.b[i] = b2 * r.b[i] + (1 - b2) * g[i] * g[i];
+        r.a[i] = b1 * r.a[i] + (1 - b1) * g_decayed[i];
+        r.b[i] = b2 * r.b[i] + (1 - b2) * g_decayed[i] * g_decayed[i];
         const double m_hat = r.a[i] / (1 - std::pow(b1, r.t));
         const double v_hat = r.b[i] / (1 - std::pow(b2, r.t));
         r.w[i] -= lr * m_hat / (std::sqrt(v_hat) + spec.epsilon);
@@ -181,6 +188,31 @@ TEST(RowOptimizerTest, AdamMatchesReference) {
   spec.beta2 = 0.999f;
   spec.epsilon = 1e-8f;
   CheckAgainstReference(spec, kSchedule);
+}
+
+TEST(RowOptimizerTest, WeightDecayMatchesReferenceForSgdAdagradAndAdam) {
+  for (OptimizerKind kind : {OptimizerKind::kSgd, OptimizerKind::kAdagrad, OptimizerKind::kAdam}) {
+    SCOPED_TRACE(OptimizerKindName(kind));
+    OptimizerSpec spec;
+    spec.kind = kind;
+    spec.learning_rate = 0.05f;
+    spec.weight_decay = 0.3f;
+    CheckAgainstReference(spec, kSchedule);
+  }
+}
+
+TEST(RowOptimizerTest, WeightDecayShrinksARowPushedAZeroGradient) {
+  OptimizerSpec spec;
+  spec.kind = OptimizerKind::kSgd;
+  spec.learning_rate = 0.5f;
+  spec.weight_decay = 0.2f;
+  auto optimizer = RowOptimizer::Create(spec, 2);
+  ASSERT_TRUE(optimizer.ok());
+  std::vector<float> row = {1.0f, -2.0f};
+  std::vector<float> state;
+  optimizer->Apply(row, state, std::vector<float>{0.0f, 0.0f});
+  EXPECT_FLOAT_EQ(row[0], 0.9f);  // 1 - 0.5 * 0.2 * 1
+  EXPECT_FLOAT_EQ(row[1], -1.8f);
 }
 
 TEST(RowOptimizerTest, FtrlMatchesReference) {

@@ -37,7 +37,8 @@ TEST(TableConfigTest, ParsesTheFullExample) {
 - name: item_id
   dim: 32
   initializer: {kind: uniform, low: -0.5, high: 0.5}
-  optimizer: {kind: adam, learning_rate: 0.001, beta1: 0.8, beta2: 0.99, epsilon: 1e-8}
+  optimizer: {kind: adam, learning_rate: 0.001, beta1: 0.8, beta2: 0.99, epsilon: 1e-8,
+              weight_decay: 0.0001}
 - name: ctr_wide
   dim: 1
   initializer: {kind: zeros}
@@ -65,6 +66,8 @@ TEST(TableConfigTest, ParsesTheFullExample) {
   EXPECT_FLOAT_EQ(item.optimizer.beta1, 0.8f);
   EXPECT_FLOAT_EQ(item.optimizer.beta2, 0.99f);
   EXPECT_FLOAT_EQ(item.optimizer.epsilon, 1e-8f);
+  EXPECT_FLOAT_EQ(item.optimizer.weight_decay, 1e-4f);
+  EXPECT_EQ(user.optimizer.weight_decay, 0.0f);
 
   const TableSpec& wide = (*specs)[2];
   EXPECT_EQ(wide.initializer.kind, InitializerKind::kZeros);
@@ -132,6 +135,9 @@ TEST(TableConfigTest, FieldsTheKindDoesNotUseAreRejected) {
                        "tables[0].optimizer.beta1"));
   EXPECT_TRUE(Contains(ParseError("[{name: a, dim: 2, optimizer: {kind: adagrad, l1: 0.5}}]"),
                        "tables[0].optimizer.l1"));
+  EXPECT_TRUE(
+      Contains(ParseError("[{name: a, dim: 2, optimizer: {kind: ftrl, weight_decay: 0.1}}]"),
+               "tables[0].optimizer.weight_decay"));
   EXPECT_TRUE(
       Contains(ParseError("[{name: a, dim: 2, initializer: {kind: uniform, stddev: 1}}]"),
                "tables[0].initializer.stddev"));
@@ -209,6 +215,11 @@ TEST(TableConfigTest, ValidateTableSpecChecksEveryRule) {
       {"optimizer.initial_accumulator",
        [](TableSpec& s) { s.optimizer.initial_accumulator = -1; }},
       {"optimizer.ftrl_beta", [](TableSpec& s) { s.optimizer.ftrl_beta = -1; }},
+      {"optimizer.weight_decay", [](TableSpec& s) { s.optimizer.weight_decay = -0.1f; }},
+      {"optimizer.weight_decay", [](TableSpec& s) {
+         s.optimizer.kind = OptimizerKind::kFtrl;
+         s.optimizer.weight_decay = 0.1f;
+       }},
       {"optimizer.kind", [](TableSpec& s) { s.optimizer.kind = static_cast<OptimizerKind>(9); }},
       {"initializer.stddev", [](TableSpec& s) { s.initializer.stddev = -0.1f; }},
       {"initializer.low", [](TableSpec& s) { s.initializer.low = 1.0f; }},
