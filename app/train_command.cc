@@ -44,7 +44,8 @@ Result<TrainData> LoadTrainData(trainer::DataConfig data, const trainer::ModelCo
   if (data.kind == "interactions") {
     ASSIGN_OR_RETURN(loaded.dataset, trainer::LoadInteractions(data.interactions));
     loaded.source = std::make_unique<trainer::InteractionSource>(
-        loaded.dataset, data.interactions.seed, train.rank, train.sync.trainers, model.negatives);
+        loaded.dataset, data.interactions.seed, train.rank, train.sync.trainers, model.negatives,
+        trainer::SharesNegatives(model));
   } else {
     if (train.sync.trainers > 1) data.synthetic.seed += 0x9E3779B97F4A7C15ull * train.rank;
     ASSIGN_OR_RETURN(loaded.source, trainer::MakeDataSource(data));

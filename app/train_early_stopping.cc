@@ -56,7 +56,8 @@ Result<EarlyStoppedModel> Retrain(const EarlyStoppingRun& run, const trainer::Va
   ASSIGN_OR_RETURN(model.backend, trainer::MakeBackend(config.train.backend, config.model));
   trainer::InteractionSource source(model.dataset, config.data.interactions.seed,
                                     config.train.rank, config.train.sync.trainers,
-                                    config.model.negatives);
+                                    config.model.negatives,
+                                    trainer::SharesNegatives(config.model));
   const double steps_per_epoch = StepsPerEpoch(*model.dataset, config.train);
   const uint32_t steps =
       std::max<uint32_t>(1, static_cast<uint32_t>(std::ceil(best.epoch * steps_per_epoch - 1e-9)));

@@ -35,8 +35,9 @@ bool CudaBackendAvailable() {
 
 Result<std::unique_ptr<Backend>> MakeBackend(std::string_view kind, const ModelConfig& config) {
   RETURN_IF_ERROR(ValidateModelConfig(config));
-  // The CUDA backend trains the in-batch softmax only; `auto` then picks the CPU.
-  const bool cuda_loss = config.loss == LossKind::kInBatchSoftmax;
+  // The CUDA backend trains the in-batch softmax without shared negatives only; `auto` then picks
+  // the CPU.
+  const bool cuda_loss = config.loss == LossKind::kInBatchSoftmax && !SharesNegatives(config);
   if (kind == "cpu" || (kind == "auto" && (!CudaBackendAvailable() || !cuda_loss))) {
     return MakeCpuBackend(config, InitDenseWeights(config));
   }
@@ -44,9 +45,10 @@ Result<std::unique_ptr<Backend>> MakeBackend(std::string_view kind, const ModelC
     return InvalidArgument("backend '" + std::string(kind) + "' is not one of cpu, cuda, auto");
   }
   if (!cuda_loss) {
-    return FailedPrecondition("backend 'cuda' trains the in-batch softmax only; model.loss " +
-                              std::string(LossName(config.loss)) +
-                              " runs on the 'cpu' backend ('auto' picks it)");
+    return FailedPrecondition(
+        "backend 'cuda' trains the in-batch softmax without shared negatives only; model.loss " +
+        std::string(LossName(config.loss)) + " with " + std::to_string(config.negatives) +
+        " negatives runs on the 'cpu' backend ('auto' picks it)");
   }
 #if EMBER_HAVE_CUDA
   if (!CudaDevicePresent()) {

@@ -86,7 +86,7 @@ class CpuBackend final : public Backend {
     Forward(Tower::kUser, batch_size, user);
     Forward(Tower::kItem, items, item);
     StepStats stats;
-    stats.loss = in_batch ? SoftmaxLossAndGrads(batch_size, item.logit_offset)
+    stats.loss = in_batch ? SoftmaxLossAndGrads(batch_size, items, item.logit_offset)
                           : SampledLossAndGrads(batch_size);
     Backward(Tower::kUser, batch_size, user);
     Backward(Tower::kItem, items, item);
@@ -151,12 +151,13 @@ class CpuBackend final : public Backend {
     workspace(tower).Reserve(widths(tower), batch_size);
   }
 
-  // The logits (B x B in-batch, B x (1 + N) sampled) and the bias-gradient ones (one per sample
+  // The logits (B x B in-batch, B x (B + N) with shared negatives, B x (1 + N) sampled) and the bias-gradient ones (one per sample
   // of the larger tower), needed only for training.
   void ReserveLoss(uint32_t batch_size, uint32_t item_samples) {
     if (batch_size <= loss_batch_) return;
     loss_batch_ = batch_size;
-    logits_.resize(size_t{batch_size} * std::max(batch_size, 1 + config_.negatives));
+    logits_.resize(size_t{batch_size} * std::max(ItemSamples(config_, batch_size),
+                                                  1 + config_.negatives));
     ones_.assign(std::max(batch_size, item_samples), 1.0f);
   }
 
@@ -222,50 +223,53 @@ class CpuBackend final : public Backend {
   }
 
   // From both towers' `normalized`: returns the mean loss and fills each tower's
-  // grad_normalized.
-  float SoftmaxLossAndGrads(uint32_t batch_size, std::span<const float> logit_offset) {
+  // grad_normalized. User b's logits are its scores against all `items` item samples (the
+  // batch's positives, then any shared negatives), its positive in column b.
+  float SoftmaxLossAndGrads(uint32_t batch_size, uint32_t items,
+                            std::span<const float> logit_offset) {
     const int batch = static_cast<int>(batch_size);
+    const int columns = static_cast<int>(items);
     const int out_dim = static_cast<int>(config_.output_dim);
     const float inverse_temperature = 1.0f / config_.temperature;
     const float* user = workspace(Tower::kUser).normalized.data();
     const float* item = workspace(Tower::kItem).normalized.data();
     float* logits = logits_.data();
 
-    // S (B x B) = U_user U_item^T / t
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, batch, batch, out_dim, inverse_temperature,
-                user, out_dim, item, out_dim, 0.0f, logits, batch);
+    // S (B x items) = U_user U_item^T / t
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, batch, columns, out_dim,
+                inverse_temperature, user, out_dim, item, out_dim, 0.0f, logits, columns);
     if (!logit_offset.empty()) {
       for (size_t b = 0; b < batch_size; ++b) {
-        float* row = logits + b * batch_size;
-        for (size_t j = 0; j < batch_size; ++j) row[j] -= logit_offset[j];
+        float* row = logits + b * items;
+        for (size_t j = 0; j < items; ++j) row[j] -= logit_offset[j];
       }
     }
 
-    // Row softmax, turned in place into dS = (softmax - onehot(diagonal)) / B.
+    // Row softmax, turned in place into dS = (softmax - onehot(b)) / B.
     double loss_sum = 0;
     const float inverse_batch = 1.0f / static_cast<float>(batch_size);
     for (size_t b = 0; b < batch_size; ++b) {
-      float* row = logits + b * batch_size;
-      const float row_max = *std::max_element(row, row + batch_size);
+      float* row = logits + b * items;
+      const float row_max = *std::max_element(row, row + items);
       const float positive = row[b];
       float sum = 0;
-      for (size_t j = 0; j < batch_size; ++j) {
+      for (size_t j = 0; j < items; ++j) {
         row[j] = std::exp(row[j] - row_max);
         sum += row[j];
       }
       loss_sum += static_cast<double>(std::log(sum) + row_max - positive);
       const float scale = inverse_batch / sum;
-      for (size_t j = 0; j < batch_size; ++j) row[j] *= scale;
+      for (size_t j = 0; j < items; ++j) row[j] *= scale;
       row[b] -= inverse_batch;
     }
 
     // dU_user = dS U_item / t;  dU_item = dS^T U_user / t
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, batch, out_dim, batch,
-                inverse_temperature, logits, batch, item, out_dim, 0.0f,
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, batch, out_dim, columns,
+                inverse_temperature, logits, columns, item, out_dim, 0.0f,
                 workspace(Tower::kUser).grad_normalized.data(), out_dim);
-    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, batch, out_dim, batch, inverse_temperature,
-                logits, batch, user, out_dim, 0.0f, workspace(Tower::kItem).grad_normalized.data(),
-                out_dim);
+    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, columns, out_dim, batch,
+                inverse_temperature, logits, columns, user, out_dim, 0.0f,
+                workspace(Tower::kItem).grad_normalized.data(), out_dim);
     return static_cast<float>(loss_sum / batch_size);
   }
 

@@ -17,9 +17,9 @@ double EpochShare(const InteractionDataset& dataset, uint32_t share, uint32_t sh
 
 InteractionSource::InteractionSource(std::shared_ptr<const InteractionDataset> dataset,
                                      uint64_t seed, uint32_t share, uint32_t shares,
-                                     uint32_t negatives)
+                                     uint32_t negatives, bool shared_negatives)
     : dataset_(std::move(dataset)), seed_(seed), share_(share), shares_(std::max(shares, 1u)),
-      negatives_(negatives) {
+      negatives_(negatives), shared_negatives_(shared_negatives) {
   Reshuffle();
 }
 
@@ -43,14 +43,22 @@ Status InteractionSource::Next(uint32_t batch_size, Batch* out) {
     return FailedPrecondition("no training interactions in " + dataset_->Describe());
   }
   out->size = batch_size;
-  out->item_log_frequency.resize(batch_size);
+  const uint32_t shared = shared_negatives_ ? negatives_ : 0;
+  const uint32_t per_positive = shared_negatives_ ? 0 : negatives_;
+  out->item_log_frequency.resize(size_t{batch_size} + shared);
   const std::span<const TrainPair> train = dataset_->train();
   const std::span<const uint32_t> counts = dataset_->item_train_counts();
   const double log_total = std::log(static_cast<double>(train.size()));
   const uint32_t catalogue = static_cast<uint32_t>(dataset_->num_items());
-  // The batch's positives, then each one's negatives (ItemSamples' layout).
+  // The batch's positives, then each one's negatives or the batch's (ItemSamples' layout).
   positive_items_.resize(batch_size);
-  negative_items_.resize(size_t{batch_size} * negatives_);
+  negative_items_.resize(size_t{batch_size} * per_positive + shared);
+  const uint64_t batch_id = HashCombine(HashCombine(seed_, epoch_), position_);
+  for (uint32_t n = 0; n < shared; ++n) {
+    negative_items_[n] = static_cast<uint32_t>(HashCombine(batch_id, ~uint64_t{n}) % catalogue);
+    out->item_log_frequency[batch_size + n] = static_cast<float>(
+        std::log(static_cast<double>(shared) / (double{batch_size} * catalogue)));
+  }
   dataset_->users().StartBatch(&out->user_keys, &out->user_offsets);
   // A sample's own positive leaves its user's history.
   const std::optional<uint32_t> history_slot = dataset_->history_slot();
@@ -71,14 +79,14 @@ Status InteractionSource::Next(uint32_t batch_size, Batch* out) {
     positive_items_[b] = pair.item;
     out->item_log_frequency[b] =
         static_cast<float>(std::log(static_cast<double>(counts[pair.item])) - log_total);
-    for (uint32_t n = 0; n < negatives_; ++n) {
+    for (uint32_t n = 0; n < per_positive; ++n) {
       uint64_t draw = HashCombine(sample_id, n + 1);
       uint32_t negative = static_cast<uint32_t>(draw % catalogue);
       while (negative == pair.item && catalogue > 1) {
         draw = HashCombine(draw, 0x9E3779B97F4A7C15ull);
         negative = static_cast<uint32_t>(draw % catalogue);
       }
-      negative_items_[size_t{b} * negatives_ + n] = negative;
+      negative_items_[size_t{b} * per_positive + n] = negative;
     }
   }
   dataset_->items().StartBatch(&out->item_keys, &out->item_offsets);

@@ -30,9 +30,15 @@ class InteractionSource : public DataSource {
   // With `negatives` > 0 each batch's item slots also hold, after the batch_size positives, each
   // positive's `negatives` sampled negatives (ItemSamples' layout): catalogue items other than
   // its own, drawn uniformly by hashing (seed, epoch, position, n), so that a restored position
-  // draws the same ones.
+  // draws the same ones. With `shared_negatives` (SharesNegatives) the batch has `negatives` in
+  // all, drawn uniformly from the whole catalogue by hashing (seed, epoch, the position of the
+  // batch's first sample, n), and item_log_frequency covers them too: log(negatives /
+  // (batch_size * catalogue)), so that the logQ correction of each column is the log of its
+  // expected copies among the candidates, divided by batch_size like the positives' (log of the
+  // item's share of the positives).
   InteractionSource(std::shared_ptr<const InteractionDataset> dataset, uint64_t seed,
-                    uint32_t share = 0, uint32_t shares = 1, uint32_t negatives = 0);
+                    uint32_t share = 0, uint32_t shares = 1, uint32_t negatives = 0,
+                    bool shared_negatives = false);
 
   // FailedPrecondition when the dataset has no training positives.
   Status Next(uint32_t batch_size, Batch* out) override;
@@ -55,6 +61,7 @@ class InteractionSource : public DataSource {
   uint64_t seed_;
   uint32_t share_ = 0, shares_ = 1;
   uint32_t negatives_ = 0;
+  bool shared_negatives_ = false;
   std::vector<uint32_t> positive_items_, negative_items_;  // the last batch's, reused
   std::vector<uint32_t> order_;  // indices into dataset_->train()
   size_t position_ = 0;

@@ -60,11 +60,6 @@ Status CheckValidFields(const ModelConfig& config, const std::string& where) {
     return InvalidArgument(where + ".negatives: loss " + std::string(LossName(config.loss)) +
                            " needs sampled negatives (> 0) per positive");
   }
-  if (!sampled && config.negatives != 0) {
-    return InvalidArgument(where + ".negatives: the in-batch softmax takes the batch's other items "
-                                   "as negatives; set loss to sampled_softmax, bce or bpr to "
-                                   "sample them");
-  }
   if (config.negatives > kMaxNegatives) {
     return InvalidArgument(where + ".negatives: " + std::to_string(config.negatives) +
                            " exceeds the limit of " + std::to_string(kMaxNegatives));

@@ -17,7 +17,11 @@
 namespace ember::trainer {
 
 // The training loss. kInBatchSoftmax: each user's item is the positive among all the batch's
-// items. The others score each user against its own item and `negatives` items drawn from the
+// items, and with `negatives` N > 0 also N catalogue items drawn uniformly for the batch and
+// shared by all its users (mixed negative sampling, Yang et al., WWW 2020: the batch's items
+// are drawn by popularity, so without them the model rarely learns to rank a rare item below
+// another; with the logQ correction each column is corrected by how it was drawn). The others
+// score each user against its own item and `negatives` items drawn from the
 // catalogue: a softmax over those 1 + N (kSampledSoftmax), a binary cross-entropy of each of them
 // (kBce: the positive labelled 1, the negatives 0, summed per user), or Bayesian personalised
 // ranking (kBpr: -log sigmoid(positive - negative), averaged over the N pairs).
@@ -31,7 +35,7 @@ struct ModelConfig {
   uint32_t output_dim = 64;                   // width of the final Linear, before L2 normalisation
   float temperature = 0.05f;                  // logits are dot(u, i) / temperature
   LossKind loss = LossKind::kInBatchSoftmax;
-  uint32_t negatives = 0;  // sampled negatives per positive (0 with the in-batch softmax)
+  uint32_t negatives = 0;  // sampled negatives: per positive, or (in-batch softmax) per batch
   float learning_rate = 1e-3f, beta1 = 0.9f, beta2 = 0.999f, epsilon = 1e-8f;  // Adam
   uint64_t seed = 1;  // initial dense weights
   // CUDA backend only (the CPU backend ignores both).
@@ -47,9 +51,16 @@ struct ModelConfig {
   bool cuda_graphs = true;
 };
 
+// Whether the batch's users share its sampled negatives (the in-batch softmax with negatives).
+inline bool SharesNegatives(const ModelConfig& config) {
+  return config.loss == LossKind::kInBatchSoftmax && config.negatives > 0;
+}
+
 // Item-tower samples of a training batch of `batch_size` positives: the positives, then each
-// positive's `negatives` in order (sample batch_size + b * negatives + n is positive b's n-th).
+// positive's `negatives` in order (sample batch_size + b * negatives + n is positive b's n-th),
+// or with shared negatives the batch's `negatives`.
 inline uint32_t ItemSamples(const ModelConfig& config, uint32_t batch_size) {
+  if (SharesNegatives(config)) return batch_size + config.negatives;
   return batch_size * (1 + config.negatives);
 }
 
@@ -58,8 +69,8 @@ inline uint32_t ItemSamples(const ModelConfig& config, uint32_t batch_size) {
 Result<ModelConfig> ModelConfigFromYaml(const YAML::Node& node, std::string_view path);
 
 // Checks the values make a model: positive sizes, temperature > 0, learning_rate >= 0 (0 freezes
-// the dense weights), betas in [0, 1), epsilon > 0, and negatives > 0 exactly for the sampled
-// losses.
+// the dense weights), betas in [0, 1), epsilon > 0, and negatives > 0 for the sampled losses
+// (optional with the in-batch softmax).
 Status ValidateModelConfig(const ModelConfig& config);
 
 }  // namespace ember::trainer

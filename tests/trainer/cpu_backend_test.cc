@@ -80,15 +80,16 @@ double Dot(const std::vector<double>& a, const std::vector<double>& b) {
   return dot;
 }
 
-// The model's in-batch softmax loss in double precision, written independently of the backend.
+// The model's in-batch softmax loss in double precision, written independently of the backend:
+// user b against every item sample (the batch's positives, then any shared negatives).
 double ReferenceLoss(const ModelConfig& config, const DenseWeights& weights, RandomBatch& batch,
                      const std::vector<float>& logit_offset = {}) {
   const auto users = ReferenceEncode(config, weights.user, batch.user);
   const auto items = ReferenceEncode(config, weights.item, batch.item);
   double loss = 0;
   for (uint32_t b = 0; b < batch.batch; ++b) {
-    std::vector<double> logits(batch.batch);
-    for (uint32_t j = 0; j < batch.batch; ++j) {
+    std::vector<double> logits(items.size());
+    for (uint32_t j = 0; j < items.size(); ++j) {
       double dot = 0;
       for (size_t k = 0; k < users[b].size(); ++k) dot += users[b][k] * items[j][k];
       logits[j] = dot / config.temperature - (logit_offset.empty() ? 0.0 : logit_offset[j]);
@@ -268,6 +269,46 @@ TEST(CpuBackendTest, MultiValuedSlotsAverageTheirRows) {
 
 TEST(CpuBackendTest, MultiValuedRowGradientsMatchFiniteDifferences) {
   ExpectRowGradientsMatchFiniteDifferences(TinyConfig(), /*multi_valued=*/true);
+}
+
+// Mixed negatives: each user scores the batch's items and the batch's shared negatives.
+ModelConfig WithSharedNegatives(uint32_t negatives) {
+  ModelConfig config = TinyConfig();
+  config.negatives = negatives;
+  return config;
+}
+
+TEST(CpuBackendTest, SharedNegativesJoinEveryUsersSoftmax) {
+  const ModelConfig config = WithSharedNegatives(3);
+  const DenseWeights weights = InitDenseWeights(config);
+  RandomBatch batch(config, 6, 11);
+  ASSERT_EQ(batch.item.slots[0].inverse.size(), 9u);  // 6 positives, then 3 for the batch
+  const std::vector<float> offset = {-1.5f, 0.0f, 2.0f, -0.25f, 0.75f, -3.0f, 0.5f, -1.0f, 1.0f};
+  for (const std::vector<float>& used : {std::vector<float>{}, offset}) {
+    const double expected = ReferenceLoss(config, weights, batch, used);
+    auto backend = MakeCpuBackend(config, weights);
+    TowerInput item = batch.item.Input();
+    item.logit_offset = used;
+    auto stats = backend->TrainStep(batch.batch, batch.user.Input(), item);
+    ASSERT_TRUE(stats.ok()) << stats.status().ToString();
+    EXPECT_NEAR(stats->loss, expected, 1e-5 * std::abs(expected));
+  }
+  // The negatives count: the same batch without them has a lower loss.
+  RandomBatch positives_only(TinyConfig(), 6, 11);
+  EXPECT_LT(ReferenceLoss(TinyConfig(), weights, positives_only),
+            ReferenceLoss(config, weights, batch));
+  // An offset for the positives alone no longer fits.
+  auto backend = MakeCpuBackend(config, weights);
+  TowerInput item = batch.item.Input();
+  const std::vector<float> short_offset(offset.begin(), offset.begin() + 6);
+  item.logit_offset = short_offset;
+  EXPECT_EQ(backend->TrainStep(batch.batch, batch.user.Input(), item).status().code(),
+            StatusCode::kInvalidArgument);
+}
+
+TEST(CpuBackendTest, SharedNegativeGradientsMatchFiniteDifferences) {
+  ExpectRowGradientsMatchFiniteDifferences(WithSharedNegatives(4));
+  ExpectRowGradientsMatchFiniteDifferences(WithSharedNegatives(4), /*multi_valued=*/true);
 }
 
 ModelConfig WithLoss(LossKind loss, uint32_t negatives) {
@@ -502,7 +543,13 @@ TEST(BackendFactoryTest, MakesCpuAndRejectsUnknownKinds) {
   EXPECT_EQ((*MakeBackend("auto", bpr))->name(), "cpu");
   auto cuda_bpr = MakeBackend("cuda", bpr);
   EXPECT_EQ(cuda_bpr.status().code(), StatusCode::kFailedPrecondition);
-  EXPECT_NE(cuda_bpr.status().message().find("in-batch softmax only"), std::string_view::npos);
+  EXPECT_NE(cuda_bpr.status().message().find("in-batch softmax without shared negatives only"),
+            std::string_view::npos);
+  // So does the in-batch softmax with shared negatives.
+  ModelConfig mixed = TinyConfig();
+  mixed.negatives = 8;
+  EXPECT_EQ((*MakeBackend("auto", mixed))->name(), "cpu");
+  EXPECT_EQ(MakeBackend("cuda", mixed).status().code(), StatusCode::kFailedPrecondition);
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 
 #include <fstream>
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <set>
 
@@ -122,6 +123,48 @@ TEST(InteractionSourceTest, SampledNegativesFollowThePositivesAndResume) {
   }
   EXPECT_GT(drawn.size(), 5u);
   // A restored position draws the same negatives.
+  ASSERT_TRUE(resumed.RestorePosition(*source.SavePosition()).ok());
+  Batch expected;
+  for (int step = 0; step < 5; ++step) {
+    ASSERT_TRUE(source.Next(7, &expected).ok());
+    ASSERT_TRUE(resumed.Next(7, &batch).ok());
+    EXPECT_EQ(batch.item_keys, expected.item_keys) << step;
+  }
+}
+
+TEST(InteractionSourceTest, SharedNegativesFollowThePositivesWithTheirCorrection) {
+  testing::TempDir dir;
+  auto data = LoadSmall(dir);
+  constexpr uint32_t kNegatives = 6;
+  InteractionSource source(data, 4, 0, 1, kNegatives, /*shared_negatives=*/true);
+  InteractionSource resumed(data, 4, 0, 1, kNegatives, true);
+  InteractionSource plain(data, 4);
+  Batch batch, without;
+  ASSERT_TRUE(source.Next(8, &batch).ok());
+  ASSERT_TRUE(plain.Next(8, &without).ok());
+  ASSERT_EQ(batch.item_keys[0].size(), 8u + kNegatives);
+  EXPECT_EQ(batch.user_keys[0].size(), 8u);
+  EXPECT_TRUE(std::equal(without.item_keys[0].begin(), without.item_keys[0].end(),
+                         batch.item_keys[0].begin()));
+  // The positives keep their log frequencies; each negative's is log(N / (B * catalogue)).
+  ASSERT_EQ(batch.item_log_frequency.size(), 8u + kNegatives);
+  EXPECT_TRUE(std::equal(without.item_log_frequency.begin(), without.item_log_frequency.end(),
+                         batch.item_log_frequency.begin()));
+  const float expected_log_q =
+      static_cast<float>(std::log(double{kNegatives} / (8.0 * data->num_items())));
+  std::set<uint64_t> catalogue, drawn;
+  for (uint32_t i = 0; i < data->num_items(); ++i) catalogue.insert(data->items().keys(i, 0)[0]);
+  for (uint32_t n = 0; n < kNegatives; ++n) {
+    EXPECT_FLOAT_EQ(batch.item_log_frequency[8 + n], expected_log_q);
+    EXPECT_TRUE(catalogue.count(batch.item_keys[0][8 + n]));
+    drawn.insert(batch.item_keys[0][8 + n]);
+  }
+  EXPECT_GT(drawn.size(), 2u);
+  // The next batch draws others; a restored position draws the same ones.
+  Batch next;
+  ASSERT_TRUE(source.Next(8, &next).ok());
+  EXPECT_FALSE(std::equal(next.item_keys[0].begin() + 8, next.item_keys[0].end(),
+                          batch.item_keys[0].begin() + 8));
   ASSERT_TRUE(resumed.RestorePosition(*source.SavePosition()).ok());
   Batch expected;
   for (int step = 0; step < 5; ++step) {

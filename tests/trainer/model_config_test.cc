@@ -59,7 +59,6 @@ TEST(ModelConfigTest, ErrorsNameTheField) {
   expect_error("[1, 2]", "model");
   expect_error("{loss: hinge}", "model.loss: 'hinge' is not one of");
   expect_error("{loss: bpr}", "model.negatives: loss bpr needs sampled negatives");
-  expect_error("{negatives: 4}", "model.negatives: the in-batch softmax");
   expect_error("{loss: bce, negatives: 5000}", "model.negatives: 5000 exceeds");
 }
 
@@ -69,6 +68,12 @@ TEST(ModelConfigTest, SampledLossesAndTheirItemSamples) {
   EXPECT_EQ(config->loss, LossKind::kSampledSoftmax);
   EXPECT_EQ(ItemSamples(*config, 10), 80u);
   EXPECT_EQ(ItemSamples(ModelConfig{}, 10), 10u);
+  EXPECT_FALSE(SharesNegatives(*config));
+  // The in-batch softmax with negatives: the batch shares them.
+  auto mixed = ModelConfigFromYaml(YAML::Load("{negatives: 4}"), "model");
+  ASSERT_TRUE(mixed.ok()) << mixed.status().ToString();
+  EXPECT_TRUE(SharesNegatives(*mixed));
+  EXPECT_EQ(ItemSamples(*mixed, 10), 14u);
   for (LossKind loss : {LossKind::kInBatchSoftmax, LossKind::kSampledSoftmax, LossKind::kBce,
                         LossKind::kBpr}) {
     const std::string yaml = "{loss: " + std::string(LossName(loss)) + ", negatives: " +

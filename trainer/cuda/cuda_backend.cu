@@ -235,6 +235,11 @@ Result<std::unique_ptr<Backend>> MakeCudaBackend(const ModelConfig& config, Dens
     return FailedPrecondition("the CUDA backend trains the in-batch softmax only, not model.loss " +
                               std::string(LossName(config.loss)));
   }
+  if (SharesNegatives(config)) {
+    return FailedPrecondition("the CUDA backend trains the in-batch softmax without shared "
+                              "negatives (model.negatives " + std::to_string(config.negatives) +
+                              "): train it with the cpu backend");
+  }
   if (!CudaDevicePresent()) return FailedPrecondition("no CUDA device is present");
   auto backend = std::make_unique<cuda::CudaBackend>(config);
   RETURN_IF_ERROR(backend->Init(initial).WithContext("starting the CUDA backend"));
