@@ -151,8 +151,8 @@ class CpuBackend final : public Backend {
     workspace(tower).Reserve(widths(tower), batch_size);
   }
 
-  // The logits (B x B in-batch, B x (B + N) with shared negatives, B x (1 + N) sampled) and the bias-gradient ones (one per sample
-  // of the larger tower), needed only for training.
+  // The logits (B x B in-batch, B x (B + N) with shared negatives, B x (1 + N) sampled) and the
+  // bias-gradient ones (one per sample of the larger tower), needed only for training.
   void ReserveLoss(uint32_t batch_size, uint32_t item_samples) {
     if (batch_size <= loss_batch_) return;
     loss_batch_ = batch_size;
