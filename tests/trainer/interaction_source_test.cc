@@ -96,6 +96,17 @@ TEST(InteractionSourceTest, ASavedPositionResumesWithTheSameBatches) {
   EXPECT_EQ(resumed.RestorePosition("interactions epoch x").code(), StatusCode::kInvalidArgument);
 }
 
+// Restores `resumed` at `source`'s position; both then draw the same item samples.
+void ExpectResumesWithTheSameItems(InteractionSource& source, InteractionSource& resumed) {
+  ASSERT_TRUE(resumed.RestorePosition(*source.SavePosition()).ok());
+  Batch expected, batch;
+  for (int step = 0; step < 5; ++step) {
+    ASSERT_TRUE(source.Next(7, &expected).ok());
+    ASSERT_TRUE(resumed.Next(7, &batch).ok());
+    EXPECT_EQ(batch.item_keys, expected.item_keys) << step;
+  }
+}
+
 TEST(InteractionSourceTest, SampledNegativesFollowThePositivesAndResume) {
   testing::TempDir dir;
   auto data = LoadSmall(dir);
@@ -123,13 +134,7 @@ TEST(InteractionSourceTest, SampledNegativesFollowThePositivesAndResume) {
   }
   EXPECT_GT(drawn.size(), 5u);
   // A restored position draws the same negatives.
-  ASSERT_TRUE(resumed.RestorePosition(*source.SavePosition()).ok());
-  Batch expected;
-  for (int step = 0; step < 5; ++step) {
-    ASSERT_TRUE(source.Next(7, &expected).ok());
-    ASSERT_TRUE(resumed.Next(7, &batch).ok());
-    EXPECT_EQ(batch.item_keys, expected.item_keys) << step;
-  }
+  ExpectResumesWithTheSameItems(source, resumed);
 }
 
 TEST(InteractionSourceTest, SharedNegativesFollowThePositivesWithTheirCorrection) {
@@ -165,13 +170,7 @@ TEST(InteractionSourceTest, SharedNegativesFollowThePositivesWithTheirCorrection
   ASSERT_TRUE(source.Next(8, &next).ok());
   EXPECT_FALSE(std::equal(next.item_keys[0].begin() + 8, next.item_keys[0].end(),
                           batch.item_keys[0].begin() + 8));
-  ASSERT_TRUE(resumed.RestorePosition(*source.SavePosition()).ok());
-  Batch expected;
-  for (int step = 0; step < 5; ++step) {
-    ASSERT_TRUE(source.Next(7, &expected).ok());
-    ASSERT_TRUE(resumed.Next(7, &batch).ok());
-    EXPECT_EQ(batch.item_keys, expected.item_keys) << step;
-  }
+  ExpectResumesWithTheSameItems(source, resumed);
 }
 
 TEST(InteractionSourceTest, ASampleLeavesItsOwnPositiveOutOfItsUsersHistory) {
