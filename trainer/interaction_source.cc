@@ -57,7 +57,7 @@ Status InteractionSource::Next(uint32_t batch_size, Batch* out) {
   for (uint32_t n = 0; n < shared; ++n) {
     negative_items_[n] = static_cast<uint32_t>(HashCombine(batch_id, ~uint64_t{n}) % catalogue);
     out->item_log_frequency[batch_size + n] = static_cast<float>(
-        std::log(static_cast<double>(shared) / (double{batch_size} * catalogue)));
+        std::log(static_cast<double>(shared) / (static_cast<double>(batch_size) * catalogue)));
   }
   dataset_->users().StartBatch(&out->user_keys, &out->user_offsets);
   // A sample's own positive leaves its user's history.

@@ -156,7 +156,7 @@ TEST(InteractionSourceTest, SharedNegativesFollowThePositivesWithTheirCorrection
   EXPECT_TRUE(std::equal(without.item_log_frequency.begin(), without.item_log_frequency.end(),
                          batch.item_log_frequency.begin()));
   const float expected_log_q =
-      static_cast<float>(std::log(double{kNegatives} / (8.0 * data->num_items())));
+      static_cast<float>(std::log(static_cast<double>(kNegatives) / (8.0 * data->num_items())));
   std::set<uint64_t> catalogue, drawn;
   for (uint32_t i = 0; i < data->num_items(); ++i) catalogue.insert(data->items().keys(i, 0)[0]);
   for (uint32_t n = 0; n < kNegatives; ++n) {
