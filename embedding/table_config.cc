@@ -60,15 +60,18 @@ Status ReadOptimizer(const YAML::Node& section, const std::string& path, Optimiz
   RETURN_IF_ERROR(ReadKind(section, path, &OptimizerKindFromName, &spec->kind));
   switch (spec->kind) {
     case OptimizerKind::kSgd:
-      RETURN_IF_ERROR(config::RejectUnknownKeys(section, path, {"kind", "learning_rate", "weight_decay"}));
+      RETURN_IF_ERROR(
+          config::RejectUnknownKeys(section, path, {"kind", "learning_rate", "weight_decay"}));
       break;
     case OptimizerKind::kAdagrad:
       RETURN_IF_ERROR(config::RejectUnknownKeys(
-          section, path, {"kind", "learning_rate", "initial_accumulator", "epsilon", "weight_decay"}));
+          section, path,
+          {"kind", "learning_rate", "initial_accumulator", "epsilon", "weight_decay"}));
       break;
     case OptimizerKind::kAdam:
       RETURN_IF_ERROR(config::RejectUnknownKeys(
-          section, path, {"kind", "learning_rate", "beta1", "beta2", "epsilon", "weight_decay"}));
+          section, path,
+          {"kind", "learning_rate", "beta1", "beta2", "epsilon", "weight_decay"}));
       break;
     case OptimizerKind::kFtrl:
       RETURN_IF_ERROR(config::RejectUnknownKeys(

@@ -10,8 +10,9 @@
 //
 // Optimizer fields by kind: sgd: learning_rate; adagrad: learning_rate, initial_accumulator,
 // epsilon; adam: learning_rate, beta1, beta2, epsilon; ftrl: learning_rate (alpha), ftrl_beta,
-// l1, l2; and weight_decay (an L2 penalty on pushed rows) for all but ftrl. A field that the chosen kind does not use is rejected like any unknown key, and so is
-// an initializer field that its kind does not use. `optimizer: adam` and `initializer: zeros`
+// l1, l2; and weight_decay (an L2 penalty on pushed rows) for all but ftrl. A field that the
+// chosen kind does not use is rejected like any unknown key, and so is an initializer field that
+// its kind does not use. `optimizer: adam` and `initializer: zeros`
 // are shorthands for a section holding only the kind. Errors name the field by its path, e.g.
 // "tables[0].optimizer.learing_rate: unknown field (...)".
 #pragma once

@@ -1,8 +1,9 @@
 """A PyTorch two-tower model on MovieLens 100K, its embedding rows served by ember.
 
 The model is the one configs/movielens-100k.yaml describes for ember's C++ trainer: each tower
-concatenates one embedding row per slot (user: id, occupation, age; item: id, genres, release date), runs it
-through Linear+ReLU hidden layers and a final Linear, and L2-normalises the result; the loss is
+concatenates one embedding row per slot (user: id, occupation, age; item: id, genres, release
+date), runs it through Linear+ReLU hidden layers and a final Linear, and L2-normalises the
+result; the loss is
 the in-batch softmax of the dot products over a temperature, each item's logit less the log of
 its frequency among the training pairs (the logQ correction: popular items turn up as in-batch
 negatives more often, and would otherwise be pushed down for it).
