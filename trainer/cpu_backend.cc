@@ -156,8 +156,8 @@ class CpuBackend final : public Backend {
   void ReserveLoss(uint32_t batch_size, uint32_t item_samples) {
     if (batch_size <= loss_batch_) return;
     loss_batch_ = batch_size;
-    logits_.resize(size_t{batch_size} * std::max(ItemSamples(config_, batch_size),
-                                                  1 + config_.negatives));
+    const bool in_batch = config_.loss == LossKind::kInBatchSoftmax;
+    logits_.resize(size_t{batch_size} * (in_batch ? item_samples : 1 + config_.negatives));
     ones_.assign(std::max(batch_size, item_samples), 1.0f);
   }
 

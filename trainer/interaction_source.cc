@@ -54,10 +54,11 @@ Status InteractionSource::Next(uint32_t batch_size, Batch* out) {
   positive_items_.resize(batch_size);
   negative_items_.resize(size_t{batch_size} * per_positive + shared);
   const uint64_t batch_id = HashCombine(HashCombine(seed_, epoch_), position_);
+  const float shared_log_frequency = static_cast<float>(
+      std::log(static_cast<double>(shared) / (static_cast<double>(batch_size) * catalogue)));
   for (uint32_t n = 0; n < shared; ++n) {
     negative_items_[n] = static_cast<uint32_t>(HashCombine(batch_id, ~uint64_t{n}) % catalogue);
-    out->item_log_frequency[batch_size + n] = static_cast<float>(
-        std::log(static_cast<double>(shared) / (static_cast<double>(batch_size) * catalogue)));
+    out->item_log_frequency[batch_size + n] = shared_log_frequency;
   }
   dataset_->users().StartBatch(&out->user_keys, &out->user_offsets);
   // A sample's own positive leaves its user's history.
