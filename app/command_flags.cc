@@ -78,7 +78,13 @@ void AddTuneFlags(CLI::App* command, TuneFlags* flags) {
            "stopped), or both (12,2h); trials run in grid order, the first key varying slowest")
       ->group(search);
   AddCount(command, "--parallel", &flags->parallel, "P",
-           "trials at once, each its own local cluster (default 1)")
+           "runs at once, each its own local cluster (default 1)")
+      ->group(search);
+  AddCount(command, "--seeds", &flags->seeds, "N",
+           "train each trial with N model seeds (model.seed and the N-1 after it) and choose on "
+           "their mean validation figures; the chosen config's test figures are then the mean of "
+           "N runs too, with their spread (default 1)")
+      ->check(CLI::PositiveNumber)
       ->group(search);
   AddValue(command, "--out", &flags->out, "FILE",
            "the chosen config (default: CONFIG.tuned.yaml beside --config, so that its relative "

@@ -33,7 +33,8 @@ struct TuneFlags {
   ConfigFlags config;  // the base config; its --set and shorthands apply to every trial
   std::vector<std::string> grid;  // KEY=V1,V2,...
   std::string budget;             // trials and/or time (local/tune_grid.h)
-  uint32_t parallel = 1;          // trials at once
+  uint32_t parallel = 1;          // runs at once
+  uint32_t seeds = 1;             // runs per trial, from the config's model.seed up
   std::string out;                // the chosen config (default: beside --config)
   std::string json;
   std::string work_dir;           // trial logs and summaries (default: a scratch folder)

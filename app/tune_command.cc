@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <memory>
@@ -52,14 +53,22 @@ std::string ErrorInLog(const std::string& log, int exit_code) {
                       : last;
 }
 
-struct Trial {
-  local::TrialOutcome outcome;
-  std::vector<config::Override> overrides;  // every override its processes load
-  double epochs = 0;                        // train.epochs of its config
+// One training of a trial's config, with one model seed.
+struct SeedRun {
+  uint32_t seed = 0;
   std::string summary, log;
   std::unique_ptr<ChildProcess> process;
   Clock::time_point start;
   bool run = false;
+  Status status;
+  std::optional<trainer::ValidationPoint> validation;
+};
+
+struct Trial {
+  local::TrialOutcome outcome;
+  std::vector<config::Override> overrides;  // every override its processes load
+  double epochs = 0;                        // train.epochs of its config
+  std::vector<SeedRun> runs;                // one per seed
 };
 
 std::vector<std::string> ClusterArgs(const std::string& self, const TuneFlags& flags,
@@ -74,76 +83,126 @@ std::vector<std::string> ClusterArgs(const std::string& self, const TuneFlags& f
   return argv;
 }
 
-// Starts, waits for and times out the trials, `parallel` at a time.
+// The command line of one seed's run: the trial's overrides, then its seed when there are several.
+std::vector<std::string> RunArgs(const std::string& self, const TuneFlags& flags,
+                                 const std::vector<config::Override>& overrides,
+                                 const SeedRun& run) {
+  std::vector<config::Override> with_seed = overrides;
+  if (flags.seeds > 1) with_seed.push_back({"model.seed", std::to_string(run.seed)});
+  return ClusterArgs(self, flags, with_seed, run.summary);
+}
+
+// A trial's outcome from its seeds' runs: the first failure, else the mean of their figures.
+void SettleTrial(Trial& trial) {
+  trainer::ValidationPoint mean;
+  for (const SeedRun& run : trial.runs) {
+    if (!run.status.ok()) {
+      trial.outcome.status = trial.runs.size() > 1
+                                 ? Status(run.status.code(), "seed " + std::to_string(run.seed) +
+                                                                 ": " +
+                                                                 std::string(run.status.message()))
+                                 : run.status;
+      return;
+    }
+    mean.hit_rate += run.validation->hit_rate;
+    mean.ndcg += run.validation->ndcg;
+    mean.epoch += run.validation->epoch;
+    mean.step += run.validation->step;
+  }
+  const double n = static_cast<double>(trial.runs.size());
+  mean.hit_rate /= n;
+  mean.ndcg /= n;
+  mean.epoch /= n;
+  mean.step = static_cast<uint32_t>(mean.step / n);
+  trial.outcome.validation = mean;
+}
+
+// Starts, waits for and times out the trials' runs, `parallel` at a time.
 void RunTrials(const std::string& self, const TuneFlags& flags, const local::TuneBudget& budget,
                std::vector<Trial>& trials, const std::atomic<bool>& stop) {
   const auto begin = Clock::now();
   const auto over_time = [&] {
     return budget.time.count() > 0 && Clock::now() - begin >= budget.time;
   };
+  // Every run, trial by trial.
+  std::vector<std::pair<size_t, size_t>> runs;
+  for (size_t t = 0; t < trials.size(); ++t) {
+    if (!trials[t].outcome.status.ok()) continue;  // its config did not load, or no budget
+    for (size_t r = 0; r < trials[t].runs.size(); ++r) runs.emplace_back(t, r);
+  }
+  const auto name = [&](size_t t, size_t r) {
+    std::string text = "trial " + std::to_string(t + 1) + "/" + std::to_string(trials.size());
+    if (trials[t].runs.size() > 1) text += " seed " + std::to_string(trials[t].runs[r].seed);
+    return text + " " + Describe(trials[t].outcome.settings);
+  };
   size_t next = 0, running = 0;
-  const size_t total = trials.size();
+  std::vector<size_t> unfinished(trials.size());
+  for (size_t t = 0; t < trials.size(); ++t) unfinished[t] = trials[t].runs.size();
   while (true) {
-    for (size_t i = 0; i < total; ++i) {
-      Trial& trial = trials[i];
-      if (!trial.process) continue;
-      const int code = trial.process->WaitExit(std::chrono::milliseconds(0));
+    for (const auto& [t, r] : runs) {
+      Trial& trial = trials[t];
+      SeedRun& run = trial.runs[r];
+      if (!run.process) continue;
+      const int code = run.process->WaitExit(std::chrono::milliseconds(0));
       const bool out_of_time = over_time() || stop.load();
       if (code < 0 && !out_of_time) continue;
       if (code < 0) {
-        trial.process->Stop();
-        trial.outcome.status = DeadlineExceeded(stop.load() ? "stopped by a signal"
-                                                            : "stopped: the time budget ran out");
+        run.process->Stop();
+        run.status = DeadlineExceeded(stop.load() ? "stopped by a signal"
+                                                  : "stopped: the time budget ran out");
       } else if (code != 0) {
-        trial.outcome.status = Unavailable(ErrorInLog(trial.log, code));
+        run.status = Unavailable(ErrorInLog(run.log, code));
       } else {
-        auto text = ReadWholeFile(trial.summary, 64 << 20);
+        auto text = ReadWholeFile(run.summary, 64 << 20);
         auto validation = text.ok() ? local::ValidationOfSummary(*text, trial.epochs)
                                     : Result<trainer::ValidationPoint>(text.status());
         if (validation.ok()) {
-          trial.outcome.validation = *validation;
+          run.validation = *validation;
         } else {
-          trial.outcome.status = validation.status();
+          run.status = validation.status();
         }
       }
-      trial.outcome.seconds = std::chrono::duration<double>(Clock::now() - trial.start).count();
-      trial.process.reset();
+      const double seconds = std::chrono::duration<double>(Clock::now() - run.start).count();
+      trial.outcome.seconds += seconds;
+      run.process.reset();
       --running;
       char figures[96] = "";
-      if (const auto& v = trial.outcome.validation) {
+      if (run.validation) {
         std::snprintf(figures, sizeof(figures), "validation HR %.4f, NDCG %.4f, epoch %.1f",
-                      v->hit_rate, v->ndcg, v->epoch);
+                      run.validation->hit_rate, run.validation->ndcg, run.validation->epoch);
       }
-      std::printf("tune: trial %zu/%zu %s: %s (%.1f s)\n", i + 1, total,
-                  Describe(trial.outcome.settings).c_str(),
-                  trial.outcome.validation ? figures : trial.outcome.status.ToString().c_str(),
-                  trial.outcome.seconds);
+      std::printf("tune: %s: %s (%.1f s)\n", name(t, r).c_str(),
+                  run.validation ? figures : run.status.ToString().c_str(), seconds);
       std::fflush(stdout);
+      if (--unfinished[t] == 0) SettleTrial(trial);
     }
-    while (running < std::max<uint32_t>(1, flags.parallel) && next < total && !over_time() &&
+    while (running < std::max<uint32_t>(1, flags.parallel) && next < runs.size() && !over_time() &&
            !stop.load()) {
-      Trial& trial = trials[next++];
-      if (!trial.outcome.status.ok()) continue;  // its config did not load
-      trial.run = true;
-      trial.start = Clock::now();
-      trial.process = std::make_unique<ChildProcess>(
-          ClusterArgs(self, flags, trial.overrides, trial.summary), trial.log);
+      const auto [t, r] = runs[next++];
+      SeedRun& run = trials[t].runs[r];
+      run.run = true;
+      run.start = Clock::now();
+      run.process = std::make_unique<ChildProcess>(RunArgs(self, flags, trials[t].overrides, run),
+                                                   run.log);
       ++running;
-      std::printf("tune: trial %zu/%zu %s: started\n", next, total,
-                  Describe(trial.outcome.settings).c_str());
+      std::printf("tune: %s: started\n", name(t, r).c_str());
       std::fflush(stdout);
     }
     if (running == 0) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
   for (Trial& trial : trials) {
-    if (!trial.run && trial.outcome.status.ok()) {
-      trial.outcome.status = ResourceExhausted("not run: the budget ran out");
-    }
+    if (!trial.outcome.status.ok() || trial.outcome.validation) continue;
+    // Some of its runs never started: its figures would be those of fewer seeds.
+    trial.outcome.status = ResourceExhausted("not run: the budget ran out");
   }
 }
 
-void PrintTable(const std::vector<Trial>& trials, std::optional<size_t> chosen, unsigned k) {
+void PrintTable(const std::vector<Trial>& trials, std::optional<size_t> chosen, unsigned k,
+                uint32_t seeds) {
+  if (seeds > 1) {
+    std::printf("\nvalidation figures and epochs: means of %u seeds; time: all their runs", seeds);
+  }
   std::printf("\n  trial  validation HR@%u  NDCG@%u  epoch   time     settings\n", k, k);
   for (size_t i = 0; i < trials.size(); ++i) {
     const local::TrialOutcome& t = trials[i].outcome;
@@ -166,10 +225,102 @@ Json TrialJson(const Trial& trial) {
     const auto& v = *trial.outcome.validation;
     json["validation"] = {
         {"hit_rate", v.hit_rate}, {"ndcg", v.ndcg}, {"epoch", v.epoch}, {"step", v.step}};
+    if (trial.runs.size() > 1) {
+      json["seeds"] = Json::array();
+      for (const SeedRun& run : trial.runs) {
+        json["seeds"].push_back({{"seed", run.seed},
+                                 {"hit_rate", run.validation->hit_rate},
+                                 {"ndcg", run.validation->ndcg},
+                                 {"epoch", run.validation->epoch}});
+      }
+    }
   } else {
     json["error"] = trial.outcome.status.ToString();
   }
   return json;
+}
+
+// A trial's runs: with several seeds, from `first_seed` up, named NAME-seed-S; else one, NAME.
+std::vector<SeedRun> SeedRuns(const std::string& name, uint32_t first_seed, uint32_t seeds) {
+  std::vector<SeedRun> runs(std::max<uint32_t>(1, seeds));
+  for (uint32_t r = 0; r < runs.size(); ++r) {
+    runs[r].seed = first_seed + r;
+    const std::string file =
+        runs.size() > 1 ? name + "-seed-" + std::to_string(runs[r].seed) : name;
+    runs[r].summary = file + ".json";
+    runs[r].log = file + ".log";
+  }
+  return runs;
+}
+
+// Trains `trial`'s config with each of its seeds, `parallel` at a time, and reads each run's
+// test figures (its summary's "eval") into *evals, in seed order.
+Status RunForTest(const std::string& self, const TuneFlags& flags, Trial& trial,
+                  const std::atomic<bool>& stop, std::vector<Json>* evals) {
+  size_t next = 0, running = 0;
+  const size_t parallel = std::max<uint32_t>(1, flags.parallel);
+  Status failed;
+  while (true) {
+    for (SeedRun& run : trial.runs) {
+      if (!run.process) continue;
+      const int code = run.process->WaitExit(std::chrono::milliseconds(0));
+      if (code < 0 && !stop.load()) continue;
+      if (code < 0) run.process->Stop();
+      run.process.reset();
+      --running;
+      if (!failed.ok()) continue;
+      if (code < 0) {
+        failed = Aborted("stopped by a signal");
+      } else if (code != 0) {
+        failed = Unavailable("the chosen config's run failed: " + ErrorInLog(run.log, code));
+      }
+    }
+    while (failed.ok() && !stop.load() && running < parallel && next < trial.runs.size()) {
+      SeedRun& run = trial.runs[next++];
+      run.process =
+          std::make_unique<ChildProcess>(RunArgs(self, flags, trial.overrides, run), run.log);
+      ++running;
+    }
+    if (running == 0) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  if (!failed.ok()) return failed;
+  if (stop.load()) return Aborted("stopped by a signal");
+  for (const SeedRun& run : trial.runs) {
+    auto text = ReadWholeFile(run.summary, 64 << 20);
+    const Json summary = text.ok() ? Json::parse(*text, nullptr, false) : Json();
+    const Json eval = summary.is_object() ? summary.value("eval", Json()) : Json();
+    if (!eval.is_object() || !eval.contains("hit_rate")) {
+      return DataLoss("the chosen config's run left no test figures in " + run.summary);
+    }
+    evals->push_back(eval);
+  }
+  return Status::Ok();
+}
+
+// Test figures of several seeds' runs: the means of HR and NDCG with their standard deviations
+// across seeds, the mean of each run's standard errors, most-popular's figures, and every run's.
+Json SeedSummary(const std::vector<Json>& evals) {
+  Json summary = Json::object();
+  for (const char* key : {"hit_rate", "ndcg", "hit_rate_se", "ndcg_se"}) {
+    double sum = 0, squares = 0;
+    for (const Json& eval : evals) {
+      const double v = eval.value(key, 0.0);
+      sum += v;
+      squares += v * v;
+    }
+    const double n = static_cast<double>(evals.size());
+    const double mean = sum / n;
+    summary[key] = mean;
+    if (std::string_view(key).ends_with("_se")) continue;
+    const double variance = n > 1 ? std::max(0.0, (squares - n * mean * mean) / (n - 1)) : 0.0;
+    summary[std::string(key) + "_sd"] = std::sqrt(variance);
+  }
+  for (const char* key : {"protocol", "k", "popularity_hit_rate", "popularity_ndcg"}) {
+    if (evals.front().contains(key)) summary[key] = evals.front()[key];
+  }
+  summary["seeds"] = evals;
+  return summary;
 }
 
 }  // namespace
@@ -180,6 +331,13 @@ int RunTune(const TuneFlags& flags) {
   for (const std::string& text : flags.grid) {
     auto axis = local::ParseGridAxis(text);
     if (!axis.ok()) return PrintError("tune", axis.status(), 2);
+    if (flags.seeds > 1 && axis->path == "model.seed") {
+      return PrintError("tune",
+                        InvalidArgument("--grid 'model.seed': --seeds " +
+                                        std::to_string(flags.seeds) +
+                                        " varies model.seed itself (set the first with --set)"),
+                        2);
+    }
     axes.push_back(*axis);
   }
   local::TuneBudget budget;
@@ -236,8 +394,8 @@ int RunTune(const TuneFlags& flags) {
       trial.epochs = loaded->train.epochs;
     }
     const std::string name = work_dir + "/trial-" + std::to_string(trials.size() + 1);
-    trial.summary = name + ".json";
-    trial.log = name + ".log";
+    const uint32_t first_seed = loaded.ok() ? loaded->model.seed : 0;
+    trial.runs = SeedRuns(name, first_seed, flags.seeds);
     trials.push_back(std::move(trial));
   }
   if (budget.trials > 0 && trials.size() > budget.trials) {
@@ -247,17 +405,20 @@ int RunTune(const TuneFlags& flags) {
     }
   }
   const std::string at_once =
-      flags.parallel > 1 ? ", " + std::to_string(flags.parallel) + " at once" : "";
-  std::printf("ember tune: %zu trials of %s, choosing on validation HR@%u (NDCG@%u breaks ties)%s\n",
-              trials.size(), flags.config.path.c_str(), base->train.eval_k, base->train.eval_k,
-              at_once.c_str());
+      flags.parallel > 1 ? ", " + std::to_string(flags.parallel) + " runs at once" : "";
+  const std::string of_seeds =
+      flags.seeds > 1 ? " of " + std::to_string(flags.seeds) + " seeds each" : "";
+  std::printf("ember tune: %zu trials%s of %s, choosing on validation HR@%u (NDCG@%u breaks "
+              "ties)%s%s\n",
+              trials.size(), of_seeds.c_str(), flags.config.path.c_str(), base->train.eval_k,
+              base->train.eval_k, flags.seeds > 1 ? ", their means" : "", at_once.c_str());
   std::fflush(stdout);
   RunTrials(self, flags, budget, trials, stop);
 
   std::vector<local::TrialOutcome> outcomes;
   for (const Trial& trial : trials) outcomes.push_back(trial.outcome);
   const std::optional<size_t> chosen = local::ChooseTrial(outcomes);
-  PrintTable(trials, chosen, base->train.eval_k);
+  PrintTable(trials, chosen, base->train.eval_k, flags.seeds);
   Json report = {{"config", flags.config.path}, {"trials", Json::array()}};
   for (const Trial& trial : trials) report["trials"].push_back(TrialJson(trial));
   auto write_report = [&]() -> int {
@@ -292,40 +453,40 @@ int RunTune(const TuneFlags& flags) {
   std::printf("\nchosen: trial %zu, %s\nwritten to %s\n", *chosen + 1, Describe(settings).c_str(),
               out.c_str());
 
-  // The chosen config trained once more as configured; only now is the test split evaluated.
+  // The chosen config trained once more as configured (with each seed); only now is the test
+  // split evaluated.
   std::printf("training the chosen config for its test figures ...\n");
   std::fflush(stdout);
-  const std::string final_summary = work_dir + "/chosen.json";
-  const std::string final_log = work_dir + "/chosen.log";
-  ChildProcess final_run(ClusterArgs(self, flags, chosen_overrides, final_summary), final_log);
-  int code = -1;
-  while ((code = final_run.WaitExit(std::chrono::milliseconds(100))) < 0) {
-    if (stop.load()) {
-      final_run.Stop();
-      write_report();
-      return PrintError("tune", Aborted("stopped by a signal"));
-    }
-  }
-  if (code != 0) {
+  Trial final;
+  final.outcome.settings = settings;
+  final.overrides = chosen_overrides;
+  final.runs = SeedRuns(work_dir + "/chosen", trials[*chosen].runs.front().seed, flags.seeds);
+  std::vector<Json> evals;
+  if (Status tested = RunForTest(self, flags, final, stop, &evals); !tested.ok()) {
     write_report();
-    return PrintError("tune", Unavailable("the chosen config's run failed: " +
-                                          ErrorInLog(final_log, code)));
-  }
-  auto text = ReadWholeFile(final_summary, 64 << 20);
-  const Json summary = text.ok() ? Json::parse(*text, nullptr, false) : Json();
-  const Json eval = summary.is_object() ? summary.value("eval", Json()) : Json();
-  if (!eval.is_object() || !eval.contains("hit_rate")) {
-    write_report();
-    return PrintError("tune", DataLoss("the chosen config's run left no test figures in " +
-                                       final_summary));
+    return PrintError("tune", tested);
   }
   const unsigned k = base->train.eval_k;
-  const char* hit = eval.value("protocol", "sampled") == "full" ? "Recall" : "HR";
-  std::printf("test        %s@%u %.4f ± %.4f  NDCG@%u %.4f ± %.4f  (most-popular %s@%u %.4f)\n",
-              hit, k, eval.value("hit_rate", 0.0), eval.value("hit_rate_se", 0.0), k,
-              eval.value("ndcg", 0.0), eval.value("ndcg_se", 0.0), hit, k,
-              eval.value("popularity_hit_rate", 0.0));
-  report["test"] = eval;
+  const char* hit = evals.front().value("protocol", "sampled") == "full" ? "Recall" : "HR";
+  const auto print = [&](const char* label, const Json& eval) {
+    std::printf("%-11s %s@%u %.4f ± %.4f  NDCG@%u %.4f ± %.4f  (most-popular %s@%u %.4f)\n",
+                label, hit, k, eval.value("hit_rate", 0.0), eval.value("hit_rate_se", 0.0), k,
+                eval.value("ndcg", 0.0), eval.value("ndcg_se", 0.0), hit, k,
+                eval.value("popularity_hit_rate", 0.0));
+  };
+  if (evals.size() == 1) {
+    print("test", evals.front());
+    report["test"] = evals.front();
+    return write_report();
+  }
+  for (size_t r = 0; r < evals.size(); ++r) {
+    print(("seed " + std::to_string(final.runs[r].seed)).c_str(), evals[r]);
+  }
+  const Json summary = SeedSummary(evals);
+  std::printf("test        %s@%u %.4f (sd %.4f over %zu seeds)  NDCG@%u %.4f (sd %.4f)\n", hit, k,
+              summary["hit_rate"].get<double>(), summary["hit_rate_sd"].get<double>(), evals.size(),
+              k, summary["ndcg"].get<double>(), summary["ndcg_sd"].get<double>());
+  report["test"] = summary;
   return write_report();
 }
 

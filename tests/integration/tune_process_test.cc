@@ -1,11 +1,14 @@
 // `ember tune` end to end on a small interaction file: the table, the chosen config, the JSON
-// report, trials that never see the test split, and a choice that corrupting every test item
-// cannot change.
+// report, trials that never see the test split, a choice that corrupting every test item cannot
+// change, and trials of several seeds judged by their means.
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <random>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -67,7 +70,10 @@ struct TuneRun {
   std::string chosen_yaml;
 };
 
-TuneRun Tune(const testing::TempDir& dir, const std::string& name, bool corrupt_tests) {
+TuneRun Tune(const testing::TempDir& dir, const std::string& name, bool corrupt_tests,
+             std::vector<std::string> search = {"--grid", "model.temperature=0.05,0.3", "--grid",
+                                                "tables.item.optimizer.kind=adagrad,sgd",
+                                                "--budget", "3"}) {
   const std::string folder = dir.path() + "/" + name;
   std::filesystem::create_directories(folder);
   WriteRatings(folder + "/ratings.tsv", corrupt_tests);
@@ -76,11 +82,11 @@ TuneRun Tune(const testing::TempDir& dir, const std::string& name, bool corrupt_
   run.work_dir = folder + "/trials";
   run.chosen_yaml = folder + "/job.tuned.yaml";
   const std::string log = folder + "/tune.log";
-  ChildProcess tune({EMBER_BINARY, "tune", "--config", folder + "/job.yaml", "--grid",
-                     "model.temperature=0.05,0.3", "--grid", "tables.item.optimizer.kind=adagrad,sgd",
-                     "--budget", "3", "--parallel", "2", "--json", folder + "/tune.json",
-                     "--work-dir", run.work_dir},
-                    log);
+  std::vector<std::string> argv = {EMBER_BINARY, "tune", "--config", folder + "/job.yaml",
+                                   "--parallel", "2", "--json", folder + "/tune.json",
+                                   "--work-dir", run.work_dir};
+  argv.insert(argv.end(), search.begin(), search.end());
+  ChildProcess tune(argv, log);
   EXPECT_EQ(tune.WaitExit(seconds(300)), 0) << testing::ReadFile(log);
   run.output = testing::ReadFile(log);
   run.report = Json::parse(testing::ReadFile(folder + "/tune.json"), nullptr, false);
@@ -136,6 +142,47 @@ TEST(TuneProcessTest, ChoosesOnValidationAloneAndReportsTheChosenTestFigures) {
   EXPECT_FLOAT_EQ(chosen->model.temperature, std::stof(settings["model.temperature"].get<std::string>()));
 }
 
+TEST(TuneProcessTest, TrialsOfSeveralSeedsAreJudgedByTheirMeans) {
+  testing::TempDir dir;
+  const TuneRun run = Tune(dir, "seeds", false,
+                           {"--grid", "model.temperature=0.05,0.3", "--seeds", "2",
+                            "--set", "model.seed=7"});
+  ASSERT_TRUE(run.report.is_object()) << run.output;
+  const Json& trials = run.report["trials"];
+  ASSERT_EQ(trials.size(), 2u) << run.report;
+  int best = 0;
+  for (int i = 0; i < 2; ++i) {
+    // Each seed trained apart (seeds 7 and 8), and the trial's figures are their means.
+    const Json& seeds = trials[i]["seeds"];
+    ASSERT_EQ(seeds.size(), 2u) << trials[i];
+    EXPECT_EQ(seeds[0]["seed"], 7);
+    EXPECT_EQ(seeds[1]["seed"], 8);
+    for (const char* key : {"hit_rate", "ndcg"}) {
+      EXPECT_NEAR(trials[i]["validation"][key].get<double>(),
+                  (seeds[0][key].get<double>() + seeds[1][key].get<double>()) / 2, 1e-12)
+          << key;
+    }
+    for (int seed : {7, 8}) {
+      const std::string summary = run.work_dir + "/trial-" + std::to_string(i + 1) + "-seed-" +
+                                  std::to_string(seed) + ".json";
+      EXPECT_TRUE(std::filesystem::exists(summary)) << summary;
+    }
+    const Json& v = trials[i]["validation"];
+    const Json& b = trials[best]["validation"];
+    if (v["hit_rate"] > b["hit_rate"] || (v["hit_rate"] == b["hit_rate"] && v["ndcg"] > b["ndcg"])) {
+      best = i;
+    }
+  }
+  EXPECT_EQ(run.report["chosen"], best + 1) << run.report;
+  // The test figures are the two seeds' means, with their spread.
+  const Json& test = run.report["test"];
+  ASSERT_EQ(test["seeds"].size(), 2u) << test;
+  const double first = test["seeds"][0]["hit_rate"], second = test["seeds"][1]["hit_rate"];
+  EXPECT_NEAR(test["hit_rate"].get<double>(), (first + second) / 2, 1e-12);
+  EXPECT_NEAR(test["hit_rate_sd"].get<double>(), std::abs(first - second) / std::sqrt(2.0), 1e-12);
+  EXPECT_NE(run.output.find("over 2 seeds"), std::string::npos) << run.output;
+}
+
 TEST(TuneProcessTest, RefusesSyntheticDataAndBadGrids) {
   testing::TempDir dir;
   const std::string log = dir.path() + "/tune.log";
@@ -147,9 +194,14 @@ TEST(TuneProcessTest, RefusesSyntheticDataAndBadGrids) {
   ChildProcess bad_grid({EMBER_BINARY, "tune", "--config", tt_bench, "--grid", "model.temperature"},
                         log);
   EXPECT_EQ(bad_grid.WaitExit(seconds(60)), 2);
+  ChildProcess seed_grid({EMBER_BINARY, "tune", "--config", tt_bench, "--seeds", "3", "--grid",
+                          "model.seed=1,2"},
+                         log);
+  EXPECT_EQ(seed_grid.WaitExit(seconds(60)), 2);
   const std::string text = testing::ReadFile(log);
   EXPECT_NE(text.find("validation split of interaction data"), std::string::npos) << text;
   EXPECT_NE(text.find("--grid 'model.temperature': expected KEY=VALUE"), std::string::npos) << text;
+  EXPECT_NE(text.find("--seeds 3 varies model.seed itself"), std::string::npos) << text;
 }
 
 }  // namespace
