@@ -257,6 +257,7 @@ Result<TierPhaseFigures> RunPhase(const TierBenchOptions& config, embedding::Emb
   std::sort(all.begin(), all.end());
   TierPhaseFigures figures;
   figures.keys_per_second = keys / elapsed;
+  figures.seconds = elapsed;
   figures.hot_share = keys > 0 ? static_cast<double>(hot) / keys : 0;
   for (uint32_t t = 0; t < config.threads; ++t) {
     if (pull_seconds[t] > 0) figures.pull_keys_per_second += keys_done[t] / pull_seconds[t];
@@ -362,8 +363,11 @@ Status MeasureTiered(const TierBenchOptions& config, TierBenchReport* report,
   const embedding::TierStats before = tiered->tier_stats();
   ASSIGN_OR_RETURN(report->tiered_pull,
                    RunPhase(config, *tiered, Phase::kPull, config.seconds, report->hot_rows));
+  const embedding::PushLog* log = store->push_log();
+  const embedding::PushLog::Stats log_before = log ? log->stats() : embedding::PushLog::Stats{};
   ASSIGN_OR_RETURN(report->tiered_push,
                    RunPhase(config, *tiered, Phase::kPush, config.seconds, report->hot_rows));
+  const embedding::PushLog::Stats log_after = log ? log->stats() : embedding::PushLog::Stats{};
   const embedding::TierStats after = tiered->tier_stats();
   const std::string durability = DurabilityName(config.durability);
   progress(PhaseLine("pull, tiered", report->tiered_pull));
@@ -373,6 +377,19 @@ Status MeasureTiered(const TierBenchOptions& config, TierBenchReport* report,
       "  tiered/in memory: pull %.3f, push %.3f",
       ratio(report->tiered_pull.keys_per_second, report->memory_pull.keys_per_second),
       ratio(report->tiered_push.keys_per_second, report->memory_push.keys_per_second)));
+  if (const uint64_t writes = log_after.writes - log_before.writes; writes > 0) {
+    // Where a logged push's time goes: its group write, and its wait for it.
+    const uint64_t waits = log_after.waits - log_before.waits;
+    const double wait_seconds = log_after.wait_seconds - log_before.wait_seconds;
+    progress(StringPrintf(
+        "  push log in the push phase: %llu group writes of %.2f MB, %.2f ms each; pushes waited "
+        "%.2f ms for theirs on average, %.0f%% of the request threads' time",
+        static_cast<unsigned long long>(writes),
+        (log_after.bytes - log_before.bytes) / 1e6 / writes,
+        1e3 * (log_after.write_seconds - log_before.write_seconds) / writes,
+        waits > 0 ? 1e3 * wait_seconds / waits : 0.0,
+        100 * wait_seconds / (config.threads * report->tiered_push.seconds)));
+  }
   for (uint32_t lookahead : config.lookaheads) {
     const embedding::TierStats stats_before = tiered->tier_stats();
     const uint64_t prefetched_before = tiered->prefetch_stats().prefetched_rows;
@@ -416,7 +433,6 @@ Status MeasureTiered(const TierBenchOptions& config, TierBenchReport* report,
   report->disk_bytes = disk.rows;
   report->disk_bytes_per_row = static_cast<double>(report->disk_bytes) / tiered->rows();
   report->raw_row_bytes = FloatsPerRow(BenchSpec(config)) * static_cast<uint32_t>(sizeof(float));
-  const embedding::PushLog* log = store->push_log();
   progress(StringPrintf(
       "  on disk: %.2f GB, %.1f bytes per row (raw row with state: %u bytes); push log %.2f GB "
       "(%llu pushes waited for its full segments to be retired)",

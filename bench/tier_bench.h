@@ -42,6 +42,7 @@ struct TierBenchOptions {
 // Keys/s and request latency of one phase.
 struct TierPhaseFigures {
   double keys_per_second = 0;
+  double seconds = 0;  // the phase's wall time
   double p50_ms = 0;
   double p99_ms = 0;
   // Share of requested keys among the hottest rows that fit the budget: the hit rate of a memory

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <array>
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <filesystem>
 #include <optional>
@@ -257,6 +258,16 @@ PushLog::Ticket PushLog::Append(std::string&& payload, Origin origin) {
 
 Status PushLog::WaitDurable(Ticket ticket) {
   std::unique_lock<std::mutex> lock(mu_);
+  if (durable_ >= ticket) return Status::Ok();
+  const auto start = std::chrono::steady_clock::now();
+  Status status = WaitDurableLocked(ticket, lock);
+  ++stats_.waits;
+  stats_.wait_seconds +=
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return status;
+}
+
+Status PushLog::WaitDurableLocked(Ticket ticket, std::unique_lock<std::mutex>& lock) {
   while (durable_ < ticket) {
     if (!failed_.ok()) return failed_;
     if (writing_) {
@@ -276,10 +287,14 @@ Status PushLog::WaitDurable(Ticket ticket) {
     const uint64_t segment = segment_number_;
     const uint64_t bytes = target - durable_;
     lock.unlock();
+    const auto start = std::chrono::steady_clock::now();
     Status status = WriteRecords(file, segment, batch);
     if (status.ok() && options_.sync) status = file.Sync();
+    const double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     batch.clear();
     lock.lock();
+    stats_.write_seconds += seconds;
     writing_ = false;
     if (status.ok()) {
       durable_ = target;

@@ -113,6 +113,9 @@ class PushLog {
     uint64_t relogged_bytes = 0;  // of bytes, appended by reloggers
     uint64_t segments_retired = 0;
     uint64_t stalls = 0;  // WaitForRoom calls that waited for a retirement
+    double write_seconds = 0;  // in group writes (with their fdatasync under sync)
+    uint64_t waits = 0;        // WaitDurable calls that found their record not yet written
+    double wait_seconds = 0;   // ... and how long they waited, together
   };
   Stats stats() const;
 
@@ -133,6 +136,8 @@ class PushLog {
  private:
   explicit PushLog(PushLogOptions options, Retire retire);
   Status OpenSegment(uint64_t number);  // under mu_
+  // WaitDurable's loop, under `lock` (of mu_), which leading a group write unlocks meanwhile.
+  Status WaitDurableLocked(Ticket ticket, std::unique_lock<std::mutex>& lock);
   void RetireLoop();
   // Renames a retired segment into the files kept for reuse when there is room, else deletes it.
   void KeepForReuseOrRemove(const std::string& path);

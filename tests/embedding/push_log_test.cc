@@ -68,6 +68,11 @@ TEST(PushLogTest, ConcurrentPushesAreWrittenInGroupsAndReplayInTheirOrder) {
     const PushLog::Stats stats = (*log)->stats();
     EXPECT_EQ(stats.records, uint64_t{kThreads * kPerThread});
     EXPECT_LE(stats.writes, stats.records);
+    // Each group write was timed, and so was each push that waited for one.
+    EXPECT_GT(stats.write_seconds, 0.0);
+    EXPECT_GE(stats.waits, stats.writes);
+    EXPECT_LE(stats.waits, stats.records);
+    EXPECT_GT(stats.wait_seconds, 0.0);
   }
   uint64_t next = 0;
   const std::vector<std::string> payloads = ReplayAll(dir.path(), &next);
