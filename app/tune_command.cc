@@ -59,7 +59,7 @@ struct SeedRun {
   std::string summary, log;
   std::unique_ptr<ChildProcess> process;
   Clock::time_point start;
-  bool run = false;
+  bool started = false;
   Status status;
   std::optional<trainer::ValidationPoint> validation;
 };
@@ -180,7 +180,7 @@ void RunTrials(const std::string& self, const TuneFlags& flags, const local::Tun
            !stop.load()) {
       const auto [t, r] = runs[next++];
       SeedRun& run = trials[t].runs[r];
-      run.run = true;
+      run.started = true;
       run.start = Clock::now();
       run.process = std::make_unique<ChildProcess>(RunArgs(self, flags, trials[t].overrides, run),
                                                    run.log);
@@ -194,7 +194,19 @@ void RunTrials(const std::string& self, const TuneFlags& flags, const local::Tun
   for (Trial& trial : trials) {
     if (!trial.outcome.status.ok() || trial.outcome.validation) continue;
     // Some of its runs never started: its figures would be those of fewer seeds.
-    trial.outcome.status = ResourceExhausted("not run: the budget ran out");
+    const auto failed = std::find_if(trial.runs.begin(), trial.runs.end(),
+                                     [](const SeedRun& run) { return !run.status.ok(); });
+    if (failed != trial.runs.end()) {
+      SettleTrial(trial);  // reports the failure
+      continue;
+    }
+    const size_t started = std::count_if(trial.runs.begin(), trial.runs.end(),
+                                         [](const SeedRun& run) { return run.started; });
+    trial.outcome.status = ResourceExhausted(
+        started == 0 ? "not run: the budget ran out"
+                     : "only " + std::to_string(started) + " of its " +
+                           std::to_string(trial.runs.size()) +
+                           " seeds ran before the budget ran out");
   }
 }
 
