@@ -9,8 +9,10 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <regex>
+#include <span>
 #include <sstream>
 #include <thread>
 
@@ -98,9 +100,7 @@ void SettleTrial(Trial& trial) {
   for (const SeedRun& run : trial.runs) {
     if (!run.status.ok()) {
       trial.outcome.status = trial.runs.size() > 1
-                                 ? Status(run.status.code(), "seed " + std::to_string(run.seed) +
-                                                                 ": " +
-                                                                 std::string(run.status.message()))
+                                 ? run.status.WithContext("seed " + std::to_string(run.seed))
                                  : run.status;
       return;
     }
@@ -117,6 +117,48 @@ void SettleTrial(Trial& trial) {
   trial.outcome.validation = mean;
 }
 
+// One run of one trial, as the scheduler below handles it.
+struct RunRef {
+  size_t trial_index;
+  Trial* trial;
+  SeedRun* run;
+};
+
+// Runs `runs` in order, each its own `ember cluster`, flags.parallel at a time: started(ref) once
+// each has started, finished(ref, exit code) once it has ended. Once should_stop() says so, no
+// more start and those still running are stopped (their exit code is then -1).
+void RunProcesses(const std::string& self, const TuneFlags& flags, std::span<const RunRef> runs,
+                  const std::function<bool()>& should_stop,
+                  const std::function<void(const RunRef&)>& started,
+                  const std::function<void(const RunRef&, int)>& finished) {
+  const size_t parallel = std::max<uint32_t>(1, flags.parallel);
+  size_t next = 0, running = 0;
+  while (true) {
+    for (const RunRef& ref : runs) {
+      SeedRun& run = *ref.run;
+      if (!run.process) continue;
+      const int code = run.process->WaitExit(std::chrono::milliseconds(0));
+      if (code < 0 && !should_stop()) continue;
+      if (code < 0) run.process->Stop();
+      run.process.reset();
+      --running;
+      finished(ref, code);
+    }
+    while (running < parallel && next < runs.size() && !should_stop()) {
+      const RunRef& ref = runs[next++];
+      SeedRun& run = *ref.run;
+      run.started = true;
+      run.start = Clock::now();
+      run.process =
+          std::make_unique<ChildProcess>(RunArgs(self, flags, ref.trial->overrides, run), run.log);
+      ++running;
+      started(ref);
+    }
+    if (running == 0) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+}
+
 // Starts, waits for and times out the trials' runs, `parallel` at a time.
 void RunTrials(const std::string& self, const TuneFlags& flags, const local::TuneBudget& budget,
                std::vector<Trial>& trials, const std::atomic<bool>& stop) {
@@ -125,88 +167,68 @@ void RunTrials(const std::string& self, const TuneFlags& flags, const local::Tun
     return budget.time.count() > 0 && Clock::now() - begin >= budget.time;
   };
   // Every run, trial by trial.
-  std::vector<std::pair<size_t, size_t>> runs;
+  std::vector<RunRef> runs;
   for (size_t t = 0; t < trials.size(); ++t) {
     if (!trials[t].outcome.status.ok()) continue;  // its config did not load, or no budget
-    for (size_t r = 0; r < trials[t].runs.size(); ++r) runs.emplace_back(t, r);
+    for (SeedRun& run : trials[t].runs) runs.push_back({t, &trials[t], &run});
   }
-  const auto name = [&](size_t t, size_t r) {
-    std::string text = "trial " + std::to_string(t + 1) + "/" + std::to_string(trials.size());
-    if (trials[t].runs.size() > 1) text += " seed " + std::to_string(trials[t].runs[r].seed);
-    return text + " " + Describe(trials[t].outcome.settings);
+  const auto name = [&](const RunRef& ref) {
+    std::string text =
+        "trial " + std::to_string(ref.trial_index + 1) + "/" + std::to_string(trials.size());
+    if (ref.trial->runs.size() > 1) text += " seed " + std::to_string(ref.run->seed);
+    return text + " " + Describe(ref.trial->outcome.settings);
   };
-  size_t next = 0, running = 0;
-  std::vector<size_t> unfinished(trials.size());
-  for (size_t t = 0; t < trials.size(); ++t) unfinished[t] = trials[t].runs.size();
-  while (true) {
-    for (const auto& [t, r] : runs) {
-      Trial& trial = trials[t];
-      SeedRun& run = trial.runs[r];
-      if (!run.process) continue;
-      const int code = run.process->WaitExit(std::chrono::milliseconds(0));
-      const bool out_of_time = over_time() || stop.load();
-      if (code < 0 && !out_of_time) continue;
-      if (code < 0) {
-        run.process->Stop();
-        run.status = DeadlineExceeded(stop.load() ? "stopped by a signal"
-                                                  : "stopped: the time budget ran out");
-      } else if (code != 0) {
-        run.status = Unavailable(ErrorInLog(run.log, code));
+  const auto ended = [](const SeedRun& run) { return run.validation || !run.status.ok(); };
+  const auto started = [&](const RunRef& ref) {
+    std::printf("tune: %s: started\n", name(ref).c_str());
+    std::fflush(stdout);
+  };
+  const auto finished = [&](const RunRef& ref, int code) {
+    Trial& trial = *ref.trial;
+    SeedRun& run = *ref.run;
+    if (code < 0) {
+      run.status = DeadlineExceeded(stop.load() ? "stopped by a signal"
+                                                : "stopped: the time budget ran out");
+    } else if (code != 0) {
+      run.status = Unavailable(ErrorInLog(run.log, code));
+    } else {
+      auto text = ReadWholeFile(run.summary, 64 << 20);
+      auto validation = text.ok() ? local::ValidationOfSummary(*text, trial.epochs)
+                                  : Result<trainer::ValidationPoint>(text.status());
+      if (validation.ok()) {
+        run.validation = *validation;
       } else {
-        auto text = ReadWholeFile(run.summary, 64 << 20);
-        auto validation = text.ok() ? local::ValidationOfSummary(*text, trial.epochs)
-                                    : Result<trainer::ValidationPoint>(text.status());
-        if (validation.ok()) {
-          run.validation = *validation;
-        } else {
-          run.status = validation.status();
-        }
+        run.status = validation.status();
       }
-      const double seconds = std::chrono::duration<double>(Clock::now() - run.start).count();
-      trial.outcome.seconds += seconds;
-      run.process.reset();
-      --running;
-      char figures[96] = "";
-      if (run.validation) {
-        std::snprintf(figures, sizeof(figures), "validation HR %.4f, NDCG %.4f, epoch %.1f",
-                      run.validation->hit_rate, run.validation->ndcg, run.validation->epoch);
-      }
-      std::printf("tune: %s: %s (%.1f s)\n", name(t, r).c_str(),
-                  run.validation ? figures : run.status.ToString().c_str(), seconds);
-      std::fflush(stdout);
-      if (--unfinished[t] == 0) SettleTrial(trial);
     }
-    while (running < std::max<uint32_t>(1, flags.parallel) && next < runs.size() && !over_time() &&
-           !stop.load()) {
-      const auto [t, r] = runs[next++];
-      SeedRun& run = trials[t].runs[r];
-      run.started = true;
-      run.start = Clock::now();
-      run.process = std::make_unique<ChildProcess>(RunArgs(self, flags, trials[t].overrides, run),
-                                                   run.log);
-      ++running;
-      std::printf("tune: %s: started\n", name(t, r).c_str());
-      std::fflush(stdout);
+    const double seconds = std::chrono::duration<double>(Clock::now() - run.start).count();
+    trial.outcome.seconds += seconds;
+    char figures[96] = "";
+    if (run.validation) {
+      std::snprintf(figures, sizeof(figures), "validation HR %.4f, NDCG %.4f, epoch %.1f",
+                    run.validation->hit_rate, run.validation->ndcg, run.validation->epoch);
     }
-    if (running == 0) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
+    std::printf("tune: %s: %s (%.1f s)\n", name(ref).c_str(),
+                run.validation ? figures : run.status.ToString().c_str(), seconds);
+    std::fflush(stdout);
+    if (std::all_of(trial.runs.begin(), trial.runs.end(), ended)) SettleTrial(trial);
+  };
+  RunProcesses(self, flags, runs, [&] { return over_time() || stop.load(); }, started, finished);
   for (Trial& trial : trials) {
     if (!trial.outcome.status.ok() || trial.outcome.validation) continue;
     // Some of its runs never started: its figures would be those of fewer seeds.
-    const auto failed = std::find_if(trial.runs.begin(), trial.runs.end(),
-                                     [](const SeedRun& run) { return !run.status.ok(); });
-    if (failed != trial.runs.end()) {
+    if (std::any_of(trial.runs.begin(), trial.runs.end(),
+                    [](const SeedRun& run) { return !run.status.ok(); })) {
       SettleTrial(trial);  // reports the failure
       continue;
     }
-    const size_t started = std::count_if(trial.runs.begin(), trial.runs.end(),
-                                         [](const SeedRun& run) { return run.started; });
+    const size_t started_runs = std::count_if(trial.runs.begin(), trial.runs.end(),
+                                              [](const SeedRun& run) { return run.started; });
     trial.outcome.status = ResourceExhausted(
-        started == 0 ? "not run: the budget ran out"
-                     : "only " + std::to_string(started) + " of its " +
-                           std::to_string(trial.runs.size()) +
-                           " seeds ran before the budget ran out");
+        started_runs == 0 ? "not run: the budget ran out"
+                          : "only " + std::to_string(started_runs) + " of its " +
+                                std::to_string(trial.runs.size()) +
+                                " seeds ran before the budget ran out");
   }
 }
 
@@ -269,33 +291,17 @@ std::vector<SeedRun> SeedRuns(const std::string& name, uint32_t first_seed, uint
 // test figures (its summary's "eval") into *evals, in seed order.
 Status RunForTest(const std::string& self, const TuneFlags& flags, Trial& trial,
                   const std::atomic<bool>& stop, std::vector<Json>* evals) {
-  size_t next = 0, running = 0;
-  const size_t parallel = std::max<uint32_t>(1, flags.parallel);
+  std::vector<RunRef> runs;
+  for (SeedRun& run : trial.runs) runs.push_back({0, &trial, &run});
   Status failed;
-  while (true) {
-    for (SeedRun& run : trial.runs) {
-      if (!run.process) continue;
-      const int code = run.process->WaitExit(std::chrono::milliseconds(0));
-      if (code < 0 && !stop.load()) continue;
-      if (code < 0) run.process->Stop();
-      run.process.reset();
-      --running;
-      if (!failed.ok()) continue;
-      if (code < 0) {
-        failed = Aborted("stopped by a signal");
-      } else if (code != 0) {
-        failed = Unavailable("the chosen config's run failed: " + ErrorInLog(run.log, code));
-      }
-    }
-    while (failed.ok() && !stop.load() && running < parallel && next < trial.runs.size()) {
-      SeedRun& run = trial.runs[next++];
-      run.process =
-          std::make_unique<ChildProcess>(RunArgs(self, flags, trial.overrides, run), run.log);
-      ++running;
-    }
-    if (running == 0) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
+  RunProcesses(
+      self, flags, runs, [&] { return stop.load() || !failed.ok(); }, [](const RunRef&) {},
+      [&](const RunRef& ref, int code) {
+        if (!failed.ok() || code == 0) return;
+        failed = code < 0 ? Aborted("stopped by a signal")
+                          : Unavailable("the chosen config's run failed: " +
+                                        ErrorInLog(ref.run->log, code));
+      });
   if (!failed.ok()) return failed;
   if (stop.load()) return Aborted("stopped by a signal");
   for (const SeedRun& run : trial.runs) {

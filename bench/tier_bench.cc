@@ -382,8 +382,8 @@ Status MeasureTiered(const TierBenchOptions& config, TierBenchReport* report,
     const uint64_t waits = log_after.waits - log_before.waits;
     const double wait_seconds = log_after.wait_seconds - log_before.wait_seconds;
     progress(StringPrintf(
-        "  push log in the push phase: %llu group writes of %.2f MB, %.2f ms each; pushes waited "
-        "%.2f ms for theirs on average, %.0f%% of the request threads' time",
+        "  push log in the push phase: %llu group writes of %.2f MB, %.2f ms each; waits for it "
+        "(the pushes', and relogging's) %.2f ms on average, %.0f%% of the request threads' time",
         static_cast<unsigned long long>(writes),
         (log_after.bytes - log_before.bytes) / 1e6 / writes,
         1e3 * (log_after.write_seconds - log_before.write_seconds) / writes,
