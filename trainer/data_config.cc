@@ -134,6 +134,7 @@ Result<InteractionOptions> InteractionsFromYaml(const YAML::Node& node, std::str
       node, path,
       {"path", "delimiter", "header", "quote", "comment", "user", "item", "rating", "timestamp",
        "min_rating", "negatives", "seed", "max_eval_users", "validation", "user_history",
+       "causal_history",
        "user_features", "item_features"}));
   InteractionOptions options;
   RETURN_IF_ERROR(config::ReadRequired(node, path, "path", &options.path));
@@ -149,6 +150,11 @@ Result<InteractionOptions> InteractionsFromYaml(const YAML::Node& node, std::str
   RETURN_IF_ERROR(config::ReadOptional(node, path, "max_eval_users", &options.max_eval_users));
   RETURN_IF_ERROR(config::ReadOptional(node, path, "validation", &options.validation));
   RETURN_IF_ERROR(config::ReadOptional(node, path, "user_history", &options.user_history));
+  RETURN_IF_ERROR(config::ReadOptional(node, path, "causal_history", &options.causal_history));
+  if (options.causal_history && options.user_history == 0) {
+    return InvalidArgument(Join(path, "causal_history") +
+                           ": needs a history (set data.interactions.user_history)");
+  }
   for (const char* key : {"user_features", "item_features"}) {
     const YAML::Node side = node[key];
     if (!side.IsDefined() || side.IsNull()) continue;

@@ -59,4 +59,16 @@ void EntityKeys::AppendSampleWithout(uint32_t entity, uint32_t slot, uint64_t ke
   ends.back() = static_cast<uint32_t>(out.size());
 }
 
+void EntityKeys::AppendSampleWith(uint32_t entity, uint32_t slot,
+                                  std::span<const uint64_t> slot_keys,
+                                  std::vector<std::vector<uint64_t>>* keys,
+                                  std::vector<std::vector<uint32_t>>* offsets) const {
+  AppendSample(entity, keys, offsets);
+  std::vector<uint64_t>& out = (*keys)[slot];
+  std::vector<uint32_t>& ends = (*offsets)[slot];
+  out.resize(ends[ends.size() - 2]);
+  out.insert(out.end(), slot_keys.begin(), slot_keys.end());
+  ends.back() = static_cast<uint32_t>(out.size());
+}
+
 }  // namespace ember::trainer

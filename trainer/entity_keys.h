@@ -34,6 +34,10 @@ class EntityKeys {
   void AppendSampleWithout(uint32_t entity, uint32_t slot, uint64_t key, uint64_t instead,
                            std::vector<std::vector<uint64_t>>* keys,
                            std::vector<std::vector<uint32_t>>* offsets) const;
+  // Appends `entity` with `slot_keys` in the multi-valued `slot` instead of its own keys there.
+  void AppendSampleWith(uint32_t entity, uint32_t slot, std::span<const uint64_t> slot_keys,
+                        std::vector<std::vector<uint64_t>>* keys,
+                        std::vector<std::vector<uint32_t>>* offsets) const;
 
  private:
   std::vector<bool> multi_valued_;

@@ -2,6 +2,7 @@
 #include "trainer/interaction_dataset.h"
 
 #include <algorithm>
+#include <unordered_set>
 #include <charconv>
 #include <filesystem>
 #include <limits>
@@ -297,21 +298,27 @@ void InteractionDataset::Split() {
   }
 
   item_train_counts_.assign(item_ids_.size(), 0);
-  for (const Positive& positive : positives_) {
+  std::vector<size_t> train_positive;  // [training pair]: its positive
+  for (size_t p = 0; p < positives_.size(); ++p) {
+    const Positive& positive = positives_[p];
     if (test_item_of_user[positive.user] == positive.item ||
         validation_item_of_user[positive.user] == positive.item) {
       continue;
     }
     train_.push_back(TrainPair{positive.user, positive.item});
+    train_positive.push_back(p);
     ++item_train_counts_[positive.item];
   }
-  if (options_.user_history > 0) BuildHistories(test_item_of_user, validation_item_of_user);
+  if (options_.user_history > 0) {
+    BuildHistories(test_item_of_user, validation_item_of_user, train_positive);
+  }
   positives_.clear();
   positives_.shrink_to_fit();
 }
 
 void InteractionDataset::BuildHistories(std::span<const uint32_t> test_item_of_user,
-                                        std::span<const uint32_t> validation_item_of_user) {
+                                        std::span<const uint32_t> validation_item_of_user,
+                                        std::span<const size_t> train_positive) {
   std::vector<size_t> order;  // training positives, by user, then oldest first
   for (size_t p = 0; p < positives_.size(); ++p) {
     const Positive& positive = positives_[p];
@@ -344,6 +351,47 @@ void InteractionDataset::BuildHistories(std::span<const uint32_t> test_item_of_u
     std::reverse(history.begin(), history.end());
     end = begin;
   }
+  if (!options_.causal_history) return;
+  std::vector<uint32_t> position_of_positive(positives_.size(), 0);
+  sequence_.assign(user_ids_.size(), {});
+  for (const size_t p : order) {
+    std::vector<uint32_t>& sequence = sequence_[positives_[p].user];
+    position_of_positive[p] = static_cast<uint32_t>(sequence.size());
+    sequence.push_back(positives_[p].item);
+  }
+  sequence_position_.resize(train_positive.size());
+  for (size_t t = 0; t < train_positive.size(); ++t) {
+    sequence_position_[t] = position_of_positive[train_positive[t]];
+  }
+}
+
+void InteractionDataset::AppendHistoryBefore(size_t train_index,
+                                             std::vector<uint64_t>* keys) const {
+  const TrainPair& pair = train_[train_index];
+  const std::vector<uint32_t>& sequence = sequence_[pair.user];
+  const auto first = static_cast<std::ptrdiff_t>(keys->size());
+  // Distinct items: a scan of those taken while they are few, a set of them beyond that.
+  constexpr size_t kScannedKeys = 64;
+  std::unordered_set<uint64_t> taken_keys;
+  size_t taken = 0;
+  for (size_t i = sequence_position_[train_index]; i > 0 && taken < options_.user_history; --i) {
+    const uint32_t item = sequence[i - 1];
+    if (item == pair.item) continue;
+    const uint64_t key = history_keys_[item];
+    if (taken < kScannedKeys) {
+      if (std::find(keys->begin() + first, keys->end(), key) != keys->end()) continue;
+    } else {
+      if (taken_keys.empty()) taken_keys.insert(keys->begin() + first, keys->end());
+      if (!taken_keys.insert(key).second) continue;
+    }
+    keys->push_back(key);
+    ++taken;
+  }
+  if (taken == 0) {
+    keys->push_back(EmptyHistoryKey());
+    return;
+  }
+  std::reverse(keys->begin() + first, keys->end());
 }
 
 std::optional<uint32_t> InteractionDataset::history_slot() const {
@@ -495,6 +543,7 @@ std::string InteractionDataset::Describe() const {
   }
   if (options_.user_history > 0) {
     text += ", user history of up to " + std::to_string(options_.user_history) + " items";
+    if (options_.causal_history) text += " (before each sample)";
   }
   if (options_.validation) {
     text += ", " + std::to_string(validation_cases_.size()) + " validation users (" +

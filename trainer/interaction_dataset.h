@@ -20,7 +20,9 @@
 // distinct training items (HistoryKey(item): keys of their own, not the item tower's), or
 // EmptyHistoryKey() for a user with none. A training sample leaves its own positive out of it
 // (InteractionSource), so the model never sees the answer among its inputs; evaluation uses the
-// whole training history, which never holds a held-out item.
+// whole training history, which never holds a held-out item. With `causal_history` a training
+// sample's history is instead its user's latest N distinct training items from before it (by
+// timestamp, then line), as a held-out item's is: the model learns to predict what comes next.
 #pragma once
 
 #include <cstdint>
@@ -72,6 +74,8 @@ struct InteractionOptions {
   bool validation = false;
   // > 0: a user slot of each user's latest `user_history` distinct training items (see above).
   uint32_t user_history = 0;
+  // With user_history: a training sample's history holds only what its user did before it.
+  bool causal_history = false;
 };
 
 // One evaluated user: score every candidate and rank the test item (candidate 0) among them.
@@ -110,6 +114,10 @@ class InteractionDataset {
   std::optional<uint32_t> history_slot() const;
   // HistoryKey(item_id(item)), computed once per item (empty without a history slot).
   uint64_t history_key(uint32_t item) const { return history_keys_[item]; }
+  // With options().causal_history: appends the history keys of training pair `train_index` (its
+  // user's latest distinct training items before it, oldest first, never its own item), or
+  // EmptyHistoryKey() when there are none.
+  void AppendHistoryBefore(size_t train_index, std::vector<uint64_t>* keys) const;
   static uint64_t HistoryKey(std::string_view item_id);
   static uint64_t EmptyHistoryKey();
   const std::string& user_id(uint32_t user) const { return user_ids_[user]; }
@@ -140,8 +148,10 @@ class InteractionDataset {
   Result<std::vector<std::vector<uint32_t>>> SampleNegatives(std::span<const uint32_t> users,
                                                              uint64_t stream) const;
   // history_ from the training positives (those not held out for test or validation).
+  // `train_positive` maps each training pair to its positive.
   void BuildHistories(std::span<const uint32_t> test_item_of_user,
-                      std::span<const uint32_t> validation_item_of_user);
+                      std::span<const uint32_t> validation_item_of_user,
+                      std::span<const size_t> train_positive);
   Status BuildKeys();
   // A case per user: its held-out item first, then its negatives.
   std::vector<EvalCase> BuildCases(std::span<const uint32_t> users,
@@ -167,6 +177,10 @@ class InteractionDataset {
   std::vector<std::vector<uint32_t>> interacted_;  // [user]: sorted distinct items, any rating
   std::vector<std::vector<uint32_t>> history_;  // [user]: latest distinct training items, oldest first
   std::vector<uint64_t> history_keys_;          // [item]: HistoryKey of its id
+  // With causal_history: [user]: every training item, oldest first; [training pair]: how many of
+  // its user's training items came before it.
+  std::vector<std::vector<uint32_t>> sequence_;
+  std::vector<uint32_t> sequence_position_;
 
   std::vector<uint32_t> eval_users_;      // ascending
   std::vector<uint32_t> test_item_;       // [eval case]

@@ -61,16 +61,24 @@ Status InteractionSource::Next(uint32_t batch_size, Batch* out) {
     out->item_log_frequency[batch_size + n] = shared_log_frequency;
   }
   dataset_->users().StartBatch(&out->user_keys, &out->user_offsets);
-  // A sample's own positive leaves its user's history.
+  // A sample's own positive leaves its user's history (or, causally, it holds only what came
+  // before).
   const std::optional<uint32_t> history_slot = dataset_->history_slot();
+  const bool causal_history = dataset_->options().causal_history;
   for (uint32_t b = 0; b < batch_size; ++b) {
     const uint64_t sample_id = HashCombine(HashCombine(seed_, epoch_), position_);
-    const TrainPair& pair = train[order_[position_++]];
+    const uint32_t train_index = order_[position_++];
+    const TrainPair& pair = train[train_index];
     if (position_ == order_.size()) {
       ++epoch_;
       Reshuffle();
     }
-    if (history_slot) {
+    if (history_slot && causal_history) {
+      history_keys_.clear();
+      dataset_->AppendHistoryBefore(train_index, &history_keys_);
+      dataset_->users().AppendSampleWith(pair.user, *history_slot, history_keys_, &out->user_keys,
+                                         &out->user_offsets);
+    } else if (history_slot) {
       dataset_->users().AppendSampleWithout(
           pair.user, *history_slot, dataset_->history_key(pair.item),
           InteractionDataset::EmptyHistoryKey(), &out->user_keys, &out->user_offsets);

@@ -63,6 +63,7 @@ class InteractionSource : public DataSource {
   uint32_t negatives_ = 0;
   bool shared_negatives_ = false;
   std::vector<uint32_t> positive_items_, negative_items_;  // the last batch's, reused
+  std::vector<uint64_t> history_keys_;                      // one sample's causal history
   std::vector<uint32_t> order_;  // indices into dataset_->train()
   size_t position_ = 0;
   uint64_t epoch_ = 0;

@@ -36,6 +36,7 @@ interactions:
   seed: 9
   max_eval_users: 100
   user_history: 50
+  causal_history: true
   user_features: {path: ../data/ml-100k/u.user, delimiter: "|", id: 0, features: [3, [1, 2]]}
   item_features: {path: /abs/u.item, delimiter: "|", id: 0,
                   features: [[5, 6, 7], {column: genres, separator: ";"}]}
@@ -56,6 +57,7 @@ synthetic: {vocabulary: 1000, exponent: 1.2, seed: 3, num_clusters: 10, signal: 
   EXPECT_EQ(options.seed, 9u);
   EXPECT_EQ(options.max_eval_users, 100u);
   EXPECT_EQ(options.user_history, 50u);
+  EXPECT_TRUE(options.causal_history);
   ASSERT_TRUE(options.user_features.has_value());
   EXPECT_EQ(options.user_features->path, "/etc/ember/data/ml-100k/u.user");
   EXPECT_EQ(options.user_features->format.delimiter, "|");
@@ -94,6 +96,9 @@ TEST(DataConfigTest, RejectsUnknownKeysAndBadValuesByName) {
             std::string::npos);
   EXPECT_NE(error("interactions: {path: x, user_history: -1}")
                 .find("data.interactions.user_history"),
+            std::string::npos);
+  EXPECT_NE(error("interactions: {path: x, causal_history: true}")
+                .find("data.interactions.causal_history: needs a history"),
             std::string::npos);
   EXPECT_NE(error("synthetic: {signal: 2}").find("data.synthetic.signal"), std::string::npos);
   const std::string side = "interactions: {path: x, item_features: {path: y, features: [";

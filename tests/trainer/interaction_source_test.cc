@@ -3,9 +3,9 @@
 
 #include <gtest/gtest.h>
 
-#include <fstream>
 #include <algorithm>
 #include <cmath>
+#include <fstream>
 #include <map>
 #include <set>
 
@@ -173,6 +173,19 @@ TEST(InteractionSourceTest, SharedNegativesFollowThePositivesWithTheirCorrection
   ExpectResumesWithTheSameItems(source, resumed);
 }
 
+// The user and item ids behind a batch's id keys (slot 0 of each tower).
+struct SampleNames {
+  explicit SampleNames(const InteractionDataset& data) {
+    for (uint32_t i = 0; i < data.num_items(); ++i) {
+      item[HashName(data.item_id(i))] = data.item_id(i);
+    }
+    for (uint32_t u = 0; u < data.num_users(); ++u) {
+      user[HashName(data.user_id(u))] = data.user_id(u);
+    }
+  }
+  std::map<uint64_t, std::string> user, item;
+};
+
 TEST(InteractionSourceTest, ASampleLeavesItsOwnPositiveOutOfItsUsersHistory) {
   testing::TempDir dir;
   const std::string path = dir.path() + "/u.data";
@@ -198,13 +211,7 @@ TEST(InteractionSourceTest, ASampleLeavesItsOwnPositiveOutOfItsUsersHistory) {
   ASSERT_TRUE(loaded.ok()) << loaded.status().ToString();
   std::shared_ptr<InteractionDataset> data = *loaded;
   ASSERT_EQ(data->num_train(), 9u);
-  std::map<uint64_t, std::string> item_of_key, user_of_key;
-  for (uint32_t i = 0; i < data->num_items(); ++i) {
-    item_of_key[HashName(data->item_id(i))] = data->item_id(i);
-  }
-  for (uint32_t u = 0; u < data->num_users(); ++u) {
-    user_of_key[HashName(data->user_id(u))] = data->user_id(u);
-  }
+  const SampleNames names(*data);
 
   InteractionSource source(data, 3);
   Batch batch;
@@ -213,8 +220,8 @@ TEST(InteractionSourceTest, ASampleLeavesItsOwnPositiveOutOfItsUsersHistory) {
   ASSERT_EQ(batch.user_offsets[1].size(), 10u);
   std::set<std::string> samples;
   for (uint32_t b = 0; b < 9; ++b) {
-    const std::string user = user_of_key.at(batch.user_keys[0][b]);
-    const std::string item = item_of_key.at(batch.item_keys[0][b]);
+    const std::string user = names.user.at(batch.user_keys[0][b]);
+    const std::string item = names.item.at(batch.item_keys[0][b]);
     samples.insert(user + ":" + item);
     std::set<uint64_t> history(batch.user_keys[1].begin() + batch.user_offsets[1][b],
                                batch.user_keys[1].begin() + batch.user_offsets[1][b + 1]);
@@ -227,6 +234,107 @@ TEST(InteractionSourceTest, ASampleLeavesItsOwnPositiveOutOfItsUsersHistory) {
     EXPECT_EQ(history, expected) << user << ":" << item;
   }
   EXPECT_EQ(samples.size(), 9u);
+}
+
+TEST(InteractionSourceTest, ACausalHistoryHoldsOnlyTheLatestItemsBeforeTheSample) {
+  testing::TempDir dir;
+  const std::string path = dir.path() + "/u.data";
+  std::ofstream out(path);
+  // u0, in timestamp order: i0, i1, i2, i1 again, i3, i4, then its test item i5; the lines are
+  // out of order. u1 trains on i0 alone; u2, not evaluated, on its only item i9.
+  out << "u0\ti2\t5\t2\nu0\ti4\t5\t5\nu0\ti0\t5\t0\nu0\ti1\t5\t3\nu0\ti5\t5\t6\n"
+         "u0\ti3\t5\t4\nu0\ti1\t5\t1\nu1\ti0\t5\t0\nu1\ti1\t5\t1\nu2\ti9\t5\t0\n";
+  out.close();
+  InteractionOptions options;
+  options.path = path;
+  options.negatives = 1;
+  options.user_history = 2;
+  options.causal_history = true;
+  auto loaded = InteractionDataset::Load(options);
+  ASSERT_TRUE(loaded.ok()) << loaded.status().ToString();
+  std::shared_ptr<InteractionDataset> data = *loaded;
+  ASSERT_EQ(data->num_train(), 8u);
+  const SampleNames names(*data);
+  const auto keys = [](std::initializer_list<const char*> items) {
+    std::vector<uint64_t> out;
+    for (const char* item : items) out.push_back(InteractionDataset::HistoryKey(item));
+    if (out.empty()) out.push_back(InteractionDataset::EmptyHistoryKey());
+    return out;
+  };
+  // The latest 2 distinct items before each sample, oldest first, never the sample's own item.
+  std::map<std::string, std::multiset<std::vector<uint64_t>>> expected = {
+      {"u0:i0", {keys({})}},           {"u0:i1", {keys({"i0"}), keys({"i0", "i2"})}},
+      {"u0:i2", {keys({"i0", "i1"})}}, {"u0:i3", {keys({"i2", "i1"})}},
+      {"u0:i4", {keys({"i1", "i3"})}}, {"u1:i0", {keys({})}},
+      {"u2:i9", {keys({})}},
+  };
+  InteractionSource source(data, 3);
+  Batch batch;
+  ASSERT_TRUE(source.Next(8, &batch).ok());  // one epoch
+  std::map<std::string, std::multiset<std::vector<uint64_t>>> seen;
+  for (uint32_t b = 0; b < 8; ++b) {
+    const std::string sample =
+        names.user.at(batch.user_keys[0][b]) + ":" + names.item.at(batch.item_keys[0][b]);
+    seen[sample].insert(
+        std::vector<uint64_t>(batch.user_keys[1].begin() + batch.user_offsets[1][b],
+                              batch.user_keys[1].begin() + batch.user_offsets[1][b + 1]));
+  }
+  EXPECT_EQ(seen, expected);
+  // Evaluation sees the latest 2 distinct training items, as without causal_history.
+  for (uint32_t u = 0; u < data->num_users(); ++u) {
+    const std::span<const uint64_t> history = data->users().keys(u, 1);
+    EXPECT_EQ(std::vector<uint64_t>(history.begin(), history.end()),
+              data->user_id(u) == "u0"   ? keys({"i3", "i4"})
+              : data->user_id(u) == "u1" ? keys({"i0"})
+                                         : keys({"i9"}))
+        << data->user_id(u);
+  }
+}
+
+TEST(InteractionSourceTest, ALongCausalHistoryMatchesABruteForceOne) {
+  testing::TempDir dir;
+  const std::string path = dir.path() + "/u.data";
+  std::ofstream out(path);
+  // u0 rates i0..i89, then i0..i39 again, then its test item i99; u1 rates i95, then i99.
+  std::vector<std::string> sequence;
+  for (int i = 0; i < 130; ++i) sequence.push_back("i" + std::to_string(i < 90 ? i : i - 90));
+  for (size_t t = 0; t < sequence.size(); ++t) out << "u0\t" << sequence[t] << "\t5\t" << t << '\n';
+  out << "u0\ti99\t5\t500\nu1\ti95\t5\t0\nu1\ti99\t5\t1\n";
+  out.close();
+  InteractionOptions options;
+  options.path = path;
+  options.negatives = 1;
+  options.user_history = 100;
+  options.causal_history = true;
+  auto loaded = InteractionDataset::Load(options);
+  ASSERT_TRUE(loaded.ok()) << loaded.status().ToString();
+  std::shared_ptr<InteractionDataset> data = *loaded;
+  ASSERT_EQ(data->num_train(), 131u);
+  const SampleNames names(*data);
+  // The reference: walk back from each sample, keeping the first 100 distinct other items.
+  std::map<std::string, std::multiset<std::vector<uint64_t>>> expected;
+  for (size_t t = 0; t < sequence.size(); ++t) {
+    std::vector<uint64_t> history;
+    std::set<std::string> taken;
+    for (size_t i = t; i > 0 && taken.size() < 100; --i) {
+      const std::string& item = sequence[i - 1];
+      if (item == sequence[t] || !taken.insert(item).second) continue;
+      history.insert(history.begin(), InteractionDataset::HistoryKey(item));
+    }
+    if (history.empty()) history.push_back(InteractionDataset::EmptyHistoryKey());
+    expected["u0:" + sequence[t]].insert(history);
+  }
+  expected["u1:i95"].insert({InteractionDataset::EmptyHistoryKey()});
+  InteractionSource source(data, 5);
+  Batch batch;
+  ASSERT_TRUE(source.Next(131, &batch).ok());  // one epoch
+  std::map<std::string, std::multiset<std::vector<uint64_t>>> seen;
+  for (uint32_t b = 0; b < 131; ++b) {
+    seen[names.user.at(batch.user_keys[0][b]) + ":" + names.item.at(batch.item_keys[0][b])].insert(
+        std::vector<uint64_t>(batch.user_keys[1].begin() + batch.user_offsets[1][b],
+                              batch.user_keys[1].begin() + batch.user_offsets[1][b + 1]));
+  }
+  EXPECT_EQ(seen, expected);
 }
 
 }  // namespace
