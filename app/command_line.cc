@@ -213,8 +213,7 @@ CLI::Option* AddSwitch(CLI::App* command, const std::string& name, std::function
 }
 
 int PrintError(std::string_view command, const Status& status, int exit_code) {
-  std::fprintf(stderr, "ember %.*s: %s\n", static_cast<int>(command.size()), command.data(),
-               status.ToString().c_str());
+  LogFinalError("ember " + std::string(command) + ": " + status.ToString());
   return exit_code;
 }
 

@@ -75,7 +75,7 @@ int RunCommandLine(CLI::App& ember, const std::vector<Command>& commands, int ar
 CLI::Option* AddSwitch(CLI::App* command, const std::string& name, std::function<void(bool)> set,
                        const std::string& help);
 
-// Prints "ember <command>: <status>" to stderr and returns exit_code.
+// Prints "ember <command>: <status>" to stderr (LogFinalError) and returns exit_code.
 int PrintError(std::string_view command, const Status& status, int exit_code = 1);
 
 }  // namespace ember::app

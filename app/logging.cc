@@ -154,4 +154,18 @@ void SetUpLogging(std::string_view role, spdlog::level::level_enum default_level
   setenv(kFormatVariable, format.c_str(), 1);
 }
 
+void LogFinalError(std::string_view line) {
+  std::fflush(stdout);
+  const std::shared_ptr<spdlog::logger> logger = spdlog::default_logger();
+  if (logger->name() != "json") {
+    std::fprintf(stderr, "%.*s\n", static_cast<int>(line.size()), line.data());
+    return;
+  }
+  // Past the level check: --log-level off still reports why the command failed.
+  const spdlog::details::log_msg message(logger->name(), spdlog::level::err,
+                                         spdlog::string_view_t(line.data(), line.size()));
+  for (const spdlog::sink_ptr& sink : logger->sinks()) sink->log(message);
+  logger->flush();
+}
+
 }  // namespace ember::app

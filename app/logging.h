@@ -24,4 +24,9 @@ void AddLoggingFlags(CLI::App* command);
 void SetUpLogging(std::string_view role,
                   spdlog::level::level_enum default_level = spdlog::level::info);
 
+// Writes `line` to stderr as an error whatever the level: a JSON object like every log line
+// once SetUpLogging chose json, else the plain line. Standard output is flushed first, so that
+// the error follows what the command printed.
+void LogFinalError(std::string_view line);
+
 }  // namespace ember::app

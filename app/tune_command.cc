@@ -39,8 +39,8 @@ std::string Describe(const std::vector<config::Override>& settings) {
   return text.empty() ? "(the config as it is)" : text;
 }
 
-// The last error an `ember` process printed into `log` ("ember train: INVALID_ARGUMENT: ..."),
-// or a line saying how it exited.
+// The last error an `ember` process printed into `log` ("ember train: INVALID_ARGUMENT: ...",
+// plain or as a JSON log line's message), or a line saying how it exited.
 std::string ErrorInLog(const std::string& log, int exit_code) {
   auto text = ReadWholeFile(log, 64 << 20);
   std::string last;
@@ -48,6 +48,12 @@ std::string ErrorInLog(const std::string& log, int exit_code) {
     static const std::regex error_line(R"(^ember [a-z]+: [A-Z_]+: .*)");
     std::istringstream lines(*text);
     for (std::string line; std::getline(lines, line);) {
+      if (line.starts_with('{')) {
+        const Json entry = Json::parse(line, nullptr, /*allow_exceptions=*/false);
+        if (entry.is_object() && entry.value("level", "") == "error") {
+          line = entry.value("message", "");
+        }
+      }
       if (std::regex_match(line, error_line)) last = line;
     }
   }

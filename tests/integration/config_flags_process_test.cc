@@ -136,6 +136,29 @@ TEST_F(ConfigFlagsProcessTest, JsonLogsOfEveryProcessGoToStderrOneObjectALine) {
   EXPECT_EQ(Log().find("listening on"), std::string::npos) << Log();
 }
 
+TEST_F(ConfigFlagsProcessTest, AFailingCommandReportsItsErrorAsJsonWhenLogsAreJson) {
+  // tune refuses synthetic data after its logging is set up; --log-level off hides no error.
+  const std::string json_log = dir_.path() + "/error.jsonl";
+  ASSERT_EQ(Run({"/bin/sh", "-c",
+                 std::string("exec \"$0\" tune --config \"$1\" --grid model.temperature=0.1 "
+                             "--log-format json --log-level off 2>\"$2\""),
+                 EMBER_BINARY, config_, json_log}),
+            2)
+      << Log();
+  const std::string text = testing::ReadFile(json_log);
+  ASSERT_FALSE(text.empty());
+  EXPECT_EQ(text.find('\n'), text.size() - 1) << "not one line: " << text;
+  const nlohmann::json entry = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  ASSERT_TRUE(entry.is_object()) << "not a JSON object: " << text;
+  EXPECT_EQ(entry.value("level", ""), "error") << text;
+  EXPECT_EQ(entry.value("role", ""), "tune") << text;
+  EXPECT_EQ(entry.value("message", "").rfind("ember tune: INVALID_ARGUMENT: data.kind", 0), 0u)
+      << text;
+  // In text, the same error is a plain line.
+  ASSERT_EQ(Run({"tune", "--config", config_, "--grid", "model.temperature=0.1"}), 2);
+  EXPECT_NE(Log().find("ember tune: INVALID_ARGUMENT: data.kind"), std::string::npos) << Log();
+}
+
 TEST_F(ConfigFlagsProcessTest, LogLevelFlagWinsOverTheEnvironmentForEveryProcess) {
   ScopedVariable debug("EMBER_LOG_LEVEL", "debug");
   ASSERT_EQ(Run({"cluster", "--config", config_, "--log-level", "warn"}), 0) << Log();

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <random>
@@ -202,6 +203,23 @@ TEST(TuneProcessTest, RefusesSyntheticDataAndBadGrids) {
   EXPECT_NE(text.find("validation split of interaction data"), std::string::npos) << text;
   EXPECT_NE(text.find("--grid 'model.temperature': expected KEY=VALUE"), std::string::npos) << text;
   EXPECT_NE(text.find("--seeds 3 varies model.seed itself"), std::string::npos) << text;
+}
+
+TEST(TuneProcessTest, AFailedTrialIsReportedWithItsRunsErrorAlsoWhenLogsAreJson) {
+  testing::TempDir dir;
+  setenv("EMBER_LOG_FORMAT", "json", 1);  // the trials' runs inherit it
+  const TuneRun run = Tune(dir, "json", false,
+                           {"--grid", "data.interactions.negatives=20,1000"});
+  unsetenv("EMBER_LOG_FORMAT");
+  ASSERT_TRUE(run.report.is_object()) << run.output;
+  const Json& trials = run.report["trials"];
+  ASSERT_EQ(trials.size(), 2u) << run.report;
+  EXPECT_TRUE(trials[0].contains("validation")) << trials[0];
+  // 60 items: no user has 1000 it never rated. The run's own words, not only its exit code.
+  const std::string error = trials[1].value("error", "");
+  EXPECT_NE(error.find("ember train: INVALID_ARGUMENT:"), std::string::npos) << error;
+  EXPECT_NE(error.find("leaving fewer than 1000 negatives"), std::string::npos) << error;
+  EXPECT_EQ(run.report["chosen"], 1) << run.report;
 }
 
 }  // namespace
