@@ -1,7 +1,8 @@
 """A PyTorch two-tower model on MovieLens 100K, its embedding rows served by ember.
 
-The model is the one configs/movielens-100k.yaml describes for ember's C++ trainer: each tower
-concatenates one embedding row per slot (user: id, occupation, age; item: id, genres, release
+The model is the one configs/movielens-100k-features.yaml describes for ember's C++ trainer
+(without the user history of configs/movielens-100k.yaml, which needs multi-valued slots): each
+tower concatenates one embedding row per slot (user: id, occupation, age; item: id, genres, release
 date), runs it through Linear+ReLU hidden layers and a final Linear, and L2-normalises the
 result; the loss is
 the in-batch softmax of the dot products over a temperature, each item's logit less the log of
@@ -36,7 +37,7 @@ import ember
 import ember.torch
 
 DEFAULT_CONFIG = os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, os.pardir,
-                              "configs", "movielens-100k.yaml")
+                              "configs", "movielens-100k-features.yaml")
 
 
 def parse_args():

@@ -587,7 +587,8 @@ TEST(ClusterProcessTest, AuthenticatedClusterRefusesStrangersAndChecksRoles) {
 }
 
 TEST(ClusterProcessTest, ShippedConfigsLoad) {
-  for (const char* name : {"tt-bench.yaml", "tt-bench-gpu.yaml", "movielens-100k.yaml"}) {
+  for (const char* name : {"tt-bench.yaml", "tt-bench-gpu.yaml", "movielens-100k.yaml",
+                           "movielens-100k-features.yaml"}) {
     auto config = local::LoadClusterConfig(std::string(EMBER_SOURCE_DIR) + "/configs/" + name);
     EXPECT_TRUE(config.ok()) << name << ": " << config.status().ToString();
   }
