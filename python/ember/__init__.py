@@ -3,10 +3,10 @@ tests, ember's interaction data and ranking evaluation, and (in ember.torch) an 
 that trains any PyTorch model against ember's tables.
 
     import ember
-    with ember.LocalCluster("configs/movielens.yaml", servers=2) as cluster:
+    with ember.LocalCluster("configs/movielens-100k.yaml", servers=2) as cluster:
         client = cluster.client()
-        rows = client.pull("user", numpy.array([1, 2, 3], dtype=numpy.uint64))
-        client.push("user", keys, gradients)   # the table's server-side optimizer applies them
+        rows = client.pull("user_id", numpy.array([1, 2, 3], dtype=numpy.uint64))
+        client.push("user_id", keys, gradients)   # the table's server-side optimizer applies them
 
 Errors are ember's, as exceptions: EmberError and its subclasses InvalidArgumentError (also a
 ValueError), NotFoundError (LookupError), DeadlineExceededError (TimeoutError), UnavailableError
