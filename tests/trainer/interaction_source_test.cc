@@ -236,6 +236,37 @@ TEST(InteractionSourceTest, ASampleLeavesItsOwnPositiveOutOfItsUsersHistory) {
   EXPECT_EQ(samples.size(), 9u);
 }
 
+// A dataset of `path` whose training samples see their user's latest `history` items before
+// them (nullptr, with a failure, if it does not load).
+std::shared_ptr<InteractionDataset> LoadWithCausalHistory(const std::string& path,
+                                                          uint32_t history) {
+  InteractionOptions options;
+  options.path = path;
+  options.negatives = 1;
+  options.user_history = history;
+  options.causal_history = true;
+  auto loaded = InteractionDataset::Load(options);
+  EXPECT_TRUE(loaded.ok()) << loaded.status().ToString();
+  return loaded.ok() ? *loaded : nullptr;
+}
+
+// The history slot (slot 1) of every sample of one epoch, by "user:item".
+std::map<std::string, std::multiset<std::vector<uint64_t>>> HistoriesOfAnEpoch(
+    std::shared_ptr<InteractionDataset> data) {
+  const SampleNames names(*data);
+  const uint32_t samples = static_cast<uint32_t>(data->num_train());
+  InteractionSource source(data, 3);
+  Batch batch;
+  EXPECT_TRUE(source.Next(samples, &batch).ok());
+  std::map<std::string, std::multiset<std::vector<uint64_t>>> histories;
+  for (uint32_t b = 0; b < samples; ++b) {
+    histories[names.user.at(batch.user_keys[0][b]) + ":" + names.item.at(batch.item_keys[0][b])]
+        .insert(std::vector<uint64_t>(batch.user_keys[1].begin() + batch.user_offsets[1][b],
+                                      batch.user_keys[1].begin() + batch.user_offsets[1][b + 1]));
+  }
+  return histories;
+}
+
 TEST(InteractionSourceTest, ACausalHistoryHoldsOnlyTheLatestItemsBeforeTheSample) {
   testing::TempDir dir;
   const std::string path = dir.path() + "/u.data";
@@ -245,16 +276,9 @@ TEST(InteractionSourceTest, ACausalHistoryHoldsOnlyTheLatestItemsBeforeTheSample
   out << "u0\ti2\t5\t2\nu0\ti4\t5\t5\nu0\ti0\t5\t0\nu0\ti1\t5\t3\nu0\ti5\t5\t6\n"
          "u0\ti3\t5\t4\nu0\ti1\t5\t1\nu1\ti0\t5\t0\nu1\ti1\t5\t1\nu2\ti9\t5\t0\n";
   out.close();
-  InteractionOptions options;
-  options.path = path;
-  options.negatives = 1;
-  options.user_history = 2;
-  options.causal_history = true;
-  auto loaded = InteractionDataset::Load(options);
-  ASSERT_TRUE(loaded.ok()) << loaded.status().ToString();
-  std::shared_ptr<InteractionDataset> data = *loaded;
+  std::shared_ptr<InteractionDataset> data = LoadWithCausalHistory(path, 2);
+  ASSERT_NE(data, nullptr);
   ASSERT_EQ(data->num_train(), 8u);
-  const SampleNames names(*data);
   const auto keys = [](std::initializer_list<const char*> items) {
     std::vector<uint64_t> out;
     for (const char* item : items) out.push_back(InteractionDataset::HistoryKey(item));
@@ -268,18 +292,7 @@ TEST(InteractionSourceTest, ACausalHistoryHoldsOnlyTheLatestItemsBeforeTheSample
       {"u0:i4", {keys({"i1", "i3"})}}, {"u1:i0", {keys({})}},
       {"u2:i9", {keys({})}},
   };
-  InteractionSource source(data, 3);
-  Batch batch;
-  ASSERT_TRUE(source.Next(8, &batch).ok());  // one epoch
-  std::map<std::string, std::multiset<std::vector<uint64_t>>> seen;
-  for (uint32_t b = 0; b < 8; ++b) {
-    const std::string sample =
-        names.user.at(batch.user_keys[0][b]) + ":" + names.item.at(batch.item_keys[0][b]);
-    seen[sample].insert(
-        std::vector<uint64_t>(batch.user_keys[1].begin() + batch.user_offsets[1][b],
-                              batch.user_keys[1].begin() + batch.user_offsets[1][b + 1]));
-  }
-  EXPECT_EQ(seen, expected);
+  EXPECT_EQ(HistoriesOfAnEpoch(data), expected);
   // Evaluation sees the latest 2 distinct training items, as without causal_history.
   for (uint32_t u = 0; u < data->num_users(); ++u) {
     const std::span<const uint64_t> history = data->users().keys(u, 1);
@@ -301,16 +314,9 @@ TEST(InteractionSourceTest, ALongCausalHistoryMatchesABruteForceOne) {
   for (size_t t = 0; t < sequence.size(); ++t) out << "u0\t" << sequence[t] << "\t5\t" << t << '\n';
   out << "u0\ti99\t5\t500\nu1\ti95\t5\t0\nu1\ti99\t5\t1\n";
   out.close();
-  InteractionOptions options;
-  options.path = path;
-  options.negatives = 1;
-  options.user_history = 100;
-  options.causal_history = true;
-  auto loaded = InteractionDataset::Load(options);
-  ASSERT_TRUE(loaded.ok()) << loaded.status().ToString();
-  std::shared_ptr<InteractionDataset> data = *loaded;
+  std::shared_ptr<InteractionDataset> data = LoadWithCausalHistory(path, 100);
+  ASSERT_NE(data, nullptr);
   ASSERT_EQ(data->num_train(), 131u);
-  const SampleNames names(*data);
   // The reference: walk back from each sample, keeping the first 100 distinct other items.
   std::map<std::string, std::multiset<std::vector<uint64_t>>> expected;
   for (size_t t = 0; t < sequence.size(); ++t) {
@@ -325,16 +331,7 @@ TEST(InteractionSourceTest, ALongCausalHistoryMatchesABruteForceOne) {
     expected["u0:" + sequence[t]].insert(history);
   }
   expected["u1:i95"].insert({InteractionDataset::EmptyHistoryKey()});
-  InteractionSource source(data, 5);
-  Batch batch;
-  ASSERT_TRUE(source.Next(131, &batch).ok());  // one epoch
-  std::map<std::string, std::multiset<std::vector<uint64_t>>> seen;
-  for (uint32_t b = 0; b < 131; ++b) {
-    seen[names.user.at(batch.user_keys[0][b]) + ":" + names.item.at(batch.item_keys[0][b])].insert(
-        std::vector<uint64_t>(batch.user_keys[1].begin() + batch.user_offsets[1][b],
-                              batch.user_keys[1].begin() + batch.user_offsets[1][b + 1]));
-  }
-  EXPECT_EQ(seen, expected);
+  EXPECT_EQ(HistoriesOfAnEpoch(data), expected);
 }
 
 }  // namespace
