@@ -21,6 +21,8 @@ constexpr const char* kFormatVariable = "EMBER_LOG_FORMAT";
 constexpr std::array<const char*, 7> kLevels = {"trace", "debug",    "info", "warn",
                                                 "error", "critical", "off"};
 constexpr std::array<const char*, 2> kFormats = {"text", "json"};
+// The name of the default logger once the format is json.
+constexpr char kJsonLogger[] = "json";
 
 // The values of the parsed subcommand's flags (empty: not given).
 struct LoggingFlags {
@@ -140,9 +142,9 @@ void SetUpLogging(std::string_view role, spdlog::level::level_enum default_level
   const std::string format = Resolve(flags.format, kFormatVariable, kFormats, "text");
   if (format == "json") {
     // stderr, so that stdout keeps only the progress lines and summary.
-    if (spdlog::default_logger()->name() != "json") {
+    if (spdlog::default_logger()->name() != kJsonLogger) {
       spdlog::set_default_logger(std::make_shared<spdlog::logger>(
-          "json", std::make_shared<spdlog::sinks::stderr_sink_mt>()));
+          kJsonLogger, std::make_shared<spdlog::sinks::stderr_sink_mt>()));
     }
     spdlog::set_formatter(JsonLines(role));
   } else {
@@ -157,7 +159,7 @@ void SetUpLogging(std::string_view role, spdlog::level::level_enum default_level
 void LogFinalError(std::string_view line) {
   std::fflush(stdout);
   const std::shared_ptr<spdlog::logger> logger = spdlog::default_logger();
-  if (logger->name() != "json") {
+  if (logger->name() != kJsonLogger) {
     std::fprintf(stderr, "%.*s\n", static_cast<int>(line.size()), line.data());
     return;
   }

@@ -1,7 +1,8 @@
-// Shared helpers for ember's tests: temporary directories and file reading (child processes
-// are common/child_process.h).
+// Shared helpers for ember's tests: temporary directories, file reading and environment
+// variables set for one test (child processes are common/child_process.h).
 #pragma once
 
+#include <cstdlib>
 #include <string>
 
 namespace ember::testing {
@@ -21,5 +22,18 @@ class TempDir {
 
 // Reads a whole file into a string (empty when missing).
 std::string ReadFile(const std::string& path);
+
+// Sets an environment variable for one test (the processes it starts inherit it) and unsets it
+// when the test ends, also when an assertion ends it early.
+class ScopedVariable {
+ public:
+  ScopedVariable(const char* name, const char* value) : name_(name) { setenv(name, value, 1); }
+  ~ScopedVariable() { unsetenv(name_); }
+  ScopedVariable(const ScopedVariable&) = delete;
+  ScopedVariable& operator=(const ScopedVariable&) = delete;
+
+ private:
+  const char* name_;
+};
 
 }  // namespace ember::testing

@@ -103,16 +103,6 @@ TEST_F(ConfigFlagsProcessTest, HelpListsSwitchesAndOverridesButNotInternalFlags)
   EXPECT_NE(Log().find("--advertise HOST[:PORT]"), std::string::npos) << Log();
 }
 
-// Sets an environment variable for one test (the processes it starts inherit it).
-class ScopedVariable {
- public:
-  ScopedVariable(const char* name, const char* value) : name_(name) { setenv(name, value, 1); }
-  ~ScopedVariable() { unsetenv(name_); }
-
- private:
-  const char* name_;
-};
-
 TEST_F(ConfigFlagsProcessTest, JsonLogsOfEveryProcessGoToStderrOneObjectALine) {
   const std::string json_log = dir_.path() + "/log.jsonl";
   ASSERT_EQ(Run({"/bin/sh", "-c",
@@ -160,7 +150,7 @@ TEST_F(ConfigFlagsProcessTest, AFailingCommandReportsItsErrorAsJsonWhenLogsAreJs
 }
 
 TEST_F(ConfigFlagsProcessTest, LogLevelFlagWinsOverTheEnvironmentForEveryProcess) {
-  ScopedVariable debug("EMBER_LOG_LEVEL", "debug");
+  testing::ScopedVariable debug("EMBER_LOG_LEVEL", "debug");
   ASSERT_EQ(Run({"cluster", "--config", config_, "--log-level", "warn"}), 0) << Log();
   EXPECT_NE(Log().find("summary"), std::string::npos) << Log();
   for (const char* info : {" info ", " debug ", "listening on", "serving on"}) {
@@ -174,7 +164,7 @@ TEST_F(ConfigFlagsProcessTest, BadLoggingValuesAreNamed) {
   EXPECT_EQ(Run({"train", "--config", config_, "--log-format", "xml"}), 2);
   EXPECT_NE(Log().find("--log-format: xml not in"), std::string::npos) << Log();
   // A bad variable is a warning naming it; the default applies.
-  ScopedVariable xml("EMBER_LOG_FORMAT", "xml");
+  testing::ScopedVariable xml("EMBER_LOG_FORMAT", "xml");
   ASSERT_EQ(Run({"cluster", "--config", config_}), 0) << Log();
   EXPECT_NE(Log().find("ignoring EMBER_LOG_FORMAT='xml' (not one of text, json); using text"),
             std::string::npos)

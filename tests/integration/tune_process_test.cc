@@ -4,7 +4,6 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <random>
@@ -207,10 +206,9 @@ TEST(TuneProcessTest, RefusesSyntheticDataAndBadGrids) {
 
 TEST(TuneProcessTest, AFailedTrialIsReportedWithItsRunsErrorAlsoWhenLogsAreJson) {
   testing::TempDir dir;
-  setenv("EMBER_LOG_FORMAT", "json", 1);  // the trials' runs inherit it
+  const testing::ScopedVariable json_logs("EMBER_LOG_FORMAT", "json");  // the runs inherit it
   const TuneRun run = Tune(dir, "json", false,
                            {"--grid", "data.interactions.negatives=20,1000"});
-  unsetenv("EMBER_LOG_FORMAT");
   ASSERT_TRUE(run.report.is_object()) << run.output;
   const Json& trials = run.report["trials"];
   ASSERT_EQ(trials.size(), 2u) << run.report;
