@@ -64,6 +64,17 @@ Status DirectAppender::Append(std::span<const std::string_view> pieces) {
   return buffered_ > 0 ? WriteBuffer() : Status::Ok();
 }
 
+Status DirectAppender::AppendZeros(uint64_t bytes) {
+  while (bytes > 0) {
+    const size_t zeros = static_cast<size_t>(std::min<uint64_t>(bytes, kChunkBytes - buffered_));
+    std::memset(buffer_.get() + buffered_, 0, zeros);
+    buffered_ += zeros;
+    bytes -= zeros;
+    if (buffered_ == kChunkBytes) RETURN_IF_ERROR(WriteBuffer());
+  }
+  return buffered_ > 0 ? WriteBuffer() : Status::Ok();
+}
+
 Status DirectAppender::WriteBuffer() {
   size_t bytes = buffered_;
   if (direct_) {

@@ -46,6 +46,9 @@ class DirectAppender {
 
   // Appends the pieces, in order, then writes the last partial block padded with zeros.
   Status Append(std::span<const std::string_view> pieces);
+  // Appends `bytes` zero bytes, written like any others (neither a hole nor preallocated blocks,
+  // which a filesystem still has to convert when they are first written).
+  Status AppendZeros(uint64_t bytes);
   // fdatasync: what was appended survives a machine crash.
   Status Sync();
 

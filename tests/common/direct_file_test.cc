@@ -40,6 +40,26 @@ std::string ReadAll(const std::string& path, size_t step) {
   return all;
 }
 
+// Zeros appended are written bytes between what came before and after, across the write buffer.
+TEST(DirectFileTest, ZerosAppendedSitBetweenTheBytesAroundThem) {
+  testing::TempDir dir;
+  const std::string path = dir.path() + "/spare";
+  auto appender = DirectAppender::Open(path, /*truncate=*/true);
+  ASSERT_TRUE(appender.ok()) << appender.status().ToString();
+  const std::string before = RandomBytes(5000, 1), after = RandomBytes(300, 2);
+  const size_t zeros = (size_t{4} << 20) + 12345;
+  std::string_view piece = before;
+  ASSERT_TRUE((*appender)->Append(std::span<const std::string_view>(&piece, 1)).ok());
+  ASSERT_TRUE((*appender)->AppendZeros(zeros).ok());
+  piece = after;
+  ASSERT_TRUE((*appender)->Append(std::span<const std::string_view>(&piece, 1)).ok());
+  ASSERT_EQ((*appender)->size(), before.size() + zeros + after.size());
+  const std::string expected = before + std::string(zeros, '\0') + after;
+  const std::string read = ReadAll(path, 65536);
+  ASSERT_GE(read.size(), expected.size());
+  EXPECT_TRUE(read.substr(0, expected.size()) == expected);
+}
+
 TEST(DirectFileTest, AppendsOfEverySizeReadBackExactlyFollowedByZeros) {
   testing::TempDir dir;
   const std::string path = dir.path() + "/log";
