@@ -22,10 +22,18 @@ namespace ember::embedding {
 namespace {
 
 constexpr std::string_view kSuffix = ".pushlog";
-// A retired segment kept for reuse: NNN.recycle, named after the segment it was.
-constexpr std::string_view kRecycledSuffix = ".recycle";
-// Retired segments kept for reuse at most; the others are deleted.
-constexpr size_t kMaxRecycled = 2;
+// A spare file, ready to become a segment: NNN.recycle, numbered in the order spares were made.
+constexpr std::string_view kSpareSuffix = ".recycle";
+// Spares kept at most; retired segments beyond them are deleted.
+constexpr size_t kMaxSpares = 2;
+// A spare of zeros holds segment_bytes and a 1/kSpareSlackDivisor more: a segment also holds what
+// was relogged into it, and the group write that fills it ends past segment_bytes.
+constexpr uint64_t kSpareSlackDivisor = 4;
+// A spare of zeros is wanted once 1/kSpareWantedDivisor of segment_bytes is pushed to a segment
+// while there is no spare.
+constexpr uint64_t kSpareWantedDivisor = 4;
+// Zeros written to a spare per call (between checks for a retirement waiting or the log stopping).
+constexpr uint64_t kSpareChunkBytes = uint64_t{4} << 20;
 constexpr size_t kHeaderBytes = 8;
 // A record bigger than this is corrupt (a push is bounded far below it by the message limits).
 constexpr uint32_t kMaxPayloadBytes = uint32_t{1} << 30;
@@ -209,10 +217,10 @@ Status PushLog::OpenSegment(uint64_t number) {
   }
   const std::string path = SegmentPath(options_.dir, number);
   bool reused = false;
-  if (!recycled_.empty()) {
+  if (!spares_.empty()) {
     // Overwriting a file's blocks spares the filesystem allocating new ones.
-    const std::string spare = std::move(recycled_.back());
-    recycled_.pop_back();
+    const std::string spare = std::move(spares_.back());
+    spares_.pop_back();
     if (::rename(spare.c_str(), path.c_str()) == 0) {
       reused = true;
     } else {
@@ -303,6 +311,12 @@ Status PushLog::WaitDurableLocked(Ticket ticket, std::unique_lock<std::mutex>& l
       ++stats_.writes;
       if (segment_pushed_ >= options_.segment_bytes) {
         status = OpenSegment(segment_number_ + 1);
+      } else if (segment_pushed_ >= options_.segment_bytes / kSpareWantedDivisor &&
+                 spares_.empty() && retired_.empty() && !spare_wanted_ && !spare_failed_ &&
+                 file.direct()) {
+        // No spare, and no retirement that will make one: the next segment would allocate.
+        spare_wanted_ = true;
+        retire_wanted_.notify_all();
       }
     }
     if (!status.ok() && failed_.ok()) {
@@ -362,30 +376,79 @@ PushLog::Stats PushLog::stats() const {
   return stats_;
 }
 
+std::string PushLog::NextSparePath() {
+  return NumberedPath(options_.dir, next_spare_++, kSpareSuffix);
+}
+
 void PushLog::KeepForReuseOrRemove(const std::string& path) {
-  const std::optional<uint64_t> number = NumberOf(path, kSuffix);
-  bool room = false;
+  std::string spare;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    room = recycled_.size() < kMaxRecycled;
+    if (spares_.size() < kMaxSpares) spare = NextSparePath();
   }
-  if (room && number) {
-    std::string spare = NumberedPath(options_.dir, *number, kRecycledSuffix);
-    if (::rename(path.c_str(), spare.c_str()) == 0) {
-      std::lock_guard<std::mutex> lock(mu_);
-      recycled_.push_back(std::move(spare));
-      return;
-    }
+  if (!spare.empty() && ::rename(path.c_str(), spare.c_str()) == 0) {
+    std::lock_guard<std::mutex> lock(mu_);
+    spares_.push_back(std::move(spare));
+    return;
   }
   std::error_code ignored;
   std::filesystem::remove(path, ignored);
 }
 
+void PushLog::FillSpare(std::unique_lock<std::mutex>& lock) {
+  const uint64_t target = options_.segment_bytes + options_.segment_bytes / kSpareSlackDivisor;
+  const std::string path = filling_ != nullptr ? filling_->path() : NextSparePath();
+  lock.unlock();
+  Status status;
+  if (filling_ == nullptr) {
+    auto opened = DirectAppender::Open(path, /*truncate=*/true);
+    if (opened.ok()) {
+      filling_ = std::move(*opened);
+    } else {
+      status = opened.status();
+    }
+  }
+  while (status.ok() && filling_->size() < target) {
+    status = filling_->AppendZeros(std::min(kSpareChunkBytes, target - filling_->size()));
+    std::lock_guard<std::mutex> check(mu_);
+    if (stopping_ || !retired_.empty()) break;
+  }
+  const bool done = status.ok() && filling_->size() >= target;
+  if (status.ok() && !done) {
+    lock.lock();
+    return;  // goes on after the retirement
+  }
+  filling_.reset();
+  if (!status.ok()) {
+    spdlog::warn("push log: no spare file, new segments allocate their blocks: {}",
+                 status.ToString());
+  }
+  lock.lock();
+  spare_wanted_ = false;
+  if (done) {
+    ++stats_.spares_filled;
+    if (spares_.size() < kMaxSpares) {
+      spares_.push_back(path);
+      return;
+    }
+  } else {
+    spare_failed_ = true;
+  }
+  lock.unlock();
+  std::error_code ignored;
+  std::filesystem::remove(path, ignored);
+  lock.lock();
+}
+
 void PushLog::RetireLoop() {
   std::unique_lock<std::mutex> lock(mu_);
   while (true) {
-    retire_wanted_.wait(lock, [&] { return stopping_ || !retired_.empty(); });
+    retire_wanted_.wait(lock, [&] { return stopping_ || !retired_.empty() || spare_wanted_; });
     if (stopping_) return;
+    if (retired_.empty()) {
+      FillSpare(lock);
+      continue;
+    }
     const std::vector<std::string> segments = retired_;
     lock.unlock();
     Status status;
@@ -442,7 +505,7 @@ Result<uint64_t> PushLog::Replay(const std::string& dir,
 Status PushLog::RemoveSegments(const std::string& dir) {
   // Files kept for reuse too: the next log numbers its segments from 1 again if it finds none,
   // and a reused file must never hold records of a number it takes.
-  for (std::string_view suffix : {kSuffix, kRecycledSuffix}) {
+  for (std::string_view suffix : {kSuffix, kSpareSuffix}) {
     ASSIGN_OR_RETURN(auto files, ListSegments(dir, suffix));
     for (const auto& [number, path] : files) {
       std::error_code error;

@@ -22,13 +22,19 @@
 // again or in RocksDB (clean, or evicted and written back). Segments are written and read around
 // the page cache (common/direct_file.h: a log is written once and read back only to retire or
 // replay it, and appending through the page cache cost more CPU than the pushes themselves); the
-// zeros that pad the last block written end a segment like the end of its file. The last two
-// retired files are kept (as NNN.recycle) and overwritten by the next segments, which spares the
-// filesystem allocating their blocks again. What such a file held before never passes for
-// records of its new segment, whose number their checksums do not cover. RocksStore::Open replays the segments left by a killed process, in
-// order, stopping where the records of the last segment stop being intact (a write that never
-// returned, so its push was never acknowledged, or the old contents of a reused file), and then
-// removes them with the files kept for reuse.
+// zeros that pad the last block written end a segment like the end of its file.
+//
+// New segments are spare files where there are any (NNN.recycle, numbered in the order they were
+// made): their blocks are overwritten, where a direct write that allocates blocks took about
+// twice as long (ext4, 0.7 MB writes: 0.81 ms against 0.44). The last two retired segments are
+// kept as spares, and while the first segment fills (a quarter of it pushed, no spare and no
+// retirement under way) the retiring thread writes a spare of zeros, so that a log writes at the
+// speed of reused files from its second segment on, not from its fourth. What a reused file held
+// before never passes for records of its new segment, whose number their checksums do not cover.
+// RocksStore::Open replays the segments left by a killed process, in order, stopping where the
+// records of the last segment stop being intact (a write that never returned, so its push was
+// never acknowledged, or the old contents of a reused file), and then removes them with the
+// spares.
 //
 // Thread-safety: every method may be called from many threads at once.
 #pragma once
@@ -113,6 +119,7 @@ class PushLog {
     uint64_t relogged_bytes = 0;  // of bytes, appended by reloggers
     uint64_t segments_retired = 0;
     uint64_t stalls = 0;  // WaitForRoom calls that waited for a retirement
+    uint64_t spares_filled = 0;  // spare files of zeros written
     double write_seconds = 0;  // in group writes (with their fdatasync under sync)
     uint64_t waits = 0;        // WaitDurable calls that found their record not yet written
     double wait_seconds = 0;   // ... and how long they waited, together
@@ -139,8 +146,14 @@ class PushLog {
   // WaitDurable's loop, under `lock` (of mu_), which leading a group write unlocks meanwhile.
   Status WaitDurableLocked(Ticket ticket, std::unique_lock<std::mutex>& lock);
   void RetireLoop();
-  // Renames a retired segment into the files kept for reuse when there is room, else deletes it.
+  // Renames a retired segment into a spare when there is room, else deletes it.
   void KeepForReuseOrRemove(const std::string& path);
+  // The path of the next spare file (under mu_).
+  std::string NextSparePath();
+  // Writes the spare of zeros that spare_wanted_ asks for, on the retiring thread, a chunk at a
+  // time, under `lock` (of mu_), which it unlocks while writing; returns early, to go on later,
+  // when a retirement is waiting or the log stops.
+  void FillSpare(std::unique_lock<std::mutex>& lock);
 
   const PushLogOptions options_;
   const Retire retire_;
@@ -159,7 +172,11 @@ class PushLog {
   Stats stats_;
 
   std::vector<std::string> retired_;   // under mu_
-  std::vector<std::string> recycled_;  // retired files to reuse as new segments, under mu_
+  std::vector<std::string> spares_;  // files ready to become segments, under mu_
+  uint64_t next_spare_ = 1;          // under mu_
+  bool spare_wanted_ = false;        // under mu_: the retiring thread is to fill a spare
+  bool spare_failed_ = false;        // under mu_: filling one failed, none is tried again
+  std::unique_ptr<DirectAppender> filling_;  // the spare being filled, by the retiring thread
   std::condition_variable room_;       // a segment was retired, or retiring failed or ended
   Status retire_error_;                // of the last retirement tried, under mu_
   bool retiring_ended_ = false;        // under mu_

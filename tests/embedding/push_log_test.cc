@@ -16,6 +16,7 @@
 #include <thread>
 #include <vector>
 
+#include "common/direct_file.h"
 #include "tests/test_util.h"
 
 namespace ember::embedding {
@@ -270,6 +271,61 @@ TEST(PushLogTest, RetiredFilesAreReusedWithoutTheirOldRecordsPassingForNewOnes) 
   EXPECT_EQ(ReplayAll(dir.path()), expected);
   ASSERT_TRUE(PushLog::RemoveSegments(dir.path()).ok());
   EXPECT_TRUE(Segments(dir.path()).empty()) << "the files kept for reuse go with the segments";
+}
+
+// While the first segment fills, a spare of zeros is written, and the second segment overwrites
+// it: its records replay, and the zeros after them end it.
+TEST(PushLogTest, TheSecondSegmentOverwritesASpareOfZerosWrittenWhileTheFirstFilled) {
+  testing::TempDir dir;
+  if (!DirectAppender::Open(dir.path() + "/probe", /*truncate=*/true).value()->direct()) {
+    GTEST_SKIP() << "no direct I/O here: segments are written through the page cache, no spare";
+  }
+  std::filesystem::remove(dir.path() + "/probe");
+  constexpr uint64_t kSegmentBytes = 1 << 20;
+  PushLogOptions options{dir.path()};
+  options.segment_bytes = kSegmentBytes;
+  auto log = PushLog::Create(options, 1, NoRecords());
+  ASSERT_TRUE(log.ok());
+  PushLog& push_log = **log;
+  const uint64_t handle = push_log.AddRelogger([] { return Status::Ok(); });
+  std::vector<std::string> pushed;
+  const auto push = [&](char fill, size_t bytes) {
+    pushed.emplace_back(bytes, fill);
+    ASSERT_TRUE(push_log.WaitDurable(push_log.Append(std::string_view(pushed.back()))).ok());
+  };
+  const std::filesystem::path spare = std::filesystem::path(dir.path()) / "000000000001.recycle";
+  const uint64_t spare_bytes = kSegmentBytes + kSegmentBytes / 4;
+  push('a', kSegmentBytes / 8);
+  EXPECT_FALSE(std::filesystem::exists(spare)) << "an eighth of a segment asks for no spare";
+  push('b', kSegmentBytes / 8);
+  for (int i = 0; i < 500 && push_log.stats().spares_filled == 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ASSERT_EQ(push_log.stats().spares_filled, 1u);
+  ASSERT_TRUE(std::filesystem::exists(spare));
+  EXPECT_EQ(std::filesystem::file_size(spare), spare_bytes);
+  // The rest of segment 1, then segment 2 in the spare's file.
+  push('c', kSegmentBytes);
+  EXPECT_FALSE(std::filesystem::exists(spare));
+  const std::filesystem::path second = std::filesystem::path(dir.path()) / "000000000002.pushlog";
+  ASSERT_TRUE(std::filesystem::exists(second));
+  EXPECT_EQ(std::filesystem::file_size(second), spare_bytes) << "overwritten, not truncated";
+  push('d', 1000);
+  push('e', 3000);
+  for (int i = 0; i < 500 && push_log.stats().segments_retired == 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ASSERT_EQ(push_log.stats().segments_retired, 1u);
+  EXPECT_TRUE(std::filesystem::exists(std::filesystem::path(dir.path()) / "000000000002.recycle"))
+      << "segment 1 was kept as the next spare";
+  EXPECT_EQ(push_log.stats().spares_filled, 1u);
+  push_log.RemoveRelogger(handle, /*changed_rows_left=*/true);
+  log->reset();
+  // Segment 2 alone is left: its records, and none from the zeros after them.
+  const std::vector<std::string> replayed = ReplayAll(dir.path());
+  ASSERT_EQ(replayed.size(), 2u);
+  EXPECT_TRUE(replayed[0] == pushed[3]) << "the first record of segment 2 differs";
+  EXPECT_TRUE(replayed[1] == pushed[4]) << "the second record of segment 2 differs";
 }
 
 TEST(PushLogTest, PushesWaitWhileFullSegmentsWaitToBeRetiredAndFailOnceRetiringFailed) {
