@@ -1,9 +1,11 @@
 // Crc32c (the checksum of the push log's records) against the standard's check values, a bitwise
-// reference at every length and alignment around the 8-byte steps, and its continuation rule.
+// reference at every length and alignment around the 8-byte steps and the three-stream path, its
+// continuation rule, and Crc32cCombine.
 #include "common/crc32c.h"
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <numeric>
 #include <string>
@@ -67,6 +69,36 @@ TEST(Crc32cTest, ContinuesAcrossPiecesAtAnySplit) {
   }
   // Continuing from a checksum of other bytes is the reference's continuation too.
   EXPECT_EQ(Crc32c(bytes.data(), 77, 0x12345678u), BitwiseCrc32c(bytes.data(), 77, 0x12345678u));
+}
+
+// Large ranges go three streams at once: lengths around where that starts, and beyond, at every
+// alignment.
+TEST(Crc32cTest, LargeRangesMatchTheBitwiseReference) {
+  const std::vector<unsigned char> bytes = PatternBytes((size_t{1} << 20) + 64);
+  for (const size_t size : {size_t{3071}, size_t{3072}, size_t{3073}, size_t{3079}, size_t{3080},
+                            size_t{4095}, size_t{10000}, size_t{65537}, (size_t{1} << 20) + 3}) {
+    for (size_t offset = 0; offset < 8; ++offset) {
+      ASSERT_EQ(Crc32c(bytes.data() + offset, size, 0x9e3779b9u),
+                BitwiseCrc32c(bytes.data() + offset, size, 0x9e3779b9u))
+          << "offset " << offset << ", " << size << " bytes";
+    }
+  }
+}
+
+TEST(Crc32cTest, CombiningChecksumsEqualsTheChecksumOfTheJoinedBytes) {
+  const std::vector<unsigned char> bytes = PatternBytes(20000);
+  for (const size_t size : {size_t{0}, size_t{1}, size_t{9}, size_t{300}, size_t{20000}}) {
+    for (const size_t split : {size_t{0}, std::min<size_t>(1, size), size / 3, size / 2, size}) {
+      const uint32_t first = Crc32c(bytes.data(), split);
+      const uint32_t second = Crc32c(bytes.data() + split, size - split);
+      EXPECT_EQ(Crc32cCombine(first, second, size - split), Crc32c(bytes.data(), size))
+          << size << " bytes split at " << split;
+    }
+  }
+  // A prefix known only later, as a push log record's segment number is.
+  const std::string prefix = "segment 7";
+  EXPECT_EQ(Crc32cCombine(Crc32c(prefix.data(), prefix.size()), Crc32c(bytes.data(), 5000), 5000),
+            Crc32c(bytes.data(), 5000, Crc32c(prefix.data(), prefix.size())));
 }
 
 }  // namespace
