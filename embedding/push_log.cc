@@ -64,10 +64,14 @@ std::optional<uint64_t> NumberOf(const std::filesystem::path& path, std::string_
 
 // A record's checksum covers its segment's number, so that the records a reused segment file
 // still holds from its previous life never pass for records of the new one.
-uint32_t RecordCrc(uint64_t segment, const char* payload, size_t size) {
+uint32_t SegmentCrc(uint64_t segment) {
   char number[8];
   for (int i = 0; i < 8; ++i) number[i] = static_cast<char>((segment >> (8 * i)) & 0xff);
-  return Crc32c(payload, size, Crc32c(number, sizeof(number)));
+  return Crc32c(number, sizeof(number));
+}
+
+uint32_t RecordCrc(uint64_t segment, const char* payload, size_t size) {
+  return Crc32c(payload, size, SegmentCrc(segment));
 }
 
 // The files of `dir` named NNN`suffix` (segments by default), by number.
@@ -101,14 +105,16 @@ Status Errno(const std::string& what) {
 
 // Appends each payload of `records` as a record (its header, then the payload).
 Status WriteRecords(DirectAppender& file, uint64_t segment,
-                    const std::vector<std::string>& records) {
+                    const std::vector<PushLog::PendingRecord>& records) {
   std::vector<std::array<char, kHeaderBytes>> headers(records.size());
   std::vector<std::string_view> pieces;
   pieces.reserve(2 * records.size());
+  const uint32_t segment_crc = SegmentCrc(segment);
   for (size_t r = 0; r < records.size(); ++r) {
-    const std::string& payload = records[r];
+    const std::string& payload = records[r].payload;
     PutLittleEndian(static_cast<uint32_t>(payload.size()), headers[r].data());
-    PutLittleEndian(RecordCrc(segment, payload.data(), payload.size()), headers[r].data() + 4);
+    PutLittleEndian(Crc32cCombine(segment_crc, records[r].crc, payload.size()),
+                    headers[r].data() + 4);
     pieces.emplace_back(headers[r].data(), kHeaderBytes);
     pieces.emplace_back(payload);
   }
@@ -250,10 +256,13 @@ PushLog::Ticket PushLog::Append(std::string_view payload, Origin origin) {
 
 PushLog::Ticket PushLog::Append(std::string&& payload, Origin origin) {
   const uint64_t bytes = kHeaderBytes + payload.size();
+  // The payload's own checksum, before the lock: appenders compute theirs at once, and the group
+  // write only joins each to its segment's (Crc32cCombine), without a pass over the bytes.
+  const uint32_t crc = Crc32c(payload.data(), payload.size());
   std::lock_guard<std::mutex> lock(mu_);
   // A failed log writes nothing more: the ticket waits for nothing but the error.
   if (!failed_.ok()) return durable_ + 1;
-  pending_.push_back(std::move(payload));
+  pending_.push_back({std::move(payload), crc});
   appended_ += bytes;
   ++stats_.records;
   if (origin == Origin::kPush) {
@@ -282,10 +291,9 @@ Status PushLog::WaitDurableLocked(Ticket ticket, std::unique_lock<std::mutex>& l
       written_.wait(lock);
       continue;
     }
-    // Lead a group write of everything appended so far. The records' checksums are computed
-    // here, outside the locks their appenders held.
+    // Lead a group write of everything appended so far.
     writing_ = true;
-    std::vector<std::string> batch;
+    std::vector<PendingRecord> batch;
     batch.swap(pending_);
     const Ticket target = appended_;
     const uint64_t pushed = pending_pushed_;

@@ -79,8 +79,9 @@ class PushLog {
   PushLog& operator=(const PushLog&) = delete;
 
   // Appends one record and returns its ticket. Cheap: call it under the locks that order the
-  // writes (the payload is moved in, or copied from a view; its checksum is computed by the
-  // group write). A kRelog record (rows logged again while a segment retires) does not count
+  // writes (the payload is moved in, or copied from a view, and checksummed before the log's own
+  // lock is taken; the group write joins that to its segment's checksum without reading the
+  // payload again). A kRelog record (rows logged again while a segment retires) does not count
   // toward segment_bytes, so re-logging cannot retire segments by itself.
   enum class Origin { kPush, kRelog };
   Ticket Append(std::string&& payload, Origin origin = Origin::kPush);
@@ -140,6 +141,12 @@ class PushLog {
   static Status ReadSegment(const std::string& path,
                             const std::function<Status(std::string_view payload)>& visit);
 
+  // A record appended, not yet written: its payload, and the payload's Crc32c.
+  struct PendingRecord {
+    std::string payload;
+    uint32_t crc = 0;
+  };
+
  private:
   explicit PushLog(PushLogOptions options, Retire retire);
   Status OpenSegment(uint64_t number);  // under mu_
@@ -160,7 +167,7 @@ class PushLog {
 
   mutable std::mutex mu_;
   std::condition_variable written_;
-  std::vector<std::string> pending_;  // payloads appended since the last write began
+  std::vector<PendingRecord> pending_;  // appended since the last write began
   Ticket appended_ = 0;          // bytes appended, ever
   Ticket durable_ = 0;           // bytes written, ever
   bool writing_ = false;         // a waiter is writing
