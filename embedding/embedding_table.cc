@@ -139,8 +139,8 @@ float* EmbeddingTable::FindOrCreateRow(uint32_t partition, uint64_t key) {
 
 template <typename Use>
 Status EmbeddingTable::ForEachRequestRow(std::span<const uint64_t> keys, size_t prefetch_floats,
-                                         Use&& use, const RequestCheck* pull_check,
-                                         PushCheck* push_check) {
+                                         Use&& use, const float* position_data,
+                                         const RequestCheck* pull_check, PushCheck* push_check) {
   internal::RequestGroups& groups =
       internal::GroupByStripe(keys, table_id_, num_partitions_, num_stripes_);
   const bool push = push_check != nullptr;
@@ -151,7 +151,9 @@ Status EmbeddingTable::ForEachRequestRow(std::span<const uint64_t> keys, size_t 
     RETURN_IF_ERROR((*pull_check)(keys, groups.partition));
   }
   if (admission_ != nullptr) groups.ReserveScratch(keys.size(), stored_floats_);
-  if (tier_ != nullptr) return ForEachTieredRequestRow(keys, groups, use, push_check);
+  if (tier_ != nullptr) {
+    return ForEachTieredRequestRow(keys, groups, use, position_data, push_check);
+  }
   // Each key passes three stages kPrefetchDistance keys apart: its index entry is prefetched (for
   // any stripe: a prefetch reads nothing, see RowStore::Prefetch), its row is looked up under its
   // stripe's lock and prefetched, then the row is used. The entry stage runs across stripes, so a
@@ -163,6 +165,7 @@ Status EmbeddingTable::ForEachRequestRow(std::span<const uint64_t> keys, size_t 
     groups.rows[j] =
         row != nullptr ? row : InitialRowNotStored(keys[at], push, groups.NextScratchRow());
     PrefetchRow(groups.rows[j], prefetch_floats);
+    PrefetchRow(position_data + size_t{at} * spec_.dim, spec_.dim);
   };
   for (uint32_t s = 0; s < num_stripes_; ++s) {
     const uint32_t begin = groups.bounds[s];
@@ -202,7 +205,7 @@ Status EmbeddingTable::Pull(std::span<const uint64_t> keys, std::span<float> out
       [&](uint32_t position, const float* row) {
         std::copy_n(row, dim, out.data() + size_t{position} * dim);
       },
-      &check, /*push_check=*/nullptr);
+      out.data(), &check, /*push_check=*/nullptr);
 }
 
 Status EmbeddingTable::Push(std::span<const uint64_t> keys, std::span<const float> grads,
@@ -228,7 +231,7 @@ Status EmbeddingTable::Push(std::span<const uint64_t> keys, std::span<const floa
                          grads.subspan(size_t{position} * dim, dim));
         StampUpdate(row);
       },
-      /*pull_check=*/nullptr, &check);
+      grads.data(), /*pull_check=*/nullptr, &check);
 }
 
 uint64_t EmbeddingTable::bytes() const {

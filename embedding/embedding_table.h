@@ -306,17 +306,20 @@ class EmbeddingTable {
   // request, dropped after it) and counts it; returns `row`.
   float* InitialRowNotStored(uint64_t key, bool push, float* row);
   // Calls use(position, row) for every key of the request, creating missing rows, stripe by
-  // stripe under the stripe's lock; rows are prefetched `prefetch_floats` floats deep. A push
-  // (`push_check` set) marks the rows changed. First the keys are hashed to their partitions and
-  // vetted: by `pull_check` (if set) for a pull, by push_check->Check for a push.
+  // stripe under the stripe's lock; rows are prefetched `prefetch_floats` floats deep, and the
+  // dim floats of `position_data` that use() reads or writes besides the row (a push's gradients,
+  // a pull's output) ahead of it too. A push (`push_check` set) marks the rows changed. First the
+  // keys are hashed to their partitions and vetted: by `pull_check` (if set) for a pull, by
+  // push_check->Check for a push.
   template <typename Use>
   Status ForEachRequestRow(std::span<const uint64_t> keys, size_t prefetch_floats, Use&& use,
-                           const RequestCheck* pull_check, PushCheck* push_check);
+                           const float* position_data, const RequestCheck* pull_check,
+                           PushCheck* push_check);
   // The same for a tiered table (embedding_table_tier.cc), after the keys were grouped and
   // vetted; `push_check`'s records are logged with a push's rows.
   Status ForEachTieredRequestRow(std::span<const uint64_t> keys,
                                  internal::RequestGroups& groups, const RowUse& use,
-                                 PushCheck* push_check);
+                                 const float* position_data, PushCheck* push_check);
   // Tiered counterparts of the public methods of the same name.
   // Visits every row of `partition`, whose stripe lock the caller holds.
   Status VisitPartitionLocked(uint32_t partition, const RowVisitor& visit) const;

@@ -140,6 +140,7 @@ bool EmbeddingTable::logs_pushes() const {
 
 Status EmbeddingTable::ForEachTieredRequestRow(std::span<const uint64_t> keys,
                                                internal::RequestGroups& groups, const RowUse& use,
+                                               const float* position_data,
                                                PushCheck* push_check) {
   Tier& tier = *tier_;
   const bool push = push_check != nullptr;
@@ -256,7 +257,16 @@ Status EmbeddingTable::ForEachTieredRequestRow(std::span<const uint64_t> keys,
         if (tier.options.budget != nullptr) tier.options.budget->Charge(row_bytes);
       }
     }
+    // The rows are in cache by now, but a push's gradients may not be: the log record it builds
+    // (larger than a core's cache for a large push) pushes them out.
+    const auto prefetch_position_data = [&](uint32_t j) {
+      PrefetchRow(position_data + size_t{groups.order[j]} * spec_.dim, spec_.dim);
+    };
+    for (uint32_t j = begin; j < std::min(end, begin + kPrefetchDistance); ++j) {
+      prefetch_position_data(j);
+    }
     for (uint32_t j = begin; j < end; ++j) {
+      if (j + kPrefetchDistance < end) prefetch_position_data(j + kPrefetchDistance);
       float* row = groups.rows[j];
       use(groups.order[j], row);
       if (!push || groups.IsScratch(row)) continue;
