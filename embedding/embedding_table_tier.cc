@@ -26,6 +26,8 @@ namespace {
 // Victims chosen per inserted row at most, so a table far over its budget (after the budget was
 // lowered, or when another table grew) converges without one request evicting everything.
 constexpr size_t kEvictionsPerInsert = 2;
+// Re-logging a table's changed rows waits for what it appended after about this many bytes.
+constexpr uint64_t kRelogBytesPerWait = uint64_t{1} << 20;
 
 }  // namespace
 
@@ -515,19 +517,29 @@ Status EmbeddingTable::RelogDirtyRows() {
   PushLog& log = *tier_->options.disk->push_log();
   RowWrites writes(*tier_->options.disk);
   PushLog::Ticket last = 0;
+  uint64_t unwritten_bytes = 0;
   for (uint32_t p = 0; p < num_partitions_; ++p) {
-    // Appended under the stripe lock: a later push of these rows is logged after them.
-    std::lock_guard<std::mutex> lock(StripeLock(p));
-    bool counted = false;
-    stores_[p].ForEach([&](uint64_t key, float* row) {
-      if (LoadFlags(row + floats_per_row_) & kDirty) {
-        writes.Put(p, key, std::span<const float>(row, floats_per_row_));
-        counted |= MarkDurable(p, row);
-      }
-    });
-    if (counted) AddCountRecord(writes, p, tier_->durable_rows[p]);
-    if (writes.empty()) continue;
-    last = log.Append(writes.TakeLogPayload(), PushLog::Origin::kRelog);
+    {
+      // Appended under the stripe lock: a later push of these rows is logged after them.
+      std::lock_guard<std::mutex> lock(StripeLock(p));
+      bool counted = false;
+      stores_[p].ForEach([&](uint64_t key, float* row) {
+        if (LoadFlags(row + floats_per_row_) & kDirty) {
+          writes.Put(p, key, std::span<const float>(row, floats_per_row_));
+          counted |= MarkDurable(p, row);
+        }
+      });
+      if (counted) AddCountRecord(writes, p, tier_->durable_rows[p]);
+      if (writes.empty()) continue;
+      unwritten_bytes += writes.LogPayload().size();
+      last = log.Append(writes.TakeLogPayload(), PushLog::Origin::kRelog);
+    }
+    // A few group writes' worth at a time: a push appended after all of a table's changed rows
+    // (hundreds of MB) would wait for them all.
+    if (unwritten_bytes >= kRelogBytesPerWait) {
+      RETURN_IF_ERROR(log.WaitDurable(last).WithContext("relogging changed rows"));
+      unwritten_bytes = 0;
+    }
   }
   return last == 0 ? Status::Ok() : log.WaitDurable(last).WithContext("relogging changed rows");
 }
