@@ -435,9 +435,12 @@ Status MeasureTiered(const TierBenchOptions& config, TierBenchReport* report,
   report->raw_row_bytes = FloatsPerRow(BenchSpec(config)) * static_cast<uint32_t>(sizeof(float));
   progress(StringPrintf(
       "  on disk: %.2f GB, %.1f bytes per row (raw row with state: %u bytes); push log %.2f GB "
-      "(%llu pushes waited for its full segments to be retired)",
+      "(%llu pushes waited for its full segments to be retired; segments retired: %llu, spare "
+      "files of zeros written: %llu)",
       report->disk_bytes / 1e9, report->disk_bytes_per_row, report->raw_row_bytes,
-      disk.push_log / 1e9, static_cast<unsigned long long>(log ? log->stats().stalls : 0)));
+      disk.push_log / 1e9, static_cast<unsigned long long>(log ? log->stats().stalls : 0),
+      static_cast<unsigned long long>(log ? log->stats().segments_retired : 0),
+      static_cast<unsigned long long>(log ? log->stats().spares_filled : 0)));
   return Status::Ok();
 }
 
