@@ -356,7 +356,7 @@ class EmbeddingTable {
   Status WaitForLoggedPushes(size_t rows_to_write);
   // Appends every changed row held in memory to the store's push log, partition by partition
   // under its stripe lock, and waits until written (run by the log before it drops a segment).
-  Status RelogDirtyRows();
+  Status RelogDirtyRows(uint64_t through);
   // Evicts rows of `partitions` (whose stripe lock the caller holds) while the budget is
   // exceeded, at most `max_rows`, writing changed ones back first.
   Status EvictWhileOverBudget(std::span<const uint32_t> partitions, size_t max_rows);

@@ -52,7 +52,7 @@ Result<uint64_t> EmbeddingTable::ExpireRows() {
       }
       if (PushLog* log = tier_->options.disk->push_log(); log != nullptr && !deletes.empty()) {
         // Logged too, so that a replay of the log does not bring the rows back.
-        RETURN_IF_ERROR(log->WaitDurable(log->Append(deletes.LogPayload()))
+        RETURN_IF_ERROR(log->WaitDurable(deletes.AppendToLog(*log))
                             .WithContext("logging expired rows"));
       }
       if (!deletes.empty()) NoteDiskWrite(p);

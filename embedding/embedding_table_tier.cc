@@ -14,12 +14,15 @@ namespace ember::embedding {
 
 using internal::kChosen;
 using internal::kDirty;
+using internal::kLogged;
 using internal::kOnDisk;
 using internal::kPrefetchDistance;
 using internal::kReferenced;
 using internal::LoadFlags;
+using internal::LoggedAtMost;
 using internal::PrefetchRow;
 using internal::StoreFlags;
+using internal::WithLogSegment;
 
 namespace {
 
@@ -132,7 +135,8 @@ void EmbeddingTable::InitTier(const TierOptions& tier) {
   tier_->clocks.resize(num_partitions_);
   if (PushLog* log = tier.disk->push_log(); log != nullptr) {
     // Before the log drops a full segment, the changed rows it logged are logged again.
-    tier_->relogger = log->AddRelogger([this] { return RelogDirtyRows(); });
+    tier_->relogger =
+        log->AddRelogger([this](uint64_t through) { return RelogDirtyRows(through); });
   }
 }
 
@@ -187,6 +191,8 @@ Status EmbeddingTable::ForEachTieredRequestRow(std::span<const uint64_t> keys,
     RETURN_IF_ERROR(push_log->WaitForRoom().WithContext("logging a push"));
     writes.ReserveRows(keys.size());
   }
+  // Read before the record is appended: it goes to this segment or a later one.
+  const uint64_t log_segment = log ? push_log->active_segment() : 0;
 
   std::vector<size_t> inserted_per_stripe;
   for (uint32_t s = 0; s < num_stripes_; ++s) {
@@ -225,11 +231,23 @@ Status EmbeddingTable::ForEachTieredRequestRow(std::span<const uint64_t> keys,
       }
       loaded.resize(missed.size() * floats_per_row_);
       found.assign(missed.size(), 0);
-      RETURN_IF_ERROR(tier.options.disk->MultiGet(
+      Status read = tier.options.disk->MultiGet(
           missed_partitions, missed_keys, [&](size_t m, std::span<const float> stored) {
             std::copy(stored.begin(), stored.end(), loaded.data() + m * floats_per_row_);
             found[m] = 1;
-          }));
+          });
+      if (!read.ok()) {
+        // The rows of the stripes before changed in memory and will not be logged: they no
+        // longer say where their last change is, so that relogging catches them.
+        for (uint32_t done : held_stripes) {
+          for (uint32_t j = groups.bounds[done]; j < groups.bounds[done + 1]; ++j) {
+            float* row = groups.rows[j];
+            if (groups.IsScratch(row)) continue;
+            StoreFlags(row + floats_per_row_, LoadFlags(row + floats_per_row_) & ~kLogged);
+          }
+        }
+        return read;
+      }
       for (size_t m = 0; m < missed.size(); ++m) {
         const uint32_t partition = missed_partitions[m];
         if (!found[m] && admission_ != nullptr &&
@@ -273,7 +291,10 @@ Status EmbeddingTable::ForEachTieredRequestRow(std::span<const uint64_t> keys,
       use(groups.order[j], row);
       if (!push || groups.IsScratch(row)) continue;
       changes_.Note(groups.partition[groups.order[j]], keys[groups.order[j]]);
-      StoreFlags(row + floats_per_row_, LoadFlags(row + floats_per_row_) | kDirty);
+      const uint32_t changed = LoadFlags(row + floats_per_row_) | kDirty;
+      // With the log, the row notes the segment its record goes to (or an earlier one).
+      StoreFlags(row + floats_per_row_,
+                 log ? WithLogSegment(changed, log_segment) : changed);
       if (log) {
         const uint32_t at = groups.order[j];
         writes.Put(groups.partition[at], keys[at], std::span<const float>(row, floats_per_row_));
@@ -300,7 +321,7 @@ Status EmbeddingTable::ForEachTieredRequestRow(std::span<const uint64_t> keys,
   // Every stripe of the request is still locked: the rows logged are the rows in memory, and the
   // log orders the pushes of a key as memory does. The rows stay changed: they reach RocksDB when
   // evicted or when the log retires the segment.
-  const PushLog::Ticket ticket = push_log->Append(writes.TakeLogPayload());
+  const PushLog::Ticket ticket = writes.MoveToLog(*push_log);
   held.clear();
   // Acknowledged only once written (with the pushes that came meanwhile: group commit).
   RETURN_IF_ERROR(push_log->WaitDurable(ticket).WithContext("logging a push"));
@@ -367,7 +388,7 @@ Status EmbeddingTable::EvictWhileOverBudget(std::span<const uint32_t> partitions
   if (status.ok() && written > 0) {
     // A count the push log holds too is logged again, so that a replay ends with this one.
     if (PushLog* log = tier.options.disk->push_log(); log != nullptr && !new_durable.empty()) {
-      status = log->WaitDurable(log->Append(writes.LogPayload(), PushLog::Origin::kRelog));
+      status = log->WaitDurable(writes.AppendToLog(*log, PushLog::Origin::kRelog));
     }
     if (status.ok()) status = tier.options.disk->Write(writes);
   }
@@ -447,7 +468,7 @@ Result<uint64_t> EmbeddingTable::EraseTiered(uint32_t partition) {
   if (PushLog* log = tier.options.disk->push_log(); log != nullptr) {
     // A replay of the log must not bring back the rows of the partition it logged before; the
     // erasure is logged first, so that no kill leaves the rows deleted but the log without it.
-    RETURN_IF_ERROR(log->WaitDurable(log->Append(erasure.LogPayload()))
+    RETURN_IF_ERROR(log->WaitDurable(erasure.AppendToLog(*log))
                         .WithContext("logging the erasure of partition " +
                                      std::to_string(partition)));
   }
@@ -493,7 +514,7 @@ Status EmbeddingTable::FlushDirtyRows() {
     PushLog* log = tier_->options.disk->push_log();
     if (log != nullptr && new_durable > 0) {
       // A count the push log holds too is logged again, so that a replay ends with this one.
-      RETURN_IF_ERROR(log->WaitDurable(log->Append(writes.LogPayload(), PushLog::Origin::kRelog)));
+      RETURN_IF_ERROR(log->WaitDurable(writes.AppendToLog(*log, PushLog::Origin::kRelog)));
     }
     NoteDiskWrite(p);
     RETURN_IF_ERROR(tier_->options.disk->Write(writes).WithContext("flushing table '" + spec_.name + "'"));
@@ -513,7 +534,7 @@ Status EmbeddingTable::WaitForLoggedPushes(size_t rows_to_write) {
   return log->WaitAllAppended().WithContext("logging pushes before writing rows back");
 }
 
-Status EmbeddingTable::RelogDirtyRows() {
+Status EmbeddingTable::RelogDirtyRows(uint64_t through) {
   PushLog& log = *tier_->options.disk->push_log();
   RowWrites writes(*tier_->options.disk);
   PushLog::Ticket last = 0;
@@ -523,16 +544,20 @@ Status EmbeddingTable::RelogDirtyRows() {
       // Appended under the stripe lock: a later push of these rows is logged after them.
       std::lock_guard<std::mutex> lock(StripeLock(p));
       bool counted = false;
+      const uint64_t segment = log.active_segment();
       stores_[p].ForEach([&](uint64_t key, float* row) {
-        if (LoadFlags(row + floats_per_row_) & kDirty) {
-          writes.Put(p, key, std::span<const float>(row, floats_per_row_));
-          counted |= MarkDurable(p, row);
-        }
+        const uint32_t flags = LoadFlags(row + floats_per_row_);
+        // Rows changed since a later segment began are logged there already.
+        if (!(flags & kDirty) || !LoggedAtMost(flags, through)) return;
+        writes.Put(p, key, std::span<const float>(row, floats_per_row_));
+        counted |= MarkDurable(p, row);
+        StoreFlags(row + floats_per_row_,
+                   WithLogSegment(LoadFlags(row + floats_per_row_), segment));
       });
       if (counted) AddCountRecord(writes, p, tier_->durable_rows[p]);
       if (writes.empty()) continue;
       unwritten_bytes += writes.LogPayload().size();
-      last = log.Append(writes.TakeLogPayload(), PushLog::Origin::kRelog);
+      last = writes.MoveToLog(log, PushLog::Origin::kRelog);
     }
     // A few group writes' worth at a time: a push appended after all of a table's changed rows
     // (hundreds of MB) would wait for them all.

@@ -241,20 +241,25 @@ Status PushLog::OpenSegment(uint64_t number) {
   }
   if (options_.sync) RETURN_IF_ERROR(SyncDirectory(options_.dir));
   if (file_) {
-    retired_.push_back(file_->path());
+    retired_.push_back(
+        {segment_number_, file_->path(), std::move(segment_kept_), segment_kept_complete_});
     retire_wanted_.notify_all();
   }
+  segment_kept_.clear();
+  segment_kept_complete_ = true;
   file_ = std::move(*opened);
   segment_number_ = number;
+  active_segment_.store(number, std::memory_order_release);
+  switched_at_ = std::chrono::steady_clock::now();
   segment_pushed_ = 0;
   return Status::Ok();
 }
 
-PushLog::Ticket PushLog::Append(std::string_view payload, Origin origin) {
-  return Append(std::string(payload), origin);
+PushLog::Ticket PushLog::Append(std::string_view payload, Origin origin, std::string_view kept) {
+  return Append(std::string(payload), origin, std::string(kept));
 }
 
-PushLog::Ticket PushLog::Append(std::string&& payload, Origin origin) {
+PushLog::Ticket PushLog::Append(std::string&& payload, Origin origin, std::string kept) {
   const uint64_t bytes = kHeaderBytes + payload.size();
   // The payload's own checksum, before the lock: appenders compute theirs at once, and the group
   // write only joins each to its segment's (Crc32cCombine), without a pass over the bytes.
@@ -262,7 +267,7 @@ PushLog::Ticket PushLog::Append(std::string&& payload, Origin origin) {
   std::lock_guard<std::mutex> lock(mu_);
   // A failed log writes nothing more: the ticket waits for nothing but the error.
   if (!failed_.ok()) return durable_ + 1;
-  pending_.push_back({std::move(payload), crc});
+  pending_.push_back({std::move(payload), crc, std::move(kept)});
   appended_ += bytes;
   ++stats_.records;
   if (origin == Origin::kPush) {
@@ -308,6 +313,7 @@ Status PushLog::WaitDurableLocked(Ticket ticket, std::unique_lock<std::mutex>& l
     if (status.ok() && options_.sync) status = file.Sync();
     const double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (status.ok()) KeepForSegment(batch);
     batch.clear();
     lock.lock();
     stats_.write_seconds += seconds;
@@ -319,6 +325,9 @@ Status PushLog::WaitDurableLocked(Ticket ticket, std::unique_lock<std::mutex>& l
       ++stats_.writes;
       if (segment_pushed_ >= options_.segment_bytes) {
         status = OpenSegment(segment_number_ + 1);
+      } else if (!retired_.empty() &&
+                 segment_pushed_ >= options_.segment_bytes / kRetireDelayDivisor) {
+        retire_wanted_.notify_all();
       } else if (segment_pushed_ >= options_.segment_bytes / kSpareWantedDivisor &&
                  spares_.empty() && retired_.empty() && !spare_wanted_ && !spare_failed_ &&
                  file.direct()) {
@@ -359,7 +368,7 @@ Status PushLog::WaitAllAppended() {
   return WaitDurable(ticket);
 }
 
-uint64_t PushLog::AddRelogger(std::function<Status()> relog) {
+uint64_t PushLog::AddRelogger(Relog relog) {
   std::lock_guard<std::mutex> lock(reloggers_mu_);
   const uint64_t handle = next_relogger_++;
   reloggers_.emplace(handle, std::move(relog));
@@ -382,6 +391,19 @@ void PushLog::RemoveRelogger(uint64_t handle, bool changed_rows_left) {
 PushLog::Stats PushLog::stats() const {
   std::lock_guard<std::mutex> lock(mu_);
   return stats_;
+}
+
+void PushLog::KeepForSegment(const std::vector<PendingRecord>& written) {
+  if (!segment_kept_complete_) return;
+  for (const PendingRecord& record : written) {
+    if (segment_kept_.size() + record.kept.size() > options_.kept_bytes_limit) {
+      // Retiring this segment reads it back for its records instead.
+      segment_kept_complete_ = false;
+      std::string().swap(segment_kept_);
+      return;
+    }
+    segment_kept_ += record.kept;
+  }
 }
 
 std::string PushLog::NextSparePath() {
@@ -419,7 +441,7 @@ void PushLog::FillSpare(std::unique_lock<std::mutex>& lock) {
   while (status.ok() && filling_->size() < target) {
     status = filling_->AppendZeros(std::min(kSpareChunkBytes, target - filling_->size()));
     std::lock_guard<std::mutex> check(mu_);
-    if (stopping_ || !retired_.empty()) break;
+    if (stopping_ || RetirementDue()) break;
   }
   const bool done = status.ok() && filling_->size() >= target;
   if (status.ok() && !done) {
@@ -448,29 +470,48 @@ void PushLog::FillSpare(std::unique_lock<std::mutex>& lock) {
   lock.lock();
 }
 
+bool PushLog::RetirementDue() const {
+  if (retired_.empty()) return false;
+  return retired_.size() >= kMaxRetiring ||
+         segment_pushed_ >= options_.segment_bytes / kRetireDelayDivisor ||
+         std::chrono::steady_clock::now() - switched_at_ >= kMaxRetireDelay;
+}
+
 void PushLog::RetireLoop() {
   std::unique_lock<std::mutex> lock(mu_);
   while (true) {
-    retire_wanted_.wait(lock, [&] { return stopping_ || !retired_.empty() || spare_wanted_; });
-    if (stopping_) return;
+    const auto wanted = [&] { return stopping_ || RetirementDue() || spare_wanted_; };
     if (retired_.empty()) {
-      FillSpare(lock);
+      // A full segment wakes it too, to wait for it with a deadline.
+      retire_wanted_.wait(lock, [&] { return wanted() || !retired_.empty(); });
+    } else {
+      retire_wanted_.wait_until(lock, switched_at_ + kMaxRetireDelay, wanted);
+    }
+    if (stopping_) return;
+    if (!RetirementDue()) {
+      if (spare_wanted_) FillSpare(lock);
       continue;
     }
-    const std::vector<std::string> segments = retired_;
+    // Moved out while they retire (appenders need the lock meanwhile), and back if that fails.
+    std::vector<RetiredSegment> segments = std::move(retired_);
+    retired_.assign(segments.size(), RetiredSegment{});
     lock.unlock();
     Status status;
     {
       std::lock_guard<std::mutex> relogging(reloggers_mu_);
-      if (retiring_stopped_) return;  // segments stay for the next start's replay
+      if (retiring_stopped_) {  // segments stay for the next start's replay
+        std::lock_guard<std::mutex> restore(mu_);
+        std::move(segments.begin(), segments.end(), retired_.begin());
+        return;
+      }
       for (const auto& [handle, relog] : reloggers_) {
-        status = relog();
+        status = relog(segments.back().number);
         if (!status.ok()) break;
       }
     }
     if (status.ok()) status = retire_(segments);
     if (status.ok()) {
-      for (const std::string& path : segments) KeepForReuseOrRemove(path);
+      for (const RetiredSegment& segment : segments) KeepForReuseOrRemove(segment.path);
     } else {
       spdlog::warn("push log: keeping {} full segments for now: {}", segments.size(),
                    status.ToString());
@@ -482,6 +523,7 @@ void PushLog::RetireLoop() {
       retired_.erase(retired_.begin(), retired_.begin() + segments.size());
       stats_.segments_retired += segments.size();
     } else {
+      std::move(segments.begin(), segments.end(), retired_.begin());
       // Try again after the next segment fills, or at the next start-up's replay.
       retire_wanted_.wait_for(lock, std::chrono::seconds(5), [&] { return stopping_; });
       if (stopping_) return;

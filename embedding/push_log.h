@@ -15,10 +15,14 @@
 // segment ends with a record of size 0xffffffff and no payload. Logged rows are not written to
 // RocksDB at push time: they stay changed in memory and reach RocksDB when evicted, which writes
 // each hot row once however often it was pushed. Once segment_bytes of pushes went into the active
-// segment, a new one starts and a background thread retires the old: every table appends its
-// changed rows held in memory to the new segment (the relog callbacks registered here: sequential
-// writes, far cheaper than writing them to RocksDB), the store persists the records of the
-// retired segments, and then they go. Every row a retired segment logged is then either logged
+// segment, a new one starts and a background thread retires the old once the new one holds half
+// a segment of pushes (or kMaxRetireDelay passed): every table appends to the new segment its
+// changed rows held in memory whose last record is in the old one (the relog callbacks registered
+// here: sequential writes, far cheaper than writing them to RocksDB; rows pushed meanwhile have
+// newer records, which is what the delay is for), the store persists the records of the
+// retired segments, and then they go. The log keeps those records in memory beside each segment
+// (what an append names as `kept`), so that retiring does not read the segment back, unless they
+// outgrow kept_bytes_limit. Every row a retired segment logged is then either logged
 // again or in RocksDB (clean, or evicted and written back). Segments are written and read around
 // the page cache (common/direct_file.h: a log is written once and read back only to retire or
 // replay it, and appending through the page cache cost more CPU than the pushes themselves); the
@@ -39,6 +43,8 @@
 // Thread-safety: every method may be called from many threads at once.
 #pragma once
 
+#include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
@@ -59,6 +65,19 @@ struct PushLogOptions {
   std::string dir;               // created when missing
   bool sync = false;             // fdatasync each group write (survives a machine crash)
   uint64_t segment_bytes = uint64_t{1} << 30;  // of pushes: then the segment is retired
+  // Bytes of appends' `kept` held in memory per segment; beyond it the segment's are dropped and
+  // its retirement reads it back instead.
+  uint64_t kept_bytes_limit = uint64_t{64} << 20;
+};
+
+// A full segment handed to PushLog::Retire: its file, and the `kept` of its records in log order
+// (complete, unless it outgrew PushLogOptions::kept_bytes_limit: then empty, and the file must be
+// read for them).
+struct RetiredSegment {
+  uint64_t number = 0;
+  std::string path;
+  std::string kept;
+  bool kept_complete = true;
 };
 
 class PushLog {
@@ -66,9 +85,9 @@ class PushLog {
   // Where a record ends in the log: WaitDurable(ticket) returns once everything up to it is
   // written.
   using Ticket = uint64_t;
-  // Persists what the segments at `paths` hold that no table flush covers (the store's records);
-  // called by the retiring thread after the flushers ran.
-  using Retire = std::function<Status(const std::vector<std::string>& paths)>;
+  // Persists what the segments hold that no table flush covers (the store's records, which their
+  // appends kept); called by the retiring thread, oldest segment first, after the reloggers ran.
+  using Retire = std::function<Status(const std::vector<RetiredSegment>& segments)>;
 
   // Starts a log in `options.dir`, whose segments must have been replayed and removed (see
   // Replay); new segments are numbered from `first_segment`.
@@ -82,10 +101,13 @@ class PushLog {
   // writes (the payload is moved in, or copied from a view, and checksummed before the log's own
   // lock is taken; the group write joins that to its segment's checksum without reading the
   // payload again). A kRelog record (rows logged again while a segment retires) does not count
-  // toward segment_bytes, so re-logging cannot retire segments by itself.
+  // toward segment_bytes, so re-logging cannot retire segments by itself. `kept` is the part of
+  // the payload that outlives the segment (see Retire), in the payload's encoding: the log hands
+  // it to Retire with the segment the record was written to.
   enum class Origin { kPush, kRelog };
-  Ticket Append(std::string&& payload, Origin origin = Origin::kPush);
-  Ticket Append(std::string_view payload, Origin origin = Origin::kPush);
+  Ticket Append(std::string&& payload, Origin origin = Origin::kPush, std::string kept = {});
+  Ticket Append(std::string_view payload, Origin origin = Origin::kPush,
+                std::string_view kept = {});
   // Blocks until the record of `ticket` is written (and fdatasynced under sync). An error of the
   // write is returned to every waiter of that write, and to every later one: a log that failed
   // to write stays failed.
@@ -103,13 +125,23 @@ class PushLog {
   // acknowledged, which its client sends again): write-backs call this first.
   Status WaitAllAppended();
 
-  // Registers a table's re-logging of its changed rows held in memory (Append with kRelog, then
-  // WaitDurable), run before a segment is deleted; returns a handle for RemoveRelogger, which
+  // The number of the segment appends go to now (a record appended later goes to it or a later
+  // one); tables note it with each row they log, for their reloggers.
+  uint64_t active_segment() const { return active_segment_.load(std::memory_order_acquire); }
+
+  // Registers a table's re-logging of its changed rows held in memory whose last record may be in
+  // a segment numbered `through` or lower (Append with kRelog, then WaitDurable), run before
+  // segments up to `through` are deleted; returns a handle for RemoveRelogger, which
   // waits for a run of it in progress. A table closing with changed rows that may be only in the
   // log (`changed_rows_left`) ends retiring: no segment goes any more, they stay for the next
   // start's replay. One closing with none (all written to RocksDB, or never pushed) leaves
   // retiring going for the other tables.
-  uint64_t AddRelogger(std::function<Status()> relog);
+  using Relog = std::function<Status(uint64_t through)>;
+  uint64_t AddRelogger(Relog relog);
+  // A full segment waits to be retired until the active one holds 1/kRetireDelayDivisor of
+  // segment_bytes of pushes, kMaxRetiring full segments wait, or kMaxRetireDelay passed.
+  static constexpr uint64_t kRetireDelayDivisor = 2;
+  static constexpr std::chrono::seconds kMaxRetireDelay{2};
   void RemoveRelogger(uint64_t handle, bool changed_rows_left);
 
   // Bytes written, group writes done, and records appended so far (for reports and tests).
@@ -141,10 +173,11 @@ class PushLog {
   static Status ReadSegment(const std::string& path,
                             const std::function<Status(std::string_view payload)>& visit);
 
-  // A record appended, not yet written: its payload, and the payload's Crc32c.
+  // A record appended, not yet written: its payload, the payload's Crc32c, and what it keeps.
   struct PendingRecord {
     std::string payload;
     uint32_t crc = 0;
+    std::string kept;
   };
 
  private:
@@ -153,6 +186,11 @@ class PushLog {
   // WaitDurable's loop, under `lock` (of mu_), which leading a group write unlocks meanwhile.
   Status WaitDurableLocked(Ticket ticket, std::unique_lock<std::mutex>& lock);
   void RetireLoop();
+  // Whether the full segments are due to be retired (see kRetireDelayDivisor), under mu_.
+  bool RetirementDue() const;
+  // Adds the `kept` of records just written to the active segment's (by the writer, which alone
+  // changes it: OpenSegment also runs only in a group write).
+  void KeepForSegment(const std::vector<PendingRecord>& written);
   // Renames a retired segment into a spare when there is room, else deletes it.
   void KeepForReuseOrRemove(const std::string& path);
   // The path of the next spare file (under mu_).
@@ -174,11 +212,16 @@ class PushLog {
   Status failed_;                // the first write error, sticky
   std::unique_ptr<DirectAppender> file_;  // the active segment
   uint64_t segment_number_ = 0;
+  std::atomic<uint64_t> active_segment_{0};  // segment_number_, read without the lock
+  std::chrono::steady_clock::time_point switched_at_;  // when segment_number_ began, under mu_
   uint64_t segment_pushed_ = 0;   // push bytes appended to the active segment
   uint64_t pending_pushed_ = 0;   // push bytes in pending_
+  // The `kept` of the records written to the active segment, in order; changed by the writer.
+  std::string segment_kept_;
+  bool segment_kept_complete_ = true;
   Stats stats_;
 
-  std::vector<std::string> retired_;   // under mu_
+  std::vector<RetiredSegment> retired_;  // under mu_
   std::vector<std::string> spares_;  // files ready to become segments, under mu_
   uint64_t next_spare_ = 1;          // under mu_
   bool spare_wanted_ = false;        // under mu_: the retiring thread is to fill a spare
@@ -192,7 +235,7 @@ class PushLog {
   std::thread retirer_;
 
   std::mutex reloggers_mu_;  // held while reloggers run
-  std::map<uint64_t, std::function<Status()>> reloggers_;
+  std::map<uint64_t, Relog> reloggers_;
   bool retiring_stopped_ = false;  // under reloggers_mu_
   uint64_t next_relogger_ = 1;
 };

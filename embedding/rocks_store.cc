@@ -437,27 +437,36 @@ void RowWrites::DeletePartition(uint32_t partition) {
 
 std::string_view RowWrites::LogPayload() const { return log_; }
 
-std::string RowWrites::TakeLogPayload() {
-  std::string payload = std::move(log_);
+PushLog::Ticket RowWrites::AppendToLog(PushLog& log, PushLog::Origin origin) const {
+  return log.Append(std::string_view(log_), origin, std::string_view(kept_));
+}
+
+PushLog::Ticket RowWrites::MoveToLog(PushLog& log, PushLog::Origin origin) {
+  const PushLog::Ticket ticket = log.Append(std::move(log_), origin, std::move(kept_));
   Clear();
-  return payload;
+  return ticket;
 }
 
 void RowWrites::PutRecord(std::string_view key, std::string_view value) {
-  log_.push_back(static_cast<char>(LogOp::kPutRecord));
-  AppendBytes(log_, key);
-  AppendBytes(log_, value);
+  for (std::string* out : {&log_, &kept_}) {
+    out->push_back(static_cast<char>(LogOp::kPutRecord));
+    AppendBytes(*out, key);
+    AppendBytes(*out, value);
+  }
   ++records_;
 }
 
 void RowWrites::DeleteRecord(std::string_view key) {
-  log_.push_back(static_cast<char>(LogOp::kDeleteRecord));
-  AppendBytes(log_, key);
+  for (std::string* out : {&log_, &kept_}) {
+    out->push_back(static_cast<char>(LogOp::kDeleteRecord));
+    AppendBytes(*out, key);
+  }
   ++records_;
 }
 
 void RowWrites::Clear() {
   log_.clear();
+  kept_.clear();
   rows_ = 0;
   records_ = 0;
 }
@@ -603,11 +612,12 @@ Result<std::unique_ptr<RocksStore>> RocksStore::Open(const RocksStoreOptions& op
       (std::filesystem::path(options.path) / "ember-pushlog").string();
   ASSIGN_OR_RETURN(uint64_t next_segment, store->ReplayPushLog(log_dir, tables));
   if (options.log_pushes) {
-    PushLogOptions log_options{log_dir, options.sync_log, options.log_segment_bytes};
+    PushLogOptions log_options{log_dir, options.sync_log, options.log_segment_bytes,
+                               options.log_kept_bytes_limit};
     ASSIGN_OR_RETURN(store->push_log_,
                      PushLog::Create(log_options, next_segment,
-                                     [raw = store.get()](const std::vector<std::string>& paths) {
-                                       return raw->PersistLoggedRecords(paths);
+                                     [raw = store.get()](const std::vector<RetiredSegment>& done) {
+                                       return raw->PersistLoggedRecords(done);
                                      }));
   }
   for (size_t i = 0; i < descriptors.size(); ++i) {
@@ -651,22 +661,30 @@ Result<uint64_t> RocksStore::ReplayPushLog(const std::string& dir,
   return next;
 }
 
-Status RocksStore::PersistLoggedRecords(const std::vector<std::string>& segments) {
+Status RocksStore::PersistLoggedRecords(const std::vector<RetiredSegment>& segments) {
   rocksdb::WriteBatch records;
-  for (const std::string& path : segments) {
-    // Only the records: the tables logged their rows again, or wrote them to RocksDB.
-    RETURN_IF_ERROR(PushLog::ReadSegment(path, [&](std::string_view payload) {
-      return ForEachLoggedEntry(payload, [&](const LoggedEntry& entry) {
-        if (entry.op == LogOp::kPutRecord) {
-          return FromRocks(records.Put(record_family(), AsSlice(entry.record_key),
-                                       AsSlice(entry.value)), "");
-        }
-        if (entry.op == LogOp::kDeleteRecord) {
-          return FromRocks(records.Delete(record_family(), AsSlice(entry.record_key)), "");
-        }
-        return Status::Ok();
-      }).WithContext("reading push log '" + path + "'");
-    }));
+  // Only the records: the tables logged their rows again, or wrote them to RocksDB.
+  const auto add_records = [&](std::string_view payload) {
+    return ForEachLoggedEntry(payload, [&](const LoggedEntry& entry) {
+      if (entry.op == LogOp::kPutRecord) {
+        return FromRocks(records.Put(record_family(), AsSlice(entry.record_key),
+                                     AsSlice(entry.value)), "");
+      }
+      if (entry.op == LogOp::kDeleteRecord) {
+        return FromRocks(records.Delete(record_family(), AsSlice(entry.record_key)), "");
+      }
+      return Status::Ok();
+    });
+  };
+  for (const RetiredSegment& segment : segments) {
+    const std::string what = "the records of push log '" + segment.path + "'";
+    if (segment.kept_complete) {
+      RETURN_IF_ERROR(add_records(segment.kept).WithContext(what));
+    } else {
+      RETURN_IF_ERROR(PushLog::ReadSegment(segment.path, [&](std::string_view payload) {
+        return add_records(payload).WithContext(what);
+      }));
+    }
   }
   rocksdb::WriteOptions options;
   options.sync = sync_log_;

@@ -76,8 +76,11 @@ class RowWrites {
   // The batch as PushLog records it (its puts and deletions, in ember's own encoding: a log is
   // decoded with bounds checks when replayed).
   std::string_view LogPayload() const;
-  // Moves the payload out, leaving the batch empty (for PushLog::Append without a copy).
-  std::string TakeLogPayload();
+  // Appends the batch to `log` as one record, its records kept beside the segment (PushLog::Append's
+  // `kept`, which the store persists when the segment retires). AppendToLog copies the payload and
+  // leaves the batch for a Write; MoveToLog moves it out and leaves the batch empty.
+  PushLog::Ticket AppendToLog(PushLog& log, PushLog::Origin origin = PushLog::Origin::kPush) const;
+  PushLog::Ticket MoveToLog(PushLog& log, PushLog::Origin origin = PushLog::Origin::kPush);
   // Fsync the write-ahead log before Write returns.
   bool sync = false;
 
@@ -86,6 +89,7 @@ class RowWrites {
   friend class RocksStore;
   std::unique_ptr<rocksdb::WriteBatch> batch_;
   std::string log_;  // LogPayload
+  std::string kept_;  // its record puts and deletions alone, in the same encoding
   rocksdb::ColumnFamilyHandle* family_;         // the table's rows; null: records only
   rocksdb::ColumnFamilyHandle* record_family_;  // the default column family
   uint32_t floats_per_row_ = 0;                 // of the table's rows; 0: records only
@@ -144,6 +148,7 @@ struct RocksStoreOptions {
   bool log_pushes = false;
   bool sync_log = false;  // fdatasync each write of the push log
   uint64_t log_segment_bytes = uint64_t{1} << 30;  // PushLogOptions::segment_bytes
+  uint64_t log_kept_bytes_limit = uint64_t{64} << 20;  // PushLogOptions::kept_bytes_limit
 };
 
 class RocksStore {
@@ -183,7 +188,7 @@ class RocksStore {
   Result<uint64_t> ReplayPushLog(const std::string& dir,
                                  const std::map<std::string, uint32_t>& tables);
   // Persists the records of retired push log segments (PushLog::Retire).
-  Status PersistLoggedRecords(const std::vector<std::string>& segments);
+  Status PersistLoggedRecords(const std::vector<RetiredSegment>& segments);
 
   std::string path_;
   bool sync_log_ = false;

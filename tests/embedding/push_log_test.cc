@@ -23,7 +23,7 @@ namespace ember::embedding {
 namespace {
 
 PushLog::Retire NoRecords() {
-  return [](const std::vector<std::string>&) { return Status::Ok(); };
+  return [](const std::vector<RetiredSegment>&) { return Status::Ok(); };
 }
 
 std::vector<std::string> ReplayAll(const std::string& dir, uint64_t* next = nullptr) {
@@ -151,28 +151,34 @@ TEST(PushLogTest, ZerosEndTheLastSegmentButAreDamageInAFullOne) {
   ExpectReplayRefusedNaming(dir.path(), segment);
 }
 
-TEST(PushLogTest, AFullSegmentIsRetiredAfterTheReloggersRan) {
+TEST(PushLogTest, AFullSegmentIsRetiredAfterTheReloggersRanWithWhatItsRecordsKept) {
   testing::TempDir dir;
   std::atomic<int> relogs{0};
-  std::vector<std::string> retired;
+  std::vector<RetiredSegment> retired;
   std::mutex retired_mu;
   PushLogOptions options{dir.path()};
   options.segment_bytes = 100;
-  auto log = PushLog::Create(options, 1, [&](const std::vector<std::string>& paths) {
+  auto log = PushLog::Create(options, 1, [&](const std::vector<RetiredSegment>& segments) {
     std::lock_guard<std::mutex> lock(retired_mu);
     EXPECT_GT(relogs.load(), 0) << "retired before the rows were logged again";
-    retired.insert(retired.end(), paths.begin(), paths.end());
+    retired.insert(retired.end(), segments.begin(), segments.end());
     return Status::Ok();
   });
   ASSERT_TRUE(log.ok());
   PushLog& push_log = **log;
   PushLog* raw = &push_log;
-  const uint64_t handle = push_log.AddRelogger([&relogs, raw] {
+  const uint64_t handle = push_log.AddRelogger([&relogs, raw](uint64_t) {
     ++relogs;
     // Relogged records do not count toward the segment size.
-    return raw->WaitDurable(raw->Append(std::string(500, 'r'), PushLog::Origin::kRelog));
+    return raw->WaitDurable(
+        raw->Append(std::string(500, 'r'), PushLog::Origin::kRelog, "kept by the relogged"));
   });
-  ASSERT_TRUE(push_log.WaitDurable(push_log.Append(std::string(150, 'p'))).ok());
+  ASSERT_TRUE(push_log.WaitDurable(push_log.Append(std::string(40, 'p'), PushLog::Origin::kPush,
+                                                   "first's"))
+                  .ok());
+  ASSERT_TRUE(push_log.WaitDurable(push_log.Append(std::string(110, 'p'), PushLog::Origin::kPush,
+                                                   " and second's"))
+                  .ok());
   for (int i = 0; i < 500 && push_log.stats().segments_retired == 0; ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
@@ -182,11 +188,84 @@ TEST(PushLogTest, AFullSegmentIsRetiredAfterTheReloggersRan) {
   {
     std::lock_guard<std::mutex> lock(retired_mu);
     ASSERT_EQ(retired.size(), 1u);
-    EXPECT_FALSE(std::filesystem::exists(retired[0]));
+    EXPECT_FALSE(std::filesystem::exists(retired[0].path));
+    // In the order written; the relogged record went to the next segment.
+    EXPECT_TRUE(retired[0].kept_complete);
+    EXPECT_EQ(retired[0].kept, "first's and second's");
   }
   // Only the relogged record is left.
   log->reset();
   EXPECT_EQ(ReplayAll(dir.path()), (std::vector<std::string>{std::string(500, 'r')}));
+}
+
+// A full segment is retired once the next holds half a segment of pushes, with its number.
+TEST(PushLogTest, AFullSegmentIsRetiredOnceTheNextHoldsHalfASegment) {
+  testing::TempDir dir;
+  PushLogOptions options{dir.path()};
+  options.segment_bytes = 1000;
+  auto log = PushLog::Create(options, 1, NoRecords());
+  ASSERT_TRUE(log.ok());
+  PushLog& push_log = **log;
+  std::atomic<uint64_t> through{0};
+  const uint64_t handle = push_log.AddRelogger([&through](uint64_t segment) {
+    through = segment;
+    return Status::Ok();
+  });
+  const auto push = [&](size_t bytes) {
+    ASSERT_TRUE(push_log.WaitDurable(push_log.Append(std::string(bytes, 'p'))).ok());
+  };
+  push(1000);
+  EXPECT_EQ(push_log.active_segment(), 2u);
+  push(300);
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  EXPECT_EQ(push_log.stats().segments_retired, 0u) << "retired with the next segment 30% full";
+  push(300);
+  for (int i = 0; i < 500 && push_log.stats().segments_retired == 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_EQ(push_log.stats().segments_retired, 1u);
+  EXPECT_EQ(through.load(), 1u);
+  push_log.RemoveRelogger(handle, /*changed_rows_left=*/false);
+}
+
+// Records whose `kept` outgrow the limit leave their segment to be read back when it retires.
+TEST(PushLogTest, KeptBytesBeyondTheLimitAreDroppedAndTheSegmentIsReadBackInstead) {
+  testing::TempDir dir;
+  std::vector<RetiredSegment> retired;
+  std::vector<std::string> read_back;
+  std::mutex retired_mu;
+  PushLogOptions options{dir.path()};
+  options.segment_bytes = 100;
+  options.kept_bytes_limit = 10;
+  auto log = PushLog::Create(options, 1, [&](const std::vector<RetiredSegment>& segments) {
+    std::lock_guard<std::mutex> lock(retired_mu);
+    for (const RetiredSegment& segment : segments) {
+      retired.push_back(segment);
+      EXPECT_TRUE(PushLog::ReadSegment(segment.path, [&](std::string_view payload) {
+        read_back.emplace_back(payload);
+        return Status::Ok();
+      }).ok());
+    }
+    return Status::Ok();
+  });
+  ASSERT_TRUE(log.ok());
+  PushLog& push_log = **log;
+  const uint64_t handle = push_log.AddRelogger([](uint64_t) { return Status::Ok(); });
+  ASSERT_TRUE(
+      push_log.WaitDurable(push_log.Append(std::string(40, 'a'), PushLog::Origin::kPush, "8 bytes!"))
+          .ok());
+  ASSERT_TRUE(
+      push_log.WaitDurable(push_log.Append(std::string(80, 'b'), PushLog::Origin::kPush, "3 more"))
+          .ok());
+  for (int i = 0; i < 500 && push_log.stats().segments_retired == 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  push_log.RemoveRelogger(handle, /*changed_rows_left=*/false);
+  std::lock_guard<std::mutex> lock(retired_mu);
+  ASSERT_EQ(retired.size(), 1u);
+  EXPECT_FALSE(retired[0].kept_complete);
+  EXPECT_EQ(retired[0].kept, "");
+  EXPECT_EQ(read_back, (std::vector<std::string>{std::string(40, 'a'), std::string(80, 'b')}));
 }
 
 // A relogger removed with no changed rows left (a table that closed with everything in RocksDB)
@@ -199,11 +278,11 @@ TEST(PushLogTest, OnlyATableClosingWithChangedRowsEndsRetiring) {
   ASSERT_TRUE(log.ok());
   PushLog& push_log = **log;
   std::atomic<int> relogs{0};
-  const uint64_t staying = push_log.AddRelogger([&relogs] {
+  const uint64_t staying = push_log.AddRelogger([&relogs](uint64_t) {
     ++relogs;
     return Status::Ok();
   });
-  const uint64_t clean = push_log.AddRelogger([] { return Status::Ok(); });
+  const uint64_t clean = push_log.AddRelogger([](uint64_t) { return Status::Ok(); });
   push_log.RemoveRelogger(clean, /*changed_rows_left=*/false);
   const auto fill_and_wait_retired = [&](uint64_t retired) {
     ASSERT_TRUE(push_log.WaitDurable(push_log.Append(std::string(150, 'p'))).ok());
@@ -215,7 +294,7 @@ TEST(PushLogTest, OnlyATableClosingWithChangedRowsEndsRetiring) {
   EXPECT_EQ(push_log.stats().segments_retired, 1u);
   EXPECT_EQ(relogs.load(), 1);
 
-  const uint64_t dirty = push_log.AddRelogger([] { return Status::Ok(); });
+  const uint64_t dirty = push_log.AddRelogger([](uint64_t) { return Status::Ok(); });
   push_log.RemoveRelogger(dirty, /*changed_rows_left=*/true);
   ASSERT_TRUE(push_log.WaitDurable(push_log.Append(std::string(150, 'p'))).ok());
   ASSERT_TRUE(push_log.WaitDurable(push_log.Append(std::string(150, 'p'))).ok());
@@ -231,12 +310,12 @@ TEST(PushLogTest, RetiredFilesAreReusedWithoutTheirOldRecordsPassingForNewOnes) 
   std::atomic<bool> retire_fails{false};
   PushLogOptions options{dir.path()};
   options.segment_bytes = 100;
-  auto log = PushLog::Create(options, 1, [&](const std::vector<std::string>&) {
+  auto log = PushLog::Create(options, 1, [&](const std::vector<RetiredSegment>&) {
     return retire_fails ? Unavailable("kept for the test") : Status::Ok();
   });
   ASSERT_TRUE(log.ok());
   PushLog& push_log = **log;
-  const uint64_t handle = push_log.AddRelogger([] { return Status::Ok(); });
+  const uint64_t handle = push_log.AddRelogger([](uint64_t) { return Status::Ok(); });
   const auto push = [&](const std::string& payload) {
     ASSERT_TRUE(push_log.WaitDurable(push_log.Append(std::string_view(payload))).ok());
   };
@@ -287,7 +366,7 @@ TEST(PushLogTest, TheSecondSegmentOverwritesASpareOfZerosWrittenWhileTheFirstFil
   auto log = PushLog::Create(options, 1, NoRecords());
   ASSERT_TRUE(log.ok());
   PushLog& push_log = **log;
-  const uint64_t handle = push_log.AddRelogger([] { return Status::Ok(); });
+  const uint64_t handle = push_log.AddRelogger([](uint64_t) { return Status::Ok(); });
   std::vector<std::string> pushed;
   const auto push = [&](char fill, size_t bytes) {
     pushed.emplace_back(bytes, fill);
@@ -336,14 +415,14 @@ TEST(PushLogTest, PushesWaitWhileFullSegmentsWaitToBeRetiredAndFailOnceRetiringF
   bool fail = false;
   PushLogOptions options{dir.path()};
   options.segment_bytes = 100;
-  auto log = PushLog::Create(options, 1, [&](const std::vector<std::string>&) {
+  auto log = PushLog::Create(options, 1, [&](const std::vector<RetiredSegment>&) {
     std::unique_lock<std::mutex> lock(mu);
     changed.wait_for(lock, std::chrono::seconds(20), [&] { return release || fail; });
     return fail ? Unavailable("disk full") : Status::Ok();
   });
   ASSERT_TRUE(log.ok());
   PushLog& push_log = **log;
-  const uint64_t handle = push_log.AddRelogger([] { return Status::Ok(); });
+  const uint64_t handle = push_log.AddRelogger([](uint64_t) { return Status::Ok(); });
   // Each push fills a segment; the first retirement is held up, so full segments pile up.
   for (size_t i = 0; i < PushLog::kMaxRetiring; ++i) {
     ASSERT_TRUE(push_log.WaitForRoom().ok());

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cmath>
 #include <map>
+#include <numeric>
 #include <random>
 #include <string>
 #include <thread>
@@ -35,14 +36,16 @@ TableSpec Spec(OptimizerKind kind) {
 
 // A table over a RocksStore in `path`, with a budget.
 struct Tiered {
-  // log_segment_bytes 0: the default.
+  // log_segment_bytes and log_kept_bytes_limit 0: the defaults.
   Tiered(const TableSpec& spec, const std::string& path, uint64_t budget_bytes,
-         bool log_pushes = false, uint64_t log_segment_bytes = 0, uint64_t pin_budget_bytes = 0)
+         bool log_pushes = false, uint64_t log_segment_bytes = 0, uint64_t pin_budget_bytes = 0,
+         uint64_t log_kept_bytes_limit = 0)
       : budget(budget_bytes) {
     const uint32_t floats = EmbeddingTable::PersistedFloatsPerRow(spec);
     RocksStoreOptions options{path};
     options.log_pushes = log_pushes;
     if (log_segment_bytes != 0) options.log_segment_bytes = log_segment_bytes;
+    if (log_kept_bytes_limit != 0) options.log_kept_bytes_limit = log_kept_bytes_limit;
     auto opened = RocksStore::Open(options, {{spec.name, floats}});
     EXPECT_TRUE(opened.ok()) << opened.status().ToString();
     store = std::move(*opened);
@@ -185,6 +188,46 @@ TEST(TieredTableTest, LoggedPushesSurviveAKillAcrossRetiredLogSegments) {
   EXPECT_EQ(Dump(*reopened.table), Dump(memory));
 }
 
+// Retiring a full segment relogs only the changed rows whose last record is in it: rows pushed
+// again since the next segment began are logged there already. A kill then loses nothing.
+TEST(TieredTableTest, RetiringRelogsOnlyTheChangedRowsNotPushedSinceTheSegmentFilled) {
+  testing::TempDir dir;
+  const TableSpec spec = Spec(OptimizerKind::kAdagrad);
+  EmbeddingTable memory(spec, kPartitions);
+  std::vector<uint64_t> cold(100), hot(100);
+  std::iota(cold.begin(), cold.end(), 1000000);
+  std::iota(hot.begin(), hot.end(), 1);
+  {
+    Tiered tiered(spec, dir.path(), 0, /*log_pushes=*/true, /*log_segment_bytes=*/64 << 10);
+    const PushLog& log = *tiered.store->push_log();
+    SameRequest(*tiered.table, memory, cold, 0);
+    // A logged row: an op byte, table, partition, key, length, then weights and state.
+    const uint64_t row_bytes = 1 + 4 + 4 + 8 + 4 + (memory.dim() + memory.state_floats()) * 4;
+    // Hot pushes fill the first segment, then half the next (not all of it), which retires the
+    // first.
+    int r = 1;
+    for (; r < 2000 && log.active_segment() == 1; ++r) {
+      SameRequest(*tiered.table, memory, hot, r);
+      ASSERT_FALSE(HasFatalFailure());
+    }
+    const uint64_t half = (uint64_t{64} << 10) / 2;
+    for (uint64_t pushed = 0; pushed < half; pushed += hot.size() * row_bytes, ++r) {
+      SameRequest(*tiered.table, memory, hot, r);
+      ASSERT_FALSE(HasFatalFailure());
+    }
+    ASSERT_EQ(log.active_segment(), 2u);
+    for (int i = 0; i < 500 && log.stats().segments_retired == 0; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    ASSERT_EQ(log.stats().segments_retired, 1u);
+    const uint64_t relogged = log.stats().relogged_bytes;
+    EXPECT_GE(relogged, cold.size() * row_bytes);
+    EXPECT_LT(relogged, cold.size() * row_bytes + kPartitions * 64) << "hot rows were relogged";
+  }  // no flush
+  Tiered reopened(spec, dir.path(), 0);
+  EXPECT_EQ(Dump(*reopened.table), Dump(memory));
+}
+
 // A table opened and closed on the store before (one that only shaped a bulk load, never pushed)
 // leaves the next table's log segments retired as they fill.
 TEST(TieredTableTest, ATableClosedWithoutChangedRowsLeavesSegmentsRetiring) {
@@ -205,18 +248,21 @@ TEST(TieredTableTest, ATableClosedWithoutChangedRowsLeavesSegmentsRetiring) {
 }
 
 // The row counts a table keeps with its rows equal a full count after a kill, with and without
-// the push log (param), across evictions, erasures, restores and log segments retired: opening
-// does not count rows.
-class DurableCountTest : public ::testing::TestWithParam<bool> {};
+// the push log (param), across evictions, erasures, restores and log segments retired (their
+// count records kept in memory for retiring, or read back from the segment): opening does not
+// count rows.
+enum class CountLog { kNone, kRecordsKept, kRecordsReadBack };
+class DurableCountTest : public ::testing::TestWithParam<CountLog> {};
 
 TEST_P(DurableCountTest, CountsKeptWithTheRowsEqualAFullCountAfterAKill) {
   testing::TempDir dir;
   const TableSpec spec = Spec(OptimizerKind::kAdagrad);
   EmbeddingTable memory(spec, kPartitions);
-  const bool log = GetParam();
+  const bool log = GetParam() != CountLog::kNone;
+  const uint64_t kept_limit = GetParam() == CountLog::kRecordsReadBack ? 1 : 0;
   for (int life = 0; life < 3; ++life) {
     {
-      Tiered tiered(spec, dir.path(), 800 * RowBytes(memory), log, 32 << 10);
+      Tiered tiered(spec, dir.path(), 800 * RowBytes(memory), log, 32 << 10, 0, kept_limit);
       if (life > 0) {
         EXPECT_EQ(tiered.table->rows(), *tiered.store->Table(spec.name)->CountRows())
             << "life " << life;
@@ -240,7 +286,9 @@ TEST_P(DurableCountTest, CountsKeptWithTheRowsEqualAFullCountAfterAKill) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(PushLog, DurableCountTest, ::testing::Values(false, true));
+INSTANTIATE_TEST_SUITE_P(PushLog, DurableCountTest,
+                         ::testing::Values(CountLog::kNone, CountLog::kRecordsKept,
+                                           CountLog::kRecordsReadBack));
 
 // An erased partition stays erased when the log that logged its rows is replayed, and rows
 // pushed into it again after the erasure come back with their new values: the replay folds each
