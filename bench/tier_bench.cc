@@ -383,12 +383,17 @@ Status MeasureTiered(const TierBenchOptions& config, TierBenchReport* report,
     const double wait_seconds = log_after.wait_seconds - log_before.wait_seconds;
     progress(StringPrintf(
         "  push log in the push phase: %llu group writes of %.2f MB, %.2f ms each; waits for it "
-        "(the pushes', and relogging's) %.2f ms on average, %.0f%% of the request threads' time",
+        "(the pushes', and relogging's) %.2f ms on average, %.0f%% of the request threads' time; "
+        "%llu segments retired, relogging %.0f MB of rows (%.0f%% of the bytes written)",
         static_cast<unsigned long long>(writes),
         (log_after.bytes - log_before.bytes) / 1e6 / writes,
         1e3 * (log_after.write_seconds - log_before.write_seconds) / writes,
         waits > 0 ? 1e3 * wait_seconds / waits : 0.0,
-        100 * wait_seconds / (config.threads * report->tiered_push.seconds)));
+        100 * wait_seconds / (config.threads * report->tiered_push.seconds),
+        static_cast<unsigned long long>(log_after.segments_retired - log_before.segments_retired),
+        (log_after.relogged_bytes - log_before.relogged_bytes) / 1e6,
+        100.0 * (log_after.relogged_bytes - log_before.relogged_bytes) /
+            std::max<uint64_t>(1, log_after.bytes - log_before.bytes)));
   }
   for (uint32_t lookahead : config.lookaheads) {
     const embedding::TierStats stats_before = tiered->tier_stats();
