@@ -76,9 +76,10 @@ class RowWrites {
   // The batch as PushLog records it (its puts and deletions, in ember's own encoding: a log is
   // decoded with bounds checks when replayed).
   std::string_view LogPayload() const;
-  // Appends the batch to `log` as one record, its records kept beside the segment (PushLog::Append's
-  // `kept`, which the store persists when the segment retires). AppendToLog copies the payload and
-  // leaves the batch for a Write; MoveToLog moves it out and leaves the batch empty.
+  // Appends the batch to `log` as one record, its records kept beside the segment
+  // (PushLog::Append's `kept`, which the store persists when the segment retires). AppendToLog
+  // copies the payload and leaves the batch for a Write; MoveToLog moves it out and leaves the
+  // batch empty.
   PushLog::Ticket AppendToLog(PushLog& log, PushLog::Origin origin = PushLog::Origin::kPush) const;
   PushLog::Ticket MoveToLog(PushLog& log, PushLog::Origin origin = PushLog::Origin::kPush);
   // Fsync the write-ahead log before Write returns.

@@ -251,12 +251,11 @@ TEST(PushLogTest, KeptBytesBeyondTheLimitAreDroppedAndTheSegmentIsReadBackInstea
   ASSERT_TRUE(log.ok());
   PushLog& push_log = **log;
   const uint64_t handle = push_log.AddRelogger([](uint64_t) { return Status::Ok(); });
-  ASSERT_TRUE(
-      push_log.WaitDurable(push_log.Append(std::string(40, 'a'), PushLog::Origin::kPush, "8 bytes!"))
-          .ok());
-  ASSERT_TRUE(
-      push_log.WaitDurable(push_log.Append(std::string(80, 'b'), PushLog::Origin::kPush, "3 more"))
-          .ok());
+  for (const auto& [payload, kept] : {std::pair{std::string(40, 'a'), "8 bytes!"},
+                                      std::pair{std::string(80, 'b'), "3 more"}}) {
+    ASSERT_TRUE(
+        push_log.WaitDurable(push_log.Append(payload, PushLog::Origin::kPush, kept)).ok());
+  }
   for (int i = 0; i < 500 && push_log.stats().segments_retired == 0; ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
