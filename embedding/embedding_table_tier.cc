@@ -165,8 +165,11 @@ Status EmbeddingTable::ForEachTieredRequestRow(std::span<const uint64_t> keys,
   std::vector<uint32_t> held_stripes;
   RowWrites writes(*tier.options.disk);
 
+  const auto over_budget = [&] {
+    return tier.options.budget != nullptr && tier.options.budget->exceeded();
+  };
   auto evict_stripe = [&](uint32_t s, size_t inserted) -> Status {
-    if (tier.options.budget == nullptr || !tier.options.budget->exceeded()) return Status::Ok();
+    if (!over_budget()) return Status::Ok();
     touched.clear();
     for (uint32_t j = groups.bounds[s]; j < groups.bounds[s + 1]; ++j) {
       touched.push_back(groups.partition[groups.order[j]]);
@@ -326,8 +329,9 @@ Status EmbeddingTable::ForEachTieredRequestRow(std::span<const uint64_t> keys,
   // Acknowledged only once written (with the pushes that came meanwhile: group commit).
   RETURN_IF_ERROR(push_log->WaitDurable(ticket).WithContext("logging a push"));
   // Then room is made, one stripe lock at a time (a write-back waits for the log: see
-  // WaitForLoggedPushes), so that no other request waits on this one's evictions.
-  for (size_t h = 0; h < held_stripes.size(); ++h) {
+  // WaitForLoggedPushes), so that no other request waits on this one's evictions. Within the
+  // budget no stripe is locked again: the next pushes hold them, all at once, meanwhile.
+  for (size_t h = 0; h < held_stripes.size() && over_budget(); ++h) {
     std::lock_guard<std::mutex> lock(stripes_[held_stripes[h]].mu);
     RETURN_IF_ERROR(evict_stripe(held_stripes[h], inserted_per_stripe[h]));
   }
