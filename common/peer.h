@@ -15,6 +15,9 @@ enum class PeerRole : uint8_t {
   kServer,     // registers as a server, heartbeats, takes move orders, copies partitions
   kAdmin,      // may do anything: drain, checkpoint, restore, verify, and a trainer's requests
   kInsecure,   // authentication is off (loopback tests, --insecure): every role at once
+  // Authentication is on, but the message carries no authenticated identity: it may send
+  // nothing (a keyed process has no insecure peer).
+  kUnauthenticated,
 };
 
 inline std::string_view PeerRoleName(PeerRole role) {
@@ -23,6 +26,7 @@ inline std::string_view PeerRoleName(PeerRole role) {
     case PeerRole::kServer: return "server";
     case PeerRole::kAdmin: return "admin";
     case PeerRole::kInsecure: return "insecure";
+    case PeerRole::kUnauthenticated: return "unauthenticated";
   }
   return "unknown";
 }
@@ -62,7 +66,8 @@ struct Peer {
     return role == PeerRole::kInsecure || (senders & RoleBit(role)) != 0 ||
            (role == PeerRole::kAdmin && (senders & kTrainers) != 0);
   }
-  // Whether this connection was authenticated (and so has a key to bind state to).
+  // Whether this process checks who its peers are (authentication on): then the peer is bound to
+  // its key, which an unauthenticated one lacks (it may send nothing).
   bool authenticated() const { return role != PeerRole::kInsecure; }
   // "trainer key 'abcd1234...'" for errors and logs.
   std::string Describe() const {

@@ -176,6 +176,19 @@ struct Socket::Impl {
 namespace {
 
 bool IsTcp(const std::string& endpoint) { return endpoint.rfind("tcp://", 0) == 0; }
+bool IsIpc(const std::string& endpoint) { return endpoint.rfind("ipc://", 0) == 0; }
+bool IsInproc(const std::string& endpoint) { return endpoint.rfind("inproc://", 0) == 0; }
+
+// With keys, every endpoint another process can reach runs CurveZMQ: tcp and ipc do; inproc
+// stays inside this process; any other transport is refused, as it could not be secured.
+Result<bool> NeedsCurve(const TransportSecurity& security, const std::string& endpoint,
+                        std::string_view what) {
+  if (!security.enabled() || IsInproc(endpoint)) return false;
+  if (IsTcp(endpoint) || IsIpc(endpoint)) return true;
+  return FailedPrecondition(std::string(what) + " " + endpoint + ": this process authenticates "
+                            "every connection, and only tcp:// and ipc:// endpoints can be "
+                            "authenticated (CurveZMQ)");
+}
 
 }  // namespace
 
@@ -267,8 +280,9 @@ Result<std::string> BindSocket(Socket& socket, const std::string& endpoint) {
         "with `ember keygen`, trust them in the config's security section and pass --key, or "
         "pass --insecure to bind without authentication");
   }
+  ASSIGN_OR_RETURN(const bool curve, NeedsCurve(security, endpoint, "binding"));
   try {
-    if (security.enabled() && IsTcp(endpoint)) {
+    if (curve) {
       zmq::socket_t& zsocket = Access::Of(socket);
       zsocket.set(zmq::sockopt::curve_server, 1);
       zsocket.set(zmq::sockopt::curve_secretkey, security.own.secret_key);
@@ -284,8 +298,9 @@ Result<std::string> BindSocket(Socket& socket, const std::string& endpoint) {
 Status ConnectSocket(Socket& socket, const std::string& endpoint, const std::string& server_key) {
   if (!socket.is_open()) return Internal("connecting to " + endpoint + ": the socket is closed");
   const TransportSecurity& security = *Access::SecurityOf(socket);
+  ASSIGN_OR_RETURN(const bool curve, NeedsCurve(security, endpoint, "connecting to"));
   try {
-    if (security.enabled() && IsTcp(endpoint)) {
+    if (curve) {
       if (server_key.empty()) {
         return FailedPrecondition("connecting to " + endpoint +
                                   ": no public key is known for it, and this process "
@@ -348,7 +363,8 @@ Result<std::vector<Frame>> ReceiveFrames(Socket& socket, Millis timeout) {
 
 namespace {
 
-// The peer the ZAP handler admitted for the message `frames` came in, from their metadata.
+// The peer the ZAP handler admitted for the message `frames` came in, from their metadata; an
+// unauthenticated one when they carry none (they came over inproc, within this process).
 Peer PeerOf(std::vector<Frame>& frames) {
   for (Frame& frame : frames) {
     zmq_msg_t* message = Access::Message(frame).handle();
@@ -359,7 +375,8 @@ Peer PeerOf(std::vector<Frame>& frames) {
       if (PeerRoleName(candidate) == role) return Peer{candidate, key};
     }
   }
-  return Peer{};
+  // No identity: in a process with keys, such a message may do nothing.
+  return Peer{PeerRole::kUnauthenticated, ""};
 }
 
 }  // namespace

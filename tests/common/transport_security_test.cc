@@ -1,6 +1,7 @@
 // Authentication in the transport: key files, CurveZMQ sockets admitting only trusted keys (and
-// telling the receiver who sent each message), and the refusal to bind beyond loopback without
-// keys. Every socket here is on 127.0.0.1.
+// telling the receiver who sent each message) over every transport another process can reach
+// (tcp and ipc), messages without an identity in a keyed process, and the refusal to bind beyond
+// loopback without keys. Every socket here is on 127.0.0.1 or an ipc file in a test folder.
 #include "common/transport_security.h"
 
 #include <gtest/gtest.h>
@@ -72,10 +73,11 @@ TEST(KeyFilesTest, ValidationNamesTheBadEntry) {
   EXPECT_NE(status.message().find("bob"), std::string::npos) << status.ToString();
 }
 
-// A ROUTER on loopback that trusts `trainer` (as a trainer) and `admin` (as an admin).
+// A ROUTER that trusts `trainer` (as a trainer) and `admin` (as an admin), bound at `bind`.
 class CurveServer {
  public:
-  CurveServer(const KeyPair& trainer, const KeyPair& admin)
+  CurveServer(const KeyPair& trainer, const KeyPair& admin,
+              const std::string& bind = "tcp://127.0.0.1:*")
       : keys_(*GenerateKeyPair()),
         context_(1, TransportSecurity{keys_, "",
                                       {{"trainer", trainer.public_key, PeerRole::kTrainer},
@@ -84,10 +86,13 @@ class CurveServer {
     auto made = MakeSocket(context_, SocketKind::kRouter);
     EXPECT_TRUE(made.ok());
     socket_ = std::move(made).value();
-    endpoint_ = *BindSocket(socket_, "tcp://127.0.0.1:*");
+    auto bound = BindSocket(socket_, bind);
+    EXPECT_TRUE(bound.ok()) << bound.status().ToString();
+    endpoint_ = bound.ok() ? *bound : "";
   }
   const std::string& endpoint() const { return endpoint_; }
   const std::string& public_key() const { return keys_.public_key; }
+  Context& context() { return context_; }
   Result<ReceivedMessage> Receive(Millis timeout) { return ReceiveMessage(socket_, timeout); }
 
  private:
@@ -107,10 +112,22 @@ Status SendHello(Context& context, const std::string& endpoint, const std::strin
   return SendFrames(*socket, frames);
 }
 
-TEST(CurveTransportTest, TrustedKeysGetThroughWithTheirRole) {
+// Each transport another process can reach: tcp on loopback, and ipc (a socket file).
+class CurveTransportKindTest : public ::testing::TestWithParam<std::string> {
+ protected:
+  std::string Bind() const {
+    return GetParam() == "tcp" ? "tcp://127.0.0.1:*" : "ipc://" + dir_.path() + "/ember.sock";
+  }
+  testing::TempDir dir_;
+};
+
+INSTANTIATE_TEST_SUITE_P(Transports, CurveTransportKindTest, ::testing::Values("tcp", "ipc"));
+
+TEST_P(CurveTransportKindTest, TrustedKeysGetThroughWithTheirRole) {
   auto trainer = GenerateKeyPair(), admin = GenerateKeyPair();
   ASSERT_TRUE(trainer.ok() && admin.ok());
-  CurveServer server(*trainer, *admin);
+  CurveServer server(*trainer, *admin, Bind());
+  ASSERT_EQ(server.endpoint().rfind(GetParam() + "://", 0), 0u) << server.endpoint();
   for (const auto& [keys, role] :
        {std::pair{*trainer, PeerRole::kTrainer}, std::pair{*admin, PeerRole::kAdmin}}) {
     Context context(1, TransportSecurity{keys, server.public_key(), {}, false});
@@ -125,10 +142,10 @@ TEST(CurveTransportTest, TrustedKeysGetThroughWithTheirRole) {
   }
 }
 
-TEST(CurveTransportTest, UnknownKeysAndPlainPeersAreRefused) {
+TEST_P(CurveTransportKindTest, UnknownKeysAndPlainPeersAreRefused) {
   auto trainer = GenerateKeyPair(), admin = GenerateKeyPair(), stranger = GenerateKeyPair();
   ASSERT_TRUE(trainer.ok() && admin.ok() && stranger.ok());
-  CurveServer server(*trainer, *admin);
+  CurveServer server(*trainer, *admin, Bind());
   {
     Context context(1, TransportSecurity{*stranger, server.public_key(), {}, false});
     Socket socket;
@@ -150,14 +167,45 @@ TEST(CurveTransportTest, UnknownKeysAndPlainPeersAreRefused) {
   EXPECT_EQ(message->peer.role, PeerRole::kTrainer);
 }
 
+TEST(CurveTransportTest, AMessageWithoutAnIdentityInAKeyedProcessIsUnauthenticated) {
+  auto trainer = GenerateKeyPair(), admin = GenerateKeyPair();
+  ASSERT_TRUE(trainer.ok() && admin.ok());
+  CurveServer server(*trainer, *admin, "inproc://ember-test-unauthenticated");
+  Socket socket;
+  ASSERT_TRUE(SendHello(server.context(), server.endpoint(), "", &socket).ok());
+  auto message = server.Receive(Millis(10'000));
+  ASSERT_TRUE(message.ok()) << message.status().ToString();
+  EXPECT_EQ(message->peer.role, PeerRole::kUnauthenticated);
+  EXPECT_TRUE(message->peer.public_key.empty());
+  for (PeerRoles senders : {kTrainers, kServers, kAdmins, kAnyRole}) {
+    EXPECT_FALSE(message->peer.MaySend(senders)) << int(senders);
+  }
+  EXPECT_FALSE(message->peer.Acts(PeerRole::kTrainer));
+}
+
+TEST(CurveTransportTest, AKeyedProcessRefusesTransportsItCannotAuthenticate) {
+  auto own = GenerateKeyPair();
+  ASSERT_TRUE(own.ok());
+  Context context(1, TransportSecurity{*own, "", {}, false});
+  auto socket = MakeSocket(context, SocketKind::kRouter);
+  ASSERT_TRUE(socket.ok());
+  auto bound = BindSocket(*socket, "ws://127.0.0.1:*");
+  ASSERT_EQ(bound.status().code(), StatusCode::kFailedPrecondition) << bound.status().ToString();
+  EXPECT_NE(bound.status().message().find("ws://127.0.0.1:*"), std::string::npos);
+  Status connected = ConnectSocket(*socket, "udp://127.0.0.1:5", own->public_key);
+  EXPECT_EQ(connected.code(), StatusCode::kFailedPrecondition) << connected.ToString();
+}
+
 TEST(CurveTransportTest, AConnectionWithKeysMustNameTheServersKey) {
   auto own = GenerateKeyPair();
   ASSERT_TRUE(own.ok());
   Context context(1, TransportSecurity{*own, "", {}, false});
   auto socket = MakeSocket(context, SocketKind::kDealer);
   ASSERT_TRUE(socket.ok());
-  Status connected = ConnectSocket(*socket, "tcp://127.0.0.1:5");
-  EXPECT_EQ(connected.code(), StatusCode::kFailedPrecondition) << connected.ToString();
+  for (const char* endpoint : {"tcp://127.0.0.1:5", "ipc:///tmp/ember-none.sock"}) {
+    Status connected = ConnectSocket(*socket, endpoint);
+    EXPECT_EQ(connected.code(), StatusCode::kFailedPrecondition) << connected.ToString();
+  }
 }
 
 TEST(CurveTransportTest, BindingBeyondLoopbackWithoutKeysIsRefused) {
