@@ -272,6 +272,9 @@ struct ServerOrders {
   routing @0 :RoutingTable;
   moves @1 :List(PartitionMove);
   exit @2 :Bool;
+  movesOut @3 :List(PartitionMove);    # moves in flight out of this server (it is their source)
+  plannedOut @4 :List(PartitionMove);  # moves planned out of it, not started yet: with movesOut
+                                       # the only ones it may copy or hand over
 }
 
 # To the scheduler: a move's outcome. The target commits after it holds every row; the source

@@ -14,22 +14,38 @@ void WriteMove(schema::PartitionMove::Builder out, const MoveOrder& move) {
   out.setTo(move.to);
 }
 
+void WriteMoves(capnp::List<schema::PartitionMove>::Builder out,
+                const std::vector<MoveOrder>& moves) {
+  for (size_t i = 0; i < moves.size(); ++i) WriteMove(out[i], moves[i]);
+}
+
 MoveOrder ReadMove(schema::PartitionMove::Reader in) {
   return MoveOrder{in.getPartition(), in.getFrom(), in.getTo()};
 }
 
+std::vector<MoveOrder> ReadMoves(capnp::List<schema::PartitionMove>::Reader in) {
+  std::vector<MoveOrder> moves;
+  moves.reserve(in.size());
+  for (auto move : in) moves.push_back(ReadMove(move));
+  return moves;
+}
+
 void WriteServerOrders(schema::ServerOrders::Builder out, const ServerOrders& orders) {
   WriteRouting(out.initRouting(), orders.routing);
-  auto moves = out.initMoves(static_cast<unsigned>(orders.moves.size()));
-  for (size_t i = 0; i < orders.moves.size(); ++i) WriteMove(moves[i], orders.moves[i]);
+  WriteMoves(out.initMoves(static_cast<unsigned>(orders.moves.size())), orders.moves);
   out.setExit(orders.exit);
+  WriteMoves(out.initMovesOut(static_cast<unsigned>(orders.moves_out.size())), orders.moves_out);
+  WriteMoves(out.initPlannedOut(static_cast<unsigned>(orders.planned_out.size())),
+             orders.planned_out);
 }
 
 Result<ServerOrders> ReadServerOrders(schema::ServerOrders::Reader in) {
   ServerOrders orders;
   ASSIGN_OR_RETURN(orders.routing, ReadRouting(in.getRouting()));
-  for (auto move : in.getMoves()) orders.moves.push_back(ReadMove(move));
+  orders.moves = ReadMoves(in.getMoves());
   orders.exit = in.getExit();
+  orders.moves_out = ReadMoves(in.getMovesOut());
+  orders.planned_out = ReadMoves(in.getPlannedOut());
   return orders;
 }
 
@@ -169,7 +185,7 @@ Frame EncodeCheckpointNow(const RequestHeader& header, const CheckpointNowReques
 Frame EncodeServerOrdersResponse(uint64_t request_id, const ServerOrders& orders) {
   // A move takes two words.
   return BuildMessage(ResponseHead{request_id, orders.routing.epoch},
-                      RoutingBytes(orders.routing) + orders.moves.size() * 16,
+                      RoutingBytes(orders.routing) + (orders.moves.size() + orders.moves_out.size() + orders.planned_out.size()) * 16,
                       [&](schema::Response::Builder response) {
                         WriteServerOrders(response.initServerOrders(), orders);
                       });

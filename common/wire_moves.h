@@ -102,8 +102,10 @@ Frame EncodeCheckpointNow(const RequestHeader& header, const CheckpointNowReques
 
 struct ServerOrders {
   RoutingTable routing;
-  std::vector<MoveOrder> moves;  // moves this server runs (as target) now
-  bool exit = false;             // drained: the server may stop
+  std::vector<MoveOrder> moves;      // moves this server runs (as target) now
+  bool exit = false;                 // drained: the server may stop
+  std::vector<MoveOrder> moves_out;    // moves in flight out of this server (it is their source)
+  std::vector<MoveOrder> planned_out;  // moves planned out of it, not started yet
 };
 
 // The rows a partition transfer carries; points into the decoded frame.

@@ -60,6 +60,9 @@ class LocalCluster {
   // What a client of this cluster connects with: the admin key pair and the scheduler's key when
   // it authenticates, else nothing.
   const TransportSecurity& client_security() const { return client_security_; }
+  // The key pair its servers share (when it authenticates): what an insider with a server key
+  // holds, for tests of what such a key cannot do.
+  const TransportSecurity& server_security() const { return server_security_; }
 
   // A client of this cluster registered under `name`, with the cluster's limits and keys.
   Result<std::unique_ptr<ps::Client>> Connect(const std::string& name = "client") const;

@@ -22,6 +22,15 @@ void Scheduler::HandleServerHeartbeat(const Frame& identity, uint64_t request_id
   for (const PartitionMove& move : moves_.TasksFor(server, routing_)) {
     orders.moves.push_back(wire::MoveOrder{move.partition, move.from, move.to});
   }
+  // After the tasks: a move this server is the source of reaches its target only once the
+  // source heard of it here.
+  const ShardMoves::MovesOut out = moves_.MovesOutOf(server);
+  for (const PartitionMove& move : out.in_flight) {
+    orders.moves_out.push_back(wire::MoveOrder{move.partition, move.from, move.to});
+  }
+  for (const PartitionMove& move : out.planned) {
+    orders.planned_out.push_back(wire::MoveOrder{move.partition, move.from, move.to});
+  }
   orders.exit = moves_.DrainedNow(server, routing_);
   Reply(identity, wire::EncodeServerOrdersResponse(request_id, orders));
 }

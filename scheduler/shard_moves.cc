@@ -104,21 +104,42 @@ void ShardMoves::Replan(const RoutingTable& routing) {
 
 std::vector<PartitionMove> ShardMoves::TasksFor(uint32_t server, const RoutingTable& routing) {
   if (in_flight_.empty() && planned_.empty()) Replan(routing);  // e.g. a dead server came back
-  std::vector<PartitionMove> tasks;
-  for (const auto& [partition, move] : in_flight_) {
-    if (move.to == server) tasks.push_back(move);
-  }
-  for (auto it = planned_.begin(); it != planned_.end() && tasks.size() < moves_per_server_;) {
+  size_t running = 0;
+  for (const auto& [partition, move] : in_flight_) running += move.to == server;
+  for (auto it = planned_.begin(); it != planned_.end() && running < moves_per_server_;) {
     if (it->to == server && !in_flight_.count(it->partition) &&
         routing.owners[it->partition] == it->from) {
       in_flight_[it->partition] = *it;
-      tasks.push_back(*it);
+      ++running;
       it = planned_.erase(it);
     } else {
       ++it;
     }
   }
+  std::vector<PartitionMove> tasks;
+  for (const auto& [partition, move] : in_flight_) {
+    if (move.to != server) continue;
+    auto told = told_.find(move.from);
+    if (told != told_.end() && told->second.count({partition, move.to})) tasks.push_back(move);
+  }
   return tasks;
+}
+
+ShardMoves::MovesOut ShardMoves::MovesOutOf(uint32_t server) {
+  MovesOut out;
+  std::set<std::pair<uint32_t, uint32_t>>& told = told_[server];
+  told.clear();
+  for (const auto& [partition, move] : in_flight_) {
+    if (move.from != server) continue;
+    told.insert({partition, move.to});
+    out.in_flight.push_back(move);
+  }
+  for (const PartitionMove& move : planned_) {
+    if (move.from != server || in_flight_.count(move.partition)) continue;
+    told.insert({move.partition, move.to});
+    out.planned.push_back(move);
+  }
+  return out;
 }
 
 Status ShardMoves::Commit(const PartitionMove& move) {

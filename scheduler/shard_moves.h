@@ -4,7 +4,11 @@
 // A server that joins a formed cluster, or one asked to drain, changes the set of servers that
 // should hold partitions; the moves PlanRebalance gives are queued. Each move is run by its
 // target server, which learns its tasks in the answer to its heartbeat (at most
-// `moves_per_server` at a time, so a join does not flood the cluster): it copies the partition
+// `moves_per_server` at a time, so a join does not flood the cluster), but only once the source
+// has learnt the move from its own heartbeat's answer (MovesOutOf, which lists the moves out of
+// a server both in flight and planned, so that a move is usually known to its source before it
+// starts): a source takes part in no move that the scheduler did not name to it first. The
+// target copies the partition
 // from the source while the source serves, takes the hand-over (the source holds the partition
 // for the moment it takes to send what changed since the copy) and commits. The scheduler
 // decides every move exactly once: Commit (by the target) or Abort (by the source, whose hand-over
@@ -20,6 +24,7 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -53,8 +58,16 @@ class ShardMoves {
   // longer than server_timeout since, aborting their moves; returns their ids.
   std::vector<uint32_t> ExpireSilent(TimePoint now);
 
-  // The moves `server` should run now (its moves in flight, topped up from the plan).
+  // The moves `server` should run now: its moves in flight (topped up from the plan) whose source
+  // was told of them.
   std::vector<PartitionMove> TasksFor(uint32_t server, const RoutingTable& routing);
+  // The moves out of `server`, in flight and planned, of which it is told by this answer: from
+  // now on their targets get them as tasks (until the next answer to it lists them no more).
+  struct MovesOut {
+    std::vector<PartitionMove> in_flight;
+    std::vector<PartitionMove> planned;
+  };
+  MovesOut MovesOutOf(uint32_t server);
   // The target finished the move: the caller sets owners[p] = to and bumps the epoch.
   // FailedPrecondition when the move is not in flight (aborted, or never started).
   Status Commit(const PartitionMove& move);
@@ -88,6 +101,8 @@ class ShardMoves {
   std::vector<Server> servers_;
   std::vector<PartitionMove> planned_;        // not started
   std::map<uint32_t, PartitionMove> in_flight_;  // by partition
+  // By source server: the moves (partition, target) its last heartbeat's answer listed.
+  std::map<uint32_t, std::set<std::pair<uint32_t, uint32_t>>> told_;
   uint64_t done_ = 0;
 };
 

@@ -14,6 +14,10 @@ constexpr uint32_t kAnyServer = UINT32_MAX;
 // often, this many times (a bsp step leaves a gap between its apply and the next pushes).
 constexpr Millis kHandoverRetry{2};
 constexpr int kHandoverAttempts = 5000;
+// A copy the source refused as unplanned ("retry": it may not have applied the scheduler's answer
+// naming the move yet) is asked again this often, this many times.
+constexpr Millis kCopyRetry{20};
+constexpr int kCopyAttempts = 50;
 // How long a drained server keeps answering before it stops.
 constexpr Millis kDrainedGrace{2000};
 
@@ -30,18 +34,20 @@ PartitionMover::PartitionMover(ShardService& service, Context& context,
 void PartitionMover::Pause(Millis duration, const std::atomic<bool>& stop) {
   const auto until = std::chrono::steady_clock::now() + duration;
   while (!stop.load() && std::chrono::steady_clock::now() < until) {
+    if (service_.TakeHeartbeatRequest()) return;  // a move's end to check with the scheduler
     std::this_thread::sleep_for(std::min<Millis>(duration, Millis(20)));
   }
 }
 
 Result<wire::ServerOrders> PartitionMover::Heartbeat() {
-  last_heartbeat_ = std::chrono::steady_clock::now();
+  const auto asked_at = std::chrono::steady_clock::now();
+  last_heartbeat_ = asked_at;
   auto orders = CallAndCheck<wire::ServerOrders>(
       scheduler_, "heartbeat", options_.heartbeat_interval * 5,
       [&](const wire::RequestHeader& header) {
         return wire::EncodeServerHeartbeat(header, service_.server_id());
       });
-  if (orders.ok()) service_.ApplyRouting(orders->routing);
+  if (orders.ok()) service_.ApplyOrders(*orders, asked_at);
   return orders;
 }
 
@@ -128,7 +134,13 @@ Status PartitionMover::RunMove(const wire::MoveOrder& move, const RoutingTable& 
     } while (offset != 0);
     return Status::Ok();
   };
+  // The source learnt the move before this server did, but may not have applied the answer yet.
   Status moved = load(wire::TransferPhase::kCopy);
+  for (int attempt = 0; moved.code() == StatusCode::kUnavailable && attempt < kCopyAttempts;
+       ++attempt) {
+    std::this_thread::sleep_for(kCopyRetry);
+    moved = load(wire::TransferPhase::kCopy);
+  }
   // A bsp source hands over between clocks only: "retry" while it holds pushes of the partition.
   for (int attempt = 0; moved.ok(); ++attempt) {
     moved = load(wire::TransferPhase::kHandover);

@@ -2,9 +2,11 @@
 // moves it is ordered to (scheduler/shard_moves.h decides them).
 //
 // Every heartbeat_interval it sends a heartbeat (also between the chunks of a move); the answer
-// carries the routing table (applied to the ShardService: epoch, lost commit answers), the moves
-// this server is the target of, and whether it may exit (it drained). A move of partition p from
-// server A to this server B:
+// carries the routing table, the moves this server is the target of, the moves in flight out of
+// it, and whether it may exit (it drained). The service applies the table and the moves out
+// (ShardService::ApplyOrders): a source takes part only in the moves the scheduler named to it,
+// and only with their targets (MovePlan). A move of partition p from server A to this server B,
+// which B learns only after A did:
 //   1. copy: B asks A for every row of p (all tables, with optimizer state), chunk by chunk so
 //      that a partition of any size moves; A keeps serving p and notes the keys pushed into it
 //      from now on; B loads the rows but does not serve p yet.
@@ -14,15 +16,16 @@
 //      In bsp, A hands over only between clocks, when it holds no deferred push of p (B asks
 //      again every few ms until then), so each clock's pushes are applied where they arrived.
 //   4. B writes the rows it loaded to its data directory, if it has one, and asks the scheduler
-//      to commit. Committed: the routing table gives p to B at a new epoch,
-//      B serves p, and A drops it (B tells it; A also learns it from the routing table).
-//      Refused (the move was aborted meanwhile): B drops what it loaded and A serves p again.
+//      to commit. Committed: the routing table gives p to B at a new epoch, B serves p, and A
+//      drops p once the routing table it hears from the scheduler says so (B's release asks A to
+//      heartbeat at once). Refused (the move was aborted meanwhile): B drops what it loaded, and
+//      A serves p again once the scheduler's answer no longer lists the move.
 // A failure before the commit aborts the move the same way. If B dies after the hand-over, A's
 // hold outlasts handover_timeout (a copy never followed by a hand-over, twice transfer_timeout);
 // A then asks the scheduler to abort, and serves p again unless the commit came first, in which
-// case it drops p. So each move is decided once, by the
-// scheduler, and every push is applied by exactly one owner: before the hand-over by A (and
-// copied), after the commit by B, and in between by nobody (retried).
+// case it drops p. So each move is decided once, by the scheduler, and every push is applied by
+// exactly one owner: before the hand-over by A (and copied), after the commit by B, and in
+// between by nobody (retried). Neither end of a move changes anything on the other's word alone.
 //
 // Thread-safety: Run on one thread; the service's methods it calls are thread-safe.
 #pragma once
@@ -71,8 +74,8 @@ class PartitionMover {
   // was never followed by a hand-over within twice transfer_timeout), then serves or drops each
   // partition as the scheduler's routing table says.
   void ResolveLongHolds();
-  // Sleeps up to `duration`, waking early when `stop` is set.
-  static void Pause(Millis duration, const std::atomic<bool>& stop);
+  // Sleeps up to `duration`, waking early when `stop` is set or the service asks for a heartbeat.
+  void Pause(Millis duration, const std::atomic<bool>& stop);
 
   ShardService& service_;
   Context& context_;

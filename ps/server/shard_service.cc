@@ -69,7 +69,10 @@ ShardService::ShardService(uint32_t server_id, const RoutingTable& routing,
     : server_id_(server_id),
       policy_(policy),
       ownership_(routing, server_id),
-      deferred_(policy.limits.deferred_pushes_per_clock) {}
+      plan_(server_id),
+      deferred_(policy.limits.deferred_pushes_per_clock) {
+  plan_.Update(routing, {}, {});
+}
 
 Frame ShardService::Handle(Frame request, const Peer& peer) {
   // Known once decoded, for the error an exception escaping the handler becomes.

@@ -40,6 +40,7 @@
 #include "common/wire.h"
 #include "embedding/embedding_table.h"
 #include "ps/server/hint_prefetcher.h"
+#include "ps/server/move_plan.h"
 #include "ps/server/non_finite_gradients.h"
 #include "ps/server/partition_ownership.h"
 #include "ps/server/push_accumulator.h"
@@ -108,6 +109,19 @@ class ShardService {
   void Resume(uint32_t partition);
   // The scheduler's routing table: its epoch, and partitions whose commit answer was lost.
   void ApplyRouting(const RoutingTable& routing);
+  // The scheduler's answer to a heartbeat sent at `asked_at`: ApplyRouting, the moves out of
+  // this server in flight and planned (the only ones it takes part in: MovePlan), and the end of
+  // each move out that the scheduler decided since: a partition the routing table gives to
+  // another server is released, one whose copy began before `asked_at` and whose move is no
+  // longer in flight (aborted) is served again.
+  void ApplyOrders(const wire::ServerOrders& orders,
+                   std::chrono::steady_clock::time_point asked_at = kLatest);
+  static constexpr std::chrono::steady_clock::time_point kLatest =
+      std::chrono::steady_clock::time_point::max();
+  // Whether a peer's transfer asked this server to hear from the scheduler soon (a release or
+  // resume, which it checks against the scheduler's answer rather than take on the peer's
+  // word); clears the request.
+  bool TakeHeartbeatRequest() { return heartbeat_requested_.exchange(false); }
   // Source: partitions whose move out stalled (their target may be gone): copied longer ago than
   // `copy_limit` without a hand-over, or held longer than `hold_limit`.
   std::vector<uint32_t> StalledMovesOut(Millis copy_limit, Millis hold_limit) const;
@@ -121,6 +135,8 @@ class ShardService {
   // Partition moves this server completed as the target (adopted) and as the source (released).
   uint64_t moves_in() const { return moves_in_.load(std::memory_order_relaxed); }
   uint64_t moves_out() const { return moves_out_.load(std::memory_order_relaxed); }
+  // Partition transfers refused because the scheduler's plan did not name them or their sender.
+  uint64_t transfers_refused() const { return transfers_refused_.load(std::memory_order_relaxed); }
 
  private:
   // A table's counts of pushes with non-finite gradients.
@@ -169,9 +185,15 @@ class ShardService {
   Status RestoreCheckpoint(const std::string& dir);
   Frame HandlePartitionTransfer(const wire::RequestHeader& header,
                                 const wire::PartitionTransferRequest& transfer, const Peer& peer);
-  // With authentication, the server key that started copying partition `p` is the only one that
-  // may go on with its move (hand-over, release, resume): PermissionDenied for any other.
-  Status CheckMover(uint32_t p, wire::TransferPhase phase, const Peer& peer);
+  // Whether the scheduler's plan (MovePlan) lets `peer` take the step `transfer` asks for: a copy
+  // or hand-over only of a move in flight out of this server, by its target, and the same move
+  // as the one under way; a release or resume only by the target of the move under way.
+  // Refusals are logged and counted, and change nothing.
+  Status CheckPlannedMove(const wire::PartitionTransferRequest& transfer, const Peer& peer);
+  // Source: a release or resume that the target asked for, checked against what the scheduler
+  // decided. A release drops the partition when the routing table last heard gives it to the
+  // mover; otherwise, and for every resume, the scheduler is asked (at the next heartbeat, soon).
+  Frame AnswerMoveEnd(uint64_t request_id, uint32_t p, wire::TransferPhase phase);
   // Source: the reply with the chunk of partition `p`'s outgoing rows at `offset`.
   Frame TransferChunk(uint64_t request_id, uint32_t p, wire::TransferPhase phase, uint64_t offset);
   // Ends a move out of partition `p`: its state becomes `to`, nothing more is noted for it.
@@ -194,15 +216,23 @@ class ShardService {
   // Pulls, pushes and clock applies hold it shared; a partition changing state (copy, hand-over)
   // holds it exclusively, so no request is between its ownership check and its effect then.
   mutable std::shared_mutex transfer_mutex_;
-  // guards changed_, moving_out_since_, mover_keys_ and outgoing_
+  // guards changed_, moving_out_since_, mover_targets_ and outgoing_
   mutable std::mutex changed_mutex_;
   std::atomic<uint32_t> copying_{0};  // partitions in kCopying
   // Keys pushed into partitions being copied, by partition and table.
   std::map<uint32_t, std::map<std::string, std::set<uint64_t>>> changed_;
   // Partitions moving out: since their copy, or their hand-over.
   std::map<uint32_t, std::chrono::steady_clock::time_point> moving_out_since_;
-  // Partitions moving out: the public key of the server copying them (authenticated moves).
-  std::map<uint32_t, std::string> mover_keys_;
+  // Partitions moving out: the server copying them (the target the plan named at the copy), and
+  // when that copy began.
+  struct MoveOut {
+    uint32_t target = 0;
+    std::chrono::steady_clock::time_point copy_began;
+  };
+  std::map<uint32_t, MoveOut> mover_targets_;
+  // The moves out of this server that the scheduler planned, as its last heartbeat said.
+  MovePlan plan_;
+  std::atomic<bool> heartbeat_requested_{false};
   // What a move out sends in chunks: the keys of the partition as its copy began, or those that
   // changed since, when its hand-over began; per table (tables with rows only), ascending.
   struct OutgoingRows {
@@ -224,6 +254,7 @@ class ShardService {
   std::atomic<uint64_t> duplicate_pushes_{0};
   std::atomic<uint64_t> moves_in_{0};
   std::atomic<uint64_t> moves_out_{0};
+  std::atomic<uint64_t> transfers_refused_{0};
   RequestMetrics request_metrics_;
   LimitCounters limits_hit_;
   std::map<std::string, NonFiniteCounts, std::less<>> non_finite_;  // a key per table

@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <mutex>
+#include <optional>
 #include <set>
 
 #include "common/checksummed_file.h"
@@ -51,16 +52,41 @@ void ShardService::NoteChangedKeys(const embedding::EmbeddingTable& table,
   }
 }
 
-Status ShardService::CheckMover(uint32_t p, wire::TransferPhase phase, const Peer& peer) {
-  if (!peer.authenticated()) return Status::Ok();
-  std::lock_guard lock(changed_mutex_);
-  auto mover = mover_keys_.find(p);
-  // No move under way: a copy starts one, and the state checks refuse what needs one.
-  if (mover == mover_keys_.end() || mover->second == peer.public_key) return Status::Ok();
-  return PermissionDenied("partition-transfer (" + std::string(wire::TransferPhaseName(phase)) +
-                          ") of partition " + std::to_string(p) + " from " + peer.Describe() +
-                          ": another server is moving it, and only that server may go on with "
-                          "the move; refused, nothing changed");
+Status ShardService::CheckPlannedMove(const wire::PartitionTransferRequest& transfer,
+                                      const Peer& peer) {
+  const uint32_t p = transfer.partition;
+  std::optional<uint32_t> under_way;
+  {
+    std::lock_guard lock(changed_mutex_);
+    auto mover = mover_targets_.find(p);
+    if (mover != mover_targets_.end()) under_way = mover->second.target;
+  }
+  const bool ends_move = transfer.phase == wire::TransferPhase::kRelease ||
+                         transfer.phase == wire::TransferPhase::kResume;
+  Status allowed = Status::Ok();
+  if (ends_move) {
+    // With no move under way the state checks answer (a repeated release finds nothing to do).
+    if (under_way) allowed = plan_.CheckIsServer(*under_way, peer);
+  } else if (const std::optional<uint32_t> target = plan_.TargetOf(p); !target) {
+    allowed = Unavailable("the scheduler has planned no move of partition " + std::to_string(p) +
+                          " out of server " + std::to_string(server_id_) + " (as of epoch " +
+                          std::to_string(plan_.epoch()) + ")");
+  } else if (under_way && *under_way != *target) {
+    allowed = FailedPrecondition("partition " + std::to_string(p) + " is being copied to server " +
+                                 std::to_string(*under_way) + ", while the scheduler now plans "
+                                 "its move to server " + std::to_string(*target));
+  } else {
+    allowed = plan_.CheckIsServer(*target, peer);
+    if (!allowed.ok()) allowed = allowed.WithContext("the move's target");
+  }
+  if (allowed.ok()) return allowed;
+  transfers_refused_.fetch_add(1, std::memory_order_relaxed);
+  const Status refused = allowed.WithContext(
+      "partition-transfer (" + std::string(wire::TransferPhaseName(transfer.phase)) +
+      ") of partition " + std::to_string(p) + " from " + peer.Describe() +
+      " refused, nothing changed");
+  spdlog::warn("server {}: {}", server_id_, refused.ToString());
+  return refused;
 }
 
 Frame ShardService::HandlePartitionTransfer(const wire::RequestHeader& header,
@@ -72,8 +98,8 @@ Frame ShardService::HandlePartitionTransfer(const wire::RequestHeader& header,
                                                     std::to_string(p) + " of " +
                                                     std::to_string(ownership_.size())));
   }
-  if (Status mover = CheckMover(p, transfer.phase, peer); !mover.ok()) {
-    return Error(header.request_id, mover);
+  if (Status planned = CheckPlannedMove(transfer, peer); !planned.ok()) {
+    return Error(header.request_id, planned);
   }
   const PartitionState state = ownership_.state(p);
   const std::string where = "partition " + std::to_string(p) + " of server " +
@@ -92,6 +118,13 @@ Frame ShardService::HandlePartitionTransfer(const wire::RequestHeader& header,
         return Error(header.request_id, FailedPrecondition(where + " cannot be copied: it is not "
                                                            "served here"));
       }
+      // Checked against the plan a moment ago; it may have changed since.
+      const std::optional<uint32_t> planned = plan_.TargetOf(p);
+      if (!planned) {
+        return Error(header.request_id,
+                     Unavailable(where + ": its move was no longer planned when the copy began"));
+      }
+      const uint32_t target = *planned;
       {
         // No push is between its ownership check and its noting while the state changes.
         std::unique_lock exclusive(transfer_mutex_);
@@ -100,7 +133,7 @@ Frame ShardService::HandlePartitionTransfer(const wire::RequestHeader& header,
         ownership_.set(p, PartitionState::kCopying);
         changed_.erase(p);
         moving_out_since_[p] = std::chrono::steady_clock::now();
-        if (peer.authenticated()) mover_keys_.emplace(p, peer.public_key);
+        mover_targets_[p] = MoveOut{target, std::chrono::steady_clock::now()};
       }
       // Rows pushed from now on are noted and sent again at the hand-over.
       OutgoingRows rows{wire::TransferPhase::kCopy, {}, 0};
@@ -162,11 +195,9 @@ Frame ShardService::HandlePartitionTransfer(const wire::RequestHeader& header,
                      FailedPrecondition(where + " cannot be released: it is " +
                                         std::string(StateName(state)) + ", not handed over"));
       }
-      Release(p);
-      return wire::EncodeStatusResponse(header.request_id, ownership_.epoch(), Status::Ok());
+      [[fallthrough]];
     case wire::TransferPhase::kResume:
-      Resume(p);
-      return wire::EncodeStatusResponse(header.request_id, ownership_.epoch(), Status::Ok());
+      return AnswerMoveEnd(header.request_id, p, transfer.phase);
   }
   return TransferChunk(header.request_id, p, transfer.phase, transfer.offset);
 }
@@ -221,6 +252,58 @@ Frame ShardService::TransferChunk(uint64_t request_id, uint32_t p, wire::Transfe
       [&bytes](std::span<uint8_t> data) { std::memcpy(data.data(), bytes.data(), bytes.size()); });
 }
 
+Frame ShardService::AnswerMoveEnd(uint64_t request_id, uint32_t p, wire::TransferPhase phase) {
+  std::optional<uint32_t> mover;
+  {
+    std::lock_guard lock(changed_mutex_);
+    auto it = mover_targets_.find(p);
+    if (it != mover_targets_.end()) mover = it->second.target;
+  }
+  if (!mover) {  // nothing under way: a repeated release or resume
+    return wire::EncodeStatusResponse(request_id, ownership_.epoch(), Status::Ok());
+  }
+  if (phase == wire::TransferPhase::kRelease && plan_.OwnerOf(p) == mover) {
+    Release(p);
+    return wire::EncodeStatusResponse(request_id, ownership_.epoch(), Status::Ok());
+  }
+  heartbeat_requested_.store(true);
+  if (phase == wire::TransferPhase::kResume) {
+    // Served again once the scheduler's answer shows the move is no longer in flight.
+    return wire::EncodeStatusResponse(request_id, ownership_.epoch(), Status::Ok());
+  }
+  return Error(request_id,
+               Unavailable("partition " + std::to_string(p) + " of server " +
+                           std::to_string(server_id_) + ": the routing table this server last "
+                           "heard (epoch " + std::to_string(plan_.epoch()) + ") does not give it "
+                           "to server " + std::to_string(*mover) + " yet; it is dropped once "
+                           "the scheduler's does"));
+}
+
+void ShardService::ApplyOrders(const wire::ServerOrders& orders,
+                               std::chrono::steady_clock::time_point asked_at) {
+  const RoutingTable& routing = orders.routing;
+  plan_.Update(routing, orders.moves_out, orders.planned_out);
+  ApplyRouting(routing);
+  std::map<uint32_t, MoveOut> moving_out;
+  {
+    std::lock_guard lock(changed_mutex_);
+    moving_out = mover_targets_;
+  }
+  for (const auto& [p, move] : moving_out) {
+    if (p >= routing.owners.size()) continue;
+    if (routing.owners[p] != server_id_) {
+      spdlog::debug("server {}: the scheduler gave partition {} to server {}", server_id_, p,
+                    routing.owners[p]);
+      Release(p);
+    } else if (move.copy_began < asked_at && plan_.InFlightTargetOf(p) != move.target) {
+      // (A copy begun after the heartbeat was sent may be of a move that started since.)
+      spdlog::warn("server {}: the move of partition {} to server {} is no longer in flight "
+                   "(aborted); serving it again", server_id_, p, move.target);
+      Resume(p);
+    }
+  }
+}
+
 void ShardService::EndMoveOut(uint32_t p, PartitionState to) {
   std::unique_lock exclusive(transfer_mutex_);
   std::lock_guard lock(changed_mutex_);
@@ -228,7 +311,7 @@ void ShardService::EndMoveOut(uint32_t p, PartitionState to) {
   ownership_.set(p, to);
   changed_.erase(p);
   moving_out_since_.erase(p);
-  mover_keys_.erase(p);
+  mover_targets_.erase(p);
   outgoing_.erase(p);
 }
 

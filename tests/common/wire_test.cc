@@ -426,12 +426,14 @@ TEST(WireTest, EveryResponseKindRoundTrips) {
   EXPECT_EQ(got_cut.chain, 4u);
   EXPECT_EQ(got_cut.after, "/a");
 
-  ServerOrders orders{routing, {{1, 0, 1}, {5, 1, 0}}, true};
+  ServerOrders orders{routing, {{1, 0, 1}, {5, 1, 0}}, true, {{7, 2, 1}}, {{3, 2, 0}, {4, 2, 1}}};
   const auto got_orders =
       DecodedResponseBody<ServerOrders>(EncodeServerOrdersResponse(10, orders), 10, 6);
   EXPECT_EQ(got_orders.routing.owners, routing.owners);
   EXPECT_EQ(got_orders.moves, orders.moves);
   EXPECT_TRUE(got_orders.exit);
+  EXPECT_EQ(got_orders.moves_out, orders.moves_out);
+  EXPECT_EQ(got_orders.planned_out, orders.planned_out);
 
   ClusterStatus status{
       routing, {{0, "tcp://a:1", "live", 4}, {1, "tcp://b:2", "draining", 4}}, 1, 2, 3,

@@ -1,5 +1,6 @@
 // A partitionTransfer release (or hand-over) for a partition a server simply owns, with no move
-// under way, is refused and changes nothing: the rows stay, and so does the ownership.
+// under way, is refused and changes nothing: the rows stay, and so does the ownership. A handed
+// over partition is dropped when the scheduler's routing table gives it away.
 #include <gtest/gtest.h>
 
 #include <memory>
@@ -61,10 +62,12 @@ TEST_F(ReleaseGuardTest, ReleaseOfAnOwnedPartitionWithoutAMoveIsRefused) {
   const std::vector<float> before = Pull();
   ASSERT_EQ(before.size(), keys_.size() * Spec().dim);
   const uint32_t partition = PartitionOfFirstKey();
-  for (wire::TransferPhase phase : {wire::TransferPhase::kRelease,
-                                    wire::TransferPhase::kHandover}) {
+  // A release finds nothing handed over; a hand-over finds no move the scheduler planned.
+  using wire::TransferPhase;
+  for (auto [phase, code] : {std::pair{TransferPhase::kRelease, StatusCode::kFailedPrecondition},
+                             std::pair{TransferPhase::kHandover, StatusCode::kUnavailable}}) {
     Status status = Transfer(partition, phase);
-    EXPECT_EQ(status.code(), StatusCode::kFailedPrecondition) << status.ToString();
+    EXPECT_EQ(status.code(), code) << status.ToString();
     EXPECT_NE(status.message().find("partition " + std::to_string(partition)), std::string::npos)
         << status.ToString();
   }
@@ -73,11 +76,21 @@ TEST_F(ReleaseGuardTest, ReleaseOfAnOwnedPartitionWithoutAMoveIsRefused) {
   EXPECT_EQ(Pull(), before);
 }
 
-TEST_F(ReleaseGuardTest, ReleaseAfterAHandOverStillDropsThePartition) {
+TEST_F(ReleaseGuardTest, AHandedOverPartitionIsDroppedOnceTheRoutingTableGivesItAway) {
   const uint32_t partition = PartitionOfFirstKey();
+  RoutingTable routing =
+      MakeBalancedRouting(kPartitions, {{0, "tcp://127.0.0.1:1"}, {1, "tcp://127.0.0.1:2"}}, 1);
+  routing.owners.assign(kPartitions, 0);
+  service_->ApplyOrders({routing, {}, false, {{partition, 0, 1}}, {}});
   ASSERT_TRUE(Transfer(partition, wire::TransferPhase::kCopy).ok());
   ASSERT_TRUE(Transfer(partition, wire::TransferPhase::kHandover).ok());
-  EXPECT_TRUE(Transfer(partition, wire::TransferPhase::kRelease).ok());
+  // The target's release alone does not drop it: the scheduler has not given it away yet.
+  EXPECT_EQ(Transfer(partition, wire::TransferPhase::kRelease).code(), StatusCode::kUnavailable);
+  EXPECT_EQ(service_->moves_out(), 0u);
+  routing.owners[partition] = 1;
+  ++routing.epoch;
+  service_->ApplyOrders({routing, {}, false, {}, {}});  // committed
+  EXPECT_EQ(service_->moves_out(), 1u);
   EXPECT_TRUE(Transfer(partition, wire::TransferPhase::kRelease).ok());  // repeated: no-op
 }
 

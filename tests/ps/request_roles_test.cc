@@ -1,5 +1,6 @@
 // Who may send what: every request kind names its senders, a server refuses the rest by name and
-// changes nothing, and only the server that copies a partition may go on with its move.
+// changes nothing, and a server takes part only in the moves the scheduler planned, with the
+// target the plan names (by key), whatever a valid server key asks.
 #include <gtest/gtest.h>
 
 #include "common/wire.h"
@@ -52,13 +53,25 @@ TEST(RequestRolesTest, EachKindNamesWhoMaySendIt) {
       << refused.ToString();
 }
 
+// Server 0 owns every partition; servers 1 (kServerA's key) and 2 (kServerB's) own none.
+RoutingTable Routing(uint64_t epoch = 1) {
+  RoutingTable routing =
+      MakeBalancedRouting(kPartitions,
+                          {{0, "tcp://127.0.0.1:1", ""},
+                           {1, "tcp://127.0.0.1:2", kServerA.public_key},
+                           {2, "tcp://127.0.0.1:3", kServerB.public_key}},
+                          epoch);
+  routing.owners.assign(kPartitions, 0);
+  return routing;
+}
+
 class ShardRolesTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    auto service = ShardService::Create(
-        0, {Spec()}, MakeBalancedRouting(kPartitions, {{0, "tcp://127.0.0.1:1"}}, 1), {});
+    auto service = ShardService::Create(0, {Spec()}, Routing(), {});
     ASSERT_TRUE(service.ok()) << service.status().ToString();
     service_ = std::move(*service);
+    partition_ = embedding::EmbeddingTable(Spec(), kPartitions).PartitionOf(keys_[0]);
   }
   Result<wire::DecodedResponse> Call(Frame request, const Peer& peer) {
     return wire::DecodeResponse(service_->Handle(std::move(request), peer));
@@ -67,11 +80,24 @@ class ShardRolesTest : public ::testing::Test {
     auto reply = Call(wire::EncodePartitionTransfer({7, 0}, {partition_, phase}), peer);
     return reply.ok() ? reply->status : reply.status();
   }
+  Status PullStatus() {
+    auto reply = Call(wire::EncodePull({1, 1}, "item", keys_), kTrainer);
+    return reply.ok() ? reply->status : reply.status();
+  }
   std::vector<float> Pull(const Peer& peer) {
     auto reply = Call(wire::EncodePull({1, 1}, "item", keys_), peer);
     EXPECT_TRUE(reply.ok() && reply->status.ok()) << (reply.ok() ? reply->status.ToString() : "");
     auto* rows = reply.ok() ? std::get_if<std::span<const float>>(&reply->body) : nullptr;
     return rows ? std::vector<float>(rows->begin(), rows->end()) : std::vector<float>{};
+  }
+  // The scheduler's answer to a heartbeat of server 0: `routing`, and the move of partition_ to
+  // server 1 in flight, planned, or neither.
+  enum class Move { kNone, kPlanned, kInFlight };
+  void Orders(Move move, const RoutingTable& routing = Routing()) {
+    wire::ServerOrders orders{routing, {}, false, {}, {}};
+    if (move == Move::kInFlight) orders.moves_out.push_back({partition_, 0, 1});
+    if (move == Move::kPlanned) orders.planned_out.push_back({partition_, 0, 1});
+    service_->ApplyOrders(orders);
   }
 
   std::unique_ptr<ShardService> service_;
@@ -82,7 +108,6 @@ class ShardRolesTest : public ::testing::Test {
 TEST_F(ShardRolesTest, AServerRefusesKindsTheSendersRoleMayNotSendAndChangesNothing) {
   const std::vector<float> before = Pull(kTrainer);
   ASSERT_EQ(before.size(), keys_.size() * Spec().dim);
-  partition_ = embedding::EmbeddingTable(Spec(), kPartitions).PartitionOf(keys_[0]);
   const std::vector<float> grads(keys_.size() * Spec().dim, 1.0f);
   auto push = Call(wire::EncodePushSubset({2, 1}, "item", keys_, grads, Spec().dim, {}, 0,
                                           wire::RowFormat::kF32, 0, false, {}),
@@ -100,27 +125,87 @@ TEST_F(ShardRolesTest, AServerRefusesKindsTheSendersRoleMayNotSendAndChangesNoth
   EXPECT_EQ(Pull(kAdmin), before);
 }
 
-TEST_F(ShardRolesTest, OnlyTheServerCopyingAPartitionMayGoOnWithItsMove) {
-  partition_ = embedding::EmbeddingTable(Spec(), kPartitions).PartitionOf(keys_[0]);
+TEST_F(ShardRolesTest, AServerKeyCanStartNoMoveTheSchedulerDidNotPlan) {
   const std::vector<float> before = Pull(kTrainer);
+  // No move planned: a valid server key asking for every phase changes nothing.
+  for (const Peer& server : {kServerA, kServerB}) {
+    for (auto phase : {wire::TransferPhase::kCopy, wire::TransferPhase::kHandover}) {
+      const Status refused = Transfer(phase, server);
+      EXPECT_EQ(refused.code(), StatusCode::kUnavailable) << refused.ToString();
+      EXPECT_NE(refused.message().find("planned no move of partition " +
+                                       std::to_string(partition_)),
+                std::string::npos)
+          << refused.ToString();
+    }
+    EXPECT_EQ(Transfer(wire::TransferPhase::kRelease, server).code(),
+              StatusCode::kFailedPrecondition);  // owned, with no move under way
+    EXPECT_TRUE(Transfer(wire::TransferPhase::kResume, server).ok());  // nothing to resume
+  }
+  EXPECT_EQ(service_->transfers_refused(), 4u);
+  EXPECT_EQ(Pull(kTrainer), before);
+  EXPECT_EQ(service_->Stats().partitions_owned, kPartitions);
+}
+
+TEST_F(ShardRolesTest, OnlyTheTargetThePlanNamesMayMoveThePartition) {
+  const std::vector<float> before = Pull(kTrainer);
+  Orders(Move::kInFlight);
+  // Another valid server key can neither start the planned move nor take it over.
+  EXPECT_EQ(Transfer(wire::TransferPhase::kCopy, kServerB).code(), StatusCode::kPermissionDenied);
   ASSERT_TRUE(Transfer(wire::TransferPhase::kCopy, kServerA).ok());
-  // Another server can neither take the move over nor end it.
   for (auto phase : {wire::TransferPhase::kHandover, wire::TransferPhase::kRelease,
                      wire::TransferPhase::kResume}) {
     const Status refused = Transfer(phase, kServerB);
     EXPECT_EQ(refused.code(), StatusCode::kPermissionDenied) << refused.ToString();
-    EXPECT_NE(refused.message().find("partition " + std::to_string(partition_)),
-              std::string::npos);
+    EXPECT_NE(refused.message().find("is not server 1"), std::string::npos) << refused.ToString();
   }
+  // Another partition, not planned, even by the planned target.
+  const uint32_t planned = partition_;
+  partition_ = (planned + 1) % kPartitions;
+  EXPECT_EQ(Transfer(wire::TransferPhase::kCopy, kServerA).code(), StatusCode::kUnavailable);
+  partition_ = planned;
   ASSERT_TRUE(Transfer(wire::TransferPhase::kHandover, kServerA).ok());
-  EXPECT_EQ(Transfer(wire::TransferPhase::kRelease, kServerB).code(),
-            StatusCode::kPermissionDenied);
-  ASSERT_TRUE(Transfer(wire::TransferPhase::kResume, kServerA).ok());  // the move aborted
+  // The target's release before the routing table gives it the partition drops nothing.
+  const Status early = Transfer(wire::TransferPhase::kRelease, kServerA);
+  EXPECT_EQ(early.code(), StatusCode::kUnavailable) << early.ToString();
+  EXPECT_TRUE(service_->TakeHeartbeatRequest());
+  EXPECT_EQ(PullStatus().code(), StatusCode::kUnavailable);  // held while handed over
+  // Nor does its resume serve the partition again before the scheduler's answer says so.
+  ASSERT_TRUE(Transfer(wire::TransferPhase::kResume, kServerA).ok());
+  EXPECT_EQ(PullStatus().code(), StatusCode::kUnavailable);
+  Orders(Move::kNone);  // aborted: served again, rows as they were
   EXPECT_EQ(Pull(kTrainer), before);
-  // With no move under way, a release is refused whoever sends it: the rows stay.
-  EXPECT_EQ(Transfer(wire::TransferPhase::kRelease, kServerB).code(),
-            StatusCode::kFailedPrecondition);
+  EXPECT_EQ(service_->transfers_refused(), 5u);
+}
+
+TEST_F(ShardRolesTest, APartitionIsDroppedOnlyWhenTheRoutingTableGivesItAway) {
+  Orders(Move::kInFlight);
+  ASSERT_TRUE(Transfer(wire::TransferPhase::kCopy, kServerA).ok());
+  ASSERT_TRUE(Transfer(wire::TransferPhase::kHandover, kServerA).ok());
+  Orders(Move::kInFlight);  // still in flight: still held
+  EXPECT_EQ(PullStatus().code(), StatusCode::kUnavailable);
+  EXPECT_EQ(service_->moves_out(), 0u);
+  RoutingTable committed = Routing(2);
+  committed.owners[partition_] = 1;
+  Orders(Move::kNone, committed);
+  EXPECT_EQ(service_->moves_out(), 1u);
+  EXPECT_EQ(PullStatus().code(), StatusCode::kFailedPrecondition);  // not owned here any more
+  EXPECT_TRUE(Transfer(wire::TransferPhase::kRelease, kServerA).ok());  // repeated: no-op
+  EXPECT_EQ(service_->Stats().partitions_owned, kPartitions - 1);
+}
+
+TEST_F(ShardRolesTest, AMoveToldAheadAsPlannedMayStartAndEndsWhenNotInFlight) {
+  const std::vector<float> before = Pull(kTrainer);
+  Orders(Move::kPlanned);
+  const auto asked_before_the_copy = std::chrono::steady_clock::now();
+  ASSERT_TRUE(Transfer(wire::TransferPhase::kCopy, kServerA).ok());
+  // An answer to a heartbeat sent before the copy began may predate the move's start: kept.
+  service_->ApplyOrders({Routing(), {}, false, {}, {{partition_, 0, 1}}}, asked_before_the_copy);
+  ASSERT_TRUE(Transfer(wire::TransferPhase::kHandover, kServerA).ok());
+  // One sent after it that lists the move as planned only: it was aborted; served again.
+  Orders(Move::kPlanned);
   EXPECT_EQ(Pull(kTrainer), before);
+  EXPECT_EQ(Transfer(wire::TransferPhase::kHandover, kServerA).code(),
+            StatusCode::kFailedPrecondition);  // nothing copied any more
 }
 
 }  // namespace

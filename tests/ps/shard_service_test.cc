@@ -46,11 +46,14 @@ class Service {
       store_ = std::move(*store);
       storage.store = store_.get();
     }
-    auto service = ShardService::Create(
-        0, {Spec()}, MakeBalancedRouting(kPartitions, {{0, "tcp://127.0.0.1:1"}}, 1), storage,
-        policy);
+    auto service = ShardService::Create(0, {Spec()}, routing_, storage, policy);
     EXPECT_TRUE(service.ok()) << service.status().ToString();
     service_ = std::move(*service);
+  }
+
+  // The scheduler's answer to a heartbeat: the move of `partition` to server 1 is in flight.
+  void PlanMoveOut(uint32_t partition) {
+    service_->ApplyOrders({routing_, {}, false, {{partition, 0, 1}}, {}});
   }
 
   Status Call(Frame request) {
@@ -73,6 +76,8 @@ class Service {
   ShardService* operator->() { return service_.get(); }
 
  private:
+  const RoutingTable routing_ =
+      MakeBalancedRouting(kPartitions, {{0, "tcp://127.0.0.1:1"}}, 1);
   std::unique_ptr<embedding::RocksStore> store_;  // outlives service_
   std::unique_ptr<ShardService> service_;
 };
@@ -205,6 +210,7 @@ TEST(ShardServiceMovesTest, KeysPushedWhileAPartitionIsCopiedAreSentAgainAtTheHa
     }
   }
   ASSERT_TRUE(service.Push(1, {kSender, 1}, batch.keys, batch.grads).ok());
+  service.PlanMoveOut(partition);
   EXPECT_EQ(TransferredKeys(*service, partition, wire::TransferPhase::kCopy), in_partition);
   // Pushes into other partitions are not noted, nor is a copy of a push applied before.
   const std::vector<float> grads(elsewhere.size() * Spec().dim, 1.0f);
@@ -270,6 +276,7 @@ TEST(ShardServiceMovesTest, APartitionMovesInChunksOfBoundedSizeAndArrivesBitFor
   const std::vector<uint64_t> pushed_meanwhile = {keys[3], keys[60]};
   const std::vector<float> more(pushed_meanwhile.size() * Spec().dim, 0.25f);
   int push_id = 2;
+  source.PlanMoveOut(partition);
   const auto [copy_chunks, handover_chunks] = MoveInChunks(*source, **target, partition, [&] {
     if (push_id == 5) return;
     ASSERT_TRUE(source.Push(push_id++, {kSender, 1}, pushed_meanwhile, more).ok());
@@ -295,6 +302,7 @@ TEST(ShardServiceMovesTest, AChunkOutsideTheTransferUnderWayIsRefusedAndChangesN
   const Batch batch;
   ASSERT_TRUE(service.Push(1, {kSender, 1}, batch.keys, batch.grads).ok());
   const uint32_t partition = embedding::EmbeddingTable(Spec(), kPartitions).PartitionOf(1);
+  service.PlanMoveOut(partition);
   auto transfer = [&](wire::TransferPhase phase, uint64_t offset) {
     return service.Call(wire::EncodePartitionTransfer({3, 1}, {partition, phase, offset}));
   };
