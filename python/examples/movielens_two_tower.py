@@ -20,7 +20,7 @@ The data is not shipped: --data-root is the folder holding ml-100k/ (u.data, u.u
 From the repository's root, with the Python module built:
 
     PYTHONPATH=build/python /usr/bin/python3 python/examples/movielens_two_tower.py \
-        --data-root ../shared/data
+        --data-root /path/to/data
 
 It needs numpy, torch and PyYAML (to read the config's model and train sections).
 """
