@@ -31,6 +31,9 @@ struct ClockGrant {
   std::vector<uint32_t> trainers;  // whose pushes of `clock` count
   uint64_t min_clock = 0;          // slowest live trainer's clock when granted
   CutInfo cut;                     // a cut announced for a later clock (cut.clock > clock), if any
+  // The scheduler's signature of (clock, trainers, combine) (common/grant_signature.h), which
+  // servers check before they apply the clock; empty without authentication.
+  std::string signature;
 };
 
 }  // namespace ember

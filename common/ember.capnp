@@ -190,6 +190,7 @@ struct ApplyClock {
   clock @0 :UInt64;
   trainers @1 :Data;          # little-endian uint32 trainer ids whose pushes make up the clock
   combine @2 :Combine;
+  signature @3 :Data;         # the scheduler's signature of the grant (ClockGrant.signature)
   enum Combine {
     mean @0;                  # the sum divided by the number of trainers listed
     sum @1;
@@ -219,6 +220,8 @@ struct ClockGrant {
   cutKeep @5 :UInt32;         # periodic cuts: newest step-* directories beside cutDir to keep; 0: all
   cutChain @6 :UInt32;        # incremental cuts: checkpoints a chain may hold (base included); 0: full
   cutAfter @7 :Text;          # the checkpoint the cut extends as an increment (absolute); empty: none
+  signature @8 :Data;         # the scheduler's Ed25519 signature of (clock, trainers, combine) that
+                              # servers check before applying the clock; empty without keys
 }
 
 # To the scheduler, from a trainer at a checkpoint cut.
@@ -381,6 +384,7 @@ struct Registration {
   tables @1 :List(TableSpec);
   routing @2 :RoutingTable;
   clock @3 :UInt64;           # trainers: the clock to start from (a late joiner joins here)
+  grantKey @4 :Data;          # servers: the key clock grants are signed with (empty: unsigned)
 }
 
 struct Response {

@@ -89,6 +89,14 @@ template <typename T>
                                values.size() * sizeof(T));
 }
 
+// Bytes as a Data field (copied when set), and back.
+inline ::capnp::Data::Reader DataOf(std::string_view bytes) {
+  return ::capnp::Data::Reader(reinterpret_cast<const kj::byte*>(bytes.data()), bytes.size());
+}
+inline std::string BytesOf(::capnp::Data::Reader data) {
+  return std::string(reinterpret_cast<const char*>(data.begin()), data.size());
+}
+
 // Serialises a builder into a single frame (one copy).
 Frame Finish(::capnp::MessageBuilder& builder);
 

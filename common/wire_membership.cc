@@ -81,6 +81,7 @@ void WriteRegistration(schema::Registration::Builder out, const Registration& re
   }
   WriteRouting(out.initRouting(), registration.routing);
   out.setClock(registration.clock);
+  out.setGrantKey(DataOf(std::string_view(registration.grant_key)));
 }
 
 Result<Registration> ReadRegistration(schema::Registration::Reader in) {
@@ -92,6 +93,7 @@ Result<Registration> ReadRegistration(schema::Registration::Reader in) {
   }
   ASSIGN_OR_RETURN(registration.routing, ReadRouting(in.getRouting()));
   registration.clock = in.getClock();
+  registration.grant_key = BytesOf(in.getGrantKey());
   return registration;
 }
 
@@ -103,6 +105,7 @@ Result<ApplyClockRequest> ReadApplyClock(schema::ApplyClock::Reader in) {
   const auto combine = FromSchema(in.getCombine(), Combine::kSum);
   if (!combine) return InvalidArgument("apply-clock names an unknown combine rule");
   apply.combine = *combine;
+  apply.signature = BytesOf(in.getSignature());
   return apply;
 }
 
@@ -115,6 +118,7 @@ void WriteClockGrant(schema::ClockGrant::Builder out, const ClockGrant& grant) {
   out.setCutKeep(grant.cut.keep);
   out.setCutChain(grant.cut.chain);
   out.setCutAfter(grant.cut.after);
+  out.setSignature(DataOf(std::string_view(grant.signature)));
 }
 
 Result<ClockGrant> ReadClockGrant(schema::ClockGrant::Reader in) {
@@ -125,6 +129,7 @@ Result<ClockGrant> ReadClockGrant(schema::ClockGrant::Reader in) {
   grant.trainers.assign(trainers.begin(), trainers.end());
   grant.cut = CutInfo{in.getCutClock(),   ToString(in.getCutDir()), in.getCutKeep(), false,
                       in.getCutChain(), ToString(in.getCutAfter())};
+  grant.signature = BytesOf(in.getSignature());
   return grant;
 }
 
@@ -304,12 +309,13 @@ Frame EncodeBarrier(const RequestHeader& header, std::string_view name, uint32_t
 }
 
 Frame EncodeApplyClock(const RequestHeader& header, const ApplyClockRequest& apply) {
-  return BuildMessage(header, apply.trainers.size() * sizeof(uint32_t),
+  return BuildMessage(header, apply.trainers.size() * sizeof(uint32_t) + apply.signature.size(),
                       [&](schema::Request::Builder request) {
                         auto out = request.initApplyClock();
                         out.setClock(apply.clock);
                         out.setCombine(ToSchema<schema::ApplyClock::Combine>(apply.combine));
                         out.setTrainers(DataOf(apply.trainers));
+                        out.setSignature(DataOf(std::string_view(apply.signature)));
                       });
 }
 
@@ -338,7 +344,7 @@ Frame EncodeClusterStatusRequest(const RequestHeader& header) {
 }
 
 Frame EncodeRegistrationResponse(uint64_t request_id, const Registration& registration) {
-  size_t bytes = RoutingBytes(registration.routing);
+  size_t bytes = RoutingBytes(registration.routing) + registration.grant_key.size();
   // A table spec takes 16 words and its name.
   for (const auto& spec : registration.tables)
     bytes += 16 * sizeof(::capnp::word) + spec.name.size();
@@ -357,7 +363,7 @@ Frame EncodeRoutingResponse(uint64_t request_id, const RoutingTable& routing) {
 Frame EncodeClockGrantResponse(uint64_t request_id, uint64_t epoch, const ClockGrant& grant) {
   return BuildMessage(ResponseHead{request_id, epoch},
                       grant.trainers.size() * sizeof(uint32_t) + grant.cut.dir.size() +
-                          grant.cut.after.size(),
+                          grant.cut.after.size() + grant.signature.size(),
                       [&](schema::Response::Builder response) {
                         WriteClockGrant(response.initClockGrant(), grant);
                       });

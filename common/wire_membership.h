@@ -53,6 +53,7 @@ struct ApplyClockRequest {
   uint64_t clock = 0;
   std::vector<uint32_t> trainers;  // whose deferred pushes of `clock` count
   Combine combine = Combine::kMean;
+  std::string signature;  // the grant's, from the scheduler (empty without authentication)
 };
 struct TrainerClockRequest {
   static constexpr std::string_view kName = "trainer-clock";
@@ -94,6 +95,7 @@ struct Registration {
   std::vector<TableSpec> tables;
   RoutingTable routing;
   uint64_t clock = 0;  // trainers: the clock to start from
+  std::string grant_key;  // servers: the key clock grants are signed with (empty: unsigned)
 };
 
 // The responses that carry a routing table carry its epoch as theirs.

@@ -57,6 +57,9 @@ Status Scheduler::Start() {
     return InvalidArgument("scheduler: periodic checkpoints need an absolute directory, got '" +
                            options_.checkpoints.dir + "'");
   }
+  if (options_.security.enabled()) {
+    ASSIGN_OR_RETURN(grant_signer_, GrantSigner::FromSecretKey(options_.security.own.secret_key));
+  }
   ASSIGN_OR_RETURN(socket_, MakeSocket(context_, SocketKind::kRouter));
   ASSIGN_OR_RETURN(endpoint_, BindSocket(socket_, options_.bind));
   routing_.num_partitions = options_.num_partitions;
@@ -190,6 +193,7 @@ void Scheduler::Dispatch(Frame identity, const wire::DecodedRequest& request, co
 wire::Registration Scheduler::RegistrationFor(uint32_t member_id) const {
   wire::Registration registration{member_id, options_.tables, routing_};
   if (clocks_.is_member(member_id)) registration.clock = clocks_.clock_of(member_id);
+  if (grant_signer_) registration.grant_key = grant_signer_->public_key();
   return registration;
 }
 
@@ -365,6 +369,10 @@ void Scheduler::ServeClockWaiters() {
             wire::EncodeStatusResponse(waiter.request_id, routing_.epoch, grant.status()));
     } else if (grant->has_value()) {
       (*grant)->cut = cuts_.AnnouncedAfter(waiter.clock);
+      if (grant_signer_ && options_.sync.mode == SyncMode::kBsp) {
+        (*grant)->signature = grant_signer_->Sign(
+            GrantTerms{(*grant)->clock, (*grant)->trainers, options_.sync.combine});
+      }
       Reply(waiter.identity,
             wire::EncodeClockGrantResponse(waiter.request_id, routing_.epoch, **grant));
     } else {

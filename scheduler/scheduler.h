@@ -22,9 +22,11 @@
 
 #include <atomic>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "common/grant_signature.h"
 #include "common/limits.h"
 #include "common/peer.h"
 #include "common/routing_table.h"
@@ -154,6 +156,8 @@ class Scheduler {
   uint32_t cut_coordinator_ = 0;
   ShardMoves moves_;
   LimitCounters limits_hit_;
+  // Signs bsp clock grants for the servers (with authentication; none without).
+  std::optional<GrantSigner> grant_signer_;
   uint64_t cuts_completed_ = 0;  // checkpoint cuts that ended well
   uint64_t cuts_failed_ = 0;
   SchedulerMetrics* metrics_ = nullptr;  // borrowed; null: no metrics

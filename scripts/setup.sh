@@ -9,7 +9,7 @@ JOBS="${EMBER_JOBS:-2}"
 
 PACKAGES=(
   g++ cmake ninja-build pkg-config
-  libzmq3-dev cppzmq-dev capnproto libcapnp-dev
+  libzmq3-dev cppzmq-dev libsodium-dev capnproto libcapnp-dev
   librocksdb-dev libgtest-dev zlib1g-dev
   libopenblas-dev libyaml-cpp-dev libspdlog-dev
   libcli11-dev nlohmann-json3-dev

@@ -333,7 +333,7 @@ Status Trainer::SynchroniseClock() {
   if (grant.cut.clock > clock_) pending_cut_ = grant.cut;
   if (options_.sync.mode != SyncMode::kBsp) return Status::Ok();
   return client_->ApplyClock(clock_, grant.trainers, options_.sync.combine,
-                             options_.sync.clock_timeout);
+                             options_.sync.clock_timeout, grant.signature);
 }
 
 Result<DenseState> Trainer::CurrentDenseState() {

@@ -120,9 +120,10 @@ class Client {
   // Errors carry the server's endpoint; the first one ends the call.
   //
   // Asks every server to apply the deferred pushes of `clock` from `trainers` (the clock's
-  // grant), combined by `combine`; returns once all did.
+  // grant), combined by `combine`; returns once all did. `signature` is the grant's, from the
+  // scheduler: servers with keys apply only what it signed.
   Status ApplyClock(uint64_t clock, std::span<const uint32_t> trainers, Combine combine,
-                    Millis timeout);
+                    Millis timeout, const std::string& signature = "");
   // Asks every server to write, verify or load its checkpoint files in `dir`, absolute as the
   // servers see it (ps/client/checkpoint.h has the steps around it); returns once all did.
   // `write` says how a cut is written (kWrite only).

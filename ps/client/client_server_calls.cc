@@ -9,8 +9,8 @@
 namespace ember::ps {
 
 Status Client::ApplyClock(uint64_t clock, std::span<const uint32_t> trainers, Combine combine,
-                          Millis timeout) {
-  wire::ApplyClockRequest apply{clock, {trainers.begin(), trainers.end()}, combine};
+                          Millis timeout, const std::string& signature) {
+  wire::ApplyClockRequest apply{clock, {trainers.begin(), trainers.end()}, combine, signature};
   return impl_
       ->CallEveryServer(
           [apply = std::move(apply)](const wire::RequestHeader& header) {

@@ -15,7 +15,12 @@ Result<PushGate::Verdict> PushGate::Check(std::span<const uint64_t> keys,
                                           std::span<const uint32_t> partitions) {
   RETURN_IF_ERROR(ownership_.CheckServed(push_.table, keys, partitions));
   if (push_.sender.id != 0) {
-    claim_ = ledger_.Begin(push_.sender, request_id_, kDuplicateWait);
+    claim_ = ledger_.Begin(push_.sender, request_id_, kDuplicateWait, sender_key_);
+    if (claim_->verdict == PushLedger::Verdict::kForeign) {
+      claim_.reset();
+      return PermissionDenied("push " + std::to_string(request_id_) + " names a sender id that "
+                              "another key pushes as; refused, nothing changed");
+    }
     if (claim_->verdict == PushLedger::Verdict::kDuplicate) {
       outcome_ = Outcome::kDuplicate;
       return Verdict::kSkip;

@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <optional>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "common/limits.h"
@@ -37,15 +38,18 @@ class PushGate final : public embedding::EmbeddingTable::PushCheck {
     kPassed,     // claimed (when it names its sender): applied by the table, or held; Finish()
   };
 
-  // `request_id` and `push` are the request's; `keep_partitions`: remember the partitions of
-  // the keys for partitions() (a server does while a partition is being copied).
+  // `request_id` and `push` are the request's, `sender_key` the public key of the peer that sent
+  // it (empty without authentication); `keep_partitions`: remember the partitions of the keys
+  // for partitions() (a server does while a partition is being copied).
   PushGate(const PartitionOwnership& ownership, PushLedger& ledger, PushAccumulator& deferred,
-           uint64_t request_id, const wire::PushRequest& push, bool keep_partitions)
+           uint64_t request_id, const wire::PushRequest& push, const std::string& sender_key,
+           bool keep_partitions)
       : ownership_(ownership),
         ledger_(ledger),
         deferred_(deferred),
         request_id_(request_id),
         push_(push),
+        sender_key_(sender_key),
         keep_partitions_(keep_partitions) {}
 
   Result<Verdict> Check(std::span<const uint64_t> keys,
@@ -68,6 +72,7 @@ class PushGate final : public embedding::EmbeddingTable::PushCheck {
   PushAccumulator& deferred_;
   const uint64_t request_id_;
   const wire::PushRequest& push_;
+  const std::string& sender_key_;
   const bool keep_partitions_;
 
   Outcome outcome_ = Outcome::kStopped;

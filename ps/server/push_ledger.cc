@@ -36,10 +36,11 @@ std::string RecordKey(char kind, uint64_t sender, uint64_t number) {
   return key;
 }
 
-std::string SecondsValue(int64_t seconds) {
+// A floor record's value: when the sender was last seen, and the key bound to it.
+std::string FloorValue(int64_t seconds, const std::string& key) {
   std::string value(sizeof(seconds), '\0');
   std::memcpy(value.data(), &seconds, sizeof(seconds));
-  return value;
+  return value + key;
 }
 
 }  // namespace
@@ -66,6 +67,7 @@ Status PushLedger::Load() {
     std::vector<uint64_t> floors;
     std::vector<uint64_t> applied;
     int64_t seen = 0;  // with the highest floor
+    std::string key;   // bound to the sender, with the highest floor
   };
   std::unordered_map<uint64_t, Found> found;
   embedding::RowWrites deletes(*store_);
@@ -85,7 +87,11 @@ Status PushLedger::Load() {
     // Floors come in ascending order: the last one is the highest.
     sender.floors.push_back(number);
     sender.seen = 0;
-    if (value.size() == sizeof(int64_t)) std::memcpy(&sender.seen, value.data(), sizeof(int64_t));
+    sender.key.clear();
+    if (value.size() >= sizeof(int64_t)) {
+      std::memcpy(&sender.seen, value.data(), sizeof(int64_t));
+      sender.key = std::string(value.substr(sizeof(int64_t)));
+    }
   }));
   const int64_t forget_before = NowSeconds() - options_.forget_idle_sender.count();
   for (const auto& [id, record] : found) {
@@ -106,6 +112,7 @@ Status PushLedger::Load() {
     sender->floor = floor;
     sender->written_floor = floor;
     sender->last_seen = record.seen;
+    sender->key = record.key;
   }
   if (!found.empty()) {
     spdlog::info("push records: {} senders with {} applied pushes at or above their floor",
@@ -147,17 +154,24 @@ void PushLedger::Orphan(uint64_t id, Sender& sender) {
 }
 
 PushLedger::Claim PushLedger::Begin(const wire::PushSender& from, uint64_t request_id,
-                                    Millis wait) {
+                                    Millis wait, const std::string& key) {
   Claim claim{Verdict::kApply, from.id, request_id};
   std::unique_lock lock(mutex_);
   const int64_t now = NowSeconds();
   ForgetIdleSenders(now);
-  if (!senders_.count(from.id) && !MakeRoom(now)) {
+  auto known = senders_.find(from.id);
+  if (known == senders_.end() && !MakeRoom(now)) {
     claim.verdict = Verdict::kFull;
+    return claim;
+  }
+  // (A sender known without a key, from before authentication was on, takes the first one.)
+  if (known != senders_.end() && !known->second.key.empty() && known->second.key != key) {
+    claim.verdict = Verdict::kForeign;
     return claim;
   }
   {
     Sender& sender = senders_[from.id];
+    sender.key = key;
     sender.last_seen = now;
     if (from.acked_below > sender.floor) {
       sender.floor = from.acked_below;
@@ -203,7 +217,7 @@ void PushLedger::AppendWrites(const Claim& claim, embedding::RowWrites& batch) {
     batch.DeleteRecord(RecordKey(kFloorKind, claim.sender, *sender.written_floor));
   }
   batch.PutRecord(RecordKey(kFloorKind, claim.sender, sender.floor),
-                  SecondsValue(sender.last_seen));
+                  FloorValue(sender.last_seen, sender.key));
   sender.written_floor = sender.floor;
 }
 

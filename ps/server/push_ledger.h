@@ -27,7 +27,7 @@
 // very batch that logs the push's rows (AppendWrites), so a kill keeps both or neither:
 //   "pushes/a" + sender + request id (16 big-endian bytes)  -> ""   the push was applied
 //   "pushes/f" + sender + floor                             -> last seen (int64 seconds, host
-//   order)
+//   order), then the public key bound to the sender (none without authentication)
 // Records below a floor are deleted in later batches of the same sender; Open() reads the
 // records back, keeps the highest floor of each sender and deletes what is stale (records below
 // their floor, older floors, senders forgotten or without a floor). Without a store, or for
@@ -76,6 +76,7 @@ class PushLedger {
     kDuplicate,  // already applied (or answered): answer OK, apply nothing
     kBusy,       // another copy is still being applied after the wait: answer Unavailable
     kFull,       // a new sender, and max_senders are known and active: refuse the push
+    kForeign,    // the sender id is bound to another key: refuse the push
   };
   // One push's turn. Pass it back to AppendWrites and Finish.
   struct Claim {
@@ -89,9 +90,14 @@ class PushLedger {
   static Result<std::unique_ptr<PushLedger>> Open(embedding::RocksStore* store,
                                                   PushLedgerOptions options = {});
 
-  // Decides on push `request_id` of `sender` (sender.id != 0). Waits at most `wait` while another
-  // copy of it is being applied. kFull changes nothing.
-  Claim Begin(const wire::PushSender& sender, uint64_t request_id, Millis wait);
+  // Decides on push `request_id` of `sender` (sender.id != 0) from the peer holding `key` (its
+  // public key; empty without authentication). A sender id is bound to the first key that
+  // pushes as it, for as long as the ledger knows the sender (on disk too): a push naming it
+  // from another key is kForeign, so no key can move another's floor or claim its requests.
+  // Waits at most `wait` while another copy of the push is being applied. kFull and kForeign
+  // change nothing.
+  Claim Begin(const wire::PushSender& sender, uint64_t request_id, Millis wait,
+              const std::string& key = "");
   // Adds the claim's records (and deletions of stale ones) to the batch that logs the push.
   void AppendWrites(const Claim& claim, embedding::RowWrites& batch);
   // Ends a kApply claim: `applied` records the push (on disk too when `logged`: AppendWrites went
@@ -113,6 +119,7 @@ class PushLedger {
     std::vector<uint64_t> stale;            // ids whose disk record awaits deletion
     std::optional<uint64_t> written_floor;  // of the last floor record added to a batch
     int64_t last_seen = 0;                  // seconds since the epoch
+    std::string key;                        // the key that pushes as this sender
   };
 
   PushLedger(embedding::RocksStore* store, PushLedgerOptions options);

@@ -160,9 +160,10 @@ Status Server::Register() {
     if (registration == nullptr) return Internal("scheduler answered registration without payload");
     RETURN_IF_ERROR(RecordIdentity(registration->id));
     ASSIGN_OR_RETURN(ShardStorage storage, OpenStorage(registration->tables));
+    ShardPolicy policy = options_.policy;
+    policy.grant_key = registration->grant_key;
     ASSIGN_OR_RETURN(service_, ShardService::Create(registration->id, registration->tables,
-                                                    registration->routing, storage,
-                                                    options_.policy));
+                                                    registration->routing, storage, policy));
     return Status::Ok();
   }
   return DeadlineExceeded("no registration from scheduler " + options_.scheduler_endpoint +

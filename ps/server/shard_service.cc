@@ -117,10 +117,12 @@ Frame ShardService::HandleDecoded(const wire::DecodedRequest& request, const Pee
   if (auto* lookup = std::get_if<wire::LookupRequest>(&request.body)) {
     return HandleLookup(header, *lookup);
   }
-  if (auto* push = std::get_if<wire::PushRequest>(&request.body)) return HandlePush(header, *push);
+  if (auto* push = std::get_if<wire::PushRequest>(&request.body)) {
+    return HandlePush(header, *push, peer);
+  }
   if (auto* hint = std::get_if<wire::HintRequest>(&request.body)) return HandleHint(header, *hint);
   if (auto* apply = std::get_if<wire::ApplyClockRequest>(&request.body)) {
-    return HandleApplyClock(header, *apply);
+    return HandleApplyClock(header, *apply, peer);
   }
   if (auto* checkpoint = std::get_if<wire::CheckpointRequest>(&request.body)) {
     return HandleCheckpoint(header, *checkpoint);
@@ -183,8 +185,8 @@ Status ShardService::CheckKeyCount(std::string_view kind, const std::string& tab
                            QuoteForError(table));
 }
 
-Frame ShardService::HandlePush(const wire::RequestHeader& header,
-                                        const wire::PushRequest& push) {
+Frame ShardService::HandlePush(const wire::RequestHeader& header, const wire::PushRequest& push,
+                               const Peer& peer) {
   push_requests_.fetch_add(1, std::memory_order_relaxed);
   if (Status fits = CheckKeyCount("push", push.table, push.keys.size()); !fits.ok()) {
     return Error(header.request_id, fits);
@@ -196,7 +198,7 @@ Frame ShardService::HandlePush(const wire::RequestHeader& header,
   const int64_t bad_row = push.gradients.size() == push.keys.size() * dim
                               ? FirstNonFiniteRow(push.gradients, dim)
                               : -1;
-  if (bad_row < 0) return ApplyPush(header, push, **table);
+  if (bad_row < 0) return ApplyPush(header, push, **table, peer);
   // Before the gate claims the push: a refused push changes no row and no optimizer state.
   NonFiniteCounts& counts = non_finite_.find(push.table)->second;
   if (policy_.non_finite == NonFinitePolicy::kRefuse) {
@@ -210,16 +212,16 @@ Frame ShardService::HandlePush(const wire::RequestHeader& header,
   wire::PushRequest finite = push;
   finite.keys = kept.keys;
   finite.gradients = kept.gradients;
-  return ApplyPush(header, finite, **table);
+  return ApplyPush(header, finite, **table, peer);
 }
 
 Frame ShardService::ApplyPush(const wire::RequestHeader& header, const wire::PushRequest& push,
-                              embedding::EmbeddingTable& table) {
+                              embedding::EmbeddingTable& table, const Peer& peer) {
   std::shared_lock moves(transfer_mutex_);
   // The table hashes the keys to their partitions once, for the rows and for the gate (the
   // ownership check, then the ledger's claim; it holds a deferred push). Copying a partition
   // takes transfer_mutex_ exclusively: copying_ stays as it is until this push is noted.
-  PushGate gate(ownership_, *ledger_, deferred_, header.request_id, push,
+  PushGate gate(ownership_, *ledger_, deferred_, header.request_id, push, peer.public_key,
                 /*keep_partitions=*/copying_.load(std::memory_order_acquire) != 0);
   Status applied = table.Push(push.keys, push.gradients, gate);
   if (push.release_hint != 0) ReleaseHint(table, push.sender.id, push.release_hint);

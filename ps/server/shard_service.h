@@ -66,6 +66,10 @@ struct ShardPolicy {
   // A partition move's copy and hand-over go in chunks of about this many bytes of rows (at
   // least one row each), so a partition of any size moves in frames of bounded size.
   uint64_t transfer_chunk_bytes = uint64_t{32} << 20;
+  // The key the scheduler signs bsp clock grants with (common/grant_signature.h), from the
+  // registration. With authentication an apply-clock is applied only with its grant's valid
+  // signature; without (the peer is insecure) it is not checked.
+  std::string grant_key;
 };
 
 class ShardService {
@@ -151,7 +155,8 @@ class ShardService {
   Frame HandlePull(const wire::RequestHeader& header, const wire::PullRequest& pull);
   // In shard_service_lookup.cc: a read-only pull; checked as a pull, changes nothing.
   Frame HandleLookup(const wire::RequestHeader& header, const wire::LookupRequest& lookup);
-  Frame HandlePush(const wire::RequestHeader& header, const wire::PushRequest& push);
+  Frame HandlePush(const wire::RequestHeader& header, const wire::PushRequest& push,
+                   const Peer& peer);
   // In shard_service_hints.cc: look-ahead. A hint is queued for the prefetch thread (tiered
   // servers only; answered OK at once, or refused when limits.queued_hints wait), which runs it on
   // the partitions this server serves then; the push that names it releases its pins.
@@ -166,12 +171,12 @@ class ShardService {
   static uint64_t TableHintId(uint64_t sender, uint64_t hint);
   // Passes `push` (its rows checked for finite gradients) through the gate to its table.
   Frame ApplyPush(const wire::RequestHeader& header, const wire::PushRequest& push,
-                  embedding::EmbeddingTable& table);
+                  embedding::EmbeddingTable& table, const Peer& peer);
   // ResourceExhausted, counted, when a pull or push carries more than limits.keys_per_message.
   Status CheckKeyCount(std::string_view kind, const std::string& table, size_t keys);
   // In shard_service_clock.cc.
-  Frame HandleApplyClock(const wire::RequestHeader& header,
-                                  const wire::ApplyClockRequest& apply);
+  Frame HandleApplyClock(const wire::RequestHeader& header, const wire::ApplyClockRequest& apply,
+                         const Peer& peer);
   // In shard_service_checkpoint.cc.
   Frame HandleCheckpoint(const wire::RequestHeader& header,
                                   const wire::CheckpointRequest& checkpoint);

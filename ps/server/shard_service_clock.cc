@@ -1,10 +1,27 @@
-// ShardService: applying a bsp clock's deferred pushes.
+// ShardService: applying a bsp clock's deferred pushes, as the scheduler granted the clock.
+#include <spdlog/spdlog.h>
+
+#include "common/grant_signature.h"
 #include "ps/server/shard_service.h"
 
 namespace ember::ps {
 
 Frame ShardService::HandleApplyClock(const wire::RequestHeader& header,
-                                              const wire::ApplyClockRequest& apply) {
+                                     const wire::ApplyClockRequest& apply, const Peer& peer) {
+  if (peer.authenticated()) {
+    Status granted =
+        policy_.grant_key.empty()
+            ? FailedPrecondition("this server has no key to check the scheduler's grants with")
+            : VerifyGrant(policy_.grant_key, GrantTerms{apply.clock, apply.trainers, apply.combine},
+                          apply.signature);
+    if (!granted.ok()) {
+      const Status refused = granted.WithContext(
+          "apply-clock of clock " + std::to_string(apply.clock) + " from " + peer.Describe() +
+          " refused, nothing changed");
+      spdlog::warn("server {}: {}", server_id_, refused.ToString());
+      return Error(header.request_id, refused);
+    }
+  }
   std::shared_lock moves(transfer_mutex_);
   Status applied = deferred_.Apply(
       apply.clock, apply.trainers, apply.combine,

@@ -11,6 +11,8 @@
 namespace ember::ps {
 namespace {
 
+const std::string kNoKey;  // pushes without authentication
+
 constexpr uint32_t kPartitions = 16;
 constexpr uint64_t kEpoch = 3;
 constexpr uint64_t kSender = 0xFEED;
@@ -55,7 +57,7 @@ class PushGateTest : public ::testing::Test {
     push.clock = 1;
     push.deferred = deferred;
     push.sender = {kSender, 1};
-    PushGate gate(ownership_, *ledger_, deferred_, request_id, push, keep_partitions);
+    PushGate gate(ownership_, *ledger_, deferred_, request_id, push, kNoKey, keep_partitions);
     Status status = table_.Push(push.keys, push.gradients, gate);
     if (gate.outcome() == PushGate::Outcome::kPassed) gate.Finish(status);
     return {status, gate.outcome(), {gate.partitions().begin(), gate.partitions().end()}};
@@ -124,7 +126,7 @@ TEST_F(PushGateTest, PushThatFailedToApplyIsAppliedByALaterCopy) {
   push.gradients = grads;
   push.sender = {kSender, 1};
   {
-    PushGate gate(ownership_, *ledger_, deferred_, 5, push, false);
+    PushGate gate(ownership_, *ledger_, deferred_, 5, push, kNoKey, false);
     ASSERT_TRUE(gate.Check(push.keys, std::vector<uint32_t>{table_.PartitionOf(key)}).ok());
     ASSERT_EQ(gate.outcome(), PushGate::Outcome::kPassed);
     gate.Finish(DataLoss("the disk failed"));

@@ -1,5 +1,6 @@
 // PushLedger: duplicates by (sender, request id), the floor that bounds the records, copies that
-// race, forgotten senders, and records read back from disk.
+// race, forgotten senders, records read back from disk, and sender ids bound to the key that
+// pushes as them.
 #include "ps/server/push_ledger.h"
 
 #include <gtest/gtest.h>
@@ -129,8 +130,8 @@ TEST(PushLedgerTest, AFullLedgerForgetsQuietSendersForANewOneAndRefusesItWhenAll
 // Runs one push through the ledger as the server does with a data directory: its records go
 // into the batch that would carry its rows, which is then written.
 Verdict ApplyLogged(PushLedger& ledger, embedding::RocksStore& store, uint64_t request_id,
-                    uint64_t acked_below) {
-  const PushLedger::Claim claim = ledger.Begin({kSender, acked_below}, request_id, kNoWait);
+                    uint64_t acked_below, const std::string& key = "") {
+  const PushLedger::Claim claim = ledger.Begin({kSender, acked_below}, request_id, kNoWait, key);
   if (claim.verdict != Verdict::kApply) return claim.verdict;
   embedding::RowWrites batch(store);
   ledger.AppendWrites(claim, batch);
@@ -150,8 +151,8 @@ struct DiskLedger {
     EXPECT_TRUE(read.ok()) << read.status().ToString();
     ledger = std::move(*read);
   }
-  Verdict Apply(uint64_t request_id, uint64_t acked_below) {
-    return ApplyLogged(*ledger, *store, request_id, acked_below);
+  Verdict Apply(uint64_t request_id, uint64_t acked_below, const std::string& key = "") {
+    return ApplyLogged(*ledger, *store, request_id, acked_below, key);
   }
   std::unique_ptr<embedding::RocksStore> store;
   std::unique_ptr<PushLedger> ledger;
@@ -216,6 +217,40 @@ TEST(PushLedgerTest, ReopeningKeepsTheHighestFloorAndDropsSendersWithoutOne) {
   EXPECT_EQ(RecordsOnDisk(*disk.store), 2u);
   EXPECT_EQ(disk.Apply(7, 2), Verdict::kDuplicate);  // below floor 8
   EXPECT_EQ(disk.Apply(8, 2), Verdict::kDuplicate);
+}
+
+constexpr char kVictimKey[] = "victim-key-victim-key-victim-key-victim1";
+constexpr char kOtherKey[] = "other-key-other-key-other-key-other-key1";
+
+TEST(PushLedgerTest, ASenderIdIsBoundToTheKeyThatPushesAsIt) {
+  auto ledger = MemoryLedger();
+  auto begin = [&](uint64_t request_id, uint64_t acked_below, const std::string& key) {
+    const PushLedger::Claim claim =
+        ledger->Begin({kSender, acked_below}, request_id, kNoWait, key);
+    if (claim.verdict == Verdict::kApply) ledger->Finish(claim, true, false);
+    return claim.verdict;
+  };
+  EXPECT_EQ(begin(5, 5, kVictimKey), Verdict::kApply);
+  // Another key naming the victim's sender id can neither raise its floor (which would make the
+  // victim's next pushes duplicates, answered OK and never applied) nor claim its requests.
+  EXPECT_EQ(begin(6, ~uint64_t{0}, kOtherKey), Verdict::kForeign);
+  EXPECT_EQ(begin(6, 5, kOtherKey), Verdict::kForeign);
+  EXPECT_EQ(begin(6, 5, ""), Verdict::kForeign);
+  EXPECT_EQ(begin(6, 6, kVictimKey), Verdict::kApply);
+  EXPECT_EQ(begin(7, 7, kVictimKey), Verdict::kApply);
+  EXPECT_EQ(ledger->records(), 1u);  // 7, at the victim's own floor
+}
+
+TEST(PushLedgerTest, ASendersKeyIsReadBackWithItsRecords) {
+  testing::TempDir dir;
+  {
+    DiskLedger disk(dir.path());
+    EXPECT_EQ(disk.Apply(1, 1, kVictimKey), Verdict::kApply);
+  }
+  DiskLedger disk(dir.path());
+  EXPECT_EQ(disk.Apply(2, ~uint64_t{0}, kOtherKey), Verdict::kForeign);
+  EXPECT_EQ(disk.Apply(1, 1, kVictimKey), Verdict::kDuplicate);
+  EXPECT_EQ(disk.Apply(2, 2, kVictimKey), Verdict::kApply);
 }
 
 }  // namespace

@@ -3,6 +3,8 @@
 // target the plan names (by key), whatever a valid server key asks.
 #include <gtest/gtest.h>
 
+#include "common/grant_signature.h"
+#include "common/transport_security.h"
 #include "common/wire.h"
 #include "embedding/embedding_table.h"
 #include "ps/server/shard_service.h"
@@ -206,6 +208,72 @@ TEST_F(ShardRolesTest, AMoveToldAheadAsPlannedMayStartAndEndsWhenNotInFlight) {
   EXPECT_EQ(Pull(kTrainer), before);
   EXPECT_EQ(Transfer(wire::TransferPhase::kHandover, kServerA).code(),
             StatusCode::kFailedPrecondition);  // nothing copied any more
+}
+
+TEST_F(ShardRolesTest, AKeyCannotSilenceThePushesOfAnotherKeysSender) {
+  const std::vector<float> grads(keys_.size() * Spec().dim, 1.0f);
+  auto push = [&](const Peer& peer, uint64_t request_id, uint64_t acked_below) {
+    auto reply = Call(wire::EncodePushSubset({request_id, 1}, "item", keys_, grads, Spec().dim,
+                                             {}, 0, wire::RowFormat::kF32, 0, false,
+                                             {0x5EED, acked_below}),
+                      peer);
+    return reply.ok() ? reply->status : reply.status();
+  };
+  const std::vector<float> before = Pull(kTrainer);
+  ASSERT_TRUE(push(kTrainer, 1, 1).ok());
+  const std::vector<float> once = Pull(kTrainer);
+  EXPECT_NE(once, before);
+  // Another key names the trainer's sender id with every request below 2^64-1 answered.
+  const Status refused = push(kAdmin, 2, ~uint64_t{0});
+  EXPECT_EQ(refused.code(), StatusCode::kPermissionDenied) << refused.ToString();
+  EXPECT_EQ(Pull(kTrainer), once);
+  // The trainer's next push is applied, not taken for a copy of an answered one.
+  ASSERT_TRUE(push(kTrainer, 2, 2).ok());
+  EXPECT_NE(Pull(kTrainer), once);
+}
+
+// bsp clocks: with authentication a server applies a clock only as the scheduler's signed grant
+// says, so a trainer key can neither run its clock ahead nor choose whose pushes count.
+TEST(ApplyClockGrantTest, OnlyAClockTheSchedulerSignedIsApplied) {
+  auto scheduler_keys = GenerateKeyPair();
+  ASSERT_TRUE(scheduler_keys.ok());
+  auto signer = GrantSigner::FromSecretKey(scheduler_keys->secret_key);
+  ASSERT_TRUE(signer.ok());
+  ShardPolicy policy;
+  policy.grant_key = signer->public_key();
+  auto service = ShardService::Create(0, {Spec()}, Routing(), {}, policy);
+  ASSERT_TRUE(service.ok()) << service.status().ToString();
+  auto call = [&](Frame request) {
+    auto reply = wire::DecodeResponse((*service)->Handle(std::move(request), kTrainer));
+    return reply.ok() ? reply->status : reply.status();
+  };
+  const std::vector<uint64_t> keys = {11, 12, 13};
+  const std::vector<float> grads(keys.size() * Spec().dim, 1.0f);
+  auto push = [&](uint64_t id, uint64_t clock, uint32_t trainer) {
+    return call(wire::EncodePushSubset({id, 1}, "item", keys, grads, Spec().dim, {}, clock,
+                                       wire::RowFormat::kF32, trainer, /*deferred=*/true,
+                                       {0xABC0 + trainer, id}));
+  };
+  auto apply = [&](uint64_t clock, std::vector<uint32_t> trainers, std::string signature) {
+    return call(wire::EncodeApplyClock(
+        {100 + clock, 1}, {clock, std::move(trainers), Combine::kMean, std::move(signature)}));
+  };
+  ASSERT_TRUE(push(1, 1, 0).ok());
+  ASSERT_TRUE(push(2, 1, 1).ok());
+  const std::vector<uint32_t> both = {0, 1};
+  const std::string granted = signer->Sign({1, both, Combine::kMean});
+  // Unsigned, signed for another clock, for other trainers, or with another combine rule.
+  EXPECT_EQ(apply(~uint64_t{0}, {0, 1}, "").code(), StatusCode::kPermissionDenied);
+  EXPECT_EQ(apply(~uint64_t{0}, {0, 1}, granted).code(), StatusCode::kPermissionDenied);
+  EXPECT_EQ(apply(1, {999}, granted).code(), StatusCode::kPermissionDenied);
+  EXPECT_EQ(apply(1, {0}, granted).code(), StatusCode::kPermissionDenied);
+  EXPECT_EQ(call(wire::EncodeApplyClock({200, 1}, {1, {0, 1}, Combine::kSum, granted})).code(),
+            StatusCode::kPermissionDenied);
+  // Nothing was applied or dropped: the grant applies both pushes, and the next clock goes on.
+  ASSERT_TRUE(apply(1, {0, 1}, granted).ok());
+  EXPECT_TRUE(push(3, 2, 0).ok());
+  EXPECT_TRUE(push(4, 2, 1).ok());
+  EXPECT_TRUE(apply(2, {0, 1}, signer->Sign({2, both, Combine::kMean})).ok());
 }
 
 }  // namespace
