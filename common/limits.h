@@ -40,7 +40,9 @@ struct Limits {
   // new sender is refused.
   uint32_t push_ledger_senders = 4096;
   uint32_t push_ledger_idle_seconds = 600;
-  // Trainers the scheduler registers (distinct names) over the run.
+  // Trainers active at once on the scheduler (registered, not left, heard from within
+  // sync.trainer_timeout), and the participants a barrier may wait for; the names registered
+  // over a run are bounded at 4x this.
   uint32_t trainers = 1024;
   // Barriers open at once on the scheduler, and the bytes of a barrier's name.
   uint32_t open_barriers = 256;

@@ -12,6 +12,9 @@
 namespace ember::scheduler {
 namespace {
 
+// Names the scheduler registers over a run, per slot of limits.trainers.
+constexpr size_t kNamesPerTrainerSlot = 4;
+
 constexpr Millis kPollInterval{100};
 
 std::string IdentityKey(const Frame& identity) {
@@ -29,6 +32,7 @@ Frame CopyFrame(const Frame& frame) {
 Scheduler::Scheduler(SchedulerOptions options)
     : options_(std::move(options)),
       context_(1, options_.security),
+      barriers_(options_.limits.trainers, options_.sync.clock_timeout),
       clocks_(options_.sync),
       cuts_(options_.checkpoints, options_.sync.clock_timeout),
       moves_(options_.server_timeout, options_.moves_per_server) {
@@ -74,6 +78,7 @@ void Scheduler::Run() {
     if (message.ok()) HandleMessage(std::move(message->frames), message->peer);
     const auto now = std::chrono::steady_clock::now();
     if (!clocks_.ExpireSilent(now).empty()) ServeClockWaiters();
+    AnswerBarriers(barriers_.Expire(now));
     if (routing_.ready()) {
       for (uint32_t server : moves_.ExpireSilent(now)) {
         spdlog::error("scheduler: server {} ({}) is dead: no heartbeat for {} ms; its partitions "
@@ -105,7 +110,7 @@ void Scheduler::RefuseForLimit(const Frame& identity, uint64_t request_id, Limit
 size_t Scheduler::WaitersQueued() const {
   size_t waiters = waiting_servers_.size() + waiting_trainers_.size() + clock_waiters_.size() +
                    cut_waiters_.size() + checkpoint_waiters_.size();
-  for (const auto& [name, arrived] : barriers_) waiters += arrived.size();
+  waiters += barriers_.waiting();
   return waiters;
 }
 
@@ -257,10 +262,17 @@ void Scheduler::HandleRegisterServer(Frame identity, uint64_t request_id,
 void Scheduler::HandleRegisterTrainer(Frame identity, uint64_t request_id,
                                       const std::string& name, const Peer& peer) {
   const bool known = trainer_ids_.count(name) != 0;
-  if (!known && trainer_ids_.size() >= options_.limits.trainers) {
+  // Active trainers hold the slots: one that leaves or falls silent frees its own. The names
+  // ever registered are bounded too.
+  const uint32_t live = clocks_.CountActive(std::chrono::steady_clock::now());
+  if (!known && (live >= options_.limits.trainers ||
+                 trainer_ids_.size() >= kNamesPerTrainerSlot * options_.limits.trainers)) {
     RefuseForLimit(identity, request_id, Limit::kTrainers, options_.limits.trainers,
                    "registration of trainer " + QuoteForError(name) + ": " +
-                       std::to_string(trainer_ids_.size()) + " trainers are registered");
+                       std::to_string(live) + " trainers are active, " +
+                       std::to_string(trainer_ids_.size()) + " names registered over the run " +
+                       "(a slot frees when a trainer leaves or is silent for " +
+                       std::to_string(options_.sync.trainer_timeout.count()) + " ms)");
     return;
   }
   if (!routing_.ready() &&
@@ -298,36 +310,43 @@ void Scheduler::FormCluster() {
 
 void Scheduler::HandleBarrier(Frame identity, uint64_t request_id,
                               const wire::BarrierRequest& barrier) {
-  if (barrier.count == 0) {
-    Reply(identity, wire::EncodeStatusResponse(
-                        request_id, routing_.epoch,
-                        InvalidArgument("barrier " + QuoteForError(barrier.name) + " with count 0")));
+  const std::string what = "barrier " + QuoteForError(barrier.name);
+  if (barrier.count == 0) {  // (Barriers checks the count's range; this answer is the shortest)
+    Reply(identity, wire::EncodeStatusResponse(request_id, routing_.epoch,
+                                               InvalidArgument(what + " with count 0")));
     return;
   }
-  const std::string what = "barrier " + QuoteForError(barrier.name);
   if (barrier.name.size() > options_.limits.barrier_name_bytes) {
     RefuseForLimit(identity, request_id, Limit::kBarrierNameBytes,
                    options_.limits.barrier_name_bytes,
                    what + ": a name of " + std::to_string(barrier.name.size()) + " bytes");
     return;
   }
-  auto open = barriers_.find(barrier.name);
-  if (open == barriers_.end() && barriers_.size() >= options_.limits.open_barriers) {
+  if (!barriers_.IsOpen(barrier.name) && barriers_.open() >= options_.limits.open_barriers) {
     RefuseForLimit(identity, request_id, Limit::kOpenBarriers, options_.limits.open_barriers,
-                   what + ": " + std::to_string(barriers_.size()) + " barriers are open");
+                   what + ": " + std::to_string(barriers_.open()) + " barriers are open (an " +
+                       "arrival expires " + std::to_string(barriers_.lease().count()) +
+                       " ms after it arrived, closing a barrier nobody waits at)");
     return;
   }
   std::string key = IdentityKey(identity);  // before `identity` is moved from
-  const bool arrived_before = open != barriers_.end() && open->second.count(key) != 0;
-  if (!arrived_before && !AdmitWaiter(identity, request_id, what)) return;
-  auto& arrived = barriers_[barrier.name];
-  arrived[std::move(key)] = Waiter{std::move(identity), request_id, 0};
-  if (arrived.size() < barrier.count) return;
-  for (auto& [key, waiter] : arrived) {
-    Reply(waiter.identity, wire::EncodeStatusResponse(waiter.request_id, routing_.epoch,
-                                                      Status::Ok()));
+  if (!barriers_.Waits(barrier.name, key) && !AdmitWaiter(identity, request_id, what)) return;
+  Frame reply_to = CopyFrame(identity);
+  auto answers = barriers_.Arrive(barrier.name, barrier.count, std::move(key),
+                                  {std::move(identity), request_id},
+                                  std::chrono::steady_clock::now());
+  if (!answers.ok()) {
+    Reply(reply_to, wire::EncodeStatusResponse(request_id, routing_.epoch, answers.status()));
+    return;
   }
-  barriers_.erase(barrier.name);
+  AnswerBarriers(std::move(*answers));
+}
+
+void Scheduler::AnswerBarriers(std::vector<Barriers::Answer> answers) {
+  for (Barriers::Answer& answer : answers) {
+    Reply(answer.arrival.identity, wire::EncodeStatusResponse(answer.arrival.request_id,
+                                                              routing_.epoch, answer.status));
+  }
 }
 
 void Scheduler::HandleTrainerClock(Frame identity, uint64_t request_id,

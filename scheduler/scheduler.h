@@ -35,6 +35,7 @@
 #include "common/table_spec.h"
 #include "common/transport.h"
 #include "common/wire.h"
+#include "scheduler/barriers.h"
 #include "scheduler/checkpoint_cuts.h"
 #include "scheduler/shard_moves.h"
 #include "scheduler/trainer_clocks.h"
@@ -89,6 +90,8 @@ class Scheduler {
     uint64_t clock = 0;      // clock waiters: the clock the trainer completed
   };
 
+  // Answers barrier arrivals (released, refused or expired).
+  void AnswerBarriers(std::vector<Barriers::Answer> answers);
   // Runs the handler of one decoded request; HandleMessage answers an exception escaping it.
   void Dispatch(Frame identity, const wire::DecodedRequest& request, const Peer& peer);
   // In scheduler_senders.cc: PermissionDenied when an authenticated `peer` speaks for a server
@@ -146,8 +149,7 @@ class Scheduler {
   std::map<uint32_t, std::string> trainer_keys_;  // the key each trainer registered with
   std::vector<Waiter> waiting_servers_;
   std::vector<Waiter> waiting_trainers_;
-  // Barrier name -> participants (by identity bytes, so a resent request counts once).
-  std::map<std::string, std::map<std::string, Waiter>> barriers_;
+  Barriers barriers_;
   TrainerClocks clocks_;
   std::vector<Waiter> clock_waiters_;
   CheckpointCuts cuts_;

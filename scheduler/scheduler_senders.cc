@@ -1,6 +1,8 @@
 // Scheduler: which authenticated connection may speak for which member. A server's heartbeats
 // and move decisions come from the key it registered with; a trainer's clocks, heartbeats and cut
-// arrivals from the key that registered it. Without authentication nothing is bound.
+// arrivals from the key that registered it; a trainer name that is a trusted key's name is
+// registered only by that key. Without authentication nothing is bound.
+#include "common/quote_for_error.h"
 #include "scheduler/scheduler.h"
 
 namespace ember::scheduler {
@@ -54,6 +56,13 @@ Status Scheduler::CheckMember(const wire::RequestBody& body, const Peer& peer) c
   }
   if (auto* cut = std::get_if<wire::CheckpointCutRequest>(&body)) return check_trainer(cut->trainer);
   if (auto* trainer = std::get_if<wire::RegisterTrainerRequest>(&body)) {
+    // The name of a trusted key is that key's: nobody else can take it first.
+    for (const TrustedKey& trusted : options_.security.trusted) {
+      if (trusted.name != trainer->name || trusted.public_key == peer.public_key) continue;
+      return PermissionDenied("registration of trainer " + QuoteForError(trainer->name) +
+                              " from " + peer.Describe() + ": the name is that of another "
+                              "trusted key, and reserved for it; refused, nothing changed");
+    }
     auto id = trainer_ids_.find(trainer->name);
     if (id != trainer_ids_.end()) return check_trainer(id->second);
   }

@@ -34,6 +34,15 @@ TrainerClocks::MemberCounts TrainerClocks::CountMembers() const {
   return counts;
 }
 
+uint32_t TrainerClocks::CountActive(TimePoint now) const {
+  uint32_t active = 0;
+  for (const auto& member : members_) {
+    active += member && member->state == State::kLive &&
+              now - member->last_seen <= options_.trainer_timeout;
+  }
+  return active;
+}
+
 std::vector<uint32_t> TrainerClocks::live_trainers() const {
   std::vector<uint32_t> live;
   for (uint32_t id = 0; id < members_.size(); ++id) {

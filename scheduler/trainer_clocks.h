@@ -63,6 +63,9 @@ class TrainerClocks {
     uint32_t live = 0, left = 0, dead = 0;
   };
   MemberCounts CountMembers() const;
+  // Live members heard from within trainer_timeout (a registered client that went quiet in asp
+  // stays live, but is not active).
+  uint32_t CountActive(TimePoint now) const;
 
  private:
   enum class State { kLive, kLeft, kDead };

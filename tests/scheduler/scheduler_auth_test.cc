@@ -107,5 +107,22 @@ TEST_F(SchedulerAuthTest, MembersAreBoundToTheKeysThatRegisteredThem) {
                 }).ok());
 }
 
+TEST_F(SchedulerAuthTest, ATrustedKeysNameIsReservedForThatKey) {
+  ASSERT_TRUE(server_a_
+                  .Call([](auto& h) { return wire::EncodeRegisterServer(h, "tcp://127.0.0.1:1"); })
+                  .ok());
+  // "trainer-1" is trainer 1's key's name: trainer 2's key cannot take it first.
+  const Status squat =
+      trainer_2_.Call([](auto& h) { return wire::EncodeRegisterTrainer(h, "trainer-1"); });
+  EXPECT_EQ(squat.code(), StatusCode::kPermissionDenied) << squat.ToString();
+  EXPECT_NE(squat.message().find("reserved"), std::string::npos) << squat.ToString();
+  EXPECT_EQ(admin_.Call([](auto& h) { return wire::EncodeRegisterTrainer(h, "server-a"); }).code(),
+            StatusCode::kPermissionDenied);
+  EXPECT_TRUE(
+      trainer_1_.Call([](auto& h) { return wire::EncodeRegisterTrainer(h, "trainer-1"); }).ok());
+  EXPECT_TRUE(
+      trainer_2_.Call([](auto& h) { return wire::EncodeRegisterTrainer(h, "any-name"); }).ok());
+}
+
 }  // namespace
 }  // namespace ember::scheduler

@@ -126,6 +126,68 @@ TEST(SchedulerLimitsTest, TrainersBeyondTheLimitAreRefusedAndKnownNamesStillRegi
   EXPECT_TRUE(scheduler.Serves());
 }
 
+TEST(SchedulerLimitsTest, ATrainerSlotFreesWhenItsTrainerFallsSilent) {
+  Limits limits;
+  limits.trainers = 2;
+  SyncOptions sync;
+  sync.trainer_timeout = Millis(300);
+  LimitedScheduler scheduler(Options(limits, sync));
+  ASSERT_TRUE(scheduler.started().ok()) << scheduler.started().ToString();
+  auto channel = scheduler.Connect();
+  ASSERT_TRUE(LimitedScheduler::Ask(*channel, Register("a")).ok());
+  ASSERT_TRUE(LimitedScheduler::Ask(*channel, Register("b")).ok());
+  const Status full = LimitedScheduler::Ask(*channel, Register("c"));
+  ExpectRefusedFor(full, "trainers", 2);
+  EXPECT_NE(full.message().find("silent for 300 ms"), std::string::npos) << full.ToString();
+  // "a" and "b" never heartbeat: once they are dead, "c" takes a slot (bounded wait).
+  Status registered = full;
+  for (int attempt = 0; attempt < 50 && !registered.ok(); ++attempt) {
+    std::this_thread::sleep_for(Millis(100));
+    registered = LimitedScheduler::Ask(*channel, Register("c"));
+  }
+  EXPECT_TRUE(registered.ok()) << registered.ToString();
+}
+
+TEST(SchedulerLimitsTest, ABarriersCountIsFixedByItsFirstArrivalAndBoundedByTheTrainers) {
+  Limits limits;
+  limits.trainers = 4;
+  LimitedScheduler scheduler(Options(limits));
+  ASSERT_TRUE(scheduler.started().ok()) << scheduler.started().ToString();
+  auto first = scheduler.Connect(), second = scheduler.Connect();
+  EXPECT_EQ(LimitedScheduler::Ask(*second, Barrier("x", 0)).code(), StatusCode::kInvalidArgument);
+  for (uint32_t count : {5u, ~0u}) {
+    const Status refused = LimitedScheduler::Ask(*second, Barrier("x", count));
+    EXPECT_EQ(refused.code(), StatusCode::kInvalidArgument) << refused.ToString();
+    EXPECT_NE(refused.message().find("1 to 4 (limits.trainers)"), std::string::npos)
+        << refused.ToString();
+  }
+  EXPECT_EQ(LimitedScheduler::Ask(*first, Barrier("x", 2), kNoReply).code(),
+            StatusCode::kDeadlineExceeded);  // waits for one more
+  // A second participant cannot release the first alone by naming a count of 1.
+  const Status shrunk = LimitedScheduler::Ask(*second, Barrier("x", 1));
+  EXPECT_EQ(shrunk.code(), StatusCode::kInvalidArgument) << shrunk.ToString();
+  EXPECT_NE(shrunk.message().find("opened for 2"), std::string::npos) << shrunk.ToString();
+  EXPECT_TRUE(LimitedScheduler::Ask(*second, Barrier("x", 2)).ok());
+}
+
+TEST(SchedulerLimitsTest, ABarrierArrivalExpiresAfterTheClockTimeoutAndFreesItsRoom) {
+  Limits limits;
+  limits.open_barriers = 1;
+  SyncOptions sync;
+  sync.clock_timeout = Millis(300);
+  LimitedScheduler scheduler(Options(limits, sync));
+  ASSERT_TRUE(scheduler.started().ok()) << scheduler.started().ToString();
+  auto gone = scheduler.Connect(), other = scheduler.Connect();
+  // A participant that never gets its peers: answered DeadlineExceeded by the scheduler.
+  const Status expired = LimitedScheduler::Ask(*gone, Barrier("x", 2));
+  EXPECT_EQ(expired.code(), StatusCode::kDeadlineExceeded) << expired.ToString();
+  EXPECT_NE(expired.message().find("expired"), std::string::npos) << expired.ToString();
+  // The barrier closed with it: another may open.
+  EXPECT_EQ(LimitedScheduler::Ask(*other, Barrier("y", 2), kNoReply).code(),
+            StatusCode::kDeadlineExceeded);
+  ExpectRefusedFor(LimitedScheduler::Ask(*gone, Barrier("z", 1)), "open_barriers", 1);
+}
+
 TEST(SchedulerLimitsTest, BarriersBeyondTheLimitAndLongNamesAreRefused) {
   Limits limits;
   limits.open_barriers = 1;
