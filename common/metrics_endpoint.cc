@@ -19,8 +19,7 @@
 namespace ember {
 namespace {
 
-constexpr int kPollMillis = 100;           // how soon the thread sees a stop
-constexpr int kClientTimeoutSeconds = 5;   // a client that sends or reads nothing this long
+constexpr int kPollMillis = 100;           // how soon the thread sees a stop and a deadline
 constexpr size_t kMaxRequestBytes = 8192;  // a request line and headers, at most
 
 // ember_process_info{role="..."} 1: which role a scraped process plays.
@@ -37,17 +36,6 @@ class ProcessInfo : public prometheus::Collectable {
  private:
   const std::string role_;
 };
-
-// Writes all of `bytes`; false when the client went away or timed out.
-bool WriteAll(int fd, std::string_view bytes) {
-  while (!bytes.empty()) {
-    const ssize_t n = ::send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return false;
-    bytes.remove_prefix(static_cast<size_t>(n));
-  }
-  return true;
-}
 
 std::string Response(std::string_view status, std::string_view body, bool with_body) {
   std::string response = "HTTP/1.1 " + std::string(status) +
@@ -73,7 +61,7 @@ Result<std::unique_ptr<MetricsEndpoint>> MetricsEndpoint::Start(const MetricsAdd
     return InvalidArgument("cannot serve metrics on " + address.ToString() +
                            ": not an IPv4 address");
   }
-  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);  // polled
   if (fd < 0) return failed("socket");
   const int one = 1;
   ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));  // restarts reuse the port
@@ -123,31 +111,83 @@ std::string MetricsEndpoint::Scrape() const {
   return prometheus::TextSerializer().Serialize(families);
 }
 
+// One client: what arrived of its request, then the answer and how much of it was written.
+struct MetricsEndpoint::Connection {
+  int fd = -1;
+  std::chrono::steady_clock::time_point deadline;
+  std::string request;
+  std::string answer;
+  size_t written = 0;
+  bool answering = false;
+};
+
 void MetricsEndpoint::Serve() {
+  std::vector<Connection> connections;
+  std::vector<pollfd> ready;
   while (!stop_.load(std::memory_order_relaxed)) {
-    pollfd ready{listener_, POLLIN, 0};
-    if (::poll(&ready, 1, kPollMillis) <= 0) continue;
-    const int connection = ::accept4(listener_, nullptr, nullptr, SOCK_CLOEXEC);
-    if (connection < 0) continue;
-    const timeval timeout{kClientTimeoutSeconds, 0};
-    ::setsockopt(connection, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof(timeout));
-    ::setsockopt(connection, SOL_SOCKET, SO_SNDTIMEO, &timeout, sizeof(timeout));
-    Answer(connection);
-    ::close(connection);
+    ready.assign(1, pollfd{listener_, POLLIN, 0});
+    for (const Connection& c : connections) {
+      ready.push_back(pollfd{c.fd, static_cast<short>(c.answering ? POLLOUT : POLLIN), 0});
+    }
+    if (::poll(ready.data(), ready.size(), kPollMillis) < 0 && errno != EINTR) continue;
+    const auto now = std::chrono::steady_clock::now();
+    std::vector<Connection> kept;
+    for (size_t i = 0; i < connections.size(); ++i) {
+      Connection& c = connections[i];
+      const bool open = now < c.deadline && Progress(c, ready[i + 1].revents);
+      if (open) {
+        kept.push_back(std::move(c));
+      } else {
+        ::close(c.fd);
+      }
+    }
+    connections = std::move(kept);
+    if (ready[0].revents & POLLIN) Accept(connections);
+  }
+  for (const Connection& c : connections) ::close(c.fd);
+}
+
+void MetricsEndpoint::Accept(std::vector<Connection>& connections) const {
+  for (;;) {
+    const int fd = ::accept4(listener_, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
+    if (fd < 0) return;
+    if (connections.size() >= kMaxClients) {
+      const std::string busy = Response(
+          "503 Service Unavailable",
+          std::to_string(kMaxClients) + " clients are connected; each is answered or dropped "
+          "within " + std::to_string(kClientDeadline.count()) + " s: retry then\n", true);
+      (void)::send(fd, busy.data(), busy.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+      ::close(fd);
+      continue;
+    }
+    Connection c;
+    c.fd = fd;
+    c.deadline = std::chrono::steady_clock::now() + kClientDeadline;
+    connections.push_back(std::move(c));
   }
 }
 
-void MetricsEndpoint::Answer(int connection) const {
-  std::string request;
-  char buffer[1024];
-  while (request.find("\r\n\r\n") == std::string::npos && request.size() < kMaxRequestBytes) {
-    const ssize_t n = ::recv(connection, buffer, sizeof(buffer), 0);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;  // closed, or silent for the timeout: answer what arrived, if anything
-    request.append(buffer, static_cast<size_t>(n));
+bool MetricsEndpoint::Progress(Connection& c, short events) const {
+  if (events & (POLLERR | POLLNVAL)) return false;
+  if (!c.answering) {
+    if (!(events & (POLLIN | POLLHUP))) return true;
+    char buffer[1024];
+    const ssize_t n = ::recv(c.fd, buffer, sizeof(buffer), MSG_DONTWAIT);
+    if (n < 0) return errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK;
+    if (n > 0) c.request.append(buffer, static_cast<size_t>(n));
+    const bool complete = c.request.find("\r\n\r\n") != std::string::npos ||
+                          c.request.size() >= kMaxRequestBytes;
+    if (n > 0 && !complete) return true;
+    // Complete, or closed by the client: answer what arrived, if anything.
+    c.answer = Respond(std::string_view(c.request).substr(0, kMaxRequestBytes));
+    c.answering = true;
+    if (c.answer.empty()) return false;
   }
-  const std::string response = Respond(request);
-  if (!response.empty()) WriteAll(connection, response);
+  const ssize_t n =
+      ::send(c.fd, c.answer.data() + c.written, c.answer.size() - c.written, MSG_NOSIGNAL);
+  if (n < 0) return errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK;
+  c.written += static_cast<size_t>(n);
+  return c.written < c.answer.size();
 }
 
 std::string MetricsEndpoint::Respond(std::string_view request) const {

@@ -9,14 +9,19 @@
 // Exposer, on civetweb) cannot start in ember: civetweb creates its threads with fixed 100 KiB
 // stacks, and glibc carves a process's static TLS out of every thread's stack, which in ember
 // (OpenBLAS, cuBLAS) is larger than that, so pthread_create fails. The HTTP side here is
-// deliberately small instead: one thread on a listening socket, one request per connection,
-// GET (or HEAD) of /metrics answered, anything else 404 or 405, a client silent for 5 s dropped.
+// deliberately small instead: one thread polls a listening socket and up to kMaxClients
+// connections at once, one request per connection, GET (or HEAD) of /metrics answered, anything
+// else 404 or 405. Each connection has one deadline (kClientDeadline from its accept) for its
+// whole request and answer, not one per read, so neither an idle client nor one that trickles
+// bytes holds the endpoint: it is dropped at its deadline while others are served. A connection
+// beyond kMaxClients is answered 503 at once, saying when room frees.
 //
 // Only the command line (app/) starts one; the roles' libraries depend on prometheus-cpp's core
 // alone. Collectors are called on the endpoint's thread: they must be thread-safe.
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -42,6 +47,9 @@ class MetricsEndpoint {
   // (in use, not an address of this machine). `role` labels ember_process_info.
   static Result<std::unique_ptr<MetricsEndpoint>> Start(const MetricsAddress& address,
                                                         std::string_view role);
+  // Connections served at once, and how long one may take from accept to its answer's last byte.
+  static constexpr size_t kMaxClients = 64;
+  static constexpr std::chrono::seconds kClientDeadline{5};
   // Stops serving (a scrape under way completes first) and closes the socket.
   ~MetricsEndpoint();
   MetricsEndpoint(const MetricsEndpoint&) = delete;
@@ -65,8 +73,12 @@ class MetricsEndpoint {
 
  private:
   MetricsEndpoint(std::string host, uint32_t port, int listener);
-  void Serve();                       // the endpoint's thread: accepts until stopped
-  void Answer(int connection) const;  // reads one request and writes Respond's answer
+  struct Connection;
+  void Serve();  // the endpoint's thread: accepts and answers until stopped
+  // Accepts the connections waiting (a 503 for each beyond kMaxClients).
+  void Accept(std::vector<Connection>& connections) const;
+  // Reads what arrived, or writes what the answer has left; false once it is done with.
+  bool Progress(Connection& connection, short events) const;
 
   const std::string host_;
   const uint32_t port_;
