@@ -55,7 +55,20 @@ std::string DelimitedReader::Where(size_t line, size_t column) const {
 }
 
 bool DelimitedReader::ReadPhysicalLine() {
-  if (!std::getline(in_, line_)) return false;
+  // Stored up to one byte past the limit, then no further: however long a line is, memory stays
+  // within the limit, and ReadRecord refuses the line.
+  using Traits = std::char_traits<char>;
+  std::streambuf& in = *in_.rdbuf();
+  line_.clear();
+  int c = in.sbumpc();
+  if (c == Traits::eof()) {
+    in_.setstate(std::ios::eofbit);
+    return false;
+  }
+  while (c != Traits::eof() && c != '\n' && line_.size() <= kMaxRecordBytes) {
+    line_.push_back(static_cast<char>(c));
+    c = in.sbumpc();
+  }
   ++physical_line_;
   constexpr std::string_view kByteOrderMark = "\xEF\xBB\xBF";
   if (physical_line_ == 1 && line_.starts_with(kByteOrderMark)) line_.erase(0, kByteOrderMark.size());
@@ -70,8 +83,8 @@ Result<bool> DelimitedReader::ReadRecord() {
     line_number_ = physical_line_;
     if (line_.size() > kMaxRecordBytes) {
       return InvalidArgument(path_ + " line " + std::to_string(line_number_) + ": a line of " +
-                             std::to_string(line_.size()) + " bytes, more than the " +
-                             std::to_string(kMaxRecordBytes) + " a record may have");
+                             "more than the " + std::to_string(kMaxRecordBytes) +
+                             " bytes a record may have (refused while reading)");
     }
     if (options_.quote == '\0' || line_.find(options_.quote) == std::string::npos) {
       SplitFields(line_, options_.delimiter, &fields_);

@@ -7,8 +7,9 @@
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
-#include <fstream>
 #include <map>
+#include <optional>
+#include <sstream>
 
 #include "common/advertised_endpoint.h"
 #include "common/file_io.h"
@@ -52,6 +53,20 @@ std::vector<Frame> ReceiveRequest(Socket& frontend) {
 
 // Files in the data directory.
 constexpr const char* kIdentityFile = "server-identity";  // "<id> <endpoint>\n"
+constexpr uint64_t kMaxIdentityFileBytes = 4096;          // a larger one is not read
+
+// The id and endpoint recorded in a data directory's identity file; nullopt when there is none
+// (or it is unreadable: the server then records its own).
+std::optional<std::pair<uint32_t, std::string>> ReadIdentityFile(const std::string& data_dir) {
+  auto text = ReadWholeFile((std::filesystem::path(data_dir) / kIdentityFile).string(),
+                            kMaxIdentityFileBytes);
+  if (!text.ok()) return std::nullopt;
+  std::istringstream in(*text);
+  uint32_t id = 0;
+  std::string endpoint;
+  if (!(in >> id >> endpoint)) return std::nullopt;
+  return std::pair{id, endpoint};
+}
 constexpr const char* kRowsDir = "rows";                  // the RocksDB instance
 // Look-ahead may pin a quarter of the memory budget: eviction always has the rest to choose from.
 constexpr uint64_t kPinShareOfBudget = 4;
@@ -173,21 +188,16 @@ Status Server::Register() {
 
 std::string Server::RecordedEndpoint() const {
   if (options_.data_dir.empty()) return "";
-  std::ifstream in(std::filesystem::path(options_.data_dir) / kIdentityFile);
-  uint32_t id = 0;
-  std::string endpoint;
-  if (!(in >> id >> endpoint)) return "";
-  return endpoint;
+  const auto recorded = ReadIdentityFile(options_.data_dir);
+  return recorded ? recorded->second : "";
 }
 
 Status Server::RecordIdentity(uint32_t server_id) {
   if (options_.data_dir.empty()) return Status::Ok();
   const std::filesystem::path dir(options_.data_dir);
   const std::filesystem::path file = dir / kIdentityFile;
-  std::ifstream in(file);
-  uint32_t recorded_id = 0;
-  std::string recorded_endpoint;
-  if (in >> recorded_id >> recorded_endpoint) {
+  if (const auto recorded = ReadIdentityFile(options_.data_dir)) {
+    const uint32_t recorded_id = recorded->first;
     if (recorded_id != server_id) {
       return FailedPrecondition("data directory '" + options_.data_dir + "' belongs to server " +
                                 std::to_string(recorded_id) + ", but the scheduler assigned id " +

@@ -1,10 +1,18 @@
 // Tests for delimited text reading: delimiters, headers, CRLF, blank lines, column errors, RFC
-// 4180 quoting, byte-order marks and comment lines.
+// 4180 quoting, byte-order marks and comment lines, and lines over the limit refused while
+// reading.
 #include "trainer/delimited_reader.h"
 
 #include <gtest/gtest.h>
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <csignal>
 #include <fstream>
+#include <thread>
 
 #include "tests/test_util.h"
 
@@ -115,6 +123,39 @@ TEST(DelimitedReaderTest, StreamingReaderReportsFieldsAndMissingFieldLines) {
   ASSERT_FALSE(missing.ok());
   EXPECT_NE(missing.status().message().find("line 3"), std::string_view::npos);
   EXPECT_FALSE((*reader)->Next().value());
+}
+
+TEST(DelimitedReaderTest, ALineOverTheLimitIsRefusedBeforeItIsReadWhole) {
+  // A pipe fed one endless line: the reader must stop reading just past the limit, so the
+  // writer gets no further than that plus what the pipe and the stream buffer hold.
+  testing::TempDir dir;
+  const std::string fifo = dir.path() + "/endless";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  std::signal(SIGPIPE, SIG_IGN);
+  constexpr size_t kBound = 8 * kMaxRecordBytes;  // the writer's own bound
+  std::atomic<size_t> written{0};
+  std::thread writer([&] {
+    const int fd = ::open(fifo.c_str(), O_WRONLY);
+    if (fd < 0) return;
+    const std::string chunk(1 << 16, 'x');
+    while (written < kBound) {
+      const ssize_t n = ::write(fd, chunk.data(), chunk.size());
+      if (n <= 0) break;  // the reader closed the pipe
+      written += static_cast<size_t>(n);
+    }
+    ::close(fd);
+  });
+  {
+    auto reader = DelimitedReader::Open(fifo, {});
+    ASSERT_TRUE(reader.ok()) << reader.status().ToString();
+    Result<bool> next = (*reader)->Next();
+    ASSERT_FALSE(next.ok());
+    EXPECT_NE(next.status().message().find("line 1"), std::string::npos)
+        << next.status().ToString();
+    EXPECT_NE(next.status().message().find(std::to_string(kMaxRecordBytes)), std::string::npos);
+  }  // closed: the writer stops
+  writer.join();
+  EXPECT_LT(written.load(), 2 * kMaxRecordBytes);
 }
 
 TEST(DelimitedReaderTest, MissingFileErrorNamesThePath) {
