@@ -116,10 +116,12 @@ Status CheckSender(const Peer& peer, const RequestBody& body) {
                           "; refused, nothing changed");
 }
 
-Result<DecodedRequest> DecodeRequest(Frame frame) {
+Result<DecodedRequest> DecodeRequest(Frame frame, uint64_t* request_id) {
   return Decode<DecodedRequest, schema::Request>(
       std::move(frame), "request",
-      [](schema::Request::Reader root, FrameStorage& storage, DecodedRequest& decoded) -> Status {
+      [request_id](schema::Request::Reader root, FrameStorage& storage,
+                   DecodedRequest& decoded) -> Status {
+        if (request_id != nullptr) *request_id = root.getRequestId();
         decoded.version = root.getVersion();
         if (decoded.version != kProtocolVersion) {
           return InvalidArgument("protocol version " + std::to_string(decoded.version) +

@@ -57,8 +57,10 @@ PeerRoles SendersOf(const RequestBody& body);
 // PermissionDenied naming the kind, the roles it needs and the peer when `peer` may not send it.
 Status CheckSender(const Peer& peer, const RequestBody& body);
 
-// Decodes one frame. InvalidArgument (naming what was wrong) for anything malformed.
-Result<DecodedRequest> DecodeRequest(Frame frame);
+// Decodes one frame. InvalidArgument (naming what was wrong) for anything malformed. When the
+// frame is a readable message, `request_id` (if given) gets its request id, also when its body
+// is refused: the refusal can then answer that request.
+Result<DecodedRequest> DecodeRequest(Frame frame, uint64_t* request_id = nullptr);
 
 // ---- Responses ----
 

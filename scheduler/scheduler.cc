@@ -132,10 +132,11 @@ void Scheduler::HandleMessage(std::vector<Frame> frames, const Peer& peer) {
                                         std::to_string(frames.size() - 1) + " frames")));
     return;
   }
-  auto request = wire::DecodeRequest(std::move(frames.back()));
+  uint64_t request_id = 0;
+  auto request = wire::DecodeRequest(std::move(frames.back()), &request_id);
   if (!request.ok()) {
-    spdlog::warn("scheduler: undecodable request: {}", request.status().ToString());
-    Reply(identity, wire::EncodeStatusResponse(0, routing_.epoch, request.status()));
+    spdlog::warn("scheduler: undecodable request {}: {}", request_id, request.status().ToString());
+    Reply(identity, wire::EncodeStatusResponse(request_id, routing_.epoch, request.status()));
     return;
   }
   // The identity is handed to the handler (some keep it to answer later): a copy answers the

@@ -80,11 +80,11 @@ Frame ShardService::Handle(Frame request, const Peer& peer) {
   uint64_t request_id = 0;
   RequestTimer timer(request_metrics_, kind, t_errors_counted);
   auto handled = CatchExceptions([&]() -> Frame {
-    auto decoded = wire::DecodeRequest(std::move(request));
+    auto decoded = wire::DecodeRequest(std::move(request), &request_id);
     if (!decoded.ok()) {
-      spdlog::warn("server {}: dropping undecodable request: {}", server_id_,
+      spdlog::warn("server {}: refusing undecodable request {}: {}", server_id_, request_id,
                    decoded.status().ToString());
-      return Error(0, decoded.status());
+      return Error(request_id, decoded.status());
     }
     kind = wire::RequestKindName(decoded->body);
     request_id = decoded->header.request_id;

@@ -85,7 +85,7 @@ class ShardService {
                                                       const ShardPolicy& policy = {});
 
   // Decodes one request frame from `peer` and returns the response frame. Never fails: errors are
-  // encoded into the response (request id 0 when the frame could not be decoded).
+  // encoded into the response (with the request's id, 0 only when the frame could not be read).
   Frame Handle(Frame request, const Peer& peer);
 
   uint32_t server_id() const { return server_id_; }
