@@ -28,7 +28,7 @@ struct LocalClusterOptions {
   scheduler::PeriodicCheckpoints checkpoints;  // the scheduler's periodic cuts (every 0: none)
   ps::ShardPolicy policy;  // every process's limits, and the servers' non-finite policy
   // CurveZMQ between every process of the cluster, with key pairs made for it in memory: one for
-  // the scheduler, one all its servers share, and an admin pair for its clients.
+  // the scheduler, one all its servers share, an admin pair for its clients, and a trainer pair.
   bool authenticate = false;
   // Non-empty: server i keeps its rows in DATA_DIR/server-i (RocksDB, durability ack), holding
   // at most memory_budget_bytes of them in memory (0: no limit).
@@ -60,9 +60,10 @@ class LocalCluster {
   // What a client of this cluster connects with: the admin key pair and the scheduler's key when
   // it authenticates, else nothing.
   const TransportSecurity& client_security() const { return client_security_; }
-  // The key pair its servers share (when it authenticates): what an insider with a server key
-  // holds, for tests of what such a key cannot do.
+  // The key pair its servers share, and a trainer key pair it trusts (when it authenticates):
+  // what an insider with a server or trainer key holds, for tests of what such keys cannot do.
   const TransportSecurity& server_security() const { return server_security_; }
+  const TransportSecurity& trainer_security() const { return trainer_security_; }
 
   // A client of this cluster registered under `name`, with the cluster's limits and keys.
   Result<std::unique_ptr<ps::Client>> Connect(const std::string& name = "client") const;
@@ -81,7 +82,7 @@ class LocalCluster {
 
   const LocalClusterOptions options_;
   Status status_;
-  TransportSecurity scheduler_security_, server_security_, client_security_;
+  TransportSecurity scheduler_security_, server_security_, client_security_, trainer_security_;
   std::unique_ptr<scheduler::Scheduler> scheduler_;
   std::thread scheduler_thread_;
   std::vector<std::unique_ptr<ps::Server>> servers_;

@@ -116,8 +116,9 @@ TEST_F(SchedulerAuthTest, ATrustedKeysNameIsReservedForThatKey) {
       trainer_2_.Call([](auto& h) { return wire::EncodeRegisterTrainer(h, "trainer-1"); });
   EXPECT_EQ(squat.code(), StatusCode::kPermissionDenied) << squat.ToString();
   EXPECT_NE(squat.message().find("reserved"), std::string::npos) << squat.ToString();
-  EXPECT_EQ(admin_.Call([](auto& h) { return wire::EncodeRegisterTrainer(h, "server-a"); }).code(),
-            StatusCode::kPermissionDenied);
+  EXPECT_EQ(
+      trainer_1_.Call([](auto& h) { return wire::EncodeRegisterTrainer(h, "server-a"); }).code(),
+      StatusCode::kPermissionDenied);
   EXPECT_TRUE(
       trainer_1_.Call([](auto& h) { return wire::EncodeRegisterTrainer(h, "trainer-1"); }).ok());
   EXPECT_TRUE(
