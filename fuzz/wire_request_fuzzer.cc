@@ -63,7 +63,8 @@ void Fuzz(std::string_view input) {
   auto decoded = wire::DecodeRequest(Frame(input.data(), input.size()));
   if (!decoded.ok()) return;
   (void)wire::RequestKindName(decoded->body);
-  CheckRoundTrip(*decoded, wire::DecodeRequest, Encode);
+  CheckRoundTrip(
+      *decoded, [](Frame frame) { return wire::DecodeRequest(std::move(frame)); }, Encode);
 }
 
 }  // namespace
