@@ -39,7 +39,7 @@ inline constexpr double kResidentOverTable = 1.04;
 // RocksDB's bytes on disk over the rows' keys (12 bytes) and values: its internal key trailer,
 // block index and filter, and versions not yet compacted away. `ember bench-tier --rows 2000000
 // --dim 64 --seconds 3`, "bytes on disk per row" after its recovery run over the 512-byte rows'
-// 524 bytes (590.2 / 524; README's 20M rows of dim 16 gave 150 / 140 = 1.07).
+// 524 bytes (590.2 / 524; an earlier run of 20M rows of dim 16 gave 150 / 140 = 1.07).
 inline constexpr double kDiskOverKeyAndValue = 1.13;
 // Server CPU (all of a server's threads) per key, from memory, as a part per key and a part per
 // byte the request touches: a pull copies the row's dim values out, a push reads and writes the
@@ -53,7 +53,7 @@ inline constexpr double kPushCpuNanosPerStateByte = 0.52;
 // A tiered table's keys/s against the same table in memory, budget a quarter of the rows, Zipf
 // 1.05: pulls at its hit rate (0.877), pushes logging every row before the ack (durability
 // ack). `ember bench-tier --rows 2000000 --dim 64 --seconds 3`: 4.71M / 0.61M keys/s pulled and
-// 3.52M / 0.124M pushed (README's dim-16 run: 1.9 and 13; both vary 2x between runs).
+// 3.52M / 0.124M pushed (an earlier dim-16 run: 1.9 and 13; both vary 2x between runs).
 inline constexpr double kTierPullSlowdown = 7.7;
 inline constexpr double kTierPushSlowdown = 28.0;
 // Partition moves to a joining server, unpaced: a rate for the payload (8-byte key and the
@@ -65,7 +65,7 @@ inline constexpr double kMoveBytesPerSecond = 250e6;
 inline constexpr double kMoveSecondsPerPartition = 0.055;
 // Reopening a data directory after SIGKILL: a fixed part (open RocksDB, replay its log) and a
 // scan of its rows. `ember bench-tier --rows 2000000 --dim 64`, its recovery line: 1.13 s, then
-// 2.35 s for 1.18 GB (500 MB/s); README's 20M rows of dim 16 scanned 400 MB/s, used here.
+// 2.35 s for 1.18 GB (500 MB/s); an earlier run of 20M rows of dim 16 scanned 400 MB/s, used here.
 inline constexpr double kReopenFixedSeconds = 1.1;
 inline constexpr double kReopenScanBytesPerSecond = 400e6;
 
