@@ -208,8 +208,9 @@ std::string Record(PeerRole role, const Frame& frame) {
   return std::string(1, static_cast<char>(ByteForRole(role))) + Bytes(frame);
 }
 
-std::string Record(PeerRole role, uint8_t sender, const Frame& frame) {
-  return std::string(1, static_cast<char>(ByteForRole(role))) +
+// A record from `role` holding its key number `key` (PeerFromByte), as connection `sender`.
+std::string Record(PeerRole role, uint8_t sender, const Frame& frame, uint8_t key = 0) {
+  return std::string(1, static_cast<char>(ByteForRole(role) + 4 * key)) +
          std::string(1, static_cast<char>(sender)) + Bytes(frame);
 }
 
@@ -318,6 +319,15 @@ void WriteSchedulerConversations(CorpusWriter& out) {
                                                    formed, {.move = {8, 1, 2}, .commit = true})));
   drain.push_back(Record(PeerRole::kAdmin, 5, wire::EncodeClusterStatusRequest(formed)));
   out.Write(target, "join-drain-move", JoinRecords(drain));
+  // Another trainer key speaks for trainer 0 and takes its name; another server key decides.
+  std::vector<std::string> impostors(run.begin(), run.begin() + 4);
+  impostors.push_back(Record(PeerRole::kTrainer, 7, wire::EncodeHeartbeat(formed, 0), 1));
+  impostors.push_back(
+      Record(PeerRole::kTrainer, 7, wire::EncodeRegisterTrainer(h, "trainer-a"), 1));
+  impostors.push_back(Record(
+      PeerRole::kServer, 8, wire::EncodeMoveDecision(formed, {.move = {8, 1, 0}, .commit = true}),
+      2));
+  out.Write(target, "other-identities", JoinRecords(impostors));
   out.Write(target, "edge-extra-frame", Record(PeerRole::kInsecure, 0xff, wire::EncodePing(h)));
 }
 

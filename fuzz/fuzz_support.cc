@@ -18,8 +18,12 @@ namespace {
 constexpr PeerRole kRoles[] = {PeerRole::kInsecure, PeerRole::kTrainer, PeerRole::kServer,
                                PeerRole::kAdmin};
 
-// A fixed, well-formed key (Z85, 40 characters) for the authenticated roles.
-constexpr std::string_view kFuzzPublicKey = "rq:rM>}U?@Lns47E1%kR.o@n%FcmmsL/@{H8]yf7";
+// Fixed, well-formed keys (Z85, 40 characters) for the authenticated roles: several, so that a
+// conversation holds several identities of one role (one trainer key speaking for another's
+// trainer, one server key moving another's partitions).
+constexpr std::string_view kFuzzPublicKeys[] = {"rq:rM>}U?@Lns47E1%kR.o@n%FcmmsL/@{H8]yf7",
+                                                "Aq:rM>}U?@Lns47E1%kR.o@n%FcmmsL/@{H8]yf7",
+                                                "Bq:rM>}U?@Lns47E1%kR.o@n%FcmmsL/@{H8]yf7"};
 
 }  // namespace
 
@@ -89,7 +93,9 @@ std::string JoinRecords(const std::vector<std::string>& records) {
 
 Peer PeerFromByte(uint8_t byte) {
   const PeerRole role = kRoles[byte % std::size(kRoles)];
-  return Peer{role, role == PeerRole::kInsecure ? "" : std::string(kFuzzPublicKey)};
+  const std::string_view key =
+      kFuzzPublicKeys[byte / std::size(kRoles) % std::size(kFuzzPublicKeys)];
+  return Peer{role, role == PeerRole::kInsecure ? "" : std::string(key)};
 }
 
 uint8_t ByteForRole(PeerRole role) {

@@ -51,8 +51,10 @@ inline constexpr size_t kMaxRecords = 64;
 std::vector<std::string_view> SplitRecords(std::string_view input);
 std::string JoinRecords(const std::vector<std::string>& records);
 
-// The Peer a message comes from, chosen by one byte of the input (its value modulo the number of
-// roles), and the byte that chooses `role`.
+// The Peer a message comes from, chosen by one byte of the input: its role (the value modulo the
+// number of roles) and, for an authenticated role, which of a few keys it holds (the rest of the
+// value), so that one conversation has several identities of a role; and the byte that chooses
+// `role` with the first key.
 Peer PeerFromByte(uint8_t byte);
 uint8_t ByteForRole(PeerRole role);
 

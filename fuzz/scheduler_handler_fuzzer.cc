@@ -2,7 +2,8 @@
 // in-process scheduler (two servers, FuzzTables, bsp with two trainers), bound to an in-process
 // endpoint nobody connects to, so its answers go nowhere.
 //
-// An input is a conversation: records (fuzz/fuzz_support.h), each a byte choosing the Peer, a byte
+// An input is a conversation: records (fuzz/fuzz_support.h), each a byte choosing the Peer (role
+// and key: several identities of a role talk in one conversation), a byte
 // naming the sender (its identity frame; 0xff also sends one extra frame, which must be refused)
 // and then one request frame, handled in order by a fresh scheduler, so that registrations,
 // barriers, clocks, cuts and moves are reached. Corpus: fuzz/corpus/scheduler_handler/.
