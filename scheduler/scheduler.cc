@@ -382,6 +382,8 @@ void Scheduler::HandleHeartbeat(const Frame& identity, uint64_t request_id,
 
 void Scheduler::ServeClockWaiters() {
   std::vector<Waiter> still_waiting;
+  // The trainers of a clock are usually granted together, with the same grant: signed once.
+  wire::ClockGrant last_signed;
   for (Waiter& waiter : clock_waiters_) {
     auto grant = clocks_.TryGrant(waiter.clock);
     if (!grant.ok()) {
@@ -390,8 +392,13 @@ void Scheduler::ServeClockWaiters() {
     } else if (grant->has_value()) {
       (*grant)->cut = cuts_.AnnouncedAfter(waiter.clock);
       if (grant_signer_ && options_.sync.mode == SyncMode::kBsp) {
-        (*grant)->signature = grant_signer_->Sign(
-            GrantTerms{(*grant)->clock, (*grant)->trainers, options_.sync.combine});
+        if (last_signed.signature.empty() || last_signed.clock != (*grant)->clock ||
+            last_signed.trainers != (*grant)->trainers) {
+          last_signed = **grant;
+          last_signed.signature = grant_signer_->Sign(
+              GrantTerms{(*grant)->clock, (*grant)->trainers, options_.sync.combine});
+        }
+        (*grant)->signature = last_signed.signature;
       }
       Reply(waiter.identity,
             wire::EncodeClockGrantResponse(waiter.request_id, routing_.epoch, **grant));

@@ -18,7 +18,6 @@ void MovePlan::Update(const RoutingTable& routing, std::span<const wire::MoveOrd
   std::lock_guard lock(mutex_);
   if (routing.epoch < epoch_) return;  // an answer older than one applied already
   epoch_ = routing.epoch;
-  owners_ = routing.owners;
   server_keys_.clear();
   for (const ServerInfo& server : routing.servers) server_keys_.push_back(server.public_key);
   for (auto [moves, targets] : {std::pair{in_flight, &in_flight_}, std::pair{planned, &planned_}}) {
@@ -38,12 +37,6 @@ std::optional<uint32_t> MovePlan::TargetOf(uint32_t p) const {
 std::optional<uint32_t> MovePlan::InFlightTargetOf(uint32_t p) const {
   std::lock_guard lock(mutex_);
   return Find(in_flight_, p);
-}
-
-std::optional<uint32_t> MovePlan::OwnerOf(uint32_t p) const {
-  std::lock_guard lock(mutex_);
-  if (p >= owners_.size()) return std::nullopt;
-  return owners_[p];
 }
 
 uint64_t MovePlan::epoch() const {

@@ -1,7 +1,6 @@
 // MovePlan: a source server's copy of what the scheduler decided about its partitions, as the
 // answer to its last heartbeat said: the moves out of this server in flight and planned
-// (partition -> target server) and the routing table (owners, the servers' public keys, the
-// epoch).
+// (partition -> target server) and of the routing table, the servers' public keys and the epoch.
 //
 // A server copies, hands over or releases a partition only as this plan says (ShardService's
 // partition transfers): the move must be in flight out of it, towards the server that asks, and
@@ -41,8 +40,6 @@ class MovePlan {
   std::optional<uint32_t> TargetOf(uint32_t p) const;
   // The target of partition p's move out, if one is in flight.
   std::optional<uint32_t> InFlightTargetOf(uint32_t p) const;
-  // Partition p's owner in the routing table last heard; nullopt before any or out of range.
-  std::optional<uint32_t> OwnerOf(uint32_t p) const;
   // Epoch of the routing table last heard (0: none).
   uint64_t epoch() const;
 
@@ -55,7 +52,6 @@ class MovePlan {
   const uint32_t server_id_;
   mutable std::mutex mutex_;
   uint64_t epoch_ = 0;                    // guarded by mutex_
-  std::vector<uint32_t> owners_;          // guarded by mutex_
   std::vector<std::string> server_keys_;  // by server id; guarded by mutex_
   // partition -> target; guarded by mutex_
   std::map<uint32_t, uint32_t> in_flight_;

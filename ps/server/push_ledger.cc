@@ -171,7 +171,7 @@ PushLedger::Claim PushLedger::Begin(const wire::PushSender& from, uint64_t reque
   }
   {
     Sender& sender = senders_[from.id];
-    sender.key = key;
+    if (sender.key.empty()) sender.key = key;  // (only ever set once: not on every push)
     sender.last_seen = now;
     if (from.acked_below > sender.floor) {
       sender.floor = from.acked_below;

@@ -195,10 +195,12 @@ class ShardService {
   // as the one under way; a release or resume only by the target of the move under way.
   // Refusals are logged and counted, and change nothing.
   Status CheckPlannedMove(const wire::PartitionTransferRequest& transfer, const Peer& peer);
-  // Source: a release or resume that the target asked for, checked against what the scheduler
-  // decided. A release drops the partition when the routing table last heard gives it to the
-  // mover; otherwise, and for every resume, the scheduler is asked (at the next heartbeat, soon).
+  // Source: a release or resume that the target asked for. Neither changes anything on its own:
+  // the server asks the scheduler at once (its next heartbeat), whose answer ends the move
+  // (ApplyOrders). A release is answered Unavailable until then.
   Frame AnswerMoveEnd(uint64_t request_id, uint32_t p, wire::TransferPhase phase);
+  // The target of partition p's move out under way here, if any.
+  std::optional<uint32_t> MoverOf(uint32_t p) const;
   // Source: the reply with the chunk of partition `p`'s outgoing rows at `offset`.
   Frame TransferChunk(uint64_t request_id, uint32_t p, wire::TransferPhase phase, uint64_t offset);
   // Ends a move out of partition `p`: its state becomes `to`, nothing more is noted for it.
@@ -221,20 +223,19 @@ class ShardService {
   // Pulls, pushes and clock applies hold it shared; a partition changing state (copy, hand-over)
   // holds it exclusively, so no request is between its ownership check and its effect then.
   mutable std::shared_mutex transfer_mutex_;
-  // guards changed_, moving_out_since_, mover_targets_ and outgoing_
+  // guards changed_, moving_out_ and outgoing_
   mutable std::mutex changed_mutex_;
   std::atomic<uint32_t> copying_{0};  // partitions in kCopying
   // Keys pushed into partitions being copied, by partition and table.
   std::map<uint32_t, std::map<std::string, std::set<uint64_t>>> changed_;
-  // Partitions moving out: since their copy, or their hand-over.
-  std::map<uint32_t, std::chrono::steady_clock::time_point> moving_out_since_;
-  // Partitions moving out: the server copying them (the target the plan named at the copy), and
-  // when that copy began.
+  // Partitions moving out: the server copying them (the target the plan named at the copy), when
+  // that copy began, and since when the move is in its current phase (copy or hand-over).
   struct MoveOut {
     uint32_t target = 0;
     std::chrono::steady_clock::time_point copy_began;
+    std::chrono::steady_clock::time_point phase_began;
   };
-  std::map<uint32_t, MoveOut> mover_targets_;
+  std::map<uint32_t, MoveOut> moving_out_;
   // The moves out of this server that the scheduler planned, as its last heartbeat said.
   MovePlan plan_;
   std::atomic<bool> heartbeat_requested_{false};

@@ -8,7 +8,9 @@ namespace ember::ps {
 
 Frame ShardService::HandleApplyClock(const wire::RequestHeader& header,
                                      const wire::ApplyClockRequest& apply, const Peer& peer) {
-  if (peer.authenticated()) {
+  // A clock applied already is a no-op whoever asks (each trainer asks every server): only a
+  // clock still to apply has its grant checked.
+  if (peer.authenticated() && apply.clock > deferred_.applied_clock()) {
     Status granted =
         policy_.grant_key.empty()
             ? FailedPrecondition("this server has no key to check the scheduler's grants with")

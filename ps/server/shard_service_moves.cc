@@ -55,12 +55,7 @@ void ShardService::NoteChangedKeys(const embedding::EmbeddingTable& table,
 Status ShardService::CheckPlannedMove(const wire::PartitionTransferRequest& transfer,
                                       const Peer& peer) {
   const uint32_t p = transfer.partition;
-  std::optional<uint32_t> under_way;
-  {
-    std::lock_guard lock(changed_mutex_);
-    auto mover = mover_targets_.find(p);
-    if (mover != mover_targets_.end()) under_way = mover->second.target;
-  }
+  const std::optional<uint32_t> under_way = MoverOf(p);
   const bool ends_move = transfer.phase == wire::TransferPhase::kRelease ||
                          transfer.phase == wire::TransferPhase::kResume;
   Status allowed = Status::Ok();
@@ -132,8 +127,8 @@ Frame ShardService::HandlePartitionTransfer(const wire::RequestHeader& header,
         if (state == PartitionState::kOwned) copying_.fetch_add(1);
         ownership_.set(p, PartitionState::kCopying);
         changed_.erase(p);
-        moving_out_since_[p] = std::chrono::steady_clock::now();
-        mover_targets_[p] = MoveOut{target, std::chrono::steady_clock::now()};
+        const auto now = std::chrono::steady_clock::now();
+        moving_out_[p] = MoveOut{target, now, now};
       }
       // Rows pushed from now on are noted and sent again at the hand-over.
       OutgoingRows rows{wire::TransferPhase::kCopy, {}, 0};
@@ -184,7 +179,9 @@ Frame ShardService::HandlePartitionTransfer(const wire::RequestHeader& header,
         outgoing_[p] = std::move(rows);
         changed_.erase(p);
       }
-      moving_out_since_[p] = std::chrono::steady_clock::now();
+      if (auto move = moving_out_.find(p); move != moving_out_.end()) {
+        move->second.phase_began = std::chrono::steady_clock::now();
+      }
       break;
     }
     case wire::TransferPhase::kRelease:
@@ -252,23 +249,18 @@ Frame ShardService::TransferChunk(uint64_t request_id, uint32_t p, wire::Transfe
       [&bytes](std::span<uint8_t> data) { std::memcpy(data.data(), bytes.data(), bytes.size()); });
 }
 
+std::optional<uint32_t> ShardService::MoverOf(uint32_t p) const {
+  std::lock_guard lock(changed_mutex_);
+  auto it = moving_out_.find(p);
+  if (it == moving_out_.end()) return std::nullopt;
+  return it->second.target;
+}
+
 Frame ShardService::AnswerMoveEnd(uint64_t request_id, uint32_t p, wire::TransferPhase phase) {
-  std::optional<uint32_t> mover;
-  {
-    std::lock_guard lock(changed_mutex_);
-    auto it = mover_targets_.find(p);
-    if (it != mover_targets_.end()) mover = it->second.target;
-  }
-  if (!mover) {  // nothing under way: a repeated release or resume
-    return wire::EncodeStatusResponse(request_id, ownership_.epoch(), Status::Ok());
-  }
-  if (phase == wire::TransferPhase::kRelease && plan_.OwnerOf(p) == mover) {
-    Release(p);
-    return wire::EncodeStatusResponse(request_id, ownership_.epoch(), Status::Ok());
-  }
-  heartbeat_requested_.store(true);
-  if (phase == wire::TransferPhase::kResume) {
-    // Served again once the scheduler's answer shows the move is no longer in flight.
+  const std::optional<uint32_t> mover = MoverOf(p);
+  // Nothing under way (a repeated release or resume), or a resume: answered OK.
+  if (mover) heartbeat_requested_.store(true);
+  if (!mover || phase == wire::TransferPhase::kResume) {
     return wire::EncodeStatusResponse(request_id, ownership_.epoch(), Status::Ok());
   }
   return Error(request_id,
@@ -287,7 +279,7 @@ void ShardService::ApplyOrders(const wire::ServerOrders& orders,
   std::map<uint32_t, MoveOut> moving_out;
   {
     std::lock_guard lock(changed_mutex_);
-    moving_out = mover_targets_;
+    moving_out = moving_out_;
   }
   for (const auto& [p, move] : moving_out) {
     if (p >= routing.owners.size()) continue;
@@ -310,8 +302,7 @@ void ShardService::EndMoveOut(uint32_t p, PartitionState to) {
   if (ownership_.state(p) == PartitionState::kCopying) copying_.fetch_sub(1);
   ownership_.set(p, to);
   changed_.erase(p);
-  moving_out_since_.erase(p);
-  mover_targets_.erase(p);
+  moving_out_.erase(p);
   outgoing_.erase(p);
 }
 
@@ -390,9 +381,9 @@ std::vector<uint32_t> ShardService::StalledMovesOut(Millis copy_limit, Millis ho
   std::lock_guard lock(changed_mutex_);
   std::vector<uint32_t> stalled;
   const auto now = std::chrono::steady_clock::now();
-  for (const auto& [p, since] : moving_out_since_) {
+  for (const auto& [p, move] : moving_out_) {
     const bool held = ownership_.state(p) == PartitionState::kHandedOver;
-    if (now - since > (held ? hold_limit : copy_limit)) stalled.push_back(p);
+    if (now - move.phase_began > (held ? hold_limit : copy_limit)) stalled.push_back(p);
   }
   return stalled;
 }
