@@ -47,6 +47,15 @@ Status PushAccumulator::Add(uint64_t clock, uint32_t trainer, const std::string&
                               " arrived after that clock was applied (applied through " +
                               std::to_string(applied_clock_) + ")");
   }
+  // Once a clock was applied, a trainer may push only for the next one: it waits for every
+  // server's answer to the apply before it pulls again, and the scheduler grants one clock at a
+  // time. (After a restart nothing is known yet; the first apply drops what it cannot use.)
+  if (applied_clock_ > 0 && clock - applied_clock_ > 1) {  // clock > applied: no overflow
+    return InvalidArgument("deferred push of trainer " + std::to_string(trainer) + ": clock " +
+                      std::to_string(clock) + " is ahead of what the scheduler granted; " +
+                      "this server takes clock " + std::to_string(applied_clock_ + 1) +
+                      " only (applied through " + std::to_string(applied_clock_) + ")");
+  }
   if (pieces_ >= max_pushes_) {
     return LimitExceeded(Limit::kDeferredPushesPerClock, max_pushes_,
                          "deferred push of trainer " + std::to_string(trainer) + " for clock " +
@@ -94,6 +103,15 @@ Status PushAccumulator::Apply(uint64_t clock, std::span<const uint32_t> trainers
     sum.Scale(factor);
     Status applied = apply(table, sum.keys(), sum.sums());
     if (!applied.ok() && first_error.ok()) first_error = applied;
+  }
+  // Pushes held for clocks beyond the next one (taken before any clock was applied, after a
+  // restart) can never be granted from here: dropped, so that they hold no room.
+  it = clock > UINT64_MAX - 2 ? held_.end() : held_.lower_bound(Slot{clock + 2, std::string(), 0});
+  while (it != held_.end()) {
+    spdlog::warn("dropping deferred pushes of clock {} (clock {} is applied; only {} may follow)",
+                 std::get<0>(it->first), clock, clock + 1);
+    pieces_ -= it->second.size();
+    it = held_.erase(it);
   }
   applied_clock_ = clock;
   return first_error;

@@ -3,6 +3,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include <random>
+
 #include "common/catch_exceptions.h"
 #include "common/quote_for_error.h"
 #include "embedding/table_config.h"
@@ -70,7 +72,8 @@ ShardService::ShardService(uint32_t server_id, const RoutingTable& routing,
       policy_(policy),
       ownership_(routing, server_id),
       plan_(server_id),
-      deferred_(policy.limits.deferred_pushes_per_clock) {
+      deferred_(policy.limits.deferred_pushes_per_clock),
+      hint_salt_(uint64_t{std::random_device{}()} << 32 | std::random_device{}()) {
   plan_.Update(routing, {}, {});
 }
 
@@ -120,7 +123,7 @@ Frame ShardService::HandleDecoded(const wire::DecodedRequest& request, const Pee
   if (auto* push = std::get_if<wire::PushRequest>(&request.body)) {
     return HandlePush(header, *push, peer);
   }
-  if (auto* hint = std::get_if<wire::HintRequest>(&request.body)) return HandleHint(header, *hint);
+  if (auto* hint = std::get_if<wire::HintRequest>(&request.body)) return HandleHint(header, *hint, peer);
   if (auto* apply = std::get_if<wire::ApplyClockRequest>(&request.body)) {
     return HandleApplyClock(header, *apply, peer);
   }
@@ -224,7 +227,7 @@ Frame ShardService::ApplyPush(const wire::RequestHeader& header, const wire::Pus
   PushGate gate(ownership_, *ledger_, deferred_, header.request_id, push, peer.public_key,
                 /*keep_partitions=*/copying_.load(std::memory_order_acquire) != 0);
   Status applied = table.Push(push.keys, push.gradients, gate);
-  if (push.release_hint != 0) ReleaseHint(table, push.sender.id, push.release_hint);
+  if (push.release_hint != 0) ReleaseHint(table, peer, push.sender.id, push.release_hint);
   if (gate.refused_by()) limits_hit_.Count(*gate.refused_by());
   switch (gate.outcome()) {
     case PushGate::Outcome::kStopped:

@@ -160,15 +160,18 @@ class ShardService {
   // In shard_service_hints.cc: look-ahead. A hint is queued for the prefetch thread (tiered
   // servers only; answered OK at once, or refused when limits.queued_hints wait), which runs it on
   // the partitions this server serves then; the push that names it releases its pins.
-  Frame HandleHint(const wire::RequestHeader& header, const wire::HintRequest& hint);
+  Frame HandleHint(const wire::RequestHeader& header, const wire::HintRequest& hint,
+                   const Peer& peer);
   void StartPrefetcher();
   void RunHint(QueuedHint& hint);
   // Unpins the rows of `sender`'s `hint` in `table` and drops it from the prefetch queue; it is
   // noted as released, so that the prefetch thread does not run it after all (TakeReleased).
-  void ReleaseHint(embedding::EmbeddingTable& table, uint64_t sender, uint64_t hint);
+  void ReleaseHint(embedding::EmbeddingTable& table, const Peer& peer, uint64_t sender,
+                   uint64_t hint);
   bool TakeReleased(const QueuedHint& hint);
-  // The id a table knows a sender's hint by.
-  static uint64_t TableHintId(uint64_t sender, uint64_t hint);
+  // The id a table knows a sender's hint by: the peer's key is part of it, salted with a secret
+  // of this process, so that no other key can name (and release) the hint.
+  uint64_t TableHintId(const Peer& peer, uint64_t sender, uint64_t hint) const;
   // Passes `push` (its rows checked for finite gradients) through the gate to its table.
   Frame ApplyPush(const wire::RequestHeader& header, const wire::PushRequest& push,
                   embedding::EmbeddingTable& table, const Peer& peer);
@@ -272,6 +275,7 @@ class ShardService {
   std::deque<ReleasedHint> released_order_;
   // Tiered servers: the look-ahead worker. Last, so that it stops before anything it uses goes.
   std::unique_ptr<HintPrefetcher> prefetcher_;
+  const uint64_t hint_salt_;  // random, drawn at construction: see TableHintId
 };
 
 }  // namespace ember::ps

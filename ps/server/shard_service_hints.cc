@@ -21,13 +21,14 @@ constexpr size_t kReleasedRemembered = 4096;
 
 }  // namespace
 
-uint64_t ShardService::TableHintId(uint64_t sender, uint64_t hint) {
-  return HashCombine(sender, hint);
+uint64_t ShardService::TableHintId(const Peer& peer, uint64_t sender, uint64_t hint) const {
+  return HashCombine(HashCombine(hint_salt_ ^ HashName(peer.public_key), sender), hint);
 }
 
-void ShardService::ReleaseHint(embedding::EmbeddingTable& table, uint64_t sender, uint64_t hint) {
+void ShardService::ReleaseHint(embedding::EmbeddingTable& table, const Peer& peer,
+                               uint64_t sender, uint64_t hint) {
   if (prefetcher_ == nullptr || !table.tiered()) return;
-  const uint64_t id = TableHintId(sender, hint);
+  const uint64_t id = TableHintId(peer, sender, hint);
   // Remembered first: the prefetch thread may be about to run it, be running it, or be about to
   // park it for a retry; whichever it is, it checks this after storing the pins, and before
   // running a hint, so that no hint holds pins after its push.
@@ -61,7 +62,8 @@ void ShardService::StartPrefetcher() {
       Millis(200));
 }
 
-Frame ShardService::HandleHint(const wire::RequestHeader& header, const wire::HintRequest& hint) {
+Frame ShardService::HandleHint(const wire::RequestHeader& header, const wire::HintRequest& hint,
+                               const Peer& peer) {
   if (Status fits = CheckKeyCount("hint", hint.table, hint.keys.size()); !fits.ok()) {
     return Error(header.request_id, fits);
   }
@@ -75,7 +77,7 @@ Frame ShardService::HandleHint(const wire::RequestHeader& header, const wire::Hi
       hint.ttl_ms == 0 ? kDefaultHintLifetime : std::min(Millis(hint.ttl_ms), kLongestHintLifetime);
   QueuedHint queued;
   queued.table = *table;
-  queued.id = TableHintId(hint.sender, hint.hint);
+  queued.id = TableHintId(peer, hint.sender, hint.hint);
   queued.keys.assign(hint.keys.begin(), hint.keys.end());
   queued.expires = std::chrono::steady_clock::now() + lifetime;
   if (!prefetcher_->Offer(std::move(queued))) {

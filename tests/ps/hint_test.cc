@@ -119,13 +119,14 @@ class ServerHintTest : public ::testing::Test {
     // Every owned row is created by a push; most of them are evicted to disk.
     ASSERT_TRUE(Push(owned_, 0).ok());
   }
-  Status Push(std::span<const uint64_t> keys, uint64_t release_hint) {
+  Status Push(std::span<const uint64_t> keys, uint64_t release_hint,
+              const Peer& peer = kTrainer) {
     const std::vector<float> grads(keys.size() * Spec().dim, 0.5f);
     auto reply = wire::DecodeResponse(service_->Handle(
         wire::EncodePushSubset({next_id_++, 1}, "item", keys, grads, Spec().dim, {}, 0,
                                wire::RowFormat::kF32, 0, false, {kSender, next_id_},
                                release_hint),
-        kTrainer));
+        peer));
     return reply.ok() ? reply->status : reply.status();
   }
   Status Hint(std::span<const uint64_t> keys, uint64_t hint, const Peer& peer = kTrainer) {
@@ -198,6 +199,19 @@ TEST_F(ServerHintTest, PinsOfAPartitionThatMovesAwayGoWithItAndLaterHintsOfItAre
   ASSERT_TRUE(Push({staying.data(), 1}, 9).ok());
   EXPECT_EQ(Stats().pinned_rows, 0u);
   EXPECT_EQ(Stats().pinned_bytes, 0u);
+}
+
+TEST_F(ServerHintTest, APushFromAnotherKeyCannotReleaseAHintEvenNamingItsSenderId) {
+  const Peer other{PeerRole::kTrainer, "trainer-key-other-other-other-other-1234"};
+  std::vector<uint64_t> hinted(owned_.begin(), owned_.begin() + 100);
+  ASSERT_TRUE(Hint(hinted, 7).ok());
+  ASSERT_TRUE(PinnedBecomes(hinted.size()));
+  // The sender id is bound to the first key that pushed as it: the push is refused, and the
+  // hint it names is not the other key's to release.
+  EXPECT_EQ(Push(hinted, 7, other).code(), StatusCode::kPermissionDenied);
+  EXPECT_EQ(Stats().pinned_rows, hinted.size());
+  ASSERT_TRUE(Push(hinted, 7).ok());
+  EXPECT_EQ(Stats().pinned_rows, 0u);
 }
 
 TEST_F(ServerHintTest, APushBeforeItsHintRanKeepsTheHintFromPinning) {

@@ -54,5 +54,43 @@ TEST(PushAccumulatorTest, PushesOfUnlistedTrainersAreDroppedAndApplyIsIdempotent
   EXPECT_EQ(accumulator.applied_clock(), 3u);
 }
 
+TEST(PushAccumulatorTest, APushAheadOfTheNextClockIsRefusedOnceAClockWasApplied) {
+  PushAccumulator accumulator(/*max_pushes=*/4);
+  std::vector<uint64_t> keys = {7};
+  std::vector<float> gradient = {1, 1};
+  std::vector<uint32_t> trainers = {0};
+  Applied applied;
+  ASSERT_TRUE(accumulator.Add(5, 0, "t", keys, gradient).ok());
+  ASSERT_TRUE(accumulator.Apply(5, trainers, Combine::kSum, applied.Fn()).ok());
+  for (uint64_t ahead : {uint64_t{7}, uint64_t{1} << 31, uint64_t{1} << 63, UINT64_MAX}) {
+    const Status refused = accumulator.Add(ahead, 1, "t", keys, gradient);
+    EXPECT_EQ(refused.code(), StatusCode::kInvalidArgument) << ahead;
+    EXPECT_NE(refused.message().find("takes clock 6 only"), std::string::npos)
+        << refused.message();
+  }
+  EXPECT_EQ(accumulator.pending_pushes(), 0u);
+  // The room those would have taken is there for the honest pushes of the next clock.
+  for (uint32_t trainer = 0; trainer < 4; ++trainer) {
+    EXPECT_TRUE(accumulator.Add(6, trainer, "t", keys, gradient).ok()) << trainer;
+  }
+}
+
+TEST(PushAccumulatorTest, PushesHeldForFarClocksBeforeAnyApplyAreDroppedByTheFirstApply) {
+  PushAccumulator accumulator(/*max_pushes=*/8);
+  std::vector<uint64_t> keys = {7};
+  std::vector<float> gradient = {1, 1};
+  ASSERT_TRUE(accumulator.Add(UINT64_MAX, 9, "t", keys, gradient).ok());
+  ASSERT_TRUE(accumulator.Add(uint64_t{1} << 40, 9, "t", keys, gradient).ok());
+  ASSERT_TRUE(accumulator.Add(12, 0, "t", keys, gradient).ok());
+  ASSERT_TRUE(accumulator.Add(13, 0, "t", keys, gradient).ok());
+  Applied applied;
+  std::vector<uint32_t> trainers = {0};
+  ASSERT_TRUE(accumulator.Apply(12, trainers, Combine::kSum, applied.Fn()).ok());
+  EXPECT_EQ(accumulator.pending_pushes(), 1u);  // clock 13's only
+  ASSERT_TRUE(accumulator.Apply(13, trainers, Combine::kSum, applied.Fn()).ok());
+  EXPECT_EQ(applied.calls, 2);
+  EXPECT_EQ(accumulator.pending_pushes(), 0u);
+}
+
 }  // namespace
 }  // namespace ember::ps
