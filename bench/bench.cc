@@ -17,6 +17,7 @@
 #include "bench/internal/process_usage.h"
 #include "bench/internal/request_driver.h"
 #include "bench/internal/rounds.h"
+#include "bench/internal/row_gather.h"
 #include "common/progress_meter.h"
 #include "embedding/embedding_table.h"
 #include "embedding/optimizer.h"
@@ -204,6 +205,20 @@ Status RunClusterRounds(BenchOptions& config, const std::vector<std::vector<KeyB
   return FillMemory(config, *clients.front(), resident_growth, &report->memory);
 }
 
+// The memory limit: a gather from as many rows as were created, as wide as the table stores them,
+// with the first client's keys, for a quarter of the time of an operation (0.5 to 4 s).
+Status MeasureGather(const BenchOptions& config, const std::vector<KeyBatch>& batches,
+                     BenchReport* report) {
+  ASSIGN_OR_RETURN(TableSpec spec, BenchTable(config));
+  ASSIGN_OR_RETURN(embedding::RowOptimizer optimizer,
+                   embedding::RowOptimizer::Create(spec.optimizer, spec.dim));
+  ASSIGN_OR_RETURN(
+      report->gather,
+      MeasureRowGather(config.populate > 0 ? config.populate : config.vocabulary, spec.dim + optimizer.state_floats(), spec.dim, batches,
+                       std::clamp(config.seconds / 4, 0.5, 4.0), /*rounds=*/3));
+  return Status::Ok();
+}
+
 }  // namespace
 
 Result<BenchReport> RunBench(BenchOptions config) {
@@ -217,7 +232,10 @@ Result<BenchReport> RunBench(BenchOptions config) {
   }
   RETURN_IF_ERROR(RunClusterRounds(config, batches, &report));
   // The lookups alone, with the cluster and the echo peers gone so they do not share the machine.
-  if (config.scheduler.empty()) RETURN_IF_ERROR(RunLookupPhases(config, batches.front(), &report));
+  if (config.scheduler.empty()) {
+    RETURN_IF_ERROR(RunLookupPhases(config, batches.front(), &report));
+    RETURN_IF_ERROR(MeasureGather(config, batches.front(), &report));
+  }
   return report;
 }
 

@@ -21,7 +21,14 @@ using Json = nlohmann::ordered_json;  // keys in the order written
 // An optional figure: null when unknown (non-finite numbers are written as null by the library).
 Json Figure(const std::optional<double>& value) { return value ? Json(*value) : Json(nullptr); }
 
-Json OperationJson(const OperationFigures& op) {
+// CPU seconds per million keys over the gather's nanoseconds per row (both are ns per key).
+std::optional<double> ToGather(const std::optional<double>& cpu_per_million_keys,
+                               const std::optional<GatherFigures>& gather) {
+  if (!cpu_per_million_keys || !gather || gather->ns_per_row <= 0) return std::nullopt;
+  return *cpu_per_million_keys * 1e3 / gather->ns_per_row;
+}
+
+Json OperationJson(const OperationFigures& op, const std::optional<GatherFigures>& gather) {
   return {{"requests", op.requests},
           {"keys", op.keys},
           {"seconds", op.seconds},
@@ -30,6 +37,9 @@ Json OperationJson(const OperationFigures& op) {
           {"latency_ms",
            {{"p50", op.latency_p50_ms}, {"p99", op.latency_p99_ms}, {"p999", op.latency_p999_ms}}},
           {"server_cpu_seconds_per_million_keys", Figure(op.server_cpu_seconds_per_million_keys)},
+          {"server_cpu_to_gather", Figure(ToGather(op.server_cpu_seconds_per_million_keys, gather))},
+          {"client_cpu_seconds_per_million_keys", Figure(op.client_cpu_seconds_per_million_keys)},
+          {"client_cpu_to_gather", Figure(ToGather(op.client_cpu_seconds_per_million_keys, gather))},
           {"raw_keys_per_second", op.raw_keys_per_second},
           {"raw_gb_per_second", op.raw_gb_per_second},
           {"ratio_to_raw", op.ratio_to_raw},
@@ -56,6 +66,43 @@ std::string RatioText(const OperationFigures& op) {
   const auto [lowest, highest] = std::minmax_element(rounds.begin(), rounds.end());
   return text + " (median of " + std::to_string(rounds.size()) + " interleaved rounds, range " +
          StringPrintf("%.2f", *lowest) + "-" + StringPrintf("%.2f", *highest) + "x)";
+}
+
+// "pull 159 ns (2.48x)": CPU per key and its ratio to the gather.
+std::string CpuPerKey(const char* name, const std::optional<double>& cpu_per_million_keys,
+                      const std::optional<GatherFigures>& gather) {
+  const std::optional<double> ratio = ToGather(cpu_per_million_keys, gather);
+  return std::string(name) + " " +
+         OptionalFigure(cpu_per_million_keys ? std::optional(*cpu_per_million_keys * 1e3)
+                                             : std::nullopt,
+                        "%.0f ns") +
+         " (" + OptionalFigure(ratio, "%.2fx") + ")";
+}
+
+// The lookups alone, one thread: seconds per million keys.
+std::optional<double> TableSecondsPerMillionKeys(const OperationFigures& op) {
+  if (!op.lookup_keys_per_second || *op.lookup_keys_per_second <= 0) return std::nullopt;
+  return 1e6 / *op.lookup_keys_per_second;
+}
+
+// The memory limit and each side's CPU per key against it.
+std::string GatherLines(const BenchReport& report) {
+  if (!report.gather) return "";
+  const GatherFigures& g = *report.gather;
+  return "  memory limit  a random gather of " + std::to_string(g.copy_bytes) + " B from " +
+         std::to_string(g.rows) + " rows " + std::to_string(g.row_bytes) +
+         " B apart, one thread: " + StringPrintf("%.1f", g.ns_per_row) +
+         " ns/row with prefetch (" + StringPrintf("%.1f", g.ns_per_row_plain) + " without)\n" +
+         "  CPU per key   server: " +
+         CpuPerKey("pull", report.pull.server_cpu_seconds_per_million_keys, report.gather) + ", " +
+         CpuPerKey("push", report.push.server_cpu_seconds_per_million_keys, report.gather) +
+         "; client: " +
+         CpuPerKey("pull", report.pull.client_cpu_seconds_per_million_keys, report.gather) + ", " +
+         CpuPerKey("push", report.push.client_cpu_seconds_per_million_keys, report.gather) +
+         "\n                the table alone: " +
+         CpuPerKey("pull", TableSecondsPerMillionKeys(report.pull), report.gather) + ", " +
+         CpuPerKey("push", TableSecondsPerMillionKeys(report.push), report.gather) +
+         "  (x: of the gather with prefetch)\n";
 }
 
 }  // namespace
@@ -94,6 +141,7 @@ std::string FormatBenchTable(const BenchReport& report) {
     << " bytes/row by the servers' account (row and optimizer state alone "
     << StringPrintf("%.0f", m.raw_bytes_per_row) << "), "
     << OptionalFigure(m.rss_bytes_per_row, "%.1f") << " bytes/row of resident memory\n";
+  if (report.gather) t << "\n" << GatherLines(report);
   return t.str();
 }
 
@@ -123,13 +171,19 @@ std::string BenchReportJson(const BenchReport& report) {
         {"curve", c.curve}}},
       {"populate",
        {{"rows", p.rows}, {"seconds", p.seconds}, {"rows_per_second", p.rows_per_second}}},
-      {"pull", OperationJson(report.pull)},
-      {"push", OperationJson(report.push)},
+      {"pull", OperationJson(report.pull, report.gather)},
+      {"push", OperationJson(report.push, report.gather)},
       {"memory",
        {{"rows", m.rows},
         {"bytes_per_row", m.bytes_per_row},
         {"raw_bytes_per_row", m.raw_bytes_per_row},
         {"rss_bytes_per_row", Figure(m.rss_bytes_per_row)}}},
+      {"gather", report.gather ? Json{{"rows", report.gather->rows},
+                                      {"row_bytes", report.gather->row_bytes},
+                                      {"copy_bytes", report.gather->copy_bytes},
+                                      {"ns_per_row", report.gather->ns_per_row},
+                                      {"ns_per_row_plain", report.gather->ns_per_row_plain}}
+                               : Json(nullptr)},
   };
   // Invalid UTF-8 in a string (a table name, say) is replaced rather than thrown about.
   return json.dump(2, ' ', false, Json::error_handler_t::replace) + "\n";

@@ -23,8 +23,11 @@ struct OperationFigures {
   double latency_p50_ms = 0;
   double latency_p99_ms = 0;
   double latency_p999_ms = 0;
-  // CPU time of the server threads; only known when the cluster runs in this process.
+  // CPU time of the server threads, and of the rest of the process (the clients: splitting,
+  // encoding, copying out, and the threads that wait on them); only known when the cluster runs
+  // in this process.
   std::optional<double> server_cpu_seconds_per_million_keys;
+  std::optional<double> client_cpu_seconds_per_million_keys;
   double raw_keys_per_second = 0;  // the echo peer under the same traffic
   double raw_gb_per_second = 0;
   // ember keys/s over raw keys/s in each round, in order; each round's two halves ran back to back.
@@ -43,6 +46,16 @@ struct MemoryFigures {
   std::optional<double> rss_bytes_per_row;
 };
 
+// The memory limit: a random gather of rows from an array as large as the table, one thread, with
+// the benchmark's keys (bench/internal/row_gather.h). In-process cluster only.
+struct GatherFigures {
+  uint64_t rows = 0;            // rows of the array
+  uint32_t row_bytes = 0;       // distance between rows (a stored row: weights and optimizer state)
+  uint32_t copy_bytes = 0;      // bytes copied out of each row (a pull's row)
+  double ns_per_row = 0;        // with software prefetch: the median of the rounds
+  double ns_per_row_plain = 0;  // without
+};
+
 // Creating the rows before the timed phases.
 struct PopulateFigures {
   uint64_t rows = 0;
@@ -56,6 +69,7 @@ struct BenchReport {
   OperationFigures pull;
   OperationFigures push;
   MemoryFigures memory;
+  std::optional<GatherFigures> gather;
 };
 
 // The human-readable table, several lines ending in a newline.

@@ -40,6 +40,12 @@ double CpuSecondsOf(const std::vector<pid_t>& thread_ids) {
   return total;
 }
 
+double ProcessCpuSeconds() {
+  timespec time{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &time);
+  return time.tv_sec + time.tv_nsec * 1e-9;
+}
+
 uint64_t ResidentBytes() {
   std::ifstream statm("/proc/self/statm");
   uint64_t size_pages = 0, resident_pages = 0;

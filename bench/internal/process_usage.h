@@ -13,6 +13,8 @@ namespace ember::bench {
 double ThreadCpuSeconds(pid_t thread_id);
 // The sum over `thread_ids`.
 double CpuSecondsOf(const std::vector<pid_t>& thread_ids);
+// CPU seconds all threads of this process have used.
+double ProcessCpuSeconds();
 // This process's resident memory in bytes.
 uint64_t ResidentBytes();
 

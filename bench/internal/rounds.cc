@@ -36,9 +36,14 @@ Result<PhaseOutcome> RunRoundSide(Traffic& traffic, const PhaseLimits& limits,
 Status RunOperationRound(const BenchOptions& config, uint32_t round,
                          const local::LocalCluster* cluster, OperationRounds* op) {
   const PhaseLimits limits = RoundLimits(config, round);
-  const double cpu_before = cluster ? CpuSecondsOf(cluster->server_thread_ids()) : 0;
+  const double server_before = cluster ? CpuSecondsOf(cluster->server_thread_ids()) : 0;
+  const double process_before = ProcessCpuSeconds();
   ASSIGN_OR_RETURN(PhaseOutcome ember, RunRoundSide(op->ember, limits, &op->ember_total));
-  if (cluster) op->server_cpu_seconds += CpuSecondsOf(cluster->server_thread_ids()) - cpu_before;
+  if (cluster) {
+    const double server = CpuSecondsOf(cluster->server_thread_ids()) - server_before;
+    op->server_cpu_seconds += server;
+    op->client_cpu_seconds += ProcessCpuSeconds() - process_before - server;
+  }
   ASSIGN_OR_RETURN(PhaseOutcome raw, RunRoundSide(op->raw, limits, &op->raw_total));
   const double raw_keys_per_second = KeysPerSecond(raw);
   op->ratios.push_back(raw_keys_per_second > 0 ? KeysPerSecond(ember) / raw_keys_per_second : 0);
@@ -79,6 +84,7 @@ void FillOperation(const OperationRounds& rounds, uint32_t dim, bool cpu_known,
   op->latency_p999_ms = Percentile(sorted, 0.999);
   if (cpu_known && ember.keys > 0) {
     op->server_cpu_seconds_per_million_keys = rounds.server_cpu_seconds / (ember.keys / 1e6);
+    op->client_cpu_seconds_per_million_keys = rounds.client_cpu_seconds / (ember.keys / 1e6);
   }
   op->raw_keys_per_second = KeysPerSecond(rounds.raw_total);
   op->raw_gb_per_second = op->raw_keys_per_second * PayloadBytesPerKey(dim) / 1e9;

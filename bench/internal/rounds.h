@@ -21,6 +21,7 @@ struct OperationRounds {
   PhaseOutcome ember_total;  // all rounds together
   PhaseOutcome raw_total;
   double server_cpu_seconds = 0;  // over ember's share of the rounds; in-process cluster only
+  double client_cpu_seconds = 0;  // the rest of the process over ember's share (the clients)
   std::vector<double> ratios;     // ember keys/s over raw keys/s, per round
 };
 

@@ -86,8 +86,9 @@ TEST(BenchTest, ShortRunWritesEveryFigure) {
     const std::string figures = JsonObject(json, operation);
     ASSERT_FALSE(figures.empty()) << operation << " missing in " << json;
     for (const char* field : {"keys_per_second", "gb_per_second", "p50", "p99", "p999",
-                              "server_cpu_seconds_per_million_keys", "raw_keys_per_second",
-                              "ratio_to_raw", "lookup_keys_per_second"}) {
+                              "server_cpu_seconds_per_million_keys", "server_cpu_to_gather",
+                              "client_cpu_seconds_per_million_keys", "client_cpu_to_gather",
+                              "raw_keys_per_second", "ratio_to_raw", "lookup_keys_per_second"}) {
       EXPECT_GT(JsonNumber(figures, field), 0) << operation << "." << field << " in " << figures;
     }
     EXPECT_EQ(JsonNumber(figures, "keys"), 20 * 1024) << figures;
@@ -110,12 +111,22 @@ TEST(BenchTest, ShortRunWritesEveryFigure) {
   const std::string populate = JsonObject(json, "populate");
   EXPECT_EQ(JsonNumber(populate, "rows"), 100000) << populate;
   EXPECT_GT(JsonNumber(populate, "rows_per_second"), 0) << populate;
+  // The memory limit: a gather from as many rows as were created, as far apart as stored rows.
+  const std::string gather = JsonObject(json, "gather");
+  EXPECT_EQ(JsonNumber(gather, "rows"), 100000) << gather;
+  EXPECT_EQ(JsonNumber(gather, "row_bytes"), 64 * 4 * 2) << gather;
+  EXPECT_EQ(JsonNumber(gather, "copy_bytes"), 64 * 4) << gather;
+  EXPECT_GT(JsonNumber(gather, "ns_per_row"), 0) << gather;
+  EXPECT_GT(JsonNumber(gather, "ns_per_row_plain"), 0) << gather;
 
   const std::string printed = testing::ReadFile(log);
   EXPECT_NE(printed.find("of raw ZeroMQ (median of 3 interleaved rounds, range "),
             std::string::npos)
       << printed;
   EXPECT_NE(printed.find("bytes/row"), std::string::npos) << printed;
+  EXPECT_NE(printed.find("memory limit  a random gather of 256 B from 100000 rows 512 B apart"),
+            std::string::npos)
+      << printed;
 }
 
 // --curve: the in-process cluster and the echo peers authenticate and encrypt, and every request
@@ -168,7 +179,7 @@ TEST(BenchReportTest, TableFiguresAreInTheJson) {
   report.pull = {.requests = 10, .keys = 1000, .seconds = 0.5, .keys_per_second = 2000,
                  .gb_per_second = 0.25, .latency_p50_ms = 1.5, .latency_p99_ms = 2.5,
                  .latency_p999_ms = 3.5, .server_cpu_seconds_per_million_keys = 0.75,
-                 .raw_keys_per_second = 4000, .raw_gb_per_second = 0.5,
+                 .client_cpu_seconds_per_million_keys = 0.125, .raw_keys_per_second = 4000, .raw_gb_per_second = 0.5,
                  .ratio_rounds = {0.6, 0.5, 0.4}, .ratio_to_raw = 0.5,
                  .lookup_keys_per_second = 9000};
   report.config.rounds = 3;
@@ -176,11 +187,17 @@ TEST(BenchReportTest, TableFiguresAreInTheJson) {
   report.push.server_cpu_seconds_per_million_keys.reset();
   report.memory = {.rows = 42, .bytes_per_row = 300.5, .raw_bytes_per_row = 256,
                    .rss_bytes_per_row = 512.25};
+  report.gather = bench::GatherFigures{.rows = 77, .row_bytes = 512, .copy_bytes = 256,
+                                       .ns_per_row = 50, .ns_per_row_plain = 125.5};
   const std::string table = bench::FormatBenchTable(report);
   const std::string json = bench::BenchReportJson(report);
   for (const char* printed : {"2000", "0.250", "1.50", "2.50", "3.50", "0.750", "4000", "0.500",
                               "0.50x", "9000", "42 rows", "300.5", "512.2", "n/a", "in 3 rounds",
-                              "median of 3 interleaved rounds, range 0.40-0.60x"}) {
+                              "median of 3 interleaved rounds, range 0.40-0.60x",
+                              "256 B from 77 rows 512 B apart", "50.0 ns/row with prefetch",
+                              "125.5 without", "server: pull 750 ns (15.00x), push n/a (n/a)",
+                              "client: pull 125 ns (2.50x), push 125 ns (2.50x)",
+                              "the table alone: pull 111111 ns (2222.22x)"}) {
     EXPECT_NE(table.find(printed), std::string::npos) << printed << " in\n" << table;
   }
   const std::string pull = JsonObject(json, "pull");
@@ -196,6 +213,13 @@ TEST(BenchReportTest, TableFiguresAreInTheJson) {
   EXPECT_EQ(JsonNumbers(pull, "ratio_rounds"), (std::vector<double>{0.6, 0.5, 0.4}));
   EXPECT_EQ(JsonNumber(JsonObject(json, "config"), "rounds"), 3);
   EXPECT_EQ(JsonNumber(pull, "lookup_keys_per_second"), 9000);
+  EXPECT_EQ(JsonNumber(pull, "server_cpu_to_gather"), 15);
+  EXPECT_EQ(JsonNumber(pull, "client_cpu_seconds_per_million_keys"), 0.125);
+  EXPECT_EQ(JsonNumber(pull, "client_cpu_to_gather"), 2.5);
+  const std::string gather = JsonObject(json, "gather");
+  EXPECT_EQ(JsonNumber(gather, "rows"), 77);
+  EXPECT_EQ(JsonNumber(gather, "ns_per_row"), 50);
+  EXPECT_EQ(JsonNumber(gather, "ns_per_row_plain"), 125.5);
   // A figure the table shows as n/a is null in the JSON.
   EXPECT_NE(JsonObject(json, "push").find("\"server_cpu_seconds_per_million_keys\": null"),
             std::string::npos)
