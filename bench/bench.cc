@@ -188,9 +188,11 @@ Status RunClusterRounds(BenchOptions& config, const std::vector<std::vector<KeyB
   const uint64_t resident_before = ResidentBytes();
   ASSIGN_OR_RETURN(report->populate, Populate(config, pull_drivers));
   OperationRounds pull{.ember = MakeTraffic("pull", pull_drivers, batches),
-                       .raw = MakeTraffic("raw pull (echo traffic)", echo_pull.drivers, batches)};
+                       .raw = MakeTraffic("raw pull (echo traffic)", echo_pull.drivers, batches),
+                       .raw_thread_ids = echo_pull.peer_thread_ids};
   OperationRounds push{.ember = MakeTraffic("push", push_drivers, batches),
-                       .raw = MakeTraffic("raw push (echo traffic)", echo_push.drivers, batches)};
+                       .raw = MakeTraffic("raw push (echo traffic)", echo_push.drivers, batches),
+                       .raw_thread_ids = echo_push.peer_thread_ids};
   RETURN_IF_ERROR(RunRounds(config, cluster.get(), &pull, &push));
   const uint64_t resident_after = ResidentBytes();
   FillOperation(pull, config.dim, cluster != nullptr, &report->pull);

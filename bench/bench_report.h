@@ -28,6 +28,10 @@ struct OperationFigures {
   // in this process.
   std::optional<double> server_cpu_seconds_per_million_keys;
   std::optional<double> client_cpu_seconds_per_million_keys;
+  // Of the server's: its worker threads' (decoding, the table, encoding; the rest is transport).
+  std::optional<double> server_worker_cpu_seconds_per_million_keys;
+  // The echo peers' threads over the raw traffic: what a server that only moves the bytes spends.
+  std::optional<double> raw_server_cpu_seconds_per_million_keys;
   double raw_keys_per_second = 0;  // the echo peer under the same traffic
   double raw_gb_per_second = 0;
   // ember keys/s over raw keys/s in each round, in order; each round's two halves ran back to back.

@@ -1,8 +1,6 @@
 // LocalCluster implementation.
 #include "local/local_cluster.h"
 
-#include <dirent.h>
-
 #include <algorithm>
 #include <cstdlib>
 #include <set>
@@ -10,20 +8,6 @@
 #include "common/thread_name.h"
 
 namespace ember::local {
-namespace {
-
-std::set<pid_t> ThreadIdsOfThisProcess() {
-  std::set<pid_t> ids;
-  DIR* dir = opendir("/proc/self/task");
-  if (dir == nullptr) return ids;
-  while (dirent* entry = readdir(dir)) {
-    if (entry->d_name[0] >= '0' && entry->d_name[0] <= '9') ids.insert(std::atoi(entry->d_name));
-  }
-  closedir(dir);
-  return ids;
-}
-
-}  // namespace
 
 LocalCluster::LocalCluster(std::vector<TableSpec> tables, LocalClusterOptions options)
     : options_(options) {

@@ -2,9 +2,11 @@
 #include "bench/internal/echo_traffic.h"
 
 #include <cstring>
+#include <set>
 #include <string>
 
 #include "bench/internal/key_batches.h"
+#include "common/thread_name.h"
 #include "common/transport.h"
 
 namespace ember::bench {
@@ -84,6 +86,7 @@ Result<EchoTraffic> StartEchoTraffic(const BenchOptions& config, EchoOperation m
   }
   std::vector<std::string> endpoints;
   std::vector<size_t> reply_bytes;
+  const std::set<pid_t> threads_before = ThreadIdsOfThisProcess();
   for (uint32_t i = 0; i < config.servers; ++i) {
     const size_t share = ShareOf(config.keys_per_request, i, config.servers);
     reply_bytes.push_back(mode == EchoDriver::Mode::kPull ? share * config.dim * sizeof(float)
@@ -94,6 +97,9 @@ Result<EchoTraffic> StartEchoTraffic(const BenchOptions& config, EchoOperation m
                             .security = peer_security}));
     RETURN_IF_ERROR(echo.peers.back()->Start().WithContext("starting an echo peer"));
     endpoints.push_back(echo.peers.back()->endpoint());
+  }
+  for (pid_t id : ThreadIdsOfThisProcess()) {
+    if (!threads_before.count(id)) echo.peer_thread_ids.push_back(id);
   }
   for (uint32_t c = 0; c < config.clients; ++c) {
     auto driver = std::make_unique<EchoDriver>(mode, config.keys_per_request, config.dim,

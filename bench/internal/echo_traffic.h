@@ -4,6 +4,8 @@
 // of them at once, split as a client splits a batch over servers. Private to bench/.
 #pragma once
 
+#include <sys/types.h>
+
 #include <memory>
 #include <vector>
 
@@ -18,6 +20,7 @@ enum class EchoOperation { kPull, kPush };
 
 struct EchoTraffic {
   std::vector<std::unique_ptr<ps::EchoPeer>> peers;
+  std::vector<pid_t> peer_thread_ids;  // the peers' threads, ZeroMQ's I/O threads included
   std::vector<std::unique_ptr<RequestDriver>> drivers;  // declared last: closed before the peers
 };
 

@@ -5,6 +5,7 @@
 
 #include "bench/internal/key_batches.h"
 #include "bench/internal/process_usage.h"
+#include "common/thread_name.h"
 
 namespace ember::bench {
 namespace {
@@ -30,21 +31,36 @@ Result<PhaseOutcome> RunRoundSide(Traffic& traffic, const PhaseLimits& limits,
   return round;
 }
 
+// The servers' worker threads among `server_threads` (the rest carry their messages).
+std::vector<pid_t> WorkerThreads(const std::vector<pid_t>& server_threads) {
+  std::vector<pid_t> workers;
+  for (pid_t id : server_threads) {
+    if (ThreadNameOf(id).starts_with("ps-worker")) workers.push_back(id);
+  }
+  return workers;
+}
+
 // Round `round` of one operation: ember's share, then the same share to the echo peers right
 // after, and their ratio. With the cluster in this process, adds its server threads' CPU time
 // over ember's share.
 Status RunOperationRound(const BenchOptions& config, uint32_t round,
                          const local::LocalCluster* cluster, OperationRounds* op) {
   const PhaseLimits limits = RoundLimits(config, round);
-  const double server_before = cluster ? CpuSecondsOf(cluster->server_thread_ids()) : 0;
+  const std::vector<pid_t> servers = cluster ? cluster->server_thread_ids() : std::vector<pid_t>{};
+  const std::vector<pid_t> workers = WorkerThreads(servers);
+  const double server_before = CpuSecondsOf(servers);
+  const double worker_before = CpuSecondsOf(workers);
   const double process_before = ProcessCpuSeconds();
   ASSIGN_OR_RETURN(PhaseOutcome ember, RunRoundSide(op->ember, limits, &op->ember_total));
   if (cluster) {
-    const double server = CpuSecondsOf(cluster->server_thread_ids()) - server_before;
+    const double server = CpuSecondsOf(servers) - server_before;
     op->server_cpu_seconds += server;
+    op->server_worker_cpu_seconds += CpuSecondsOf(workers) - worker_before;
     op->client_cpu_seconds += ProcessCpuSeconds() - process_before - server;
   }
+  const double raw_before = CpuSecondsOf(op->raw_thread_ids);
   ASSIGN_OR_RETURN(PhaseOutcome raw, RunRoundSide(op->raw, limits, &op->raw_total));
+  op->raw_server_cpu_seconds += CpuSecondsOf(op->raw_thread_ids) - raw_before;
   const double raw_keys_per_second = KeysPerSecond(raw);
   op->ratios.push_back(raw_keys_per_second > 0 ? KeysPerSecond(ember) / raw_keys_per_second : 0);
   return Status::Ok();
@@ -85,8 +101,14 @@ void FillOperation(const OperationRounds& rounds, uint32_t dim, bool cpu_known,
   if (cpu_known && ember.keys > 0) {
     op->server_cpu_seconds_per_million_keys = rounds.server_cpu_seconds / (ember.keys / 1e6);
     op->client_cpu_seconds_per_million_keys = rounds.client_cpu_seconds / (ember.keys / 1e6);
+    op->server_worker_cpu_seconds_per_million_keys =
+        rounds.server_worker_cpu_seconds / (ember.keys / 1e6);
   }
   op->raw_keys_per_second = KeysPerSecond(rounds.raw_total);
+  if (!rounds.raw_thread_ids.empty() && rounds.raw_total.keys > 0) {
+    op->raw_server_cpu_seconds_per_million_keys =
+        rounds.raw_server_cpu_seconds / (rounds.raw_total.keys / 1e6);
+  }
   op->raw_gb_per_second = op->raw_keys_per_second * PayloadBytesPerKey(dim) / 1e9;
   op->ratio_rounds = rounds.ratios;
   op->ratio_to_raw = Median(rounds.ratios);

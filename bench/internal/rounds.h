@@ -3,6 +3,8 @@
 // round's ratio compares two halves that saw the same load on the machine. Private to bench/.
 #pragma once
 
+#include <sys/types.h>
+
 #include <vector>
 
 #include "bench/bench_options.h"
@@ -20,8 +22,14 @@ struct OperationRounds {
   Traffic raw;
   PhaseOutcome ember_total;  // all rounds together
   PhaseOutcome raw_total;
-  double server_cpu_seconds = 0;  // over ember's share of the rounds; in-process cluster only
-  double client_cpu_seconds = 0;  // the rest of the process over ember's share (the clients)
+  std::vector<pid_t> raw_thread_ids;  // the echo peers' threads
+  // CPU time over ember's share of the rounds (in-process cluster only): the server threads, the
+  // servers' worker threads among them (the rest is their transport), and the rest of the
+  // process (the clients); over the raw share: the echo peers' threads.
+  double server_cpu_seconds = 0;
+  double server_worker_cpu_seconds = 0;
+  double client_cpu_seconds = 0;
+  double raw_server_cpu_seconds = 0;
   std::vector<double> ratios;     // ember keys/s over raw keys/s, per round
 };
 

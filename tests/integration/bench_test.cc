@@ -88,6 +88,8 @@ TEST(BenchTest, ShortRunWritesEveryFigure) {
     for (const char* field : {"keys_per_second", "gb_per_second", "p50", "p99", "p999",
                               "server_cpu_seconds_per_million_keys", "server_cpu_to_gather",
                               "client_cpu_seconds_per_million_keys", "client_cpu_to_gather",
+                              "server_worker_cpu_seconds_per_million_keys",
+                              "raw_server_cpu_seconds_per_million_keys",
                               "raw_keys_per_second", "ratio_to_raw", "lookup_keys_per_second"}) {
       EXPECT_GT(JsonNumber(figures, field), 0) << operation << "." << field << " in " << figures;
     }
@@ -179,7 +181,10 @@ TEST(BenchReportTest, TableFiguresAreInTheJson) {
   report.pull = {.requests = 10, .keys = 1000, .seconds = 0.5, .keys_per_second = 2000,
                  .gb_per_second = 0.25, .latency_p50_ms = 1.5, .latency_p99_ms = 2.5,
                  .latency_p999_ms = 3.5, .server_cpu_seconds_per_million_keys = 0.75,
-                 .client_cpu_seconds_per_million_keys = 0.125, .raw_keys_per_second = 4000, .raw_gb_per_second = 0.5,
+                 .client_cpu_seconds_per_million_keys = 0.125,
+                 .server_worker_cpu_seconds_per_million_keys = 0.5,
+                 .raw_server_cpu_seconds_per_million_keys = 0.0625,
+                 .raw_keys_per_second = 4000, .raw_gb_per_second = 0.5,
                  .ratio_rounds = {0.6, 0.5, 0.4}, .ratio_to_raw = 0.5,
                  .lookup_keys_per_second = 9000};
   report.config.rounds = 3;
@@ -195,9 +200,11 @@ TEST(BenchReportTest, TableFiguresAreInTheJson) {
                               "0.50x", "9000", "42 rows", "300.5", "512.2", "n/a", "in 3 rounds",
                               "median of 3 interleaved rounds, range 0.40-0.60x",
                               "256 B from 77 rows 512 B apart", "50.0 ns/row with prefetch",
-                              "125.5 without", "server: pull 750 ns (15.00x), push n/a (n/a)",
-                              "client: pull 125 ns (2.50x), push 125 ns (2.50x)",
-                              "the table alone: pull 111111 ns (2222.22x)"}) {
+                              "125.5 without",
+                              "pull: server 750 ns (15.00x), workers 500 ns + transport 250 ns "
+                              "(a raw ZeroMQ peer: 62 ns); client 125 ns (2.50x); the table "
+                              "alone 111111 ns (2222.22x)",
+                              "push: server n/a (n/a), workers 500 ns + transport n/a ns"}) {
     EXPECT_NE(table.find(printed), std::string::npos) << printed << " in\n" << table;
   }
   const std::string pull = JsonObject(json, "pull");
@@ -216,6 +223,8 @@ TEST(BenchReportTest, TableFiguresAreInTheJson) {
   EXPECT_EQ(JsonNumber(pull, "server_cpu_to_gather"), 15);
   EXPECT_EQ(JsonNumber(pull, "client_cpu_seconds_per_million_keys"), 0.125);
   EXPECT_EQ(JsonNumber(pull, "client_cpu_to_gather"), 2.5);
+  EXPECT_EQ(JsonNumber(pull, "server_worker_cpu_seconds_per_million_keys"), 0.5);
+  EXPECT_EQ(JsonNumber(pull, "raw_server_cpu_seconds_per_million_keys"), 0.0625);
   const std::string gather = JsonObject(json, "gather");
   EXPECT_EQ(JsonNumber(gather, "rows"), 77);
   EXPECT_EQ(JsonNumber(gather, "ns_per_row"), 50);
