@@ -320,6 +320,12 @@ class EmbeddingTable {
   Status ForEachTieredRequestRow(std::span<const uint64_t> keys,
                                  internal::RequestGroups& groups, const RowUse& use,
                                  const float* position_data, PushCheck* push_check);
+  // In embedding_table_misses.cc. Under the lock of their stripe: gives each missed key of a
+  // tiered request (`missed`: indexes into groups.order) its row, read from disk (one MultiGet),
+  // else new (or, for a key not admitted yet, a scratch row), and returns how many rows it put
+  // in memory.
+  Result<size_t> LoadMissesLocked(std::span<const uint64_t> keys, internal::RequestGroups& groups,
+                                  std::span<const uint32_t> missed, bool push);
   // Tiered counterparts of the public methods of the same name.
   // Visits every row of `partition`, whose stripe lock the caller holds.
   Status VisitPartitionLocked(uint32_t partition, const RowVisitor& visit) const;

@@ -152,12 +152,7 @@ Status EmbeddingTable::ForEachTieredRequestRow(std::span<const uint64_t> keys,
   const bool push = push_check != nullptr;
   PushLog* const push_log = tier.options.disk->push_log();
   const bool log = push && push_log != nullptr;
-  const uint64_t row_bytes = uint64_t{stored_floats_} * sizeof(float);
   thread_local std::vector<uint32_t> missed;  // indexes into groups.order
-  thread_local std::vector<uint32_t> missed_partitions;
-  thread_local std::vector<uint64_t> missed_keys;
-  thread_local std::vector<float> loaded;
-  thread_local std::vector<uint8_t> found;
   thread_local std::vector<uint32_t> touched;  // partitions of the stripe, for eviction
   thread_local std::vector<uint32_t> counted;  // partitions of the stripe whose count went up
   // With a push log the locks of all stripes touched are held until the push is appended to it.
@@ -222,24 +217,11 @@ Status EmbeddingTable::ForEachTieredRequestRow(std::span<const uint64_t> keys,
     }
     tier.hits.fetch_add(end - begin - missed.size(), std::memory_order_relaxed);
     tier.misses.fetch_add(missed.size(), std::memory_order_relaxed);
-    // Then every miss of the stripe from disk at once.
+    // Then every miss of the stripe from disk at once, or new.
     size_t inserted = 0;
     if (!missed.empty()) {
-      missed_partitions.resize(missed.size());
-      missed_keys.resize(missed.size());
-      for (size_t m = 0; m < missed.size(); ++m) {
-        const uint32_t at = groups.order[missed[m]];
-        missed_partitions[m] = groups.partition[at];
-        missed_keys[m] = keys[at];
-      }
-      loaded.resize(missed.size() * floats_per_row_);
-      found.assign(missed.size(), 0);
-      Status read = tier.options.disk->MultiGet(
-          missed_partitions, missed_keys, [&](size_t m, std::span<const float> stored) {
-            std::copy(stored.begin(), stored.end(), loaded.data() + m * floats_per_row_);
-            found[m] = 1;
-          });
-      if (!read.ok()) {
+      Result<size_t> loaded = LoadMissesLocked(keys, groups, missed, push);
+      if (!loaded.ok()) {
         // The rows of the stripes before changed in memory and will not be logged: they no
         // longer say where their last change is, so that relogging catches them.
         for (uint32_t done : held_stripes) {
@@ -249,36 +231,9 @@ Status EmbeddingTable::ForEachTieredRequestRow(std::span<const uint64_t> keys,
             StoreFlags(row + floats_per_row_, LoadFlags(row + floats_per_row_) & ~kLogged);
           }
         }
-        return read;
+        return loaded.status();
       }
-      for (size_t m = 0; m < missed.size(); ++m) {
-        const uint32_t partition = missed_partitions[m];
-        if (!found[m] && admission_ != nullptr &&
-            stores_[partition].Find(missed_keys[m]) == nullptr && !Admit(missed_keys[m])) {
-          groups.rows[missed[m]] =
-              InitialRowNotStored(missed_keys[m], push, groups.NextScratchRow());
-          continue;
-        }
-        auto [row, is_new] = stores_[partition].FindOrInsert(missed_keys[m]);
-        groups.rows[missed[m]] = row;
-        if (!is_new) continue;  // a duplicate key of this request, inserted just before
-        ++inserted;
-        uint32_t flags = kReferenced;
-        if (found[m]) {
-          std::copy_n(loaded.data() + m * floats_per_row_, floats_per_row_, row);
-          flags |= kOnDisk;
-          tier.loaded.fetch_add(1, std::memory_order_relaxed);
-        } else {
-          InitNewRow(missed_keys[m], row);
-          flags |= kDirty;
-          rows_.fetch_add(1, std::memory_order_relaxed);
-          changes_.Note(partition, missed_keys[m]);
-        }
-        StoreFlags(row + floats_per_row_, flags);
-        tier.clocks[partition].Add(missed_keys[m]);
-        tier.resident.fetch_add(1, std::memory_order_relaxed);
-        if (tier.options.budget != nullptr) tier.options.budget->Charge(row_bytes);
-      }
+      inserted = *loaded;
     }
     // The rows are in cache by now, but a push's gradients may not be: the log record it builds
     // (larger than a core's cache for a large push) pushes them out.
