@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs the Debian packages ember builds with (only when some are missing) and builds ember in
-# Release into build/ (or $EMBER_BUILD_DIR). Sourced by demo.sh and test.sh; runnable on its own.
+# Release into build/ (or $EMBER_BUILD_DIR). Run by demo.sh and test.sh; runnable on its own.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
