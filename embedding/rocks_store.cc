@@ -1,4 +1,5 @@
-// RocksStore implementation: key encoding, column families, and RocksDB status translation.
+// RocksStore implementation: row batches, a table's column family, and the store's database
+// with its push log (the encodings are in rocks_format.h, the replay in replay_folder.h).
 #include "embedding/rocks_store.h"
 
 #include <rocksdb/cache.h>
@@ -18,374 +19,28 @@
 #include <unordered_map>
 
 #include "common/check.h"
-#include "embedding/row_store.h"
+#include "embedding/replay_folder.h"
+#include "embedding/rocks_format.h"
 
 namespace ember::embedding {
-namespace {
 
-constexpr size_t kKeyBytes = 12;
-using EncodedKey = std::array<char, kKeyBytes>;
-
-void StoreBigEndian(uint64_t value, int bytes, char* out) {
-  for (int i = bytes - 1; i >= 0; --i) {
-    out[i] = static_cast<char>(value & 0xff);
-    value >>= 8;
-  }
-}
-
-uint64_t LoadBigEndian(const char* in, int bytes) {
-  uint64_t value = 0;
-  for (int i = 0; i < bytes; ++i) value = (value << 8) | static_cast<unsigned char>(in[i]);
-  return value;
-}
-
-EncodedKey EncodeKey(uint32_t partition, uint64_t key) {
-  EncodedKey encoded;
-  StoreBigEndian(partition, 4, encoded.data());
-  StoreBigEndian(key, 8, encoded.data() + 4);
-  return encoded;
-}
-
-std::array<char, 4> EncodePartition(uint32_t partition) {
-  std::array<char, 4> encoded;
-  StoreBigEndian(partition, 4, encoded.data());
-  return encoded;
-}
-
-rocksdb::Slice AsSlice(const EncodedKey& key) { return rocksdb::Slice(key.data(), key.size()); }
-rocksdb::Slice AsSlice(std::string_view bytes) { return rocksdb::Slice(bytes.data(), bytes.size()); }
-
-Status FromRocks(const rocksdb::Status& status, const std::string& what) {
-  if (status.ok()) return Status::Ok();
-  if (status.IsCorruption()) return DataLoss(what + ": " + status.ToString());
-  return Unavailable(what + ": " + status.ToString());
-}
-
-Status CheckValueSize(size_t bytes, uint32_t floats_per_row, uint64_t key) {
-  if (bytes == size_t{floats_per_row} * sizeof(float)) return Status::Ok();
-  return DataLoss("stored row of key " + std::to_string(key) + " has " + std::to_string(bytes) +
-                  " bytes, want " + std::to_string(floats_per_row * sizeof(float)));
-}
-
-// A view of a stored value as floats. RocksDB values are not float-aligned in general, so the
-// floats are copied into `scratch`.
-std::span<const float> ValueFloats(const rocksdb::Slice& value, std::vector<float>& scratch) {
-  scratch.resize(value.size() / sizeof(float));
-  std::memcpy(scratch.data(), value.data(), scratch.size() * sizeof(float));
-  return scratch;
-}
-
-// What RowWrites::LogPayload holds: its puts and deletions, each an op byte, then
-//   rows:       family id (u32) | partition (u32) | key (u64) [| bytes (u32) | row and state]
-//   partitions: family id (u32) | partition (u32)
-//   records:    key bytes (u32) | key [| value bytes (u32) | value]
-// little-endian, decoded with bounds checks (a replayed log is outside input).
-enum class LogOp : uint8_t { kPutRow = 1, kDeleteRow, kDeletePartition, kPutRecord, kDeleteRecord };
-
-template <typename T>
-void AppendPlain(std::string& out, T value) {
-  out.append(reinterpret_cast<const char*>(&value), sizeof(value));
-}
-
-void AppendBytes(std::string& out, std::string_view bytes) {
-  AppendPlain(out, static_cast<uint32_t>(bytes.size()));
-  out.append(bytes);
-}
-
-struct LoggedEntry {
-  LogOp op;
-  uint32_t family = 0;
-  uint32_t partition = 0;
-  uint64_t key = 0;
-  std::string_view record_key;
-  std::string_view value;  // a row with its state, or a record's value
-};
-
-class LogReader {
- public:
-  explicit LogReader(std::string_view in) : in_(in) {}
-  bool done() const { return in_.empty(); }
-  template <typename T>
-  bool Read(T* value) {
-    if (in_.size() < sizeof(T)) return false;
-    std::memcpy(value, in_.data(), sizeof(T));
-    in_.remove_prefix(sizeof(T));
-    return true;
-  }
-  bool ReadBytes(std::string_view* bytes) {
-    uint32_t size;
-    if (!Read(&size) || in_.size() < size) return false;
-    *bytes = in_.substr(0, size);
-    in_.remove_prefix(size);
-    return true;
-  }
-
- private:
-  std::string_view in_;
-};
-
-// Calls visit(entry) for each entry of a logged batch; DataLoss at the first malformed one.
-Status ForEachLoggedEntry(std::string_view payload,
-                          const std::function<Status(const LoggedEntry&)>& visit) {
-  LogReader reader(payload);
-  while (!reader.done()) {
-    LoggedEntry entry;
-    uint8_t op = 0;
-    bool ok = reader.Read(&op);
-    entry.op = static_cast<LogOp>(op);
-    switch (entry.op) {
-      case LogOp::kPutRow:
-      case LogOp::kDeleteRow:
-        ok = ok && reader.Read(&entry.family) && reader.Read(&entry.partition) &&
-             reader.Read(&entry.key) &&
-             (entry.op == LogOp::kDeleteRow || reader.ReadBytes(&entry.value));
-        break;
-      case LogOp::kDeletePartition:
-        ok = ok && reader.Read(&entry.family) && reader.Read(&entry.partition);
-        break;
-      case LogOp::kPutRecord:
-      case LogOp::kDeleteRecord:
-        ok = ok && reader.ReadBytes(&entry.record_key) &&
-             (entry.op == LogOp::kDeleteRecord || reader.ReadBytes(&entry.value));
-        break;
-      default:
-        ok = false;
-    }
-    if (!ok) return DataLoss("a malformed entry in a logged batch");
-    RETURN_IF_ERROR(visit(entry));
-  }
-  return Status::Ok();
-}
-
-// Visits the records of `family` whose key starts with `prefix`, in key order.
-Status ForEachRecordIn(rocksdb::DB* db, rocksdb::ColumnFamilyHandle* family,
-                       std::string_view prefix,
-                       const std::function<void(std::string_view, std::string_view)>& visit) {
-  rocksdb::ReadOptions options;
-  options.fill_cache = false;
-  std::unique_ptr<rocksdb::Iterator> it(db->NewIterator(options, family));
-  const rocksdb::Slice start(prefix.data(), prefix.size());
-  for (it->Seek(start); it->Valid() && it->key().starts_with(start); it->Next()) {
-    visit(std::string_view(it->key().data(), it->key().size()),
-          std::string_view(it->value().data(), it->value().size()));
-  }
-  return FromRocks(it->status(), "reading records");
-}
-
-// Where the rows of a column family id go: its handle, and the row width a put must have (0: any).
-struct RowFamily {
-  rocksdb::ColumnFamilyHandle* handle;
-  uint32_t floats_per_row;
-};
-
-// The error for logged rows of a column family that holds no table of the store.
-Status NoSuchFamily(uint32_t id) {
-  return DataLoss("rows of column family " + std::to_string(id) +
-                  ", which holds no table of this store");
-}
-
-// Adds the entries of an encoded batch (RowWrites::LogPayload) to `batch`: rows to the family
-// `family_of(id)` gives (DataLoss naming the id when none), records to `records`.
-Status ToWriteBatch(std::string_view payload,
-                    const std::function<const RowFamily*(uint32_t id)>& family_of,
-                    rocksdb::ColumnFamilyHandle* records, rocksdb::WriteBatch& batch) {
-  return ForEachLoggedEntry(payload, [&](const LoggedEntry& entry) -> Status {
-    if (entry.op == LogOp::kPutRecord) {
-      return FromRocks(batch.Put(records, AsSlice(entry.record_key), AsSlice(entry.value)), "");
-    }
-    if (entry.op == LogOp::kDeleteRecord) {
-      return FromRocks(batch.Delete(records, AsSlice(entry.record_key)), "");
-    }
-    const RowFamily* family = family_of(entry.family);
-    if (family == nullptr) return NoSuchFamily(entry.family);
-    const EncodedKey key = EncodeKey(entry.partition, entry.key);
-    switch (entry.op) {
-      case LogOp::kPutRow:
-        if (family->floats_per_row != 0) {
-          RETURN_IF_ERROR(CheckValueSize(entry.value.size(), family->floats_per_row, entry.key));
-        }
-        return FromRocks(batch.Put(family->handle, AsSlice(key), AsSlice(entry.value)), "");
-      case LogOp::kDeleteRow:
-        return FromRocks(batch.Delete(family->handle, AsSlice(key)), "");
-      default: {
-        // Every 12-byte key of the partition sorts below the 4-byte prefix of the next one.
-        const auto begin = EncodeKey(entry.partition, 0);
-        const auto end = EncodePartition(entry.partition + 1);
-        return FromRocks(batch.DeleteRange(family->handle, AsSlice(begin),
-                                           rocksdb::Slice(end.data(), end.size())),
-                         "");
-      }
-    }
-  });
-}
-
-// Folds the entries of a replayed push log into the last write of each row and record before they
-// reach RocksDB: a hot row pushed a thousand times between two retirements is written once, not a
-// thousand times, and rows go in key order (RocksDB's memtable inserts a run of ordered keys far
-// faster than scattered ones). Its writes skip RocksDB's own log: the replay flushes the memtables
-// before the segments go, and a replay cut short by a kill starts over from the segments, which
-// hold absolute values, so replaying twice ends as replaying once. A partition deletion first
-// writes what is pending, so each row's writes keep their order around it. What is pending is
-// bounded (kMaxPendingBytes, then written out).
-class ReplayFolder {
- public:
-  using FamilyOf = std::function<const RowFamily*(uint32_t id)>;
-  ReplayFolder(rocksdb::DB* db, FamilyOf family_of, rocksdb::ColumnFamilyHandle* records)
-      : db_(db), family_of_(std::move(family_of)), records_family_(records) {}
-
-  // Takes one replayed entry; DataLoss for rows of an unknown family or of the wrong width.
-  Status Add(const LoggedEntry& entry) {
-    ++entries_;
-    if (entry.op == LogOp::kPutRecord || entry.op == LogOp::kDeleteRecord) {
-      auto [it, inserted] = records_.try_emplace(std::string(entry.record_key));
-      LastRecordWrite& last = it->second;
-      record_bytes_ += (inserted ? entry.record_key.size() : 0) - last.value.size();
-      last.deleted = entry.op == LogOp::kDeleteRecord;
-      last.value.assign(last.deleted ? std::string_view() : entry.value);
-      record_bytes_ += last.value.size();
-      return MaybeDrain();
-    }
-    const RowFamily* family = family_of_(entry.family);
-    if (family == nullptr) return NoSuchFamily(entry.family);
-    if (entry.op == LogOp::kDeletePartition) {
-      RETURN_IF_ERROR(Drain());
-      const auto begin = EncodeKey(entry.partition, 0);
-      const auto end = EncodePartition(entry.partition + 1);
-      rocksdb::WriteBatch batch;
-      RETURN_IF_ERROR(FromRocks(batch.DeleteRange(family->handle, AsSlice(begin),
-                                                  rocksdb::Slice(end.data(), end.size())),
-                                ""));
-      return FromRocks(db_->Write(WithoutLog(), &batch), "deleting a replayed partition");
-    }
-    if (entry.op == LogOp::kPutRow) {
-      RETURN_IF_ERROR(CheckValueSize(entry.value.size(), family->floats_per_row, entry.key));
-    }
-    // A pending row: the row and its state, then a float that is 1 for a deletion.
-    const uint64_t slot = PartitionSlot(entry.family, entry.partition);
-    if (last_rows_ == nullptr || slot != last_slot_) {  // a batch's rows come partition by partition
-      last_slot_ = slot;
-      last_rows_ = &pending_rows_.try_emplace(slot, family->floats_per_row + 1).first->second;
-    }
-    auto [row, inserted] = last_rows_->FindOrInsert(entry.key);
-    if (entry.op == LogOp::kDeleteRow) {
-      row[family->floats_per_row] = 1.0f;
-    } else {
-      std::memcpy(row, entry.value.data(), entry.value.size());
-      row[family->floats_per_row] = 0.0f;
-    }
-    if (inserted) {
-      ++pending_row_count_;
-      pending_row_bytes_ += (family->floats_per_row + 1) * sizeof(float) + kRowIndexOverhead;
-    }
-    return MaybeDrain();
-  }
-
-  // Writes every pending row (in key order) and record.
-  Status Drain() {
-    rocksdb::WriteBatch batch;
-    const auto write_if = [&](size_t at_least) -> Status {
-      if (batch.Count() == 0 || batch.GetDataSize() < at_least) return Status::Ok();
-      Status written = FromRocks(db_->Write(WithoutLog(), &batch), "writing replayed rows");
-      batch.Clear();
-      return written;
-    };
-    std::vector<std::pair<uint64_t, const float*>> rows;
-    for (const auto& [slot, pending] : pending_rows_) {  // in key order: family, partition, key
-      const RowFamily* family = family_of_(static_cast<uint32_t>(slot >> 32));
-      const uint32_t partition = static_cast<uint32_t>(slot);
-      rows.clear();
-      pending.ForEach([&](uint64_t key, const float* row) { rows.emplace_back(key, row); });
-      std::sort(rows.begin(), rows.end());
-      for (const auto& [key, row] : rows) {
-        const EncodedKey encoded = EncodeKey(partition, key);
-        const rocksdb::Slice value(reinterpret_cast<const char*>(row),
-                                   size_t{family->floats_per_row} * sizeof(float));
-        RETURN_IF_ERROR(FromRocks(row[family->floats_per_row] != 0.0f
-                                      ? batch.Delete(family->handle, AsSlice(encoded))
-                                      : batch.Put(family->handle, AsSlice(encoded), value),
-                                  ""));
-        RETURN_IF_ERROR(write_if(kBatchBytes));
-      }
-    }
-    for (const auto& [key, last] : records_) {
-      RETURN_IF_ERROR(FromRocks(last.deleted ? batch.Delete(records_family_, AsSlice(key))
-                                             : batch.Put(records_family_, AsSlice(key),
-                                                         AsSlice(last.value)),
-                                ""));
-      RETURN_IF_ERROR(write_if(kBatchBytes));
-    }
-    RETURN_IF_ERROR(write_if(0));
-    written_ += pending_row_count_ + records_.size();
-    pending_rows_.clear();
-    last_rows_ = nullptr;
-    pending_row_count_ = 0;
-    pending_row_bytes_ = 0;
-    records_.clear();
-    record_bytes_ = 0;
-    return Status::Ok();
-  }
-
-  uint64_t entries() const { return entries_; }  // taken by Add
-  uint64_t written() const { return written_; }  // writes that reached RocksDB
-
- private:
-  static constexpr size_t kMaxPendingBytes = size_t{256} << 20;
-  static constexpr size_t kBatchBytes = size_t{4} << 20;
-  static constexpr size_t kEntryOverhead = 64;  // of a pending record: its node and key
-  static constexpr size_t kRowIndexOverhead = 32;  // of a pending row: its index entries
-
-  static uint64_t PartitionSlot(uint32_t family, uint32_t partition) {
-    return uint64_t{family} << 32 | partition;
-  }
-  struct LastRecordWrite {
-    bool deleted = false;
-    std::string value;
-  };
-
-  static rocksdb::WriteOptions WithoutLog() {
-    rocksdb::WriteOptions options;
-    options.disableWAL = true;
-    return options;
-  }
-
-  Status MaybeDrain() {
-    const size_t pending = pending_row_bytes_ + record_bytes_ + records_.size() * kEntryOverhead;
-    return pending > kMaxPendingBytes ? Drain() : Status::Ok();
-  }
-
-  rocksdb::DB* db_;
-  FamilyOf family_of_;
-  rocksdb::ColumnFamilyHandle* records_family_;
-  // The pending rows of each (family, partition), by PartitionSlot; the map orders them as
-  // RocksDB orders their keys.
-  std::map<uint64_t, RowStore> pending_rows_;
-  uint64_t last_slot_ = 0;  // the slot of the last row taken, and its rows
-  RowStore* last_rows_ = nullptr;
-  uint64_t pending_row_count_ = 0;
-  size_t pending_row_bytes_ = 0;  // of pending_rows_: rows and their index entries
-  std::unordered_map<std::string, LastRecordWrite> records_;
-  size_t record_bytes_ = 0;  // keys and values of records_
-  uint64_t entries_ = 0;
-  uint64_t written_ = 0;
-};
-
-// Writes `writes` atomically to `db` and clears it: its entries, kept in the encoding the push
-// log takes as it is, become one RocksDB batch here.
-Status WriteAndClear(rocksdb::DB* db, std::string_view payload, bool sync,
-                     rocksdb::ColumnFamilyHandle* rows, rocksdb::ColumnFamilyHandle* records,
-                     rocksdb::WriteBatch& batch) {
-  batch.Clear();
-  const RowFamily family{rows, 0};
-  RETURN_IF_ERROR(ToWriteBatch(
-      payload,
-      [&](uint32_t id) { return rows != nullptr && id == rows->GetID() ? &family : nullptr; },
-      records, batch));
-  rocksdb::WriteOptions options;
-  options.sync = sync;
-  return FromRocks(db->Write(options, &batch), "writing rows");
-}
-
-}  // namespace
+using rocks_format::AppendBytes;
+using rocks_format::AppendPlain;
+using rocks_format::AsSlice;
+using rocks_format::CheckValueSize;
+using rocks_format::DecodeFeatureKey;
+using rocks_format::EncodedKey;
+using rocks_format::EncodeKey;
+using rocks_format::EncodePartition;
+using rocks_format::ForEachLoggedEntry;
+using rocks_format::ForEachRecordIn;
+using rocks_format::FromRocks;
+using rocks_format::kKeyBytes;
+using rocks_format::LoggedEntry;
+using rocks_format::LogOp;
+using rocks_format::RowFamily;
+using rocks_format::ValueFloats;
+using rocks_format::WriteAndClear;
 
 RowWrites::RowWrites(const RocksTable& table)
     : batch_(std::make_unique<rocksdb::WriteBatch>()),
@@ -528,7 +183,7 @@ Status RocksTable::ForEachInPartition(uint32_t partition, const RowVisitor& visi
   for (it->Seek(rocksdb::Slice(prefix.data(), prefix.size())); it->Valid(); it->Next()) {
     const rocksdb::Slice key = it->key();
     if (key.size() != kKeyBytes) return DataLoss("stored row key of " + std::to_string(key.size()) + " bytes");
-    const uint64_t feature = LoadBigEndian(key.data() + 4, 8);
+    const uint64_t feature = DecodeFeatureKey(key.data());
     RETURN_IF_ERROR(CheckValueSize(it->value().size(), floats_per_row_, feature));
     visit(feature, ValueFloats(it->value(), scratch));
   }
