@@ -63,6 +63,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <span>
 #include <unordered_map>
 #include <vector>
@@ -315,11 +316,33 @@ class EmbeddingTable {
   Status ForEachRequestRow(std::span<const uint64_t> keys, size_t prefetch_floats, Use&& use,
                            const float* position_data, const RequestCheck* pull_check,
                            PushCheck* push_check);
-  // The same for a tiered table (embedding_table_tier.cc), after the keys were grouped and
-  // vetted; `push_check`'s records are logged with a push's rows.
+  // The same for a tiered table (embedding_table_tier_request.cc), after the keys were grouped
+  // and vetted; `push_check`'s records are logged with a push's rows.
   Status ForEachTieredRequestRow(std::span<const uint64_t> keys,
                                  internal::RequestGroups& groups, const RowUse& use,
                                  const float* position_data, PushCheck* push_check);
+  // Its steps, each for one stripe whose lock the caller holds. The rows in memory, marked
+  // referenced; `missed` gets the others (indexes into groups.order).
+  void LookUpStripeLocked(uint32_t stripe, std::span<const uint64_t> keys,
+                          internal::RequestGroups& groups, bool push,
+                          std::vector<uint32_t>& missed);
+  // Where a logged push's rows go: the batch, and the log segment active when it began.
+  struct PushLogging {
+    RowWrites writes;
+    uint64_t segment = 0;
+  };
+  // use() on every row of the stripe; a push marks them changed and, with `logging`, adds them
+  // (and the partitions' raised counts of rows on disk) to its batch.
+  void UseStripeRowsLocked(uint32_t stripe, std::span<const uint64_t> keys,
+                           internal::RequestGroups& groups, const RowUse& use,
+                           const float* position_data, bool push, PushLogging* logging);
+  // Evicts from the stripe's partitions while over the budget (at most kEvictionsPerInsert
+  // victims per row the request inserted there).
+  Status EvictForStripeLocked(uint32_t stripe, const internal::RequestGroups& groups,
+                              size_t inserted);
+  // After a failed request: the rows of `stripes`, changed but never logged, no longer say that
+  // their last change is in the log (so that relogging catches them).
+  void ForgetLogSegments(std::span<const uint32_t> stripes, const internal::RequestGroups& groups);
   // In embedding_table_misses.cc. Under the lock of their stripe: gives each missed key of a
   // tiered request (`missed`: indexes into groups.order) its row, read from disk (one MultiGet),
   // else new (or, for a key not admitted yet, a scratch row), and returns how many rows it put
@@ -338,6 +361,16 @@ class EmbeddingTable {
   Status RestoreTiered(uint32_t partition, uint64_t key, std::span<const float> row,
                        std::span<const float> state);
   Result<uint64_t> EraseTiered(uint32_t partition);
+  // Prefetch's passes (embedding_table_prefetch.cc): pin the rows in memory and note the others;
+  // read those from disk in one MultiGet, as many as can be pinned, holding no lock; insert and
+  // pin what was read, stripe by stripe (one row: InsertPrefetchedRow, under the stripe's lock),
+  // unless its stripe wrote it to disk meanwhile.
+  struct PrefetchPass;
+  void PinResidentRows(PrefetchPass& pass);
+  Status ReadMissingRows(PrefetchPass& pass);
+  Status InsertPrefetchedRows(PrefetchPass& pass);
+  void InsertPrefetchedRow(PrefetchPass& pass, size_t m, uint32_t stripe,
+                           std::vector<uint32_t>& touched);
   // Pins `row` (under its stripe lock); false when the pin budget is full and the row was not
   // pinned yet. UnpinRow undoes one pin; ForgetPin accounts for a pinned row being dropped.
   bool PinRow(float* row);
@@ -363,6 +396,10 @@ class EmbeddingTable {
   // Appends every changed row held in memory to the store's push log, partition by partition
   // under its stripe lock, and waits until written (run by the log before it drops a segment).
   Status RelogDirtyRows(uint64_t through);
+  // Sweeps the CLOCK hand of `partition` (whose stripe lock the caller holds) to a row neither
+  // pinned, chosen already nor referenced since the hand last passed (clearing the reference bits
+  // it passes), marks it chosen and returns its slot in the ring; none within two sweeps.
+  std::optional<size_t> ChooseVictimLocked(uint32_t partition);
   // Evicts rows of `partitions` (whose stripe lock the caller holds) while the budget is
   // exceeded, at most `max_rows`, writing changed ones back first.
   Status EvictWhileOverBudget(std::span<const uint32_t> partitions, size_t max_rows);

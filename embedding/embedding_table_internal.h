@@ -138,6 +138,11 @@ inline uint32_t LoadFlags(const float* word) {
 }
 inline void StoreFlags(float* word, uint32_t flags) { std::memcpy(word, &flags, sizeof(flags)); }
 
+// Victims an eviction chooses per row a request inserted, at most: a table far over its budget
+// (after the budget was lowered, or when another table grew) converges without one request
+// evicting everything.
+constexpr size_t kEvictionsPerInsert = 2;
+
 // How many keys ahead of its use a row is looked up and prefetched (its index entry twice as far).
 constexpr uint32_t kPrefetchDistance = 8;
 

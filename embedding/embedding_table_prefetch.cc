@@ -71,12 +71,27 @@ void EmbeddingTable::ForgetPin() {
   tier_->pinned_rows.fetch_sub(1, std::memory_order_relaxed);
 }
 
+// One Prefetch's keys and what it found of them, from pass to pass.
+struct EmbeddingTable::PrefetchPass {
+  std::vector<uint64_t> unique;  // the hint's keys, sorted, each once
+  internal::RequestGroups* groups = nullptr;
+  Tier::Hint held;
+  std::vector<uint32_t> missing;  // positions in `unique` not in memory
+  // Per stripe, its disk generation and write count when its missing keys were noted.
+  std::vector<uint64_t> generations, writes_seen;
+  uint64_t refused = 0;  // keys left unpinned
+  // Per missing key read: its partition, key, row read (when found) and whether it was found.
+  std::vector<uint32_t> partitions;
+  std::vector<uint64_t> missing_keys;
+  std::vector<float> loaded;
+  std::vector<uint8_t> found;
+};
+
 Result<size_t> EmbeddingTable::Prefetch(uint64_t hint, std::span<const uint64_t> keys,
                                         std::chrono::steady_clock::time_point expires) {
   if (tier_ == nullptr) return size_t{0};
   Tier& tier = *tier_;
-  const auto now = std::chrono::steady_clock::now();
-  ReleaseExpiredHints(now);
+  ReleaseExpiredHints(std::chrono::steady_clock::now());
   ReleaseHint(hint);  // a hint sent again replaces the first
   {
     std::lock_guard<std::mutex> lock(tier.hints_mu);
@@ -87,127 +102,151 @@ Result<size_t> EmbeddingTable::Prefetch(uint64_t hint, std::span<const uint64_t>
     }
   }
   tier.hinted_keys.fetch_add(keys.size(), std::memory_order_relaxed);
-  std::vector<uint64_t> unique(keys.begin(), keys.end());
-  std::sort(unique.begin(), unique.end());
-  unique.erase(std::unique(unique.begin(), unique.end()), unique.end());
-  internal::RequestGroups& groups =
-      internal::GroupByStripe(unique, table_id_, num_partitions_, num_stripes_);
+  PrefetchPass pass;
+  pass.unique.assign(keys.begin(), keys.end());
+  std::sort(pass.unique.begin(), pass.unique.end());
+  pass.unique.erase(std::unique(pass.unique.begin(), pass.unique.end()), pass.unique.end());
+  pass.groups = &internal::GroupByStripe(pass.unique, table_id_, num_partitions_, num_stripes_);
+  pass.held.expires = expires;
+  // First: pin the rows in memory, and note the others; then read those from disk, without any
+  // lock; last, insert and pin what was read, stripe by stripe.
+  PinResidentRows(pass);
+  Status read = ReadMissingRows(pass);
+  if (read.ok()) read = InsertPrefetchedRows(pass);
+  if (!read.ok()) {
+    Unpin(pass.held.pinned);  // the hint is not held: nothing would release its pins
+    return read;
+  }
+  tier.pins_refused.fetch_add(pass.refused, std::memory_order_relaxed);
+  std::lock_guard<std::mutex> lock(tier.hints_mu);
+  tier.hints[hint] = std::move(pass.held);
+  return size_t{pass.refused};
+}
 
-  Tier::Hint held;
-  held.expires = expires;
-  std::vector<uint32_t> missing;  // positions in `unique` not in memory
-  std::vector<uint64_t> generations(num_stripes_, 0), writes_seen(num_stripes_, 0);
-  uint64_t refused = 0;
-  // First: pin the rows in memory, and note the others.
+void EmbeddingTable::PinResidentRows(PrefetchPass& pass) {
+  const internal::RequestGroups& groups = *pass.groups;
+  pass.generations.assign(num_stripes_, 0);
+  pass.writes_seen.assign(num_stripes_, 0);
   for (uint32_t s = 0; s < num_stripes_; ++s) {
     if (groups.bounds[s] == groups.bounds[s + 1]) continue;
     std::lock_guard<std::mutex> lock(stripes_[s].mu);
-    generations[s] = stripes_[s].disk_generation;
-    writes_seen[s] = stripes_[s].disk_writes;
+    pass.generations[s] = stripes_[s].disk_generation;
+    pass.writes_seen[s] = stripes_[s].disk_writes;
     for (uint32_t j = groups.bounds[s]; j < groups.bounds[s + 1]; ++j) {
       const uint32_t at = groups.order[j];
-      float* row = stores_[groups.partition[at]].Find(unique[at]);
+      float* row = stores_[groups.partition[at]].Find(pass.unique[at]);
       if (row == nullptr) {
-        missing.push_back(at);
+        pass.missing.push_back(at);
       } else if (PinRow(row)) {
-        held.pinned.push_back(unique[at]);
+        pass.held.pinned.push_back(pass.unique[at]);
       } else {
-        ++refused;
+        ++pass.refused;
       }
     }
   }
-  // Then read the others from disk, without any lock, all in one MultiGet; only as many as can
-  // still be pinned (a row read but not pinned would likely be evicted before its request came).
+}
+
+Status EmbeddingTable::ReadMissingRows(PrefetchPass& pass) {
+  // All in one MultiGet; only as many as can still be pinned (a row read but not pinned would
+  // likely be evicted before its request came).
+  Tier& tier = *tier_;
   const uint64_t row_bytes = uint64_t{stored_floats_} * sizeof(float);
   const uint64_t pinned_now = tier.pinned_bytes.load(std::memory_order_relaxed);
   const uint64_t room = tier.options.pin_budget_bytes > pinned_now
                             ? (tier.options.pin_budget_bytes - pinned_now) / row_bytes
                             : 0;
-  if (missing.size() > room) {
-    refused += missing.size() - room;
-    missing.resize(room);
+  if (pass.missing.size() > room) {
+    pass.refused += pass.missing.size() - room;
+    pass.missing.resize(room);
   }
-  std::vector<uint32_t> partitions(missing.size());
-  std::vector<uint64_t> missing_keys(missing.size());
-  for (size_t m = 0; m < missing.size(); ++m) {
-    partitions[m] = groups.partition[missing[m]];
-    missing_keys[m] = unique[missing[m]];
+  const size_t n = pass.missing.size();
+  pass.partitions.resize(n);
+  pass.missing_keys.resize(n);
+  for (size_t m = 0; m < n; ++m) {
+    pass.partitions[m] = pass.groups->partition[pass.missing[m]];
+    pass.missing_keys[m] = pass.unique[pass.missing[m]];
   }
-  std::vector<float> loaded(missing.size() * floats_per_row_);
-  std::vector<uint8_t> found(missing.size(), 0);
-  RETURN_IF_ERROR(tier.options.disk->MultiGet(
-      partitions, missing_keys, [&](size_t m, std::span<const float> stored) {
-        std::copy(stored.begin(), stored.end(), loaded.data() + m * floats_per_row_);
-        found[m] = 1;
-      }));
-  // Last: insert what was read, stripe by stripe, unless the row was written to disk meanwhile
-  // (the read may then be older than the row written back): those are left to the request.
-  std::vector<size_t> by_stripe(missing.size());
-  for (size_t m = 0; m < missing.size(); ++m) by_stripe[m] = m;
+  pass.loaded.resize(n * floats_per_row_);
+  pass.found.assign(n, 0);
+  return tier.options.disk->MultiGet(
+      pass.partitions, pass.missing_keys, [&](size_t m, std::span<const float> stored) {
+        std::copy(stored.begin(), stored.end(), pass.loaded.data() + m * floats_per_row_);
+        pass.found[m] = 1;
+      });
+}
+
+Status EmbeddingTable::InsertPrefetchedRows(PrefetchPass& pass) {
+  // Unless the row was written to disk meanwhile (the read may then be older than the row written
+  // back): those are left to the request.
+  std::vector<size_t> by_stripe(pass.missing.size());
+  for (size_t m = 0; m < by_stripe.size(); ++m) by_stripe[m] = m;
   const uint32_t stripe_mask = num_stripes_ - 1;
   std::stable_sort(by_stripe.begin(), by_stripe.end(), [&](size_t a, size_t b) {
-    return (partitions[a] & stripe_mask) < (partitions[b] & stripe_mask);
+    return (pass.partitions[a] & stripe_mask) < (pass.partitions[b] & stripe_mask);
   });
-  const bool create_new = admission_ == nullptr && spec_.ttl_seconds == 0;
   std::vector<uint32_t> touched;
   for (size_t begin = 0; begin < by_stripe.size();) {
-    const uint32_t s = partitions[by_stripe[begin]] & stripe_mask;
+    const uint32_t s = pass.partitions[by_stripe[begin]] & stripe_mask;
     size_t end = begin;
-    while (end < by_stripe.size() && (partitions[by_stripe[end]] & stripe_mask) == s) ++end;
+    while (end < by_stripe.size() && (pass.partitions[by_stripe[end]] & stripe_mask) == s) ++end;
     std::lock_guard<std::mutex> lock(stripes_[s].mu);
-    const bool new_generation = stripes_[s].disk_generation != generations[s];
     touched.clear();
-    for (size_t i = begin; i < end; ++i) {
-      const size_t m = by_stripe[i];
-      // A new key gets the row its request would create, unless creating is an event of its
-      // own (admission counts requests, a TTL stamps the time), and only as a pinned row: one
-      // evicted before its request came would be written to disk unchanged.
-      if (!found[m] && (!create_new || tier.pinned_bytes.load(std::memory_order_relaxed) +
-                                               row_bytes > tier.options.pin_budget_bytes)) {
-        if (create_new) ++refused;
-        continue;
-      }
-      auto written = stripes_[s].written.find(missing_keys[m]);
-      if (new_generation ||
-          (written != stripes_[s].written.end() && written->second > writes_seen[s])) {
-        tier.prefetch_raced.fetch_add(1, std::memory_order_relaxed);
-        continue;
-      }
-      auto [row, is_new] = stores_[partitions[m]].FindOrInsert(missing_keys[m]);
-      if (is_new) {
-        if (found[m]) {
-          std::copy_n(loaded.data() + m * floats_per_row_, floats_per_row_, row);
-          StoreFlags(row + floats_per_row_, kOnDisk);
-          tier.prefetched.fetch_add(1, std::memory_order_relaxed);
-        } else {
-          InitNewRow(missing_keys[m], row);
-          StoreFlags(row + floats_per_row_, kDirty);
-          rows_.fetch_add(1, std::memory_order_relaxed);
-          changes_.Note(partitions[m], missing_keys[m]);
-          tier.created_ahead.fetch_add(1, std::memory_order_relaxed);
-        }
-        tier.clocks[partitions[m]].Add(missing_keys[m]);
-        tier.resident.fetch_add(1, std::memory_order_relaxed);
-        if (tier.options.budget != nullptr) tier.options.budget->Charge(row_bytes);
-        touched.push_back(partitions[m]);
-      }
-      if (PinRow(row)) {
-        held.pinned.push_back(missing_keys[m]);
-      } else {
-        ++refused;
-      }
-    }
-    if (!touched.empty() && tier.options.budget != nullptr && tier.options.budget->exceeded()) {
+    for (size_t i = begin; i < end; ++i) InsertPrefetchedRow(pass, by_stripe[i], s, touched);
+    if (!touched.empty() && tier_->options.budget != nullptr && tier_->options.budget->exceeded()) {
       std::sort(touched.begin(), touched.end());
       touched.erase(std::unique(touched.begin(), touched.end()), touched.end());
       RETURN_IF_ERROR(EvictWhileOverBudget(touched, 2 * (end - begin)));
     }
     begin = end;
   }
-  tier.pins_refused.fetch_add(refused, std::memory_order_relaxed);
-  std::lock_guard<std::mutex> lock(tier.hints_mu);
-  tier.hints[hint] = std::move(held);
-  return size_t{refused};
+  return Status::Ok();
+}
+
+void EmbeddingTable::InsertPrefetchedRow(PrefetchPass& pass, size_t m, uint32_t stripe,
+                                         std::vector<uint32_t>& touched) {
+  Tier& tier = *tier_;
+  const uint64_t row_bytes = uint64_t{stored_floats_} * sizeof(float);
+  const bool create_new = admission_ == nullptr && spec_.ttl_seconds == 0;
+  const uint32_t partition = pass.partitions[m];
+  const uint64_t key = pass.missing_keys[m];
+  // A new key gets the row its request would create, unless creating is an event of its own
+  // (admission counts requests, a TTL stamps the time), and only as a pinned row: one evicted
+  // before its request came would be written to disk unchanged.
+  if (!pass.found[m] && (!create_new || tier.pinned_bytes.load(std::memory_order_relaxed) +
+                                                row_bytes > tier.options.pin_budget_bytes)) {
+    if (create_new) ++pass.refused;
+    return;
+  }
+  const Stripe& state = stripes_[stripe];
+  auto written = state.written.find(key);
+  if (state.disk_generation != pass.generations[stripe] ||
+      (written != state.written.end() && written->second > pass.writes_seen[stripe])) {
+    tier.prefetch_raced.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
+  auto [row, is_new] = stores_[partition].FindOrInsert(key);
+  if (is_new) {
+    if (pass.found[m]) {
+      std::copy_n(pass.loaded.data() + m * floats_per_row_, floats_per_row_, row);
+      StoreFlags(row + floats_per_row_, kOnDisk);
+      tier.prefetched.fetch_add(1, std::memory_order_relaxed);
+    } else {
+      InitNewRow(key, row);
+      StoreFlags(row + floats_per_row_, kDirty);
+      rows_.fetch_add(1, std::memory_order_relaxed);
+      changes_.Note(partition, key);
+      tier.created_ahead.fetch_add(1, std::memory_order_relaxed);
+    }
+    tier.clocks[partition].Add(key);
+    tier.resident.fetch_add(1, std::memory_order_relaxed);
+    if (tier.options.budget != nullptr) tier.options.budget->Charge(row_bytes);
+    touched.push_back(partition);
+  }
+  if (PinRow(row)) {
+    pass.held.pinned.push_back(key);
+  } else {
+    ++pass.refused;
+  }
 }
 
 bool EmbeddingTable::ReleaseHint(uint64_t hint) {

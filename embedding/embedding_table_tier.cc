@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <cstring>
 #include <map>
+#include <optional>
 #include <string>
 #include <utility>
 
@@ -26,9 +27,6 @@ using internal::WithLogSegment;
 
 namespace {
 
-// Victims chosen per inserted row at most, so a table far over its budget (after the budget was
-// lowered, or when another table grew) converges without one request evicting everything.
-constexpr size_t kEvictionsPerInsert = 2;
 // Re-logging a table's changed rows waits for what it appended after about this many bytes.
 constexpr uint64_t kRelogBytesPerWait = uint64_t{1} << 20;
 
@@ -144,153 +142,29 @@ bool EmbeddingTable::logs_pushes() const {
   return tier_ != nullptr && tier_->options.disk->push_log() != nullptr;
 }
 
-Status EmbeddingTable::ForEachTieredRequestRow(std::span<const uint64_t> keys,
-                                               internal::RequestGroups& groups, const RowUse& use,
-                                               const float* position_data,
-                                               PushCheck* push_check) {
-  Tier& tier = *tier_;
-  const bool push = push_check != nullptr;
-  PushLog* const push_log = tier.options.disk->push_log();
-  const bool log = push && push_log != nullptr;
-  thread_local std::vector<uint32_t> missed;  // indexes into groups.order
-  thread_local std::vector<uint32_t> touched;  // partitions of the stripe, for eviction
-  thread_local std::vector<uint32_t> counted;  // partitions of the stripe whose count went up
-  // With a push log the locks of all stripes touched are held until the push is appended to it.
-  std::vector<std::unique_lock<std::mutex>> held;
-  std::vector<uint32_t> held_stripes;
-  RowWrites writes(*tier.options.disk);
-
-  const auto over_budget = [&] {
-    return tier.options.budget != nullptr && tier.options.budget->exceeded();
-  };
-  auto evict_stripe = [&](uint32_t s, size_t inserted) -> Status {
-    if (!over_budget()) return Status::Ok();
-    touched.clear();
-    for (uint32_t j = groups.bounds[s]; j < groups.bounds[s + 1]; ++j) {
-      touched.push_back(groups.partition[groups.order[j]]);
+std::optional<size_t> EmbeddingTable::ChooseVictimLocked(uint32_t partition) {
+  ClockRing& ring = tier_->clocks[partition];
+  // At most two sweeps: the first clears reference bits.
+  for (size_t step = 0; step < 2 * ring.size(); ++step) {
+    float* row = stores_[partition].Find(ring.KeyAtHand());
+    EMBER_CHECK(row != nullptr, "resident key", ring.KeyAtHand(), "has no row");
+    float* flags_word = row + floats_per_row_;
+    const uint32_t flags = LoadFlags(flags_word);
+    if ((flags & kChosen) || internal::PinCount(flags) > 0) {
+      ring.Advance();
+      continue;
     }
-    std::sort(touched.begin(), touched.end());
-    touched.erase(std::unique(touched.begin(), touched.end()), touched.end());
-    return EvictWhileOverBudget(touched, std::max<size_t>(1, inserted) * kEvictionsPerInsert);
-  };
-
-  // A pull reads the weights; a push also the state. Both mark the flags word after them.
-  const size_t used_floats = push ? floats_per_row_ : spec_.dim;
-  const auto look_up = [&](uint32_t j) {
-    const uint32_t at = groups.order[j];
-    float* row = stores_[groups.partition[at]].Find(keys[at]);
-    groups.rows[j] = row;
-    if (row == nullptr) return;
-    PrefetchRow(row, used_floats);
-    PrefetchRow(row + floats_per_row_, 1);
-  };
-  if (log) {
-    // Before any stripe lock: retiring the log's full segments takes them.
-    RETURN_IF_ERROR(push_log->WaitForRoom().WithContext("logging a push"));
-    writes.ReserveRows(keys.size());
+    if (flags & kReferenced) {
+      StoreFlags(flags_word, flags & ~uint32_t{kReferenced});
+      ring.Advance();
+      continue;
+    }
+    StoreFlags(flags_word, flags | kChosen);
+    const size_t slot = ring.hand();
+    ring.Advance();
+    return slot;
   }
-  // Read before the record is appended: it goes to this segment or a later one.
-  const uint64_t log_segment = log ? push_log->active_segment() : 0;
-
-  std::vector<size_t> inserted_per_stripe;
-  for (uint32_t s = 0; s < num_stripes_; ++s) {
-    const uint32_t begin = groups.bounds[s];
-    const uint32_t end = groups.bounds[s + 1];
-    if (begin == end) continue;
-    std::unique_lock<std::mutex> lock(stripes_[s].mu);
-    // Memory first, pipelined as the in-memory path is: a key's index entry is prefetched
-    // 2 * kPrefetchDistance keys ahead (across stripes), its row looked up and prefetched
-    // kPrefetchDistance keys ahead, then the row is marked referenced.
-    missed.clear();
-    groups.PrefetchEntriesBelow(begin + 2 * kPrefetchDistance, keys, stores_);
-    for (uint32_t j = begin; j < std::min(end, begin + kPrefetchDistance); ++j) look_up(j);
-    for (uint32_t j = begin; j < end; ++j) {
-      groups.PrefetchEntriesBelow(j + 2 * kPrefetchDistance + 1, keys, stores_);
-      if (j + kPrefetchDistance < end) look_up(j + kPrefetchDistance);
-      float* row = groups.rows[j];
-      if (row == nullptr) {
-        missed.push_back(j);
-        continue;
-      }
-      float* flags = row + floats_per_row_;
-      StoreFlags(flags, LoadFlags(flags) | kReferenced);
-    }
-    tier.hits.fetch_add(end - begin - missed.size(), std::memory_order_relaxed);
-    tier.misses.fetch_add(missed.size(), std::memory_order_relaxed);
-    // Then every miss of the stripe from disk at once, or new.
-    size_t inserted = 0;
-    if (!missed.empty()) {
-      Result<size_t> loaded = LoadMissesLocked(keys, groups, missed, push);
-      if (!loaded.ok()) {
-        // The rows of the stripes before changed in memory and will not be logged: they no
-        // longer say where their last change is, so that relogging catches them.
-        for (uint32_t done : held_stripes) {
-          for (uint32_t j = groups.bounds[done]; j < groups.bounds[done + 1]; ++j) {
-            float* row = groups.rows[j];
-            if (groups.IsScratch(row)) continue;
-            StoreFlags(row + floats_per_row_, LoadFlags(row + floats_per_row_) & ~kLogged);
-          }
-        }
-        return loaded.status();
-      }
-      inserted = *loaded;
-    }
-    // The rows are in cache by now, but a push's gradients may not be: the log record it builds
-    // (larger than a core's cache for a large push) pushes them out.
-    const auto prefetch_position_data = [&](uint32_t j) {
-      PrefetchRow(position_data + size_t{groups.order[j]} * spec_.dim, spec_.dim);
-    };
-    for (uint32_t j = begin; j < std::min(end, begin + kPrefetchDistance); ++j) {
-      prefetch_position_data(j);
-    }
-    for (uint32_t j = begin; j < end; ++j) {
-      if (j + kPrefetchDistance < end) prefetch_position_data(j + kPrefetchDistance);
-      float* row = groups.rows[j];
-      use(groups.order[j], row);
-      if (!push || groups.IsScratch(row)) continue;
-      changes_.Note(groups.partition[groups.order[j]], keys[groups.order[j]]);
-      const uint32_t changed = LoadFlags(row + floats_per_row_) | kDirty;
-      // With the log, the row notes the segment its record goes to (or an earlier one).
-      StoreFlags(row + floats_per_row_,
-                 log ? WithLogSegment(changed, log_segment) : changed);
-      if (log) {
-        const uint32_t at = groups.order[j];
-        writes.Put(groups.partition[at], keys[at], std::span<const float>(row, floats_per_row_));
-        if (MarkDurable(groups.partition[at], row)) counted.push_back(groups.partition[at]);
-      }
-    }
-    // One count record per partition whose count went up (the stripe lock is still held).
-    std::sort(counted.begin(), counted.end());
-    counted.erase(std::unique(counted.begin(), counted.end()), counted.end());
-    for (uint32_t partition : counted) {
-      AddCountRecord(writes, partition, tier.durable_rows[partition]);
-    }
-    counted.clear();
-    if (log) {
-      held.push_back(std::move(lock));
-      held_stripes.push_back(s);
-      inserted_per_stripe.push_back(inserted);
-    } else {
-      RETURN_IF_ERROR(evict_stripe(s, inserted));
-    }
-  }
-  if (!log) return Status::Ok();
-  push_check->AppendWrites(writes);
-  // Every stripe of the request is still locked: the rows logged are the rows in memory, and the
-  // log orders the pushes of a key as memory does. The rows stay changed: they reach RocksDB when
-  // evicted or when the log retires the segment.
-  const PushLog::Ticket ticket = writes.MoveToLog(*push_log);
-  held.clear();
-  // Acknowledged only once written (with the pushes that came meanwhile: group commit).
-  RETURN_IF_ERROR(push_log->WaitDurable(ticket).WithContext("logging a push"));
-  // Then room is made, one stripe lock at a time (a write-back waits for the log: see
-  // WaitForLoggedPushes), so that no other request waits on this one's evictions. Within the
-  // budget no stripe is locked again: the next pushes hold them, all at once, meanwhile.
-  for (size_t h = 0; h < held_stripes.size() && over_budget(); ++h) {
-    std::lock_guard<std::mutex> lock(stripes_[held_stripes[h]].mu);
-    RETURN_IF_ERROR(evict_stripe(held_stripes[h], inserted_per_stripe[h]));
-  }
-  return Status::Ok();
+  return std::nullopt;
 }
 
 Status EmbeddingTable::EvictWhileOverBudget(std::span<const uint32_t> partitions,
@@ -311,33 +185,18 @@ Status EmbeddingTable::EvictWhileOverBudget(std::span<const uint32_t> partitions
   for (size_t i = 0; victims.size() < max_rows && i < partitions.size() * max_rows; ++i) {
     if (budget.used() <= budget.limit() + chosen_bytes) break;
     const uint32_t partition = partitions[i % partitions.size()];
-    ClockRing& ring = tier.clocks[partition];
-    // One victim from this partition: at most two sweeps (the first clears reference bits).
-    for (size_t step = 0; step < 2 * ring.size(); ++step) {
-      float* row = stores_[partition].Find(ring.KeyAtHand());
-      EMBER_CHECK(row != nullptr, "resident key", ring.KeyAtHand(), "has no row");
-      float* flags_word = row + floats_per_row_;
-      const uint32_t flags = LoadFlags(flags_word);
-      if ((flags & kChosen) || internal::PinCount(flags) > 0) {
-        ring.Advance();
-        continue;
-      }
-      if (flags & kReferenced) {
-        StoreFlags(flags_word, flags & ~uint32_t{kReferenced});
-        ring.Advance();
-        continue;
-      }
-      StoreFlags(flags_word, flags | kChosen);
-      if (flags & kDirty) {
-        writes.Put(partition, ring.KeyAtHand(), std::span<const float>(row, floats_per_row_));
-        NoteRowWritten(partition, ring.KeyAtHand());
-        if (!(flags & kOnDisk)) ++new_durable[partition];
-      }
-      victims.push_back(Victim{partition, ring.hand()});
-      chosen_bytes += row_bytes;
-      ring.Advance();
-      break;
+    const std::optional<size_t> slot = ChooseVictimLocked(partition);
+    if (!slot) continue;
+    const uint64_t key = tier.clocks[partition].KeyAt(*slot);
+    const float* row = stores_[partition].Find(key);
+    const uint32_t flags = LoadFlags(row + floats_per_row_);
+    if (flags & kDirty) {
+      writes.Put(partition, key, std::span<const float>(row, floats_per_row_));
+      NoteRowWritten(partition, key);
+      if (!(flags & kOnDisk)) ++new_durable[partition];
     }
+    victims.push_back(Victim{partition, *slot});
+    chosen_bytes += row_bytes;
   }
   const size_t written = writes.size();
   for (const auto& [partition, added] : new_durable) {
@@ -414,7 +273,7 @@ Status EmbeddingTable::RestoreTiered(uint32_t partition, uint64_t key, std::span
   changes_.Note(partition, key);
   if (tier.options.budget == nullptr || !tier.options.budget->exceeded()) return Status::Ok();
   const uint32_t partitions[] = {partition};
-  return EvictWhileOverBudget(partitions, kEvictionsPerInsert);
+  return EvictWhileOverBudget(partitions, internal::kEvictionsPerInsert);
 }
 
 Result<uint64_t> EmbeddingTable::EraseTiered(uint32_t partition) {
