@@ -30,6 +30,7 @@ namespace ember::bench {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+using Progress = std::function<void(const std::string&)>;
 
 double SecondsSince(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
@@ -305,7 +306,7 @@ uint64_t BudgetBytes(const TierBenchOptions& config) {
 
 // The same table all in memory: created by pulling every row, then the two phases.
 Status MeasureInMemory(const TierBenchOptions& config, TierBenchReport* report,
-                       const std::function<void(const std::string&)>& progress) {
+                       const Progress& progress) {
   embedding::EmbeddingTable memory(BenchSpec(config), 1024);
   const auto start = Clock::now();
   std::vector<uint64_t> keys;
@@ -335,25 +336,108 @@ Status MeasureInMemory(const TierBenchOptions& config, TierBenchReport* report,
   return Status::Ok();
 }
 
+double TierRatio(double tiered, double memory) { return memory > 0 ? tiered / memory : 0; }
+
+// Writes every row into the tiered table's store (no budget), and counts them.
+Status BulkLoadTiered(const TierBenchOptions& config, embedding::RocksStore& store,
+                      TierBenchReport* report, const Progress& progress) {
+  ASSIGN_OR_RETURN(auto shape, OpenTiered(config, store, nullptr));
+  const auto start = Clock::now();
+  RETURN_IF_ERROR(BulkLoad(config, *store.Table("bench"), *shape));
+  RETURN_IF_ERROR(shape->RecountRows());  // written past the table: it keeps their counts
+  RETURN_IF_ERROR(store.Flush());
+  report->bulk_load_seconds = SecondsSince(start);
+  progress(StringPrintf("tiered: bulk-loaded in %.1f s; budget %.2f GB (%.0f%% of the rows)",
+                        report->bulk_load_seconds, report->budget_bytes / 1e9,
+                        100 * config.budget_fraction));
+  return Status::Ok();
+}
+
+// Where a logged push's time went in the push phase: its group write, and its wait for it.
+void ReportPushLog(const TierBenchOptions& config, const TierBenchReport& report,
+                   const embedding::PushLog::Stats& log_before,
+                   const embedding::PushLog::Stats& log_after, const Progress& progress) {
+  const uint64_t writes = log_after.writes - log_before.writes;
+  if (writes == 0) return;
+  const uint64_t waits = log_after.waits - log_before.waits;
+  const double wait_seconds = log_after.wait_seconds - log_before.wait_seconds;
+  progress(StringPrintf(
+      "  push log in the push phase: %llu group writes of %.2f MB, %.2f ms each; waits for it "
+      "(the pushes', and relogging's) %.2f ms on average, %.0f%% of the request threads' time; "
+      "%llu segments retired, relogging %.0f MB of rows (%.0f%% of the bytes written)",
+      static_cast<unsigned long long>(writes),
+      (log_after.bytes - log_before.bytes) / 1e6 / writes,
+      1e3 * (log_after.write_seconds - log_before.write_seconds) / writes,
+      waits > 0 ? 1e3 * wait_seconds / waits : 0.0,
+      100 * wait_seconds / (config.threads * report.tiered_push.seconds),
+      static_cast<unsigned long long>(log_after.segments_retired - log_before.segments_retired),
+      (log_after.relogged_bytes - log_before.relogged_bytes) / 1e6,
+      100.0 * (log_after.relogged_bytes - log_before.relogged_bytes) /
+          std::max<uint64_t>(1, log_after.bytes - log_before.bytes)));
+}
+
+// The training-shaped pull+push pair on the tiered table, once per look-ahead depth.
+Status RunLookaheadPairs(const TierBenchOptions& config, embedding::EmbeddingTable& tiered,
+                         TierBenchReport* report, const Progress& progress) {
+  const std::string durability = DurabilityName(config.durability);
+  for (uint32_t lookahead : config.lookaheads) {
+    const embedding::TierStats stats_before = tiered.tier_stats();
+    const uint64_t prefetched_before = tiered.prefetch_stats().prefetched_rows;
+    TierBenchReport::LookaheadRun run;
+    run.lookahead = lookahead;
+    ASSIGN_OR_RETURN(run.pair, RunPhase(config, tiered, Phase::kPullThenPush, config.seconds,
+                                        report->hot_rows, lookahead));
+    const embedding::TierStats stats = tiered.tier_stats();
+    const double lookups = static_cast<double>(stats.hits + stats.misses - stats_before.hits -
+                                               stats_before.misses);
+    run.hit_rate = lookups > 0 ? (stats.hits - stats_before.hits) / lookups : 0.0;
+    run.prefetched_rows = tiered.prefetch_stats().prefetched_rows - prefetched_before;
+    progress(PhaseLine(StringPrintf("pull+push, tiered, %s, look-ahead %u", durability.c_str(),
+                                    lookahead).c_str(),
+                       run.pair));
+    progress(StringPrintf(
+        "  tiered/in memory, look-ahead %u: pull+push pair %.3f (its pulls %.3f, its pushes "
+        "%.3f); hit rate %.3f, %llu rows prefetched",
+        lookahead, TierRatio(run.pair.keys_per_second, report->memory_pair.keys_per_second),
+        TierRatio(run.pair.pull_keys_per_second, report->memory_pair.pull_keys_per_second),
+        TierRatio(run.pair.push_keys_per_second, report->memory_pair.push_keys_per_second),
+        run.hit_rate, static_cast<unsigned long long>(run.prefetched_rows)));
+    report->tiered_pairs.push_back(run);
+  }
+  return Status::Ok();
+}
+
+// What the tiered table left on disk, after its changed rows were flushed.
+Status ReportDisk(const TierBenchOptions& config, embedding::RocksStore& store,
+                  embedding::EmbeddingTable& tiered, TierBenchReport* report,
+                  const Progress& progress) {
+  const embedding::PushLog* log = store.push_log();
+  RETURN_IF_ERROR(tiered.FlushDirtyRows());
+  RETURN_IF_ERROR(store.Flush());
+  const DiskUse disk = DirectoryBytes(config.data_dir + "/rows");
+  report->disk_bytes = disk.rows;
+  report->disk_bytes_per_row = static_cast<double>(report->disk_bytes) / tiered.rows();
+  report->raw_row_bytes = FloatsPerRow(BenchSpec(config)) * static_cast<uint32_t>(sizeof(float));
+  progress(StringPrintf(
+      "  on disk: %.2f GB, %.1f bytes per row (raw row with state: %u bytes); push log %.2f GB "
+      "(%llu pushes waited for its full segments to be retired; segments retired: %llu, spare "
+      "files of zeros written: %llu)",
+      report->disk_bytes / 1e9, report->disk_bytes_per_row, report->raw_row_bytes,
+      disk.push_log / 1e9, static_cast<unsigned long long>(log ? log->stats().stalls : 0),
+      static_cast<unsigned long long>(log ? log->stats().segments_retired : 0),
+      static_cast<unsigned long long>(log ? log->stats().spares_filled : 0)));
+  return Status::Ok();
+}
+
 // Tiered, a budget of budget_fraction of the rows: bulk load, warm up with the hottest rows (as a
 // running server's memory would hold them), the two phases, and what is on disk after.
 Status MeasureTiered(const TierBenchOptions& config, TierBenchReport* report,
-                     const std::function<void(const std::string&)>& progress) {
+                     const Progress& progress) {
   ASSIGN_OR_RETURN(auto store, OpenStore(config));
   report->budget_bytes = BudgetBytes(config);
   report->hot_rows = report->budget_bytes / RowBytes(config);
   embedding::MemoryBudget budget(report->budget_bytes);
-  {
-    ASSIGN_OR_RETURN(auto shape, OpenTiered(config, *store, nullptr));
-    const auto start = Clock::now();
-    RETURN_IF_ERROR(BulkLoad(config, *store->Table("bench"), *shape));
-    RETURN_IF_ERROR(shape->RecountRows());  // written past the table: it keeps their counts
-    RETURN_IF_ERROR(store->Flush());
-    report->bulk_load_seconds = SecondsSince(start);
-    progress(StringPrintf("tiered: bulk-loaded in %.1f s; budget %.2f GB (%.0f%% of the rows)",
-                          report->bulk_load_seconds, report->budget_bytes / 1e9,
-                          100 * config.budget_fraction));
-  }
+  RETURN_IF_ERROR(BulkLoadTiered(config, *store, report, progress));
   ASSIGN_OR_RETURN(auto tiered, OpenTiered(config, *store, &budget));
   const auto start = Clock::now();
   RETURN_IF_ERROR(PullHottest(config, *tiered, report->hot_rows));
@@ -372,53 +456,12 @@ Status MeasureTiered(const TierBenchOptions& config, TierBenchReport* report,
   const std::string durability = DurabilityName(config.durability);
   progress(PhaseLine("pull, tiered", report->tiered_pull));
   progress(PhaseLine(("push, tiered, " + durability).c_str(), report->tiered_push));
-  const auto ratio = [](double tiered, double memory) { return memory > 0 ? tiered / memory : 0; };
   progress(StringPrintf(
       "  tiered/in memory: pull %.3f, push %.3f",
-      ratio(report->tiered_pull.keys_per_second, report->memory_pull.keys_per_second),
-      ratio(report->tiered_push.keys_per_second, report->memory_push.keys_per_second)));
-  if (const uint64_t writes = log_after.writes - log_before.writes; writes > 0) {
-    // Where a logged push's time goes: its group write, and its wait for it.
-    const uint64_t waits = log_after.waits - log_before.waits;
-    const double wait_seconds = log_after.wait_seconds - log_before.wait_seconds;
-    progress(StringPrintf(
-        "  push log in the push phase: %llu group writes of %.2f MB, %.2f ms each; waits for it "
-        "(the pushes', and relogging's) %.2f ms on average, %.0f%% of the request threads' time; "
-        "%llu segments retired, relogging %.0f MB of rows (%.0f%% of the bytes written)",
-        static_cast<unsigned long long>(writes),
-        (log_after.bytes - log_before.bytes) / 1e6 / writes,
-        1e3 * (log_after.write_seconds - log_before.write_seconds) / writes,
-        waits > 0 ? 1e3 * wait_seconds / waits : 0.0,
-        100 * wait_seconds / (config.threads * report->tiered_push.seconds),
-        static_cast<unsigned long long>(log_after.segments_retired - log_before.segments_retired),
-        (log_after.relogged_bytes - log_before.relogged_bytes) / 1e6,
-        100.0 * (log_after.relogged_bytes - log_before.relogged_bytes) /
-            std::max<uint64_t>(1, log_after.bytes - log_before.bytes)));
-  }
-  for (uint32_t lookahead : config.lookaheads) {
-    const embedding::TierStats stats_before = tiered->tier_stats();
-    const uint64_t prefetched_before = tiered->prefetch_stats().prefetched_rows;
-    TierBenchReport::LookaheadRun run;
-    run.lookahead = lookahead;
-    ASSIGN_OR_RETURN(run.pair, RunPhase(config, *tiered, Phase::kPullThenPush, config.seconds,
-                                        report->hot_rows, lookahead));
-    const embedding::TierStats stats = tiered->tier_stats();
-    const double lookups = static_cast<double>(stats.hits + stats.misses - stats_before.hits -
-                                               stats_before.misses);
-    run.hit_rate = lookups > 0 ? (stats.hits - stats_before.hits) / lookups : 0.0;
-    run.prefetched_rows = tiered->prefetch_stats().prefetched_rows - prefetched_before;
-    progress(PhaseLine(StringPrintf("pull+push, tiered, %s, look-ahead %u", durability.c_str(),
-                                    lookahead).c_str(),
-                       run.pair));
-    progress(StringPrintf(
-        "  tiered/in memory, look-ahead %u: pull+push pair %.3f (its pulls %.3f, its pushes "
-        "%.3f); hit rate %.3f, %llu rows prefetched",
-        lookahead, ratio(run.pair.keys_per_second, report->memory_pair.keys_per_second),
-        ratio(run.pair.pull_keys_per_second, report->memory_pair.pull_keys_per_second),
-        ratio(run.pair.push_keys_per_second, report->memory_pair.push_keys_per_second),
-        run.hit_rate, static_cast<unsigned long long>(run.prefetched_rows)));
-    report->tiered_pairs.push_back(run);
-  }
+      TierRatio(report->tiered_pull.keys_per_second, report->memory_pull.keys_per_second),
+      TierRatio(report->tiered_push.keys_per_second, report->memory_push.keys_per_second)));
+  ReportPushLog(config, *report, log_before, log_after, progress);
+  RETURN_IF_ERROR(RunLookaheadPairs(config, *tiered, report, progress));
   const double lookups =
       static_cast<double>(after.hits + after.misses - before.hits - before.misses);
   report->hit_rate = lookups > 0 ? (after.hits - before.hits) / lookups : 0.0;
@@ -432,26 +475,12 @@ Status MeasureTiered(const TierBenchOptions& config, TierBenchReport* report,
       static_cast<unsigned long long>(report->evictions),
       static_cast<unsigned long long>(report->writebacks),
       static_cast<unsigned long long>(report->resident_rows)));
-  RETURN_IF_ERROR(tiered->FlushDirtyRows());
-  RETURN_IF_ERROR(store->Flush());
-  const DiskUse disk = DirectoryBytes(config.data_dir + "/rows");
-  report->disk_bytes = disk.rows;
-  report->disk_bytes_per_row = static_cast<double>(report->disk_bytes) / tiered->rows();
-  report->raw_row_bytes = FloatsPerRow(BenchSpec(config)) * static_cast<uint32_t>(sizeof(float));
-  progress(StringPrintf(
-      "  on disk: %.2f GB, %.1f bytes per row (raw row with state: %u bytes); push log %.2f GB "
-      "(%llu pushes waited for its full segments to be retired; segments retired: %llu, spare "
-      "files of zeros written: %llu)",
-      report->disk_bytes / 1e9, report->disk_bytes_per_row, report->raw_row_bytes,
-      disk.push_log / 1e9, static_cast<unsigned long long>(log ? log->stats().stalls : 0),
-      static_cast<unsigned long long>(log ? log->stats().segments_retired : 0),
-      static_cast<unsigned long long>(log ? log->stats().spares_filled : 0)));
-  return Status::Ok();
+  return ReportDisk(config, *store, *tiered, report, progress);
 }
 
 // Recovery: the pusher pushes with logging; it is killed; reopening is timed.
 Status MeasureRecovery(const TierBenchOptions& config, TierBenchReport* report,
-                       const std::function<void(const std::string&)>& progress) {
+                       const Progress& progress) {
   {
     ChildProcess child(config.pusher_command);
     const auto deadline = Clock::now() + std::chrono::seconds(120);

@@ -229,24 +229,27 @@ std::string PlanJson(const Plan& p) {
   return json.dump(2);
 }
 
-std::string PlanText(const Plan& p) {
+namespace {
+
+// The plan as text, line by line: a figure with the arithmetic behind it.
+struct PlanLines {
+  std::string text;
+  void Line(const std::string& what, const std::string& figure, const std::string& arithmetic) {
+    text += StringPrintf("  %-30s %14s   %s\n", what.c_str(), figure.c_str(), arithmetic.c_str());
+  }
+};
+
+// What was planned for.
+void AddHeaderLines(const Plan& p, PlanLines& t) {
   const PlanInputs& in = p.inputs;
   const bool tiered = in.hot_fraction < 1;
   const double rows = static_cast<double>(in.rows);
-  const double resident_rows = Ceil(rows * in.hot_fraction / in.partitions);
-  const double value_bytes = WireValueBytes(in.wire_format);
-  std::string t;
-  auto line = [&t](const std::string& what, const std::string& figure,
-                   const std::string& arithmetic) {
-    t += StringPrintf("  %-30s %14s   %s\n", what.c_str(), figure.c_str(), arithmetic.c_str());
-  };
-
-  t += StringPrintf(
+  t.text += StringPrintf(
       "ember plan: %s rows, dim %u, %s, %s on the wire, %s keys/s pulled and pushed\n",
       FormatCount(rows).c_str(), in.dim,
       std::string(embedding::OptimizerKindName(in.optimizer)).c_str(),
       in.wire_format == RowFormat::kF16 ? "f16" : "f32", FormatCount(in.keys_per_second).c_str());
-  t += StringPrintf(
+  t.text += StringPrintf(
       "            servers of %s, %u cores and %s, %s, %u partitions\n\n",
       Bytes(static_cast<double>(in.server_memory_bytes)).c_str(), in.server_cores,
       Rate(in.server_network_bytes_per_second).c_str(),
@@ -255,28 +258,37 @@ std::string PlanText(const Plan& p) {
              : "every row in memory",
       in.partitions);
 
-  t += "per row\n";
-  line("values (weights + state)", StringPrintf("%.0f B", p.row_bytes),
+}
+
+// Bytes a row takes in memory, in a checkpoint and on disk; what a key costs.
+void AddPerRowLines(const Plan& p, PlanLines& t) {
+  const PlanInputs& in = p.inputs;
+  const bool tiered = in.hot_fraction < 1;
+  const double rows = static_cast<double>(in.rows);
+  const double resident_rows = Ceil(rows * in.hot_fraction / in.partitions);
+  const double value_bytes = WireValueBytes(in.wire_format);
+  t.text += "per row\n";
+  t.Line("values (weights + state)", StringPrintf("%.0f B", p.row_bytes),
        StringPrintf("(%u + %u) floats x 4", in.dim, p.row_floats - in.dim));
-  line("hash index", StringPrintf("%.1f B", p.index_bytes_per_row),
+  t.Line("hash index", StringPrintf("%.1f B", p.index_bytes_per_row),
        StringPrintf("16 B x %.0f entries / %s rows per partition",
                     PartitionIndexBytes(static_cast<uint64_t>(resident_rows)) / kIndexEntryBytes,
                     FormatCount(resident_rows).c_str()));
-  line("row chunks", StringPrintf("%.1f B", p.chunk_bytes_per_row),
+  t.Line("row chunks", StringPrintf("%.1f B", p.chunk_bytes_per_row),
        StringPrintf("%.0f B%s + unused chunk tails%s", p.row_bytes, tiered ? " + 4 B flags" : "",
                     tiered ? " + 8 B CLOCK entry" : ""));
-  line("table's account", StringPrintf("%.1f B", p.table_bytes_per_row), "index + chunks");
-  line("resident memory", StringPrintf("%.1f B", p.memory_bytes_per_row),
+  t.Line("table's account", StringPrintf("%.1f B", p.table_bytes_per_row), "index + chunks");
+  t.Line("resident memory", StringPrintf("%.1f B", p.memory_bytes_per_row),
        StringPrintf("x %.2f measured (resident over the table's account)", kResidentOverTable));
-  line("checkpoint or move", StringPrintf("%.0f B", p.checkpoint_bytes_per_row),
+  t.Line("checkpoint or move", StringPrintf("%.0f B", p.checkpoint_bytes_per_row),
        StringPrintf("8 B key + %.0f B", p.row_bytes));
-  line("on disk (RocksDB tier)", StringPrintf("%.0f B", p.disk_bytes_per_row),
+  t.Line("on disk (RocksDB tier)", StringPrintf("%.0f B", p.disk_bytes_per_row),
        StringPrintf("(12 B key + %.0f B) x %.2f measured", p.row_bytes, kDiskOverKeyAndValue));
-  t += "per key, pulled and pushed once\n";
-  line("on the wire", StringPrintf("%.0f B", p.wire_bytes_per_key),
+  t.text += "per key, pulled and pushed once\n";
+  t.Line("on the wire", StringPrintf("%.0f B", p.wire_bytes_per_key),
        StringPrintf("2 x (8 B key + %u x %.0f B)", in.dim, value_bytes));
   const double pull_ns = PullCpuSeconds(in.dim) * 1e9, push_ns = PushCpuSeconds(p.row_floats) * 1e9;
-  line("server CPU", StringPrintf("%.0f ns", p.server_cpu_seconds_per_key * 1e9),
+  t.Line("server CPU", StringPrintf("%.0f ns", p.server_cpu_seconds_per_key * 1e9),
        StringPrintf(
            "pull %.0f + %.2f x %u B = %.0f, push %.0f + %.2f x %.0f B = %.0f%s",
            kPullCpuNanosPerKey, kPullCpuNanosPerRowByte, in.dim * 4, pull_ns, kPushCpuNanosPerKey,
@@ -284,51 +296,75 @@ std::string PlanText(const Plan& p) {
            tiered ? StringPrintf("; tier: x %.1f and x %.1f", kTierPullSlowdown, kTierPushSlowdown)
                         .c_str()
                   : ""));
-  line("keys/s per core", FormatCount(p.keys_per_second_per_core), "1 / server CPU");
+  t.Line("keys/s per core", FormatCount(p.keys_per_second_per_core), "1 / server CPU");
 
-  t += "cluster\n";
-  line("memory", Bytes(p.memory_bytes),
+}
+
+// The whole cluster's memory, disk, checkpoint and network.
+void AddClusterLines(const Plan& p, PlanLines& t) {
+  const PlanInputs& in = p.inputs;
+  const bool tiered = in.hot_fraction < 1;
+  const double rows = static_cast<double>(in.rows);
+  t.text += "cluster\n";
+  t.Line("memory", Bytes(p.memory_bytes),
        StringPrintf("%s rows x %.1f B", FormatCount(rows * in.hot_fraction).c_str(),
                     p.memory_bytes_per_row));
   if (tiered) {
-    line("disk (tier)", Bytes(p.disk_bytes),
+    t.Line("disk (tier)", Bytes(p.disk_bytes),
          StringPrintf("%s rows x %.0f B", FormatCount(rows).c_str(), p.disk_bytes_per_row));
   }
-  line("one checkpoint", Bytes(p.checkpoint_bytes),
+  t.Line("one checkpoint", Bytes(p.checkpoint_bytes),
        StringPrintf("%s rows x %.0f B", FormatCount(rows).c_str(), p.checkpoint_bytes_per_row));
-  line("network", Rate(p.network_bytes_per_second),
+  t.Line("network", Rate(p.network_bytes_per_second),
        StringPrintf("%s keys/s x %.0f B x 8 bits", FormatCount(in.keys_per_second).c_str(),
                     p.wire_bytes_per_key));
 
-  t += "servers\n";
-  line("for memory", std::to_string(p.servers_for_memory),
+}
+
+// Servers needed for memory, CPU and network, and what each holds and takes.
+void AddServerLines(const Plan& p, PlanLines& t) {
+  const PlanInputs& in = p.inputs;
+  const bool tiered = in.hot_fraction < 1;
+  const double rows = static_cast<double>(in.rows);
+  t.text += "servers\n";
+  t.Line("for memory", std::to_string(p.servers_for_memory),
        StringPrintf("%s / (%s x %.1f%s)", Bytes(p.memory_bytes).c_str(),
                     Bytes(static_cast<double>(in.server_memory_bytes)).c_str(), kUsableMemoryShare,
                     tiered ? " - 32 MiB block cache" : ""));
-  line("for CPU", std::to_string(p.servers_for_throughput),
+  t.Line("for CPU", std::to_string(p.servers_for_throughput),
        StringPrintf("%s keys/s x %.0f ns / (%u cores x %.1f)",
                     FormatCount(in.keys_per_second).c_str(), p.server_cpu_seconds_per_key * 1e9,
                     in.server_cores, kTargetCpuShare));
-  line("for network", std::to_string(p.servers_for_network),
+  t.Line("for network", std::to_string(p.servers_for_network),
        StringPrintf("%s / (%s x %.1f)", Rate(p.network_bytes_per_second).c_str(),
                     Rate(in.server_network_bytes_per_second).c_str(), kTargetNetworkShare));
-  line("servers", std::to_string(p.servers), "the largest, at least 1");
+  t.Line("servers", std::to_string(p.servers), "the largest, at least 1");
 
-  t += "per server\n";
-  line("memory", Bytes(p.memory_bytes_per_server), StringPrintf("/ %u servers", p.servers));
-  if (tiered) line("disk", Bytes(p.disk_bytes_per_server), StringPrintf("/ %u servers", p.servers));
-  line("network", Rate(p.network_bytes_per_second_per_server),
+  t.text += "per server\n";
+  t.Line("memory", Bytes(p.memory_bytes_per_server), StringPrintf("/ %u servers", p.servers));
+  if (tiered) t.Line("disk", Bytes(p.disk_bytes_per_server), StringPrintf("/ %u servers", p.servers));
+  t.Line("network", Rate(p.network_bytes_per_second_per_server),
        StringPrintf("/ %u servers", p.servers));
-  line("move its rows", FormatDuration(p.move_seconds),
+  t.Line("move its rows", FormatDuration(p.move_seconds),
        StringPrintf("%s rows x %.0f B / %.0f MB/s + %.0f partitions x %.3f s, measured",
                     FormatCount(rows / p.servers).c_str(), p.checkpoint_bytes_per_row,
                     kMoveBytesPerSecond / 1e6, static_cast<double>(in.partitions) / p.servers,
                     kMoveSecondsPerPartition));
-  line("reopen its data directory", FormatDuration(p.reopen_seconds),
+  t.Line("reopen its data directory", FormatDuration(p.reopen_seconds),
        StringPrintf("%.1f s + %s rows x %.0f B / %.0f MB/s measured", kReopenFixedSeconds,
                     FormatCount(rows / p.servers).c_str(), p.disk_bytes_per_row,
                     kReopenScanBytesPerSecond / 1e6));
-  return t;
+}
+
+}  // namespace
+
+std::string PlanText(const Plan& p) {
+  PlanLines t;
+  AddHeaderLines(p, t);
+  AddPerRowLines(p, t);
+  AddClusterLines(p, t);
+  AddServerLines(p, t);
+  return t.text;
 }
 
 }  // namespace ember::local

@@ -39,10 +39,10 @@ TableStats SumTableStats(const ServerStats& server) {
   return sum;
 }
 
-std::string TrainSummaryJson(const trainer::TrainSummary& s,
-                             const std::vector<ServerStats>& servers,
-                             const std::optional<EvalFigures>& eval,
-                             const std::optional<EarlyStoppingReport>& early_stopping) {
+namespace {
+
+// Each server's figures, its tables summed.
+Json ServersJson(const std::vector<ServerStats>& servers) {
   Json server_list = Json::array();
   for (const ServerStats& server : servers) {
     const TableStats sum = SumTableStats(server);
@@ -65,6 +65,70 @@ std::string TrainSummaryJson(const trainer::TrainSummary& s,
                            {"keys_pushed", server.keys_pushed},
                            {"errors", server.errors}});
   }
+  return server_list;
+}
+
+// The checkpoint cuts the run took.
+Json CutsJson(const std::vector<trainer::CutRecord>& records) {
+  Json cuts = Json::array();
+  for (const trainer::CutRecord& cut : records) {
+    cuts.push_back({{"step", cut.step},
+                    {"seconds", cut.seconds},
+                    {"bytes", cut.bytes},
+                    {"chain_place", cut.chain_place}});
+  }
+  return cuts;
+}
+
+// The evaluation: the model's figures on the test split (and validation), beside popularity's.
+Json EvalJson(const EvalFigures& eval) {
+  const auto split = [](const trainer::RankingFigures& figures) {
+    return Json{{"users", figures.cases}, {"hit_rate", figures.hit_rate}, {"ndcg", figures.ndcg}};
+  };
+  Json out = {{"protocol", eval.protocol}};
+  if (eval.test) {
+    out.update(Json{{"users", eval.model.cases},
+                    {"hit_rate", eval.model.hit_rate},
+                    {"ndcg", eval.model.ndcg},
+                    {"hit_rate_se", eval.model.hit_rate_se},
+                    {"ndcg_se", eval.model.ndcg_se},
+                    {"tie_fraction", eval.model.tie_fraction},
+                    {"items_recommended", eval.model.items_recommended},
+                    {"warm", split(eval.model.warm)},
+                    {"cold", split(eval.model.cold)},
+                    {"popularity_hit_rate", eval.popularity.hit_rate},
+                    {"popularity_ndcg", eval.popularity.ndcg}});
+  }
+  if (eval.validation) {
+    out["validation"] = {{"users", eval.validation->cases},
+                         {"hit_rate", eval.validation->hit_rate},
+                         {"ndcg", eval.validation->ndcg}};
+  }
+  return out;
+}
+
+// The validation points of early stopping, the best one and what followed it.
+Json EarlyStoppingJson(const EarlyStoppingReport& report) {
+  const auto point = [](const trainer::ValidationPoint& p) {
+    return Json{{"step", p.step}, {"epoch", p.epoch}, {"hit_rate", p.hit_rate},
+                {"ndcg", p.ndcg}};
+  };
+  Json evaluations = Json::array();
+  for (const auto& p : report.evaluations) evaluations.push_back(point(p));
+  return {{"evaluations", std::move(evaluations)},
+          {"best", point(report.best)},
+          {"stopped_after_step", report.stopped_after_step},
+          {"then", report.then},
+          {"final_steps", report.final_steps},
+          {"final_epochs", report.final_epochs}};
+}
+
+}  // namespace
+
+std::string TrainSummaryJson(const trainer::TrainSummary& s,
+                             const std::vector<ServerStats>& servers,
+                             const std::optional<EvalFigures>& eval,
+                             const std::optional<EarlyStoppingReport>& early_stopping) {
   // NaN and infinities become null (nlohmann::json writes any non-finite number so).
   Json json = {{"steps", s.steps},
                {"samples", s.samples},
@@ -74,55 +138,10 @@ std::string TrainSummaryJson(const trainer::TrainSummary& s,
                {"backend", s.backend},
                {"loss_start", s.first_window.loss},
                {"loss_end", s.last_window.loss},
-               {"servers", std::move(server_list)}};
-  if (!s.cuts.empty()) {
-    Json cuts = Json::array();
-    for (const trainer::CutRecord& cut : s.cuts) {
-      cuts.push_back({{"step", cut.step},
-                      {"seconds", cut.seconds},
-                      {"bytes", cut.bytes},
-                      {"chain_place", cut.chain_place}});
-    }
-    json["checkpoints"] = std::move(cuts);
-  }
-  if (eval) {
-    auto split = [](const trainer::RankingFigures& figures) {
-      return Json{{"users", figures.cases}, {"hit_rate", figures.hit_rate}, {"ndcg", figures.ndcg}};
-    };
-    json["eval"] = {{"protocol", eval->protocol}};
-    if (eval->test) {
-      json["eval"].update(Json{{"users", eval->model.cases},
-                               {"hit_rate", eval->model.hit_rate},
-                               {"ndcg", eval->model.ndcg},
-                               {"hit_rate_se", eval->model.hit_rate_se},
-                               {"ndcg_se", eval->model.ndcg_se},
-                               {"tie_fraction", eval->model.tie_fraction},
-                               {"items_recommended", eval->model.items_recommended},
-                               {"warm", split(eval->model.warm)},
-                               {"cold", split(eval->model.cold)},
-                               {"popularity_hit_rate", eval->popularity.hit_rate},
-                               {"popularity_ndcg", eval->popularity.ndcg}});
-    }
-    if (eval->validation) {
-      json["eval"]["validation"] = {{"users", eval->validation->cases},
-                                    {"hit_rate", eval->validation->hit_rate},
-                                    {"ndcg", eval->validation->ndcg}};
-    }
-  }
-  if (early_stopping) {
-    auto point = [](const trainer::ValidationPoint& p) {
-      return Json{{"step", p.step}, {"epoch", p.epoch}, {"hit_rate", p.hit_rate},
-                  {"ndcg", p.ndcg}};
-    };
-    Json evaluations = Json::array();
-    for (const auto& p : early_stopping->evaluations) evaluations.push_back(point(p));
-    json["early_stopping"] = {{"evaluations", std::move(evaluations)},
-                              {"best", point(early_stopping->best)},
-                              {"stopped_after_step", early_stopping->stopped_after_step},
-                              {"then", early_stopping->then},
-                              {"final_steps", early_stopping->final_steps},
-                              {"final_epochs", early_stopping->final_epochs}};
-  }
+               {"servers", ServersJson(servers)}};
+  if (!s.cuts.empty()) json["checkpoints"] = CutsJson(s.cuts);
+  if (eval) json["eval"] = EvalJson(*eval);
+  if (early_stopping) json["early_stopping"] = EarlyStoppingJson(*early_stopping);
   // Invalid UTF-8 in a string (a table name, say) is replaced rather than thrown about.
   return json.dump(2, ' ', false, Json::error_handler_t::replace) + "\n";
 }

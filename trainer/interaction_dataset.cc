@@ -266,36 +266,9 @@ void InteractionDataset::Split() {
 
   // Validation: the latest positive of another item than the test item, if one more item is
   // left for training.
-  std::vector<uint32_t> validation_item_of_user(users, kNone);
-  if (options_.validation) {
-    std::vector<size_t> latest_other(users, kNoPositive);
-    for (size_t p = 0; p < positives_.size(); ++p) {
-      const Positive& positive = positives_[p];
-      if (test_item_of_user[positive.user] == kNone ||
-          positive.item == test_item_of_user[positive.user]) {
-        continue;
-      }
-      size_t& other = latest_other[positive.user];
-      if (other == kNoPositive || positive.timestamp >= positives_[other].timestamp) other = p;
-    }
-    std::vector<uint8_t> trains_on_more(users, 0);
-    for (const Positive& positive : positives_) {
-      const size_t other = latest_other[positive.user];
-      if (other != kNoPositive && positive.item != test_item_of_user[positive.user] &&
-          positive.item != positives_[other].item) {
-        trains_on_more[positive.user] = 1;
-      }
-    }
-    for (const uint32_t u : eval_users_) {
-      if (!trains_on_more[u]) {
-        ++users_without_validation_;
-        continue;
-      }
-      validation_item_of_user[u] = positives_[latest_other[u]].item;
-      validation_users_.push_back(u);
-      validation_item_.push_back(validation_item_of_user[u]);
-    }
-  }
+  const std::vector<uint32_t> validation_item_of_user =
+      options_.validation ? SplitValidation(test_item_of_user)
+                          : std::vector<uint32_t>(users, kNone);
 
   item_train_counts_.assign(item_ids_.size(), 0);
   std::vector<size_t> train_positive;  // [training pair]: its positive
@@ -314,6 +287,40 @@ void InteractionDataset::Split() {
   }
   positives_.clear();
   positives_.shrink_to_fit();
+}
+
+std::vector<uint32_t> InteractionDataset::SplitValidation(
+    std::span<const uint32_t> test_item_of_user) {
+  const size_t users = user_ids_.size();
+  std::vector<uint32_t> validation_item_of_user(users, kNone);
+  std::vector<size_t> latest_other(users, kNoPositive);
+  for (size_t p = 0; p < positives_.size(); ++p) {
+    const Positive& positive = positives_[p];
+    if (test_item_of_user[positive.user] == kNone ||
+        positive.item == test_item_of_user[positive.user]) {
+      continue;
+    }
+    size_t& other = latest_other[positive.user];
+    if (other == kNoPositive || positive.timestamp >= positives_[other].timestamp) other = p;
+  }
+  std::vector<uint8_t> trains_on_more(users, 0);
+  for (const Positive& positive : positives_) {
+    const size_t other = latest_other[positive.user];
+    if (other != kNoPositive && positive.item != test_item_of_user[positive.user] &&
+        positive.item != positives_[other].item) {
+      trains_on_more[positive.user] = 1;
+    }
+  }
+  for (const uint32_t u : eval_users_) {
+    if (!trains_on_more[u]) {
+      ++users_without_validation_;
+      continue;
+    }
+    validation_item_of_user[u] = positives_[latest_other[u]].item;
+    validation_users_.push_back(u);
+    validation_item_.push_back(validation_item_of_user[u]);
+  }
+  return validation_item_of_user;
 }
 
 void InteractionDataset::BuildHistories(std::span<const uint32_t> test_item_of_user,

@@ -143,6 +143,9 @@ class InteractionDataset {
 
   Status ReadInteractions();
   void Split();
+  // For each evaluated user, its validation item: the latest positive of another item than its
+  // test item, when one more item is left for training (kNone otherwise, and for other users).
+  std::vector<uint32_t> SplitValidation(std::span<const uint32_t> test_item_of_user);
   // Negatives for each of `users` (none it interacted with), drawn from rng seeds of `stream`
   // and the user's id.
   Result<std::vector<std::vector<uint32_t>>> SampleNegatives(std::span<const uint32_t> users,

@@ -38,31 +38,8 @@ prometheus::MetricFamily LatencyHistograms(const std::vector<RequestMetrics::Kin
   return family;
 }
 
-}  // namespace
-
-std::vector<prometheus::MetricFamily> ServerMetrics::Collect() const {
-  const ServerStats stats = service_.Stats();
-  const std::vector<RequestMetrics::KindFigures> kinds = service_.request_metrics().Snapshot();
-  std::vector<prometheus::MetricFamily> families;
-
-  families.push_back(Single(
-      CounterFamily("ember_server_keys_pulled_total", "Keys whose rows this server returned."),
-      static_cast<double>(stats.keys_pulled)));
-  families.push_back(Single(
-      CounterFamily("ember_server_keys_pushed_total", "Keys whose gradients this server applied."),
-      static_cast<double>(stats.keys_pushed)));
-  auto requests = CounterFamily("ember_server_requests_total", "Requests handled, by kind.");
-  auto errors = CounterFamily("ember_server_request_errors_total",
-                              "Requests answered with an error, by kind.");
-  for (const RequestMetrics::KindFigures& kind : kinds) {
-    AddSample(requests, static_cast<double>(kind.requests), {{"kind", std::string(kind.kind)}});
-    AddSample(errors, static_cast<double>(kind.errors), {{"kind", std::string(kind.kind)}});
-  }
-  families.push_back(std::move(requests));
-  families.push_back(std::move(errors));
-  families.push_back(LatencyHistograms(kinds));
-
-  // Per table: sizes (gauges) and the tier's and admission's counts.
+// Per table: sizes (gauges) and the tier's, admission's and look-ahead's counts.
+std::vector<prometheus::MetricFamily> TableFamilies(const ServerStats& stats) {
   struct TableFigure {
     prometheus::MetricFamily family;
     uint64_t TableStats::*field;
@@ -119,11 +96,43 @@ std::vector<prometheus::MetricFamily> ServerMetrics::Collect() const {
                    "Keys of changed rows held for the next incremental checkpoint cut."),
        &TableStats::tracked_change_keys},
   };
+  std::vector<prometheus::MetricFamily> families;
   for (TableFigure& figure : per_table) {
     for (const TableStats& table : stats.tables) {
       AddSample(figure.family, static_cast<double>(table.*figure.field), {{"table", table.name}});
     }
     families.push_back(std::move(figure.family));
+  }
+  return families;
+
+}
+
+}  // namespace
+
+std::vector<prometheus::MetricFamily> ServerMetrics::Collect() const {
+  const ServerStats stats = service_.Stats();
+  const std::vector<RequestMetrics::KindFigures> kinds = service_.request_metrics().Snapshot();
+  std::vector<prometheus::MetricFamily> families;
+
+  families.push_back(Single(
+      CounterFamily("ember_server_keys_pulled_total", "Keys whose rows this server returned."),
+      static_cast<double>(stats.keys_pulled)));
+  families.push_back(Single(
+      CounterFamily("ember_server_keys_pushed_total", "Keys whose gradients this server applied."),
+      static_cast<double>(stats.keys_pushed)));
+  auto requests = CounterFamily("ember_server_requests_total", "Requests handled, by kind.");
+  auto errors = CounterFamily("ember_server_request_errors_total",
+                              "Requests answered with an error, by kind.");
+  for (const RequestMetrics::KindFigures& kind : kinds) {
+    AddSample(requests, static_cast<double>(kind.requests), {{"kind", std::string(kind.kind)}});
+    AddSample(errors, static_cast<double>(kind.errors), {{"kind", std::string(kind.kind)}});
+  }
+  families.push_back(std::move(requests));
+  families.push_back(std::move(errors));
+  families.push_back(LatencyHistograms(kinds));
+
+  for (prometheus::MetricFamily& family : TableFamilies(stats)) {
+    families.push_back(std::move(family));
   }
 
   auto refusals = CounterFamily("ember_server_limit_refusals_total",

@@ -193,6 +193,12 @@ class ShardService {
   Status RestoreCheckpoint(const std::string& dir);
   Frame HandlePartitionTransfer(const wire::RequestHeader& header,
                                 const wire::PartitionTransferRequest& transfer, const Peer& peer);
+  // The first chunk of a copy of partition `p` (in `state`) out of this server: it is marked
+  // copying (pushes from now on are noted) and its keys are listed for the chunks.
+  Status BeginCopyOut(uint32_t p, PartitionState state, const std::string& where);
+  // The first chunk of a hand-over: the partition, copied, stops being served here and the keys
+  // pushed since the copy began are listed for the chunks (again, for a repeated hand-over).
+  Status BeginHandOver(uint32_t p, PartitionState state, const std::string& where);
   // Whether the scheduler's plan (MovePlan) lets `peer` take the step `transfer` asks for: a copy
   // or hand-over only of a move in flight out of this server, by its target, and the same move
   // as the one under way; a release or resume only by the target of the move under way.

@@ -84,6 +84,73 @@ Status ShardService::CheckPlannedMove(const wire::PartitionTransferRequest& tran
   return refused;
 }
 
+Status ShardService::BeginCopyOut(uint32_t p, PartitionState state, const std::string& where) {
+  if (state != PartitionState::kOwned && state != PartitionState::kCopying) {
+    return FailedPrecondition(where + " cannot be copied: it is not served here");
+  }
+  // Checked against the plan a moment ago; it may have changed since.
+  const std::optional<uint32_t> planned = plan_.TargetOf(p);
+  if (!planned) {
+    return Unavailable(where + ": its move was no longer planned when the copy began");
+  }
+  const uint32_t target = *planned;
+  {
+    // No push is between its ownership check and its noting while the state changes.
+    std::unique_lock exclusive(transfer_mutex_);
+    std::lock_guard lock(changed_mutex_);
+    if (state == PartitionState::kOwned) copying_.fetch_add(1);
+    ownership_.set(p, PartitionState::kCopying);
+    changed_.erase(p);
+    const auto now = std::chrono::steady_clock::now();
+    moving_out_[p] = MoveOut{target, now, now};
+  }
+  // Rows pushed from now on are noted and sent again at the hand-over.
+  OutgoingRows rows{wire::TransferPhase::kCopy, {}, 0};
+  for (const auto& [name, table] : tables_) {
+    auto keys = embedding::PartitionKeys(*table, p);
+    if (!keys.ok()) return keys.status().WithContext(where);
+    rows.total += keys->size();
+    if (!keys->empty()) rows.tables.emplace_back(name, std::move(*keys));
+  }
+  std::lock_guard lock(changed_mutex_);
+  outgoing_[p] = std::move(rows);
+  return Status::Ok();
+}
+
+Status ShardService::BeginHandOver(uint32_t p, PartitionState state, const std::string& where) {
+  if (state != PartitionState::kCopying && state != PartitionState::kHandedOver) {
+    return FailedPrecondition(where + " cannot be handed over: it was not copied");
+  }
+  std::unique_lock exclusive(transfer_mutex_);
+  // Held bsp pushes stay with the server that will apply their clock: a partition is
+  // handed over between clocks only (the target asks again shortly).
+  const bool holds = deferred_.Holds([&](const std::string& name, uint64_t key) {
+    auto table = tables_.find(name);
+    return table != tables_.end() && table->second->PartitionOf(key) == p;
+  });
+  if (holds) {
+    return Unavailable(where + " has held bsp pushes; hand it over after its clock");
+  }
+  std::lock_guard lock(changed_mutex_);
+  // A repeated hand-over (its answer lost) finds the partition handed over and sends the
+  // same rows again.
+  if (state == PartitionState::kCopying) {
+    copying_.fetch_sub(1);
+    ownership_.set(p, PartitionState::kHandedOver);
+    OutgoingRows rows{wire::TransferPhase::kHandover, {}, 0};
+    for (auto& [name, keys] : changed_[p]) {
+      rows.total += keys.size();
+      rows.tables.emplace_back(name, std::vector<uint64_t>(keys.begin(), keys.end()));
+    }
+    outgoing_[p] = std::move(rows);
+    changed_.erase(p);
+  }
+  if (auto move = moving_out_.find(p); move != moving_out_.end()) {
+    move->second.phase_began = std::chrono::steady_clock::now();
+  }
+  return Status::Ok();
+}
+
 Frame ShardService::HandlePartitionTransfer(const wire::RequestHeader& header,
                                             const wire::PartitionTransferRequest& transfer,
                                             const Peer& peer) {
@@ -101,89 +168,28 @@ Frame ShardService::HandlePartitionTransfer(const wire::RequestHeader& header,
                             std::to_string(server_id_);
   const bool next_chunk = transfer.offset != 0;
   switch (transfer.phase) {
-    case wire::TransferPhase::kCopy: {
-      if (next_chunk) {
-        if (state != PartitionState::kCopying) {
-          return Error(header.request_id,
-                       FailedPrecondition(where + " is not being copied: no chunk to send"));
-        }
-        break;
-      }
-      if (state != PartitionState::kOwned && state != PartitionState::kCopying) {
-        return Error(header.request_id, FailedPrecondition(where + " cannot be copied: it is not "
-                                                           "served here"));
-      }
-      // Checked against the plan a moment ago; it may have changed since.
-      const std::optional<uint32_t> planned = plan_.TargetOf(p);
-      if (!planned) {
+    case wire::TransferPhase::kCopy:
+      if (next_chunk && state != PartitionState::kCopying) {
         return Error(header.request_id,
-                     Unavailable(where + ": its move was no longer planned when the copy began"));
+                     FailedPrecondition(where + " is not being copied: no chunk to send"));
       }
-      const uint32_t target = *planned;
-      {
-        // No push is between its ownership check and its noting while the state changes.
-        std::unique_lock exclusive(transfer_mutex_);
-        std::lock_guard lock(changed_mutex_);
-        if (state == PartitionState::kOwned) copying_.fetch_add(1);
-        ownership_.set(p, PartitionState::kCopying);
-        changed_.erase(p);
-        const auto now = std::chrono::steady_clock::now();
-        moving_out_[p] = MoveOut{target, now, now};
-      }
-      // Rows pushed from now on are noted and sent again at the hand-over.
-      OutgoingRows rows{wire::TransferPhase::kCopy, {}, 0};
-      for (const auto& [name, table] : tables_) {
-        auto keys = embedding::PartitionKeys(*table, p);
-        if (!keys.ok()) return Error(header.request_id, keys.status().WithContext(where));
-        rows.total += keys->size();
-        if (!keys->empty()) rows.tables.emplace_back(name, std::move(*keys));
-      }
-      std::lock_guard lock(changed_mutex_);
-      outgoing_[p] = std::move(rows);
-      break;
-    }
-    case wire::TransferPhase::kHandover: {
-      if (next_chunk) {
-        if (state != PartitionState::kHandedOver) {
-          return Error(header.request_id,
-                       FailedPrecondition(where + " is not handed over: no chunk to send"));
+      if (!next_chunk) {
+        if (Status began = BeginCopyOut(p, state, where); !began.ok()) {
+          return Error(header.request_id, began);
         }
-        break;
-      }
-      if (state != PartitionState::kCopying && state != PartitionState::kHandedOver) {
-        return Error(header.request_id,
-                     FailedPrecondition(where + " cannot be handed over: it was not copied"));
-      }
-      std::unique_lock exclusive(transfer_mutex_);
-      // Held bsp pushes stay with the server that will apply their clock: a partition is
-      // handed over between clocks only (the target asks again shortly).
-      const bool holds = deferred_.Holds([&](const std::string& name, uint64_t key) {
-        auto table = tables_.find(name);
-        return table != tables_.end() && table->second->PartitionOf(key) == p;
-      });
-      if (holds) {
-        return Error(header.request_id,
-                     Unavailable(where + " has held bsp pushes; hand it over after its clock"));
-      }
-      std::lock_guard lock(changed_mutex_);
-      // A repeated hand-over (its answer lost) finds the partition handed over and sends the
-      // same rows again.
-      if (state == PartitionState::kCopying) {
-        copying_.fetch_sub(1);
-        ownership_.set(p, PartitionState::kHandedOver);
-        OutgoingRows rows{wire::TransferPhase::kHandover, {}, 0};
-        for (auto& [name, keys] : changed_[p]) {
-          rows.total += keys.size();
-          rows.tables.emplace_back(name, std::vector<uint64_t>(keys.begin(), keys.end()));
-        }
-        outgoing_[p] = std::move(rows);
-        changed_.erase(p);
-      }
-      if (auto move = moving_out_.find(p); move != moving_out_.end()) {
-        move->second.phase_began = std::chrono::steady_clock::now();
       }
       break;
-    }
+    case wire::TransferPhase::kHandover:
+      if (next_chunk && state != PartitionState::kHandedOver) {
+        return Error(header.request_id,
+                     FailedPrecondition(where + " is not handed over: no chunk to send"));
+      }
+      if (!next_chunk) {
+        if (Status began = BeginHandOver(p, state, where); !began.ok()) {
+          return Error(header.request_id, began);
+        }
+      }
+      break;
     case wire::TransferPhase::kRelease:
       // Only a partition handed over (or already released: a repeated release) may be dropped;
       // one served here with no move under way keeps its rows and its ownership.
