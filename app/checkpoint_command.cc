@@ -12,6 +12,47 @@
 namespace ember::app {
 namespace {
 
+constexpr CommandText kCheckpointCommand = {
+    .name = "checkpoint",
+    .summary = "have a running cluster write a consistent checkpoint",
+    .usage = "ember checkpoint --scheduler ENDPOINT --dir DIR [--chain | --after PREV]\n"
+             "       ember checkpoint --compact CHECKPOINT [--out DIR]",
+    .description =
+        "Has every trainer stop after the same step, the servers write their partitions and the "
+        "trainers their step, data position and dense state into DIR, then training goes on. "
+        "Restore with `ember train --restore DIR` (or `ember cluster --restore DIR`). "
+        "--chain writes the base of a chain of incremental checkpoints; --after PREV an increment "
+        "of the chain checkpoint PREV, holding only the rows changed since PREV (and the keys "
+        "deleted since). --compact folds the chain that ends at CHECKPOINT (or at the newest "
+        "step-* in it) into a new base, from the files alone, while the cluster trains on.",
+};
+
+void AddCheckpointCommandFlags(CLI::App* command, CheckpointFlags* flags) {
+  AddValue(command, "--scheduler", &flags->scheduler, "ENDPOINT", "the running cluster's scheduler");
+  AddValue(command, "--dir", &flags->dir, "DIR",
+           "where the checkpoint goes (a path every server and trainer can write)");
+  auto* chain = command->add_flag("--chain", flags->chain,
+                                  "write the base of a chain of incremental checkpoints");
+  AddValue(command, "--after", &flags->after, "PREV",
+           "write an increment of the chain checkpoint PREV")
+      ->excludes(chain);
+  auto* compact = AddValue(command, "--compact", &flags->compact, "CHECKPOINT",
+                           "fold the chain ending at CHECKPOINT into a new base (no cluster)");
+  AddValue(command, "--out", &flags->out, "DIR",
+           "--compact: where the base goes (default: CHECKPOINT.base beside it)")
+      ->needs(compact);
+  AddCount(command, "--timeout-s", &flags->timeout_s, "S", "give up after S seconds (default 600)");
+  AddSecurityFlags(command, &flags->security, /*can_bind=*/false);
+}
+
+}  // namespace
+
+Command MakeCheckpointCommand(CLI::App& ember) {
+  return MakeCommand(ember, kCheckpointCommand, AddCheckpointCommandFlags, RunCheckpoint);
+}
+
+namespace {
+
 int RunCompact(const CheckpointFlags& flags) {
   auto given = CanonicalDirectory(flags.compact, "--compact");
   if (!given.ok()) return PrintError("checkpoint", given.status(), 2);

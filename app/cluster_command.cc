@@ -37,6 +37,56 @@
 namespace ember::app {
 namespace {
 
+constexpr CommandText kClusterCommand = {
+    .name = "cluster",
+    .summary = "start a local cluster (scheduler, servers, trainer) from a config and train",
+    .usage = "ember cluster --config FILE [options]",
+    .description =
+        "Starts a local cluster (scheduler, cluster.servers servers, cluster.trainers trainers; "
+        "each its own process on loopback), trains, prints the trainers' summaries, and stops "
+        "everything. Every process loads the config with the same overrides. With --serve it "
+        "starts no trainers and serves until SIGINT or SIGTERM, for clients started apart.",
+};
+
+void AddClusterFlags(CLI::App* command, ClusterFlags* flags) {
+  AddConfigFlags(command, &flags->config, /*required=*/true);
+  AddDataRootFlag(command, &flags->config);
+  AddTrainingFlags(command, &flags->config);
+  AddSyncFlags(command, &flags->config);
+  AddValue(command, "--data-dir", &flags->data_dir, "DIR",
+           "servers keep their rows in RocksDB under DIR/server-I (needed for "
+           "cluster.server_memory_budget; a fresh directory per run)")
+      ->group("servers");
+  AddMemoryBudgetFlag(command, &flags->config);
+  AddCheckpointFlags(command, &flags->config);
+  AddValue(command, "--restore", &flags->restore, "DIR",
+           "resume from a checkpoint (or the newest complete one under DIR) into this cluster, "
+           "whatever its server count")
+      ->group("checkpoints");
+  AddValue(command, "--summary-json", &flags->summary_json, "FILE",
+           "the trainers also write their final figures here as JSON (trainer r > 0 to FILE.r)")
+      ->group("output");
+  AddValue(command, "--log-jsonl", &flags->log_jsonl, "FILE",
+           "the trainers write their progress windows and summary here, one JSON object a line "
+           "(trainer r > 0 to FILE.r)")
+      ->group("output");
+  command->add_flag("--serve", flags->serve,
+                    "start the scheduler and servers only and serve until SIGINT/SIGTERM")
+      ->group("serving");
+  AddValue(command, "--info-file", &flags->info_file, "FILE",
+           "once every server serves, write where clients connect (scheduler endpoint, admin "
+           "key, scheduler key) to FILE as JSON")
+      ->group("serving");
+}
+
+}  // namespace
+
+Command MakeClusterCommand(CLI::App& ember) {
+  return MakeCommand(ember, kClusterCommand, AddClusterFlags, RunCluster);
+}
+
+namespace {
+
 using std::chrono::milliseconds;
 
 
@@ -161,6 +211,50 @@ int Supervise(Processes& processes, const std::atomic<bool>& stop, bool serve) {
 
 }  // namespace
 
+namespace {
+
+// The flags of server `i` beyond the config's: where it finds the scheduler, its data directory,
+// its metrics port (PORT+i: the servers share this machine) and its share of the cores.
+Result<std::vector<std::string>> ServerArgs(const local::ClusterConfig& config,
+                                            const ClusterFlags& flags, const std::string& endpoint,
+                                            uint32_t i) {
+  std::vector<std::string> args = {"--scheduler", endpoint};
+  if (!flags.data_dir.empty()) {
+    args.insert(args.end(), {"--data-dir", flags.data_dir + "/server-" + std::to_string(i)});
+  }
+  if (config.metrics.servers) {
+    auto metrics = config.metrics.servers->Offset(i);
+    if (!metrics.ok()) return metrics.status().WithContext("metrics.servers");
+    args.insert(args.end(), {"--metrics-bind", metrics->ToString()});
+  }
+  if (config.cluster.server_threads == 0) {
+    args.insert(args.end(),
+                {"--threads", std::to_string(ps::DefaultWorkerThreads(config.cluster.servers))});
+  }
+  return args;
+}
+
+// The flags of trainer `rank` beyond the config's; its output files get the rank as a suffix
+// (none for rank 0).
+std::vector<std::string> TrainerArgs(const ClusterFlags& flags, const std::string& endpoint,
+                                     uint32_t rank) {
+  std::vector<std::string> args = {"--scheduler", endpoint, "--rank", std::to_string(rank)};
+  if (!flags.config.data_root.empty()) {
+    args.insert(args.end(), {"--data-root", flags.config.data_root});
+  }
+  if (!flags.restore.empty()) args.insert(args.end(), {"--restore", flags.restore});
+  const std::string rank_suffix = rank ? "." + std::to_string(rank) : "";
+  if (!flags.summary_json.empty()) {
+    args.insert(args.end(), {"--summary-json", flags.summary_json + rank_suffix});
+  }
+  if (!flags.log_jsonl.empty()) {
+    args.insert(args.end(), {"--log-jsonl", flags.log_jsonl + rank_suffix});
+  }
+  return args;
+}
+
+}  // namespace
+
 int RunCluster(const ClusterFlags& flags) {
   SetUpLogging("cluster");
   auto config = LoadConfig(flags.config);
@@ -210,25 +304,10 @@ int RunCluster(const ClusterFlags& flags) {
                "--scheduler {} --key {}/admin.key --scheduler-key {}/scheduler.pub",
                endpoint, keys, keys);
   for (uint32_t i = 0; i < config->cluster.servers; ++i) {
-    std::vector<std::string> args = {"--scheduler", endpoint};
-    if (!flags.data_dir.empty()) {
-      args.insert(args.end(), {"--data-dir", flags.data_dir + "/server-" + std::to_string(i)});
-    }
-    if (config->metrics.servers) {
-      // Every server its own metrics port: PORT+i (the servers share this machine).
-      auto metrics = config->metrics.servers->Offset(i);
-      if (!metrics.ok()) {
-        return PrintError("cluster", metrics.status().WithContext("metrics.servers"), 2);
-      }
-      args.insert(args.end(), {"--metrics-bind", metrics->ToString()});
-    }
-    if (config->cluster.server_threads == 0) {
-      // The servers share this machine's cores.
-      args.insert(args.end(),
-                  {"--threads", std::to_string(ps::DefaultWorkerThreads(config->cluster.servers))});
-    }
+    auto args = ServerArgs(*config, flags, endpoint, i);
+    if (!args.ok()) return PrintError("cluster", args.status(), 2);
     processes.servers.push_back(
-        std::make_unique<ChildProcess>(command("server", args, "server-" + std::to_string(i))));
+        std::make_unique<ChildProcess>(command("server", *args, "server-" + std::to_string(i))));
   }
   if (flags.serve) {
     auto admin = local::BuildTransportSecurity(
@@ -247,23 +326,12 @@ int RunCluster(const ClusterFlags& flags) {
     return Supervise(processes, stop, /*serve=*/true);
   }
   for (uint32_t rank = 0; rank < config->cluster.trainers; ++rank) {
-    std::vector<std::string> args = {"--scheduler", endpoint, "--rank", std::to_string(rank)};
-    if (!flags.config.data_root.empty()) {
-      args.insert(args.end(), {"--data-root", flags.config.data_root});
-    }
-    if (!flags.restore.empty()) args.insert(args.end(), {"--restore", flags.restore});
-    const std::string rank_suffix = rank ? "." + std::to_string(rank) : "";
-    if (!flags.summary_json.empty()) {
-      args.insert(args.end(), {"--summary-json", flags.summary_json + rank_suffix});
-    }
-    if (!flags.log_jsonl.empty()) {
-      args.insert(args.end(), {"--log-jsonl", flags.log_jsonl + rank_suffix});
-    }
     // Rank 0 restores the servers' rows (a checkpoint, or the best state or initial rows of early
     // stopping), which takes an admin key.
     const bool restores = !flags.restore.empty() || config->train.early_stopping.reloads_rows();
     const std::string key = restores && rank == 0 ? "admin" : "trainer-" + std::to_string(rank);
-    processes.trainers.push_back(std::make_unique<ChildProcess>(command("train", args, key)));
+    processes.trainers.push_back(
+        std::make_unique<ChildProcess>(command("train", TrainerArgs(flags, endpoint, rank), key)));
   }
   return Supervise(processes, stop, /*serve=*/false);
 }

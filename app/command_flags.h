@@ -1,6 +1,6 @@
-// The command line of every `ember` subcommand in one place: the struct its flags are parsed
-// into, and (command_flags.cc) its help text and flags: names, values, help and groups. What a
-// command then does with its flags is its Run function (app/commands.h).
+// The struct each `ember` subcommand's flags are parsed into. Its help text and flags (names,
+// values, help and groups) are in the command's own file, beside its Run function
+// (app/commands.h); command_flags.cc lists the commands.
 #pragma once
 
 #include <cstdint>

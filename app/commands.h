@@ -1,11 +1,30 @@
-// What each `ember` subcommand does with its parsed flags (app/command_flags.h), one file per
-// command. Each returns the process exit code: 0 success, 1 runtime failure, 2 bad usage or
-// config.
+// Each `ember` subcommand, one file per command: its help text and flags (Make*Command) and what
+// it does with the flags parsed into its struct (Run*, app/command_flags.h). Each Run returns the
+// process exit code: 0 success, 1 runtime failure, 2 bad usage or config.
 #pragma once
 
 #include "app/command_flags.h"
 
 namespace ember::app {
+
+// Each command's help text and flags, beside what it does: the command registered on `ember`.
+Command MakeClusterCommand(CLI::App& ember);
+Command MakeTuneCommand(CLI::App& ember);
+Command MakeSchedulerCommand(CLI::App& ember);
+Command MakeServerCommand(CLI::App& ember);
+Command MakeTrainCommand(CLI::App& ember);
+Command MakeBenchCommand(CLI::App& ember);
+Command MakeDenseBenchCommand(CLI::App& ember);
+Command MakeTierBenchCommand(CLI::App& ember);
+Command MakeCheckpointBenchCommand(CLI::App& ember);
+Command MakePlanCommand(CLI::App& ember);
+Command MakeCheckpointCommand(CLI::App& ember);
+Command MakeStatusCommand(CLI::App& ember);
+Command MakeDrainCommand(CLI::App& ember);
+Command MakeExportCommand(CLI::App& ember);
+Command MakeLookupCommand(CLI::App& ember);
+Command MakePlotCommand(CLI::App& ember);
+Command MakeKeygenCommand(CLI::App& ember);
 
 int RunCluster(const ClusterFlags& flags);
 int RunTune(const TuneFlags& flags);

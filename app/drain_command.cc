@@ -10,6 +10,33 @@
 #include "ps/client/scheduler_client.h"
 
 namespace ember::app {
+namespace {
+
+constexpr CommandText kDrainCommand = {
+    .name = "drain",
+    .summary = "move every partition off a server of a running cluster; it then exits",
+    .usage = "ember drain --scheduler ENDPOINT --server ID",
+    .description =
+        "Moves every partition of a server to the others (fair shares, paced by their "
+        "--move-bandwidth) while training goes on; the drained server then exits.",
+};
+
+void AddDrainFlags(CLI::App* command, DrainFlags* flags) {
+  AddValue(command, "--scheduler", &flags->scheduler, "ENDPOINT", "the running cluster's scheduler")
+      ->required();
+  AddCount(command, "--server", &flags->server, "ID",
+           "the server to drain (ids as `ember status` shows them)")
+      ->required();
+  AddCount(command, "--wait-s", &flags->wait_s, "S",
+           "wait up to S seconds for the partitions to move (default 0: do not wait)");
+  AddSecurityFlags(command, &flags->security, /*can_bind=*/false);
+}
+
+}  // namespace
+
+Command MakeDrainCommand(CLI::App& ember) {
+  return MakeCommand(ember, kDrainCommand, AddDrainFlags, RunDrain);
+}
 
 int RunDrain(const DrainFlags& flags) {
   auto security = ResolveSecurity(flags.security);

@@ -18,6 +18,43 @@
 namespace ember::app {
 namespace {
 
+constexpr CommandText kExportCommand = {
+    .name = "export",
+    .summary = "write a checkpoint's tables and dense towers as NumPy .npy files",
+    .usage = "ember export (--checkpoint DIR | --scheduler ENDPOINT) --out DIR",
+    .description =
+        "Verifies a checkpoint and writes each table's keys (uint64, [n], ascending) and rows "
+        "(float32, [n, dim]) as .npy files, and the dense towers as "
+        "dense/<tower>.<layer>.{weight,bias}.npy (float32, [out, in] and [out]). With the job's "
+        "--config and interaction data, also <table>.ids.tsv for the user and item id tables: "
+        "raw_id<TAB>key per line, every id of the interaction file.",
+};
+
+void AddExportFlags(CLI::App* command, ExportFlags* flags) {
+  CLI::Option* checkpoint =
+      AddValue(command, "--checkpoint", &flags->checkpoint, "DIR",
+               "checkpoint directory (with its MANIFEST), or a folder of periodic step-* "
+               "checkpoints (the newest complete one)");
+  AddValue(command, "--scheduler", &flags->scheduler, "ENDPOINT",
+           "instead: a running cluster, checkpointed into OUT/checkpoint first")
+      ->excludes(checkpoint);
+  AddValue(command, "--out", &flags->out, "DIR",
+           "where to write <table>.keys.npy, <table>.rows.npy and dense/*.npy")
+      ->required();
+  AddSecurityFlags(command, &flags->security, /*can_bind=*/false);
+  // The job's config: with interaction data, <table>.ids.tsv maps each raw id to its key.
+  AddConfigFlags(command, &flags->config, /*required=*/false);
+  AddDataRootFlag(command, &flags->config);
+}
+
+}  // namespace
+
+Command MakeExportCommand(CLI::App& ember) {
+  return MakeCommand(ember, kExportCommand, AddExportFlags, RunExport);
+}
+
+namespace {
+
 int Fail(const Status& status) { return PrintError("export", status); }
 
 // Writes the raw-id map of each id table of `config`'s interaction data that `manifest` holds.

@@ -16,6 +16,41 @@
 namespace ember::app {
 namespace {
 
+constexpr CommandText kLookupCommand = {
+    .name = "lookup",
+    .summary = "read rows of a running cluster without creating or changing any",
+    .usage = "ember lookup --scheduler ENDPOINT --table T --keys FILE|- [--out FILE.npy]",
+    .description =
+        "Reads the rows of the keys in FILE (one unsigned 64-bit integer per line; - reads "
+        "stdin) as the servers hold them, for serving. Nothing changes on the servers: no row is "
+        "created, no optimizer state touched. A key without a row gets the table's initial row "
+        "(--missing initial, computed, not stored) or zeros (--missing flag); either way its "
+        "found flag is 0. Prints key<TAB>found<TAB>values, or writes FILE.npy (float32, [n, "
+        "dim]) and FILE.found.npy (uint8, [n]).",
+};
+
+void AddLookupFlags(CLI::App* command, LookupFlags* flags) {
+  AddValue(command, "--scheduler", &flags->scheduler, "ENDPOINT", "the running cluster's scheduler")
+      ->required();
+  AddValue(command, "--table", &flags->table, "T", "the table to read")->required();
+  AddValue(command, "--keys", &flags->keys, "FILE", "one key per line; - reads stdin")->required();
+  AddValue(command, "--missing", &flags->missing, "MODE",
+           "initial (default): a key without a row gets its initial row; flag: zeros")
+      ->check(CLI::IsMember({"initial", "flag"}));
+  AddValue(command, "--out", &flags->out, "FILE.npy",
+           "write the rows (and FILE.found.npy) instead of printing TSV");
+  AddCount(command, "--timeout-s", &flags->timeout_s, "S", "give up after S seconds (default 30)");
+  AddSecurityFlags(command, &flags->security, /*can_bind=*/false);
+}
+
+}  // namespace
+
+Command MakeLookupCommand(CLI::App& ember) {
+  return MakeCommand(ember, kLookupCommand, AddLookupFlags, RunLookup);
+}
+
+namespace {
+
 int Fail(const Status& status, int exit_code = 1) {
   return PrintError("lookup", status, exit_code);
 }

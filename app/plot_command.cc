@@ -16,6 +16,34 @@
 namespace ember::app {
 namespace {
 
+constexpr CommandText kPlotCommand = {
+    .name = "plot",
+    .summary = "draw training runs and benchmark results as PNG figures",
+    .usage = "ember plot FILE... --out DIR [--labels A,B,...]",
+    .description =
+        "Draws run logs (train/cluster --log-jsonl) as loss.png, throughput.png and "
+        "step_time.png (the time per step split into pull, compute, push and waiting), several "
+        "runs on one figure, and `ember bench --json` results as bench.png against raw ZeroMQ. "
+        "Runs the Python package's ember.plot with matplotlib (Debian: python3-matplotlib).",
+};
+
+void AddPlotFlags(CLI::App* command, PlotFlags* flags) {
+  command->add_option("files", flags->files, "run logs and bench results")
+      ->required()
+      ->type_name("FILE");
+  AddValue(command, "--out", &flags->out, "DIR", "where the PNG files go")->required();
+  AddValue(command, "--labels", &flags->labels, "A,B,...",
+           "one label per FILE (default: the files' names)");
+}
+
+}  // namespace
+
+Command MakePlotCommand(CLI::App& ember) {
+  return MakeCommand(ember, kPlotCommand, AddPlotFlags, RunPlot);
+}
+
+namespace {
+
 namespace fs = std::filesystem;
 
 // The folder holding the package `ember`, or empty.

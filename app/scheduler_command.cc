@@ -14,6 +14,37 @@
 #include "scheduler/scheduler_metrics.h"
 
 namespace ember::app {
+namespace {
+
+constexpr CommandText kSchedulerCommand = {
+    .name = "scheduler",
+    .summary = "run the scheduler: membership, routing table, barriers",
+    .usage = "ember scheduler --config FILE [options]",
+    .description =
+        "Runs the scheduler: servers and trainers register with it; it owns the routing table "
+        "and the barriers.",
+};
+
+void AddSchedulerFlags(CLI::App* command, SchedulerFlags* flags) {
+  AddConfigFlags(command, &flags->config, /*required=*/true);
+  AddValue(command, "--bind", &flags->bind, "ENDPOINT",
+           "address to bind (default: cluster.scheduler from the config)");
+  AddValue(command, "--advertise", &flags->advertise, "HOST[:PORT]",
+           "the address others reach it at, when not the bind address (logged; default: the "
+           "bind address, or this machine's host name for a wildcard bind)");
+  // Internal: how `ember cluster` learns where its scheduler listens.
+  command->add_option("--endpoint-file", flags->endpoint_file)->group("");
+  AddSyncFlags(command, &flags->config);
+  AddCheckpointFlags(command, &flags->config);
+  AddSecurityFlags(command, &flags->security, /*can_bind=*/true);
+  AddMetricsBindFlag(command, &flags->metrics_bind, "metrics.scheduler");
+}
+
+}  // namespace
+
+Command MakeSchedulerCommand(CLI::App& ember) {
+  return MakeCommand(ember, kSchedulerCommand, AddSchedulerFlags, RunScheduler);
+}
 
 int RunScheduler(const SchedulerFlags& flags) {
   SetUpLogging("scheduler");

@@ -11,6 +11,59 @@
 #include "ps/server/server_metrics.h"
 
 namespace ember::app {
+namespace {
+
+constexpr CommandText kServerCommand = {
+    .name = "server",
+    .summary = "run one parameter server",
+    .usage = "ember server --scheduler ENDPOINT [options]",
+    .description =
+        "Runs one parameter server: it registers with the scheduler, hosts the partitions it is "
+        "given and serves pulls and pushes.",
+};
+
+void AddServerFlags(CLI::App* command, ServerFlags* flags) {
+  AddValue(command, "--scheduler", &flags->scheduler, "ENDPOINT",
+           "the scheduler's endpoint (default: cluster.scheduler)");
+  AddConfigFlags(command, &flags->config, /*required=*/false);
+  AddValue(command, "--bind", &flags->bind, "ENDPOINT",
+           "data socket address (default: cluster.server_bind)");
+  AddValue(command, "--advertise", &flags->advertise, "HOST[:PORT]",
+           "what the scheduler and clients connect to, when not the bind address (default: "
+           "cluster.server_advertise; for a wildcard bind, this machine's host name)");
+  AddCount(command, "--threads", &flags->threads, "N",
+           "worker threads (default: cluster.server_threads, or the cores less one)");
+  const std::string storage = "storage";
+  AddValue(command, "--data-dir", &flags->data_dir, "DIR",
+           "keep rows in a RocksDB instance here and come back with them after a restart")
+      ->group(storage);
+  AddCount(command, "--memory-budget", &flags->memory_budget, "BYTES",
+           "bytes of rows kept in memory, the rest on disk; needs --data-dir (default: "
+           "cluster.server_memory_budget, 0 = no limit)")
+      ->group(storage);
+  AddValue(command, "--durability", &flags->durability, "MODE",
+           "with --data-dir: ack (a push is in the log before its ack), sync (and fsynced) or "
+           "flush (rows reach disk on eviction and clean shutdown) (default: "
+           "cluster.server_durability)")
+      ->check(CLI::IsMember({"ack", "sync", "flush"}))
+      ->group(storage);
+  const std::string joining = "joining a running cluster";
+  command
+      ->add_flag("--join", flags->join,
+                 "join a running cluster: the scheduler moves a fair share of partitions here")
+      ->group(joining);
+  AddCount(command, "--move-bandwidth", &flags->move_bandwidth, "BYTES",
+           "pace the partition copies this server receives (bytes/s; default: unpaced)")
+      ->group(joining);
+  AddSecurityFlags(command, &flags->security, /*can_bind=*/true);
+  AddMetricsBindFlag(command, &flags->metrics_bind, "metrics.servers");
+}
+
+}  // namespace
+
+Command MakeServerCommand(CLI::App& ember) {
+  return MakeCommand(ember, kServerCommand, AddServerFlags, RunServer);
+}
 
 int RunServer(const ServerFlags& flags) {
   SetUpLogging("server");

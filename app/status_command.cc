@@ -29,6 +29,36 @@
 namespace ember::app {
 namespace {
 
+constexpr CommandText kStatusCommand = {
+    .name = "status",
+    .summary = "a running cluster's servers, partitions, rows and moves",
+    .usage = "ember status --scheduler ENDPOINT",
+    .description =
+        "Prints the routing epoch, each server's state, partitions, rows and bytes, and the "
+        "partition moves in progress.",
+};
+
+void AddStatusFlags(CLI::App* command, StatusFlags* flags) {
+  AddValue(command, "--scheduler", &flags->scheduler, "ENDPOINT", "the running cluster's scheduler")
+      ->required();
+  command->add_flag("--watch", flags->watch,
+                    "refresh until Ctrl-C, with keys/s per server and the moves' rate and ETA")
+      ->group("watching");
+  AddValue(command, "--every", &flags->every, "SECONDS", "seconds between refreshes (default 2)")
+      ->group("watching");
+  AddCount(command, "--count", &flags->count, "N", "stop after N refreshes (default: never)")
+      ->group("watching");
+  AddSecurityFlags(command, &flags->security, /*can_bind=*/false);
+}
+
+}  // namespace
+
+Command MakeStatusCommand(CLI::App& ember) {
+  return MakeCommand(ember, kStatusCommand, AddStatusFlags, RunStatus);
+}
+
+namespace {
+
 using Clock = std::chrono::steady_clock;
 
 // "limits hit by WHO: keys_per_message 3, waiters 1", when any was.

@@ -8,6 +8,47 @@
 namespace ember::app {
 namespace {
 
+constexpr CommandText kBenchTierCommand = {
+    .name = "bench-tier",
+    .summary = "compare a table over RocksDB with a memory budget against one in memory",
+    .usage = "ember bench-tier --data-dir DIR [options]",
+    .description =
+        "Compares a table with a RocksDB tier and a memory budget with the same table all in "
+        "memory, and times recovery after SIGKILL.",
+};
+
+void AddTierBenchFlags(CLI::App* command, TierBenchFlags* flags) {
+  bench::TierBenchOptions& o = flags->options;
+  AddValue(command, "--data-dir", &o.data_dir, "DIR",
+           "where the tiered table's RocksDB goes (required; new or empty)")
+      ->required();
+  AddCount(command, "--rows", &o.rows, "N", "rows in the table (default 20000000)");
+  AddCount(command, "--dim", &o.dim, "N", "row width (default 16)");
+  AddValue(command, "--optimizer", &o.optimizer, "NAME", "sgd, adagrad (default), adam or ftrl");
+  AddCount(command, "--budget-percent", &flags->budget_percent, "P",
+           "memory budget as a percentage of the rows (default 25)");
+  AddCount(command, "--threads", &o.threads, "N", "request threads (default 2)");
+  AddCount(command, "--keys-per-request", &o.keys_per_request, "N",
+           "distinct keys per request (default 4096)");
+  AddCount(command, "--seconds", &o.seconds, "S", "seconds per measured phase (default 10)");
+  AddValue(command, "--durability", &flags->durability, "MODE",
+           "ack (default), sync or flush, for the tiered pushes")
+      ->check(CLI::IsMember({"ack", "sync", "flush"}));
+  AddValue(command, "--lookahead", &o.lookaheads, "K[,K...]",
+           "look-ahead depths of the tiered pull+push phase, one run each (default 0: no hints)")
+      ->delimiter(',');
+  // Internal: the recovery measurement's child.
+  command->add_flag("--push-until-killed", flags->push_until_killed)->group("");
+}
+
+}  // namespace
+
+Command MakeTierBenchCommand(CLI::App& ember) {
+  return MakeCommand(ember, kBenchTierCommand, AddTierBenchFlags, RunTierBench);
+}
+
+namespace {
+
 // This command, as the pushing child of the recovery measurement, with the same options.
 std::vector<std::string> PusherCommand(const TierBenchFlags& flags) {
   const bench::TierBenchOptions& o = flags.options;

@@ -28,6 +28,51 @@
 namespace ember::app {
 namespace {
 
+constexpr CommandText kTrainCommand = {
+    .name = "train",
+    .summary = "run one trainer against a running cluster",
+    .usage = "ember train --config FILE --scheduler ENDPOINT [options]",
+    .description =
+        "Runs one trainer against a running cluster: pulls rows, trains the two-tower model, "
+        "pushes gradients, then reports.",
+};
+
+void AddTrainFlags(CLI::App* command, TrainFlags* flags) {
+  AddConfigFlags(command, &flags->config, /*required=*/true);
+  AddDataRootFlag(command, &flags->config);
+  AddValue(command, "--scheduler", &flags->scheduler, "ENDPOINT",
+           "the scheduler's endpoint (default: cluster.scheduler)");
+  AddValue(command, "--name", &flags->name, "NAME",
+           "trainer name to register under (default: trainer, or trainer-R of many)");
+  AddTrainingFlags(command, &flags->config);
+  AddSyncFlags(command, &flags->config);
+  AddCount(command, "--rank", &flags->rank, "R",
+           "this trainer's share of the data, in [0, trainers) (default 0)")
+      ->group("many trainers");
+  AddValue(command, "--restore", &flags->restore, "DIR",
+           "resume from a checkpoint (or the newest complete one under DIR): rank 0 loads the "
+           "servers (with authentication, rank 0 needs an admin key), every trainer its step, data "
+           "position and dense state; training continues to the same total of steps")
+      ->group("checkpoints");
+  AddValue(command, "--summary-json", &flags->summary_json, "FILE",
+           "also write the final figures as JSON")
+      ->group("output");
+  AddValue(command, "--log-jsonl", &flags->log_jsonl, "FILE",
+           "write one JSON object per progress window, then the summary, a line each (ember plot "
+           "draws them)")
+      ->group("output");
+  AddSecurityFlags(command, &flags->security, /*can_bind=*/false);
+  AddMetricsBindFlag(command, &flags->metrics_bind, "metrics.trainers, plus the rank");
+}
+
+}  // namespace
+
+Command MakeTrainCommand(CLI::App& ember) {
+  return MakeCommand(ember, kTrainCommand, AddTrainFlags, RunTrain);
+}
+
+namespace {
+
 int Fail(const Status& status) { return PrintError("train", status); }
 
 // This trainer's data and how many steps it runs. Synthetic data: trainer `rank` draws from its
@@ -168,6 +213,72 @@ Result<local::EvalFigures> Evaluate(ps::Client& client, trainer::Backend& backen
   return figures;
 }
 
+// The trainer's client: the scheduler (--scheduler, else the config's, which must not be a
+// wildcard), limits, name, heartbeat, row format and keys.
+Result<ps::ClientOptions> TrainerClientOptions(const TrainFlags& flags,
+                                               const local::ClusterConfig& config) {
+  ps::ClientOptions client_options;
+  client_options.scheduler_endpoint = flags.scheduler.value_or(config.cluster.scheduler);
+  client_options.limits = config.limits;
+  client_options.max_keys_per_message =
+      std::min(client_options.max_keys_per_message, config.limits.keys_per_message);
+  client_options.name = flags.name.value_or(
+      config.train.sync.trainers > 1 ? "trainer-" + std::to_string(config.train.rank) : "trainer");
+  // In every mode: a checkpoint cut waits for the live trainers, so liveness matters in asp too.
+  client_options.heartbeat_interval = config.train.sync.trainer_timeout / 5;
+  client_options.row_format = config.train.wire_fp16 ? RowFormat::kF16 : RowFormat::kF32;
+  ASSIGN_OR_RETURN(client_options.security, ResolveSecurity(flags.security, config.security));
+  if (client_options.scheduler_endpoint.find('*') != std::string::npos) {
+    return InvalidArgument("--scheduler is required (the config's scheduler address is a "
+                           "wildcard)");
+  }
+  return client_options;
+}
+
+// The run's summary record, into the run log and the --summary-json file (where asked).
+Status WriteSummary(const TrainFlags& flags, local::RunLog* run_log,
+                    const std::string& summary_json) {
+  if (run_log != nullptr) RETURN_IF_ERROR(run_log->Summary(summary_json));
+  if (!flags.summary_json.empty()) {
+    RETURN_IF_ERROR(WriteFileAtomically(flags.summary_json, summary_json));
+  }
+  return Status::Ok();
+}
+
+// With --restore: the trainer and the servers resume from that checkpoint (or the newest in that
+// folder).
+Status RestoreIfAsked(const TrainFlags& flags, trainer::Trainer& loop) {
+  if (flags.restore.empty()) return Status::Ok();
+  ASSIGN_OR_RETURN(const std::string checkpoint, FindCheckpoint(flags.restore));
+  RETURN_IF_ERROR(loop.Restore(checkpoint));
+  std::printf("ember train: resumed from %s after step %u\n", checkpoint.c_str(),
+              loop.completed_steps());
+  return Status::Ok();
+}
+
+// The servers' figures for the summary; none from a cluster that no longer answers (a server
+// drained or dead only leaves the per-server lines out).
+std::vector<ServerStats> ServerFigures(ps::Client& client) {
+  auto servers = client.Stats();
+  if (servers.ok()) return std::move(*servers);
+  std::fprintf(stderr, "ember train: no server figures: %s\n",
+               servers.status().ToString().c_str());
+  return {};
+}
+
+// "ember train: trainer 0/1 (asp, dense weights local), 2 servers, ...; batch 4096, 300 steps".
+void PrintRunHeader(const trainer::TrainOptions& train, const RoutingTable& routing,
+                    ps::Client& client, trainer::Backend& backend, const TrainData& data) {
+  std::printf(
+      "ember train: trainer %u/%u (%s, dense weights %s), %zu servers, %u partitions, "
+      "%zu tables; %s backend; %s; batch %u, %u steps\n",
+      train.rank, train.sync.trainers, std::string(SyncModeName(train.sync.mode)).c_str(),
+      train.dense_on_servers() ? "on the servers" : "local", routing.servers.size(),
+      routing.num_partitions, client.tables().size(), std::string(backend.name()).c_str(),
+      data.source->Describe().c_str(), train.batch_size, data.steps);
+  std::fflush(stdout);
+}
+
 }  // namespace
 
 int RunTrain(const TrainFlags& flags) {
@@ -191,25 +302,9 @@ int RunTrain(const TrainFlags& flags) {
     trainer_metrics = std::make_shared<trainer::TrainerMetrics>(train.batch_size, train.rank);
     (*metrics)->Add(trainer_metrics);
   }
-  ps::ClientOptions client_options;
-  client_options.scheduler_endpoint = flags.scheduler.value_or(config->cluster.scheduler);
-  client_options.limits = config->limits;
-  client_options.max_keys_per_message =
-      std::min(client_options.max_keys_per_message, config->limits.keys_per_message);
-  client_options.name = flags.name.value_or(
-      train.sync.trainers > 1 ? "trainer-" + std::to_string(train.rank) : "trainer");
-  // In every mode: a checkpoint cut waits for the live trainers, so liveness matters in asp too.
-  client_options.heartbeat_interval = train.sync.trainer_timeout / 5;
-  client_options.row_format = train.wire_fp16 ? RowFormat::kF16 : RowFormat::kF32;
-  auto security = ResolveSecurity(flags.security, config->security);
-  if (!security.ok()) return PrintError("train", security.status(), 2);
-  client_options.security = std::move(*security);
-  if (client_options.scheduler_endpoint.find('*') != std::string::npos) {
-    return PrintError("train",
-                      InvalidArgument("--scheduler is required (the config's scheduler address "
-                                      "is a wildcard)"),
-                      2);
-  }
+  auto options = TrainerClientOptions(flags, *config);
+  if (!options.ok()) return PrintError("train", options.status(), 2);
+  ps::ClientOptions& client_options = *options;
 
   // The log and the data first: a bad file path should fail before anything connects.
   std::unique_ptr<local::RunLog> run_log;
@@ -228,23 +323,10 @@ int RunTrain(const TrainFlags& flags) {
   auto loop = trainer::Trainer::Create(client->get(), backend->get(), data->source.get(),
                                        config->model, train);
   if (!loop.ok()) return Fail(loop.status());
-  if (!flags.restore.empty()) {
-    auto checkpoint = FindCheckpoint(flags.restore);
-    if (!checkpoint.ok()) return Fail(checkpoint.status());
-    if (Status restored = (*loop)->Restore(*checkpoint); !restored.ok()) return Fail(restored);
-    std::printf("ember train: resumed from %s after step %u\n", checkpoint->c_str(),
-                (*loop)->completed_steps());
-  }
+  if (Status restored = RestoreIfAsked(flags, **loop); !restored.ok()) return Fail(restored);
 
   const RoutingTable routing = (*client)->routing();
-  std::printf(
-      "ember train: trainer %u/%u (%s, dense weights %s), %zu servers, %u partitions, "
-      "%zu tables; %s backend; %s; batch %u, %u steps\n",
-      train.rank, train.sync.trainers, std::string(SyncModeName(train.sync.mode)).c_str(),
-      train.dense_on_servers() ? "on the servers" : "local", routing.servers.size(),
-      routing.num_partitions, (*client)->tables().size(), std::string((*backend)->name()).c_str(),
-      data->source->Describe().c_str(), train.batch_size, steps);
-  std::fflush(stdout);
+  PrintRunHeader(train, routing, **client, **backend, *data);
   // Each progress window is printed and logged; a log that cannot be written is reported once.
   bool log_failed = false;
   auto on_window = [&](const trainer::WindowStats& w, uint32_t window_steps) {
@@ -284,13 +366,8 @@ int RunTrain(const TrainFlags& flags) {
 
   // The training is done either way: a server that does not answer (one that was drained or
   // died) only leaves the per-server lines out.
-  auto servers = model_client->Stats();
-  if (!servers.ok()) {
-    std::fprintf(stderr, "ember train: no server figures: %s\n",
-                 servers.status().ToString().c_str());
-    servers = std::vector<ServerStats>{};
-  }
-  PrintSummary(*summary, train.batch_size, *servers, routing.servers);
+  const std::vector<ServerStats> servers = ServerFigures(*model_client);
+  PrintSummary(*summary, train.batch_size, servers, routing.servers);
   std::optional<local::EvalFigures> eval;
   if (model_dataset) {
     auto figures = Evaluate(*model_client, *model_backend, *model_dataset, *config);
@@ -299,14 +376,9 @@ int RunTrain(const TrainFlags& flags) {
   }
   std::fflush(stdout);
   const std::string summary_json =
-      local::TrainSummaryJson(*summary, *servers, eval, early_stopping);
-  if (run_log) {
-    if (Status logged = run_log->Summary(summary_json); !logged.ok()) return Fail(logged);
-  }
-  if (!flags.summary_json.empty()) {
-    if (Status written = WriteFileAtomically(flags.summary_json, summary_json); !written.ok()) {
-      return Fail(written);
-    }
+      local::TrainSummaryJson(*summary, servers, eval, early_stopping);
+  if (Status written = WriteSummary(flags, run_log.get(), summary_json); !written.ok()) {
+    return Fail(written);
   }
   return 0;
 }

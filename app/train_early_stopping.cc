@@ -74,13 +74,9 @@ Result<EarlyStoppedModel> Retrain(const EarlyStoppingRun& run, const trainer::Va
   return model;
 }
 
-}  // namespace
-
-Result<EarlyStoppedModel> TrainWithEarlyStopping(const EarlyStoppingRun& run) {
-  const local::ClusterConfig& config = *run.config;
-  const trainer::TrainOptions& train = config.train;
-  const trainer::EarlyStoppingOptions& options = train.early_stopping;
-  const trainer::InteractionDataset& dataset = *run.dataset;
+// FailedPrecondition unless the run can stop early: validation cases, and one trainer.
+Status CheckEarlyStopping(const trainer::InteractionDataset& dataset,
+                          const trainer::TrainOptions& train) {
   if (dataset.validation_cases().empty()) {
     return FailedPrecondition("train.early_stopping: the data has no validation cases (set "
                               "data.interactions.validation: true; users need 3 interactions)");
@@ -89,6 +85,29 @@ Result<EarlyStoppedModel> TrainWithEarlyStopping(const EarlyStoppingRun& run) {
     return FailedPrecondition("train.early_stopping: needs a run of one trainer (this run has " +
                               std::to_string(train.sync.trainers) + ")");
   }
+  return Status::Ok();
+}
+
+// "early stopping on N validation users after steps 10 20 30 ..., patience P, then T".
+void PrintEvaluationPlan(const trainer::InteractionDataset& dataset,
+                         const trainer::EarlyStoppingOptions& options,
+                         const std::vector<uint32_t>& eval_steps) {
+  std::printf("ember train: early stopping on %zu validation users after steps",
+              dataset.validation_cases().size());
+  for (size_t i = 0; i < eval_steps.size() && i < 8; ++i) std::printf(" %u", eval_steps[i]);
+  std::printf("%s, patience %u, then %s\n", eval_steps.size() > 8 ? " ..." : "", options.patience,
+              std::string(trainer::AfterEarlyStopName(options.then)).c_str());
+  std::fflush(stdout);
+}
+
+}  // namespace
+
+Result<EarlyStoppedModel> TrainWithEarlyStopping(const EarlyStoppingRun& run) {
+  const local::ClusterConfig& config = *run.config;
+  const trainer::TrainOptions& train = config.train;
+  const trainer::EarlyStoppingOptions& options = train.early_stopping;
+  const trainer::InteractionDataset& dataset = *run.dataset;
+  RETURN_IF_ERROR(CheckEarlyStopping(dataset, train));
   const double steps_per_epoch = StepsPerEpoch(dataset, train);
   const std::vector<uint32_t> eval_steps =
       trainer::EvaluationSteps(options, run.steps, steps_per_epoch);
@@ -103,12 +122,7 @@ Result<EarlyStoppedModel> TrainWithEarlyStopping(const EarlyStoppingRun& run) {
     RETURN_IF_ERROR(run.loop->WriteCheckpoint(initial_dir.path)
                         .WithContext("saving the rows before training, for the retrain"));
   }
-  std::printf("ember train: early stopping on %zu validation users after steps", 
-              dataset.validation_cases().size());
-  for (size_t i = 0; i < eval_steps.size() && i < 8; ++i) std::printf(" %u", eval_steps[i]);
-  std::printf("%s, patience %u, then %s\n", eval_steps.size() > 8 ? " ..." : "", options.patience,
-              std::string(trainer::AfterEarlyStopName(options.then)).c_str());
-  std::fflush(stdout);
+  PrintEvaluationPlan(dataset, options, eval_steps);
 
   trainer::EarlyStopping tracker(options.patience);
   const char* hit = train.eval_protocol == "full" ? "Recall" : "HR";

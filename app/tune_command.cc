@@ -30,6 +30,62 @@
 namespace ember::app {
 namespace {
 
+constexpr CommandText kTuneCommand = {
+    .name = "tune",
+    .summary = "train a grid of config settings and choose one on the validation split",
+    .usage = "ember tune --config FILE --grid KEY=V1,V2,... [--grid ...] [options]",
+    .description =
+        "Runs a local cluster per combination of the --grid values (a trial), trained on the "
+        "training split less each user's validation item and evaluated on validation only. "
+        "Chooses the trial with the best validation HR@k (NDCG@k breaks ties; with "
+        "train.early_stopping, its best evaluation), prints a table of the trials, writes the "
+        "chosen config as YAML, then trains it once more and reports its test figures alone. A "
+        "trial that fails is reported and skipped.",
+};
+
+void AddTuneFlags(CLI::App* command, TuneFlags* flags) {
+  AddConfigFlags(command, &flags->config, /*required=*/true);
+  AddDataRootFlag(command, &flags->config);
+  AddTrainingFlags(command, &flags->config);
+  const std::string search = "search";
+  command->add_option("--grid", flags->grid,
+                      "a key and the values to try, e.g. model.temperature=0.05,0.1,0.2 or "
+                      "model.hidden=[64],[128,64] (repeatable: every combination is a trial)")
+      ->type_name("KEY=V1,V2")
+      ->required()
+      ->group(search);
+  AddValue(command, "--budget", &flags->budget, "LIMIT",
+           "at most N trials (12), this much time (90s, 30m, 2h: trials still running then are "
+           "stopped), or both (12,2h); trials run in grid order, the first key varying slowest")
+      ->group(search);
+  AddCount(command, "--parallel", &flags->parallel, "P",
+           "runs at once, each its own local cluster (default 1)")
+      ->group(search);
+  AddCount(command, "--seeds", &flags->seeds, "N",
+           "train each trial with N model seeds (model.seed and the N-1 after it) and choose on "
+           "their mean validation figures; the chosen config's test figures are then the mean of "
+           "N runs too, with their spread (default 1)")
+      ->check(CLI::PositiveNumber)
+      ->group(search);
+  AddValue(command, "--out", &flags->out, "FILE",
+           "the chosen config (default: CONFIG.tuned.yaml beside --config, so that its relative "
+           "data paths still resolve)")
+      ->group("output");
+  AddValue(command, "--json", &flags->json, "FILE", "every trial, the choice and its test figures")
+      ->group("output");
+  AddValue(command, "--work-dir", &flags->work_dir, "DIR",
+           "keep each trial's log and summary here (default: a scratch folder, removed)")
+      ->group("output");
+}
+
+}  // namespace
+
+Command MakeTuneCommand(CLI::App& ember) {
+  return MakeCommand(ember, kTuneCommand, AddTuneFlags, RunTune);
+}
+
+namespace {
+
 using Clock = std::chrono::steady_clock;
 using Json = nlohmann::ordered_json;
 
