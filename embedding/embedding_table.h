@@ -343,7 +343,7 @@ class EmbeddingTable {
   // After a failed request: the rows of `stripes`, changed but never logged, no longer say that
   // their last change is in the log (so that relogging catches them).
   void ForgetLogSegments(std::span<const uint32_t> stripes, const internal::RequestGroups& groups);
-  // In embedding_table_misses.cc. Under the lock of their stripe: gives each missed key of a
+  // Under the lock of their stripe: gives each missed key of a
   // tiered request (`missed`: indexes into groups.order) its row, read from disk (one MultiGet),
   // else new (or, for a key not admitted yet, a scratch row), and returns how many rows it put
   // in memory.
