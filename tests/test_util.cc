@@ -1,4 +1,4 @@
-// Test helpers: temporary directories and file reading.
+// Test helpers: temporary directories, the shared data sets and file reading.
 #include "tests/test_util.h"
 
 #include <stdlib.h>
@@ -19,6 +19,11 @@ TempDir::TempDir() {
 TempDir::~TempDir() {
   std::error_code ignored;
   if (!path_.empty()) std::filesystem::remove_all(path_, ignored);
+}
+
+std::string SharedDataDir() {
+  const char* chosen = std::getenv("EMBER_TEST_DATA_DIR");
+  return chosen != nullptr ? std::string(chosen) : std::string(EMBER_SOURCE_DIR) + "/../shared/data";
 }
 
 std::string ReadFile(const std::string& path) {

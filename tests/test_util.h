@@ -1,5 +1,5 @@
-// Shared helpers for ember's tests: temporary directories, file reading and environment
-// variables set for one test (child processes are common/child_process.h).
+// Shared helpers for ember's tests: temporary directories, the shared data sets, file reading and
+// environment variables set for one test (child processes are common/child_process.h).
 #pragma once
 
 #include <cstdlib>
@@ -19,6 +19,12 @@ class TempDir {
  private:
   std::string path_;
 };
+
+// Where the shared data sets are (MovieLens 100K in ml-100k/): $EMBER_TEST_DATA_DIR when set,
+// else the data folder beside the checkout. A test that needs a set skips, or falls back to a
+// small file of its own, when it is not there; ctest runs those tests both ways (the
+// WithoutSharedData.* entries point the variable at a folder that does not exist).
+std::string SharedDataDir();
 
 // Reads a whole file into a string (empty when missing).
 std::string ReadFile(const std::string& path);

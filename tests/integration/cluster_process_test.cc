@@ -722,7 +722,7 @@ TEST_P(TrainerKilledTest, TheRunStopsOrGoesOnAndNeverHangs) {
 INSTANTIATE_TEST_SUITE_P(Policies, TrainerKilledTest, ::testing::Values("stop", "continue"));
 
 TEST(ClusterProcessTest, MovieLens100kBeatsMostPopular) {
-  const std::string data_root = std::string(EMBER_SOURCE_DIR) + "/../shared/data";
+  const std::string data_root = testing::SharedDataDir();
   if (!std::filesystem::exists(data_root + "/ml-100k/u.data")) {
     GTEST_SKIP() << "MovieLens 100K not found under " << data_root;
   }

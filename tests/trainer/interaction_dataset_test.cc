@@ -393,7 +393,7 @@ TEST(InteractionDatasetTest, ValidationItemIsNeverTheTestItemNorTrainedOn) {
 }
 
 TEST(InteractionDatasetTest, TheTestSplitIsTheSameWithAndWithoutValidation) {
-  std::string path = EMBER_SOURCE_DIR "/../shared/data/ml-100k/u.data";
+  std::string path = testing::SharedDataDir() + "/ml-100k/u.data";
   testing::TempDir dir;
   InteractionOptions options;
   if (!std::filesystem::exists(path)) {

@@ -129,7 +129,7 @@ TEST(RankingMetricsTest, PopularityScoresByTrainingCounts) {
 }
 
 TEST(RankingMetricsTest, PopularityOnMovieLens100k) {
-  const std::string path = EMBER_SOURCE_DIR "/../shared/data/ml-100k/u.data";
+  const std::string path = testing::SharedDataDir() + "/ml-100k/u.data";
   if (!std::filesystem::exists(path)) GTEST_SKIP() << "MovieLens 100K not found at " << path;
   InteractionOptions options;
   options.path = path;
