@@ -23,7 +23,6 @@ SUFFIXES = (".cc", ".h", ".cu", ".cuh")
 KNOWN = {
     "trainer/trainer.cc:Trainer::Run": 183,
     "app/tune_command.cc:RunTune": 164,
-    "bench/checkpoint_bench.cc:RunCheckpointBench": 161,
     "app/train_command.cc:RunTrain": 101,
 }
 
