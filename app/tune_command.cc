@@ -403,23 +403,88 @@ Json SeedSummary(const std::vector<Json>& evals) {
   return summary;
 }
 
+// The --grid axes; InvalidArgument for a malformed one, or for model.seed when --seeds varies it.
+Result<std::vector<local::GridAxis>> ParseAxes(const TuneFlags& flags) {
+  std::vector<local::GridAxis> axes;
+  for (const std::string& text : flags.grid) {
+    ASSIGN_OR_RETURN(local::GridAxis axis, local::ParseGridAxis(text));
+    if (flags.seeds > 1 && axis.path == "model.seed") {
+      return InvalidArgument("--grid 'model.seed': --seeds " + std::to_string(flags.seeds) +
+                             " varies model.seed itself (set the first with --set)");
+    }
+    axes.push_back(axis);
+  }
+  return axes;
+}
+
+// Each trial: the base overrides, its grid values, then what makes it a validation-only run;
+// those beyond the budget's count are marked not run.
+std::vector<Trial> MakeTrials(const TuneFlags& flags, const std::vector<local::GridAxis>& axes,
+                              const local::TuneBudget& budget, const std::string& work_dir) {
+  const std::vector<config::Override> base_overrides = flags.config.overrides();
+  std::vector<Trial> trials;
+  for (auto& settings : local::GridTrials(axes)) {
+    Trial trial;
+    trial.outcome.settings = settings;
+    trial.overrides = base_overrides;
+    trial.overrides.insert(trial.overrides.end(), settings.begin(), settings.end());
+    trial.overrides.push_back({"data.interactions.validation", "true"});
+    trial.overrides.push_back({"train.eval_test", "false"});
+    auto loaded = local::LoadClusterConfig(flags.config.path, flags.config.data_root,
+                                           trial.overrides);
+    if (loaded.ok() && loaded->train.early_stopping.enabled()) {
+      // The best evaluation is what counts; a retrain or a restore would only cost time.
+      trial.overrides.push_back({"train.early_stopping.then", "keep_last"});
+    }
+    if (!loaded.ok()) {
+      trial.outcome.status = loaded.status();
+    } else {
+      trial.epochs = loaded->train.epochs;
+    }
+    const std::string name = work_dir + "/trial-" + std::to_string(trials.size() + 1);
+    const uint32_t first_seed = loaded.ok() ? loaded->model.seed : 0;
+    trial.runs = SeedRuns(name, first_seed, flags.seeds);
+    trials.push_back(std::move(trial));
+  }
+  if (budget.trials > 0 && trials.size() > budget.trials) {
+    for (size_t i = budget.trials; i < trials.size(); ++i) {
+      trials[i].outcome.status = ResourceExhausted("not run: the budget allows " +
+                                                   std::to_string(budget.trials) + " trials");
+    }
+  }
+  return trials;
+}
+
+// Prints the chosen config's test figures, per seed and their summary when there are several;
+// returns what the report holds of them.
+Json PrintTestFigures(const Trial& final, const std::vector<Json>& evals, unsigned k) {
+  const char* hit = evals.front().value("protocol", "sampled") == "full" ? "Recall" : "HR";
+  const auto print = [&](const char* label, const Json& eval) {
+    std::printf("%-11s %s@%u %.4f ± %.4f  NDCG@%u %.4f ± %.4f  (most-popular %s@%u %.4f)\n",
+                label, hit, k, eval.value("hit_rate", 0.0), eval.value("hit_rate_se", 0.0), k,
+                eval.value("ndcg", 0.0), eval.value("ndcg_se", 0.0), hit, k,
+                eval.value("popularity_hit_rate", 0.0));
+  };
+  if (evals.size() == 1) {
+    print("test", evals.front());
+    return evals.front();
+  }
+  for (size_t r = 0; r < evals.size(); ++r) {
+    print(("seed " + std::to_string(final.runs[r].seed)).c_str(), evals[r]);
+  }
+  const Json summary = SeedSummary(evals);
+  std::printf("test        %s@%u %.4f (sd %.4f over %zu seeds)  NDCG@%u %.4f (sd %.4f)\n", hit, k,
+              summary["hit_rate"].get<double>(), summary["hit_rate_sd"].get<double>(), evals.size(),
+              k, summary["ndcg"].get<double>(), summary["ndcg_sd"].get<double>());
+  return summary;
+}
+
 }  // namespace
 
 int RunTune(const TuneFlags& flags) {
   SetUpLogging("tune");
-  std::vector<local::GridAxis> axes;
-  for (const std::string& text : flags.grid) {
-    auto axis = local::ParseGridAxis(text);
-    if (!axis.ok()) return PrintError("tune", axis.status(), 2);
-    if (flags.seeds > 1 && axis->path == "model.seed") {
-      return PrintError("tune",
-                        InvalidArgument("--grid 'model.seed': --seeds " +
-                                        std::to_string(flags.seeds) +
-                                        " varies model.seed itself (set the first with --set)"),
-                        2);
-    }
-    axes.push_back(*axis);
-  }
+  auto axes = ParseAxes(flags);
+  if (!axes.ok()) return PrintError("tune", axes.status(), 2);
   local::TuneBudget budget;
   if (!flags.budget.empty()) {
     auto parsed = local::ParseTuneBudget(flags.budget);
@@ -452,38 +517,8 @@ int RunTune(const TuneFlags& flags) {
   std::atomic<bool> stop{false};
   StopOnSignals(&stop);
 
-  // Each trial: the base overrides, its grid values, then what makes it a validation-only run.
   const std::vector<config::Override> base_overrides = flags.config.overrides();
-  std::vector<Trial> trials;
-  for (auto& settings : local::GridTrials(axes)) {
-    Trial trial;
-    trial.outcome.settings = settings;
-    trial.overrides = base_overrides;
-    trial.overrides.insert(trial.overrides.end(), settings.begin(), settings.end());
-    trial.overrides.push_back({"data.interactions.validation", "true"});
-    trial.overrides.push_back({"train.eval_test", "false"});
-    auto loaded = local::LoadClusterConfig(flags.config.path, flags.config.data_root,
-                                           trial.overrides);
-    if (loaded.ok() && loaded->train.early_stopping.enabled()) {
-      // The best evaluation is what counts; a retrain or a restore would only cost time.
-      trial.overrides.push_back({"train.early_stopping.then", "keep_last"});
-    }
-    if (!loaded.ok()) {
-      trial.outcome.status = loaded.status();
-    } else {
-      trial.epochs = loaded->train.epochs;
-    }
-    const std::string name = work_dir + "/trial-" + std::to_string(trials.size() + 1);
-    const uint32_t first_seed = loaded.ok() ? loaded->model.seed : 0;
-    trial.runs = SeedRuns(name, first_seed, flags.seeds);
-    trials.push_back(std::move(trial));
-  }
-  if (budget.trials > 0 && trials.size() > budget.trials) {
-    for (size_t i = budget.trials; i < trials.size(); ++i) {
-      trials[i].outcome.status = ResourceExhausted("not run: the budget allows " +
-                                                   std::to_string(budget.trials) + " trials");
-    }
-  }
+  std::vector<Trial> trials = MakeTrials(flags, *axes, budget, work_dir);
   const std::string at_once =
       flags.parallel > 1 ? ", " + std::to_string(flags.parallel) + " runs at once" : "";
   const std::string of_seeds =
@@ -546,27 +581,7 @@ int RunTune(const TuneFlags& flags) {
     write_report();
     return PrintError("tune", tested);
   }
-  const unsigned k = base->train.eval_k;
-  const char* hit = evals.front().value("protocol", "sampled") == "full" ? "Recall" : "HR";
-  const auto print = [&](const char* label, const Json& eval) {
-    std::printf("%-11s %s@%u %.4f ± %.4f  NDCG@%u %.4f ± %.4f  (most-popular %s@%u %.4f)\n",
-                label, hit, k, eval.value("hit_rate", 0.0), eval.value("hit_rate_se", 0.0), k,
-                eval.value("ndcg", 0.0), eval.value("ndcg_se", 0.0), hit, k,
-                eval.value("popularity_hit_rate", 0.0));
-  };
-  if (evals.size() == 1) {
-    print("test", evals.front());
-    report["test"] = evals.front();
-    return write_report();
-  }
-  for (size_t r = 0; r < evals.size(); ++r) {
-    print(("seed " + std::to_string(final.runs[r].seed)).c_str(), evals[r]);
-  }
-  const Json summary = SeedSummary(evals);
-  std::printf("test        %s@%u %.4f (sd %.4f over %zu seeds)  NDCG@%u %.4f (sd %.4f)\n", hit, k,
-              summary["hit_rate"].get<double>(), summary["hit_rate_sd"].get<double>(), evals.size(),
-              k, summary["ndcg"].get<double>(), summary["ndcg_sd"].get<double>());
-  report["test"] = summary;
+  report["test"] = PrintTestFigures(final, evals, base->train.eval_k);
   return write_report();
 }
 
