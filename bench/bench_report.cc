@@ -72,20 +72,18 @@ std::string RatioText(const OperationFigures& op) {
          StringPrintf("%.2f", *lowest) + "-" + StringPrintf("%.2f", *highest) + "x)";
 }
 
-// "159 ns (2.48x)": CPU per key and its ratio to the gather.
-std::string CpuPerKey(const std::optional<double>& cpu_per_million_keys,
-                      const std::optional<GatherFigures>& gather) {
-  const std::optional<double> ratio = ToGather(cpu_per_million_keys, gather);
-  return OptionalFigure(
-             cpu_per_million_keys ? std::optional(*cpu_per_million_keys * 1e3) : std::nullopt,
-             "%.0f ns") +
-         " (" + OptionalFigure(ratio, "%.2fx") + ")";
-}
-
 // Nanoseconds per key of seconds per million keys, or n/a.
 std::string Nanoseconds(const std::optional<double>& cpu_per_million_keys) {
   return OptionalFigure(
       cpu_per_million_keys ? std::optional(*cpu_per_million_keys * 1e3) : std::nullopt, "%.0f");
+}
+
+// "159 ns (2.48x)": CPU per key and its ratio to the gather.
+std::string CpuPerKey(const std::optional<double>& cpu_per_million_keys,
+                      const std::optional<GatherFigures>& gather) {
+  const std::string ns = Nanoseconds(cpu_per_million_keys);
+  return (cpu_per_million_keys ? ns + " ns" : ns) + " (" +
+         OptionalFigure(ToGather(cpu_per_million_keys, gather), "%.2fx") + ")";
 }
 
 // The lookups alone, one thread: seconds per million keys.

@@ -396,10 +396,16 @@ class EmbeddingTable {
   // Appends every changed row held in memory to the store's push log, partition by partition
   // under its stripe lock, and waits until written (run by the log before it drops a segment).
   Status RelogDirtyRows(uint64_t through);
+  // Whether a tiered table's memory budget is exceeded (false without a budget).
+  bool OverBudget() const;
   // Sweeps the CLOCK hand of `partition` (whose stripe lock the caller holds) to a row neither
   // pinned, chosen already nor referenced since the hand last passed (clearing the reference bits
-  // it passes), marks it chosen and returns its slot in the ring; none within two sweeps.
-  std::optional<size_t> ChooseVictimLocked(uint32_t partition);
+  // it passes), marks it chosen and returns it with its slot in the ring; none within two sweeps.
+  struct ChosenVictim {
+    size_t slot;
+    float* row;
+  };
+  std::optional<ChosenVictim> ChooseVictimLocked(uint32_t partition);
   // Evicts rows of `partitions` (whose stripe lock the caller holds) while the budget is
   // exceeded, at most `max_rows`, writing changed ones back first.
   Status EvictWhileOverBudget(std::span<const uint32_t> partitions, size_t max_rows);

@@ -192,7 +192,7 @@ Status EmbeddingTable::InsertPrefetchedRows(PrefetchPass& pass) {
     std::lock_guard<std::mutex> lock(stripes_[s].mu);
     touched.clear();
     for (size_t i = begin; i < end; ++i) InsertPrefetchedRow(pass, by_stripe[i], s, touched);
-    if (!touched.empty() && tier_->options.budget != nullptr && tier_->options.budget->exceeded()) {
+    if (!touched.empty() && OverBudget()) {
       std::sort(touched.begin(), touched.end());
       touched.erase(std::unique(touched.begin(), touched.end()), touched.end());
       RETURN_IF_ERROR(EvictWhileOverBudget(touched, 2 * (end - begin)));

@@ -142,7 +142,11 @@ bool EmbeddingTable::logs_pushes() const {
   return tier_ != nullptr && tier_->options.disk->push_log() != nullptr;
 }
 
-std::optional<size_t> EmbeddingTable::ChooseVictimLocked(uint32_t partition) {
+bool EmbeddingTable::OverBudget() const {
+  return tier_->options.budget != nullptr && tier_->options.budget->exceeded();
+}
+
+std::optional<EmbeddingTable::ChosenVictim> EmbeddingTable::ChooseVictimLocked(uint32_t partition) {
   ClockRing& ring = tier_->clocks[partition];
   // At most two sweeps: the first clears reference bits.
   for (size_t step = 0; step < 2 * ring.size(); ++step) {
@@ -162,7 +166,7 @@ std::optional<size_t> EmbeddingTable::ChooseVictimLocked(uint32_t partition) {
     StoreFlags(flags_word, flags | kChosen);
     const size_t slot = ring.hand();
     ring.Advance();
-    return slot;
+    return ChosenVictim{slot, row};
   }
   return std::nullopt;
 }
@@ -185,17 +189,16 @@ Status EmbeddingTable::EvictWhileOverBudget(std::span<const uint32_t> partitions
   for (size_t i = 0; victims.size() < max_rows && i < partitions.size() * max_rows; ++i) {
     if (budget.used() <= budget.limit() + chosen_bytes) break;
     const uint32_t partition = partitions[i % partitions.size()];
-    const std::optional<size_t> slot = ChooseVictimLocked(partition);
-    if (!slot) continue;
-    const uint64_t key = tier.clocks[partition].KeyAt(*slot);
-    const float* row = stores_[partition].Find(key);
-    const uint32_t flags = LoadFlags(row + floats_per_row_);
+    const std::optional<ChosenVictim> chosen = ChooseVictimLocked(partition);
+    if (!chosen) continue;
+    const uint64_t key = tier.clocks[partition].KeyAt(chosen->slot);
+    const uint32_t flags = LoadFlags(chosen->row + floats_per_row_);
     if (flags & kDirty) {
-      writes.Put(partition, key, std::span<const float>(row, floats_per_row_));
+      writes.Put(partition, key, std::span<const float>(chosen->row, floats_per_row_));
       NoteRowWritten(partition, key);
       if (!(flags & kOnDisk)) ++new_durable[partition];
     }
-    victims.push_back(Victim{partition, *slot});
+    victims.push_back(Victim{partition, chosen->slot});
     chosen_bytes += row_bytes;
   }
   const size_t written = writes.size();
@@ -271,7 +274,7 @@ Status EmbeddingTable::RestoreTiered(uint32_t partition, uint64_t key, std::span
   StampUpdate(stored);
   StoreFlags(stored + floats_per_row_, flags);
   changes_.Note(partition, key);
-  if (tier.options.budget == nullptr || !tier.options.budget->exceeded()) return Status::Ok();
+  if (!OverBudget()) return Status::Ok();
   const uint32_t partitions[] = {partition};
   return EvictWhileOverBudget(partitions, internal::kEvictionsPerInsert);
 }

@@ -157,7 +157,7 @@ void EmbeddingTable::UseStripeRowsLocked(uint32_t stripe, std::span<const uint64
 Status EmbeddingTable::EvictForStripeLocked(uint32_t stripe,
                                             const internal::RequestGroups& groups,
                                             size_t inserted) {
-  if (tier_->options.budget == nullptr || !tier_->options.budget->exceeded()) return Status::Ok();
+  if (!OverBudget()) return Status::Ok();
   thread_local std::vector<uint32_t> touched;  // partitions of the stripe
   touched.clear();
   for (uint32_t j = groups.bounds[stripe]; j < groups.bounds[stripe + 1]; ++j) {
@@ -233,7 +233,7 @@ Status EmbeddingTable::ForEachTieredRequestRow(std::span<const uint64_t> keys,
   // WaitForLoggedPushes), so that no other request waits on this one's evictions. Within the
   // budget no stripe is locked again: the next pushes hold them, all at once, meanwhile.
   for (size_t h = 0; h < held_stripes.size(); ++h) {
-    if (tier_->options.budget == nullptr || !tier_->options.budget->exceeded()) break;
+    if (!OverBudget()) break;
     std::lock_guard<std::mutex> lock(stripes_[held_stripes[h]].mu);
     RETURN_IF_ERROR(EvictForStripeLocked(held_stripes[h], groups, inserted_per_stripe[h]));
   }
