@@ -114,28 +114,12 @@ Result<HintRequest> ReadHint(schema::HintRequest::Reader hint) {
   return out;
 }
 
-// The counters of the stats, each once for both directions; the names, the server id and the
-// partition count are written out below.
+// The figures of the stats, each once for both directions (the table's from common/table_stats.h);
+// the names, the server id and the partition count are written out below.
+#define EMBER_WIRE_TABLE_STAT(field, Name, ...) EMBER_WIRE_FIELD(TableStats, field, Name),
 constexpr Field<TableStats, schema::TableStats, uint64_t> kTableCounters[] = {
-    EMBER_WIRE_FIELD(TableStats, rows, Rows),
-    EMBER_WIRE_FIELD(TableStats, bytes, Bytes),
-    EMBER_WIRE_FIELD(TableStats, resident_rows, ResidentRows),
-    EMBER_WIRE_FIELD(TableStats, disk_bytes, DiskBytes),
-    EMBER_WIRE_FIELD(TableStats, hits, Hits),
-    EMBER_WIRE_FIELD(TableStats, misses, Misses),
-    EMBER_WIRE_FIELD(TableStats, evictions, Evictions),
-    EMBER_WIRE_FIELD(TableStats, not_admitted, NotAdmitted),
-    EMBER_WIRE_FIELD(TableStats, updates_dropped, UpdatesDropped),
-    EMBER_WIRE_FIELD(TableStats, expired, Expired),
-    EMBER_WIRE_FIELD(TableStats, non_finite_refused, NonFiniteRefused),
-    EMBER_WIRE_FIELD(TableStats, non_finite_skipped, NonFiniteSkipped),
-    EMBER_WIRE_FIELD(TableStats, hinted_keys, HintedKeys),
-    EMBER_WIRE_FIELD(TableStats, prefetched_rows, PrefetchedRows),
-    EMBER_WIRE_FIELD(TableStats, pinned_rows, PinnedRows),
-    EMBER_WIRE_FIELD(TableStats, pinned_bytes, PinnedBytes),
-    EMBER_WIRE_FIELD(TableStats, pins_refused, PinsRefused),
-    EMBER_WIRE_FIELD(TableStats, created_ahead, CreatedAhead),
-    EMBER_WIRE_FIELD(TableStats, tracked_change_keys, TrackedChangeKeys)};
+    EMBER_TABLE_STATS(EMBER_WIRE_TABLE_STAT)};
+#undef EMBER_WIRE_TABLE_STAT
 constexpr Field<ServerStats, schema::ServerStats, uint64_t> kServerCounters[] = {
     EMBER_WIRE_FIELD(ServerStats, pull_requests, PullRequests),
     EMBER_WIRE_FIELD(ServerStats, push_requests, PushRequests),
@@ -169,8 +153,8 @@ ServerStats ReadStats(schema::ServerStats::Reader in) {
   return stats;
 }
 
-// Bytes a table's stats take beyond the fixed fields: its struct (20 words) and name; and the
-// limits hit.
+// Bytes a table's stats take beyond the fixed fields: its struct (a word per figure, and the
+// name's pointer) and name; and the limits hit.
 size_t StatsBytes(const ServerStats& stats) {
   size_t bytes = LimitHitsBytes(stats.limits_hit);
   // Per table: its counters, the name's pointer and text (rounded up to a word).

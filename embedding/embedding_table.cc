@@ -186,8 +186,8 @@ Status EmbeddingTable::ForEachRequestRow(std::span<const uint64_t> keys, size_t 
 float* EmbeddingTable::InitialRowNotStored(uint64_t key, bool push, float* row) {
   InitializeRow(spec_, key, std::span<float>(row, spec_.dim));
   optimizer_.InitState(std::span<float>(row + spec_.dim, optimizer_.state_floats()));
-  not_admitted_.fetch_add(1, std::memory_order_relaxed);
-  if (push) updates_dropped_.fetch_add(1, std::memory_order_relaxed);
+  counters_.Add(TableStat::kNotAdmitted);
+  if (push) counters_.Add(TableStat::kUpdatesDropped);
   return row;
 }
 
@@ -232,6 +232,15 @@ Status EmbeddingTable::Push(std::span<const uint64_t> keys, std::span<const floa
         StampUpdate(row);
       },
       grads.data(), /*pull_check=*/nullptr, &check);
+}
+
+void EmbeddingTable::ReportStats(TableStats& out) const {
+  counters_.AddTo(out);
+  out.rows += rows();
+  out.bytes += bytes();
+  out.resident_rows += tiered() ? tier_stats().resident_rows : rows();
+  out.disk_bytes += disk_bytes();
+  out.tracked_change_keys += tracked_change_keys();
 }
 
 uint64_t EmbeddingTable::bytes() const {

@@ -71,6 +71,7 @@
 #include "common/missing_rows.h"
 #include "common/status.h"
 #include "common/table_spec.h"
+#include "common/table_stats.h"
 #include "embedding/admission_filter.h"
 #include "embedding/change_tracker.h"
 #include "embedding/clock_ring.h"
@@ -229,10 +230,12 @@ class EmbeddingTable {
   TierStats tier_stats() const;
   // Requested keys served their initial row without being stored, and pushed keys whose update
   // was dropped for it (both 0 unless spec.admit_after > 1).
-  uint64_t keys_not_admitted() const { return not_admitted_.load(std::memory_order_relaxed); }
-  uint64_t updates_dropped() const { return updates_dropped_.load(std::memory_order_relaxed); }
+  uint64_t keys_not_admitted() const { return counters_.Get(TableStat::kNotAdmitted); }
+  uint64_t updates_dropped() const { return counters_.Get(TableStat::kUpdatesDropped); }
   // Rows deleted by ExpireRows.
-  uint64_t rows_expired() const { return rows_expired_.load(std::memory_order_relaxed); }
+  uint64_t rows_expired() const { return counters_.Get(TableStat::kExpired); }
+  // Adds the table's figures (common/table_stats.h) to `out`: its sizes and what it counted.
+  void ReportStats(TableStats& out) const;
   // Floats a row takes on disk: dim, optimizer state, and the update time when spec has a TTL.
   static uint32_t PersistedFloatsPerRow(const TableSpec& spec);
   // Deletes every row (in memory and on disk) not updated for spec().ttl_seconds; returns how
@@ -423,9 +426,7 @@ class EmbeddingTable {
   std::atomic<uint64_t> rows_{0};
   std::unique_ptr<Tier> tier_;  // null: every row in memory
   std::unique_ptr<AdmissionFilter> admission_;  // null: every key is stored
-  std::atomic<uint64_t> not_admitted_{0};
-  std::atomic<uint64_t> updates_dropped_{0};
-  std::atomic<uint64_t> rows_expired_{0};
+  TableStatCounters counters_;  // what the table counts of its figures (table_stats.h)
   std::function<uint32_t()> now_;  // seconds since the epoch
 };
 

@@ -81,7 +81,7 @@ Result<uint64_t> EmbeddingTable::ExpireRows() {
     rows_.fetch_sub(expired, std::memory_order_relaxed);
     total += expired;
   }
-  rows_expired_.fetch_add(total, std::memory_order_relaxed);
+  counters_.Add(TableStat::kExpired, total);
   return total;
 }
 

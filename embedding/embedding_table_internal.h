@@ -20,10 +20,7 @@ struct EmbeddingTable::Tier {
   TierOptions options;
   std::vector<ClockRing> clocks;  // per partition, guarded by its stripe's lock
   std::atomic<uint64_t> resident{0};
-  std::atomic<uint64_t> hits{0};
-  std::atomic<uint64_t> misses{0};
   std::atomic<uint64_t> loaded{0};
-  std::atomic<uint64_t> evictions{0};
   std::atomic<uint64_t> writebacks{0};
   uint64_t relogger = 0;  // the handle of RelogDirtyRows in the push log; 0: none
   // Per partition, guarded by its stripe's lock: the rows a restart would find (those only on
@@ -38,13 +35,7 @@ struct EmbeddingTable::Tier {
   };
   mutable std::mutex hints_mu;
   std::unordered_map<uint64_t, Hint> hints;  // guarded by hints_mu
-  std::atomic<uint64_t> pinned_rows{0};
-  std::atomic<uint64_t> pinned_bytes{0};
-  std::atomic<uint64_t> hinted_keys{0};
-  std::atomic<uint64_t> prefetched{0};
-  std::atomic<uint64_t> created_ahead{0};
   std::atomic<uint64_t> prefetch_raced{0};
-  std::atomic<uint64_t> pins_refused{0};
   std::atomic<uint64_t> hints_refused{0};
   std::atomic<uint64_t> hints_expired{0};
 };

@@ -34,12 +34,13 @@ bool EmbeddingTable::PinRow(float* row) {
   const uint32_t flags = LoadFlags(flags_word);
   if (PinCount(flags) == 0) {
     const uint64_t row_bytes = uint64_t{stored_floats_} * sizeof(float);
-    uint64_t pinned = tier.pinned_bytes.load(std::memory_order_relaxed);
+    std::atomic<uint64_t>& pinned_bytes = counters_.Value(TableStat::kPinnedBytes);
+    uint64_t pinned = pinned_bytes.load(std::memory_order_relaxed);
     do {
       if (pinned + row_bytes > tier.options.pin_budget_bytes) return false;
-    } while (!tier.pinned_bytes.compare_exchange_weak(pinned, pinned + row_bytes,
-                                                      std::memory_order_relaxed));
-    tier.pinned_rows.fetch_add(1, std::memory_order_relaxed);
+    } while (!pinned_bytes.compare_exchange_weak(pinned, pinned + row_bytes,
+                                                 std::memory_order_relaxed));
+    counters_.Add(TableStat::kPinnedRows);
   }
   StoreFlags(flags_word, (flags + kPinOne) | kReferenced);
   return true;
@@ -66,9 +67,8 @@ void EmbeddingTable::NoteRowWritten(uint32_t partition, uint64_t key) {
 }
 
 void EmbeddingTable::ForgetPin() {
-  tier_->pinned_bytes.fetch_sub(uint64_t{stored_floats_} * sizeof(float),
-                                std::memory_order_relaxed);
-  tier_->pinned_rows.fetch_sub(1, std::memory_order_relaxed);
+  counters_.Subtract(TableStat::kPinnedBytes, uint64_t{stored_floats_} * sizeof(float));
+  counters_.Subtract(TableStat::kPinnedRows);
 }
 
 // One Prefetch's keys and what it found of them, from pass to pass.
@@ -101,7 +101,7 @@ Result<size_t> EmbeddingTable::Prefetch(uint64_t hint, std::span<const uint64_t>
                                std::to_string(kMaxHints) + " hints already");
     }
   }
-  tier.hinted_keys.fetch_add(keys.size(), std::memory_order_relaxed);
+  counters_.Add(TableStat::kHintedKeys, keys.size());
   PrefetchPass pass;
   pass.unique.assign(keys.begin(), keys.end());
   std::sort(pass.unique.begin(), pass.unique.end());
@@ -117,7 +117,7 @@ Result<size_t> EmbeddingTable::Prefetch(uint64_t hint, std::span<const uint64_t>
     Unpin(pass.held.pinned);  // the hint is not held: nothing would release its pins
     return read;
   }
-  tier.pins_refused.fetch_add(pass.refused, std::memory_order_relaxed);
+  counters_.Add(TableStat::kPinsRefused, pass.refused);
   std::lock_guard<std::mutex> lock(tier.hints_mu);
   tier.hints[hint] = std::move(pass.held);
   return size_t{pass.refused};
@@ -151,7 +151,7 @@ Status EmbeddingTable::ReadMissingRows(PrefetchPass& pass) {
   // likely be evicted before its request came).
   Tier& tier = *tier_;
   const uint64_t row_bytes = uint64_t{stored_floats_} * sizeof(float);
-  const uint64_t pinned_now = tier.pinned_bytes.load(std::memory_order_relaxed);
+  const uint64_t pinned_now = counters_.Get(TableStat::kPinnedBytes);
   const uint64_t room = tier.options.pin_budget_bytes > pinned_now
                             ? (tier.options.pin_budget_bytes - pinned_now) / row_bytes
                             : 0;
@@ -212,8 +212,8 @@ void EmbeddingTable::InsertPrefetchedRow(PrefetchPass& pass, size_t m, uint32_t 
   // A new key gets the row its request would create, unless creating is an event of its own
   // (admission counts requests, a TTL stamps the time), and only as a pinned row: one evicted
   // before its request came would be written to disk unchanged.
-  if (!pass.found[m] && (!create_new || tier.pinned_bytes.load(std::memory_order_relaxed) +
-                                                row_bytes > tier.options.pin_budget_bytes)) {
+  if (!pass.found[m] && (!create_new || counters_.Get(TableStat::kPinnedBytes) + row_bytes >
+                                            tier.options.pin_budget_bytes)) {
     if (create_new) ++pass.refused;
     return;
   }
@@ -229,13 +229,13 @@ void EmbeddingTable::InsertPrefetchedRow(PrefetchPass& pass, size_t m, uint32_t 
     if (pass.found[m]) {
       std::copy_n(pass.loaded.data() + m * floats_per_row_, floats_per_row_, row);
       StoreFlags(row + floats_per_row_, kOnDisk);
-      tier.prefetched.fetch_add(1, std::memory_order_relaxed);
+      counters_.Add(TableStat::kPrefetchedRows);
     } else {
       InitNewRow(key, row);
       StoreFlags(row + floats_per_row_, kDirty);
       rows_.fetch_add(1, std::memory_order_relaxed);
       changes_.Note(partition, key);
-      tier.created_ahead.fetch_add(1, std::memory_order_relaxed);
+      counters_.Add(TableStat::kCreatedAhead);
     }
     tier.clocks[partition].Add(key);
     tier.resident.fetch_add(1, std::memory_order_relaxed);
@@ -305,15 +305,15 @@ PrefetchStats EmbeddingTable::prefetch_stats() const {
   PrefetchStats stats;
   if (tier_ == nullptr) return stats;
   const Tier& tier = *tier_;
-  stats.hinted_keys = tier.hinted_keys.load(std::memory_order_relaxed);
-  stats.prefetched_rows = tier.prefetched.load(std::memory_order_relaxed);
-  stats.created_rows = tier.created_ahead.load(std::memory_order_relaxed);
+  stats.hinted_keys = counters_.Get(TableStat::kHintedKeys);
+  stats.prefetched_rows = counters_.Get(TableStat::kPrefetchedRows);
+  stats.created_rows = counters_.Get(TableStat::kCreatedAhead);
   stats.raced_rows = tier.prefetch_raced.load(std::memory_order_relaxed);
-  stats.pins_refused = tier.pins_refused.load(std::memory_order_relaxed);
+  stats.pins_refused = counters_.Get(TableStat::kPinsRefused);
   stats.hints_refused = tier.hints_refused.load(std::memory_order_relaxed);
   stats.hints_expired = tier.hints_expired.load(std::memory_order_relaxed);
-  stats.pinned_rows = tier.pinned_rows.load(std::memory_order_relaxed);
-  stats.pinned_bytes = tier.pinned_bytes.load(std::memory_order_relaxed);
+  stats.pinned_rows = counters_.Get(TableStat::kPinnedRows);
+  stats.pinned_bytes = counters_.Get(TableStat::kPinnedBytes);
   {
     std::lock_guard<std::mutex> lock(tier.hints_mu);
     stats.hints = tier.hints.size();

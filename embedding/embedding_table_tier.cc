@@ -234,7 +234,7 @@ Status EmbeddingTable::EvictWhileOverBudget(std::span<const uint32_t> partitions
   }
   budget.Release(chosen_bytes);
   tier.resident.fetch_sub(victims.size(), std::memory_order_relaxed);
-  tier.evictions.fetch_add(victims.size(), std::memory_order_relaxed);
+  counters_.Add(TableStat::kEvictions, victims.size());
   tier.writebacks.fetch_add(written, std::memory_order_relaxed);
   return Status::Ok();
 }
@@ -394,10 +394,10 @@ TierStats EmbeddingTable::tier_stats() const {
   TierStats stats;
   if (tier_ == nullptr) return stats;
   stats.resident_rows = tier_->resident.load(std::memory_order_relaxed);
-  stats.hits = tier_->hits.load(std::memory_order_relaxed);
-  stats.misses = tier_->misses.load(std::memory_order_relaxed);
+  stats.hits = counters_.Get(TableStat::kHits);
+  stats.misses = counters_.Get(TableStat::kMisses);
   stats.loaded = tier_->loaded.load(std::memory_order_relaxed);
-  stats.evictions = tier_->evictions.load(std::memory_order_relaxed);
+  stats.evictions = counters_.Get(TableStat::kEvictions);
   stats.writebacks = tier_->writebacks.load(std::memory_order_relaxed);
   return stats;
 }

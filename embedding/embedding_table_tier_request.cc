@@ -54,8 +54,8 @@ void EmbeddingTable::LookUpStripeLocked(uint32_t stripe, std::span<const uint64_
     float* flags = row + floats_per_row_;
     StoreFlags(flags, LoadFlags(flags) | kReferenced);
   }
-  tier_->hits.fetch_add(end - begin - missed.size(), std::memory_order_relaxed);
-  tier_->misses.fetch_add(missed.size(), std::memory_order_relaxed);
+  counters_.Add(TableStat::kHits, end - begin - missed.size());
+  counters_.Add(TableStat::kMisses, missed.size());
 }
 
 Result<size_t> EmbeddingTable::LoadMissesLocked(std::span<const uint64_t> keys,

@@ -17,24 +17,9 @@ double WaitPerStepMs(const trainer::TrainSummary& summary) {
 TableStats SumTableStats(const ServerStats& server) {
   TableStats sum;
   for (const TableStats& t : server.tables) {
-    sum.rows += t.rows;
-    sum.bytes += t.bytes;
-    sum.resident_rows += t.resident_rows;
-    sum.disk_bytes += t.disk_bytes;
-    sum.hits += t.hits;
-    sum.misses += t.misses;
-    sum.evictions += t.evictions;
-    sum.not_admitted += t.not_admitted;
-    sum.updates_dropped += t.updates_dropped;
-    sum.expired += t.expired;
-    sum.non_finite_refused += t.non_finite_refused;
-    sum.non_finite_skipped += t.non_finite_skipped;
-    sum.hinted_keys += t.hinted_keys;
-    sum.prefetched_rows += t.prefetched_rows;
-    sum.created_ahead += t.created_ahead;
-    sum.pinned_rows += t.pinned_rows;
-    sum.pinned_bytes += t.pinned_bytes;
-    sum.pins_refused += t.pins_refused;
+#define EMBER_SUM_TABLE_STAT(field, ...) sum.field += t.field;
+    EMBER_TABLE_STATS(EMBER_SUM_TABLE_STAT)
+#undef EMBER_SUM_TABLE_STAT
   }
   return sum;
 }
@@ -46,24 +31,15 @@ Json ServersJson(const std::vector<ServerStats>& servers) {
   Json server_list = Json::array();
   for (const ServerStats& server : servers) {
     const TableStats sum = SumTableStats(server);
-    server_list.push_back({{"id", server.server_id},
-                           {"rows", sum.rows},
-                           {"bytes", sum.bytes},
-                           {"resident_rows", sum.resident_rows},
-                           {"disk_bytes", sum.disk_bytes},
-                           {"hits", sum.hits},
-                           {"misses", sum.misses},
-                           {"evictions", sum.evictions},
-                           {"not_admitted", sum.not_admitted},
-                           {"updates_dropped", sum.updates_dropped},
-                           {"expired", sum.expired},
-                           {"hinted_keys", sum.hinted_keys},
-                           {"prefetched_rows", sum.prefetched_rows},
-                           {"created_ahead", sum.created_ahead},
-                           {"pins_refused", sum.pins_refused},
-                           {"keys_pulled", server.keys_pulled},
-                           {"keys_pushed", server.keys_pushed},
-                           {"errors", server.errors}});
+    Json entry = {{"id", server.server_id}};
+#define EMBER_LOG_TABLE_STAT(field, Name, Type, metric, help, logged) \
+  if (logged) entry[#field] = sum.field;
+    EMBER_TABLE_STATS(EMBER_LOG_TABLE_STAT)
+#undef EMBER_LOG_TABLE_STAT
+    entry["keys_pulled"] = server.keys_pulled;
+    entry["keys_pushed"] = server.keys_pushed;
+    entry["errors"] = server.errors;
+    server_list.push_back(std::move(entry));
   }
   return server_list;
 }

@@ -38,76 +38,23 @@ prometheus::MetricFamily LatencyHistograms(const std::vector<RequestMetrics::Kin
   return family;
 }
 
-// Per table: sizes (gauges) and the tier's, admission's and look-ahead's counts.
-std::vector<prometheus::MetricFamily> TableFamilies(const ServerStats& stats) {
-  struct TableFigure {
-    prometheus::MetricFamily family;
-    uint64_t TableStats::*field;
-  };
-  std::vector<TableFigure> per_table = {
-      {GaugeFamily("ember_server_table_rows", "Rows of the table on this server."),
-       &TableStats::rows},
-      {GaugeFamily("ember_server_table_bytes",
-                   "Bytes of the table's rows (with optimizer state) on this server."),
-       &TableStats::bytes},
-      {GaugeFamily("ember_server_table_resident_rows", "Rows of the table held in memory."),
-       &TableStats::resident_rows},
-      {GaugeFamily("ember_server_table_disk_bytes", "Bytes of the table's rows on disk (RocksDB)."),
-       &TableStats::disk_bytes},
-      {CounterFamily("ember_server_tier_hits_total", "Row lookups served from memory."),
-       &TableStats::hits},
-      {CounterFamily("ember_server_tier_misses_total", "Row lookups that went to disk."),
-       &TableStats::misses},
-      {CounterFamily("ember_server_tier_evictions_total",
-                     "Rows evicted from memory to disk under the memory budget."),
-       &TableStats::evictions},
-      {CounterFamily("ember_server_admission_refusals_total",
-                     "New keys the table's admission policy did not admit."),
-       &TableStats::not_admitted},
-      {CounterFamily("ember_server_updates_dropped_total",
-                     "Pushed updates dropped for keys that were not admitted."),
-       &TableStats::updates_dropped},
-      {CounterFamily("ember_server_rows_expired_total",
-                     "Rows deleted for passing the table's TTL."),
-       &TableStats::expired},
-      {CounterFamily("ember_server_non_finite_pushes_refused_total",
-                     "Pushes refused for a NaN or infinite gradient."),
-       &TableStats::non_finite_refused},
-      {CounterFamily("ember_server_non_finite_rows_skipped_total",
-                     "Rows left out of pushes for a NaN or infinite gradient."),
-       &TableStats::non_finite_skipped},
-      {CounterFamily("ember_server_hinted_keys_total", "Keys named by look-ahead hints."),
-       &TableStats::hinted_keys},
-      {CounterFamily("ember_server_prefetched_rows_total",
-                     "Rows look-ahead hints read from disk ahead of their requests."),
-       &TableStats::prefetched_rows},
-      {CounterFamily("ember_server_rows_created_ahead_total",
-                     "New rows look-ahead hints created ahead of their requests."),
-       &TableStats::created_ahead},
-      {GaugeFamily("ember_server_pinned_rows", "Rows pinned in memory by look-ahead hints."),
-       &TableStats::pinned_rows},
-      {GaugeFamily("ember_server_pinned_bytes",
-                   "Bytes of the rows pinned by look-ahead hints (bounded by the pin budget)."),
-       &TableStats::pinned_bytes},
-      {CounterFamily("ember_server_pins_refused_total",
-                     "Hinted rows left unpinned because the pin budget was full."),
-       &TableStats::pins_refused},
-      {GaugeFamily("ember_server_tracked_change_keys",
-                   "Keys of changed rows held for the next incremental checkpoint cut."),
-       &TableStats::tracked_change_keys},
-  };
-  std::vector<prometheus::MetricFamily> families;
-  for (TableFigure& figure : per_table) {
-    for (const TableStats& table : stats.tables) {
-      AddSample(figure.family, static_cast<double>(table.*figure.field), {{"table", table.name}});
-    }
-    families.push_back(std::move(figure.family));
-  }
-  return families;
-
-}
-
 }  // namespace
+
+// Per table, every figure of common/table_stats.h: one family each, one sample per table.
+std::vector<prometheus::MetricFamily> TableFamilies(const ServerStats& stats) {
+  std::vector<prometheus::MetricFamily> families;
+  const auto add_family = [&](prometheus::MetricFamily family, uint64_t TableStats::*field) {
+    for (const TableStats& table : stats.tables) {
+      AddSample(family, static_cast<double>(table.*field), {{"table", table.name}});
+    }
+    families.push_back(std::move(family));
+  };
+#define EMBER_TABLE_STAT_FAMILY(field, Name, Type, metric, help, logged) \
+  add_family(Type##Family(metric, help), &TableStats::field);
+  EMBER_TABLE_STATS(EMBER_TABLE_STAT_FAMILY)
+#undef EMBER_TABLE_STAT_FAMILY
+  return families;
+}
 
 std::vector<prometheus::MetricFamily> ServerMetrics::Collect() const {
   const ServerStats stats = service_.Stats();

@@ -27,4 +27,7 @@ class ServerMetrics : public prometheus::Collectable {
   const ShardService& service_;
 };
 
+// The families of every per-table figure (common/table_stats.h) of `stats`, one sample per table.
+std::vector<prometheus::MetricFamily> TableFamilies(const ServerStats& stats);
+
 }  // namespace ember::ps

@@ -50,7 +50,7 @@ Result<std::unique_ptr<ShardService>> ShardService::Create(uint32_t server_id,
     ASSIGN_OR_RETURN(auto table,
                      embedding::EmbeddingTable::Create(spec, routing.num_partitions, tier));
     service->tables_.emplace(spec.name, std::move(table));
-    service->non_finite_.try_emplace(spec.name);
+    service->table_counters_.try_emplace(spec.name);
   }
   // With durability flush the rows of a push are not written with it, so neither are its records.
   PushLedgerOptions ledger;
@@ -203,13 +203,13 @@ Frame ShardService::HandlePush(const wire::RequestHeader& header, const wire::Pu
                               : -1;
   if (bad_row < 0) return ApplyPush(header, push, **table, peer);
   // Before the gate claims the push: a refused push changes no row and no optimizer state.
-  NonFiniteCounts& counts = non_finite_.find(push.table)->second;
+  TableStatCounters& counts = table_counters_.find(push.table)->second;
   if (policy_.non_finite == NonFinitePolicy::kRefuse) {
-    counts.refused.fetch_add(1, std::memory_order_relaxed);
+    counts.Add(TableStat::kNonFiniteRefused);
     return Error(header.request_id, NonFiniteRefusal(push, dim, bad_row));
   }
   const FiniteRows kept = KeepFiniteRows(push, dim);
-  counts.skipped.fetch_add(kept.skipped, std::memory_order_relaxed);
+  counts.Add(TableStat::kNonFiniteSkipped, kept.skipped);
   spdlog::debug("server {}: push {} to table {}: {} rows with non-finite gradients skipped",
                 server_id_, header.request_id, push.table, kept.skipped);
   wire::PushRequest finite = push;
@@ -251,23 +251,10 @@ wire::ServerStats ShardService::Stats() const {
   wire::ServerStats stats;
   stats.server_id = server_id_;
   for (const auto& [name, table] : tables_) {
-    const embedding::TierStats tier = table->tier_stats();
-    stats.tables.push_back(wire::TableStats{
-        name, table->rows(), table->bytes(),
-        table->tiered() ? tier.resident_rows : table->rows(),
-        table->disk_bytes(), tier.hits, tier.misses, tier.evictions, table->keys_not_admitted(),
-        table->updates_dropped(), table->rows_expired()});
-    const NonFiniteCounts& counts = non_finite_.find(name)->second;
-    stats.tables.back().non_finite_refused = counts.refused.load(std::memory_order_relaxed);
-    stats.tables.back().non_finite_skipped = counts.skipped.load(std::memory_order_relaxed);
-    const embedding::PrefetchStats ahead = table->prefetch_stats();
-    stats.tables.back().hinted_keys = ahead.hinted_keys;
-    stats.tables.back().prefetched_rows = ahead.prefetched_rows;
-    stats.tables.back().created_ahead = ahead.created_rows;
-    stats.tables.back().pinned_rows = ahead.pinned_rows;
-    stats.tables.back().pinned_bytes = ahead.pinned_bytes;
-    stats.tables.back().pins_refused = ahead.pins_refused;
-    stats.tables.back().tracked_change_keys = table->tracked_change_keys();
+    TableStats& figures = stats.tables.emplace_back();
+    figures.name = name;
+    table->ReportStats(figures);
+    table_counters_.find(name)->second.AddTo(figures);
   }
   stats.pull_requests = pull_requests_.load(std::memory_order_relaxed);
   stats.push_requests = push_requests_.load(std::memory_order_relaxed);

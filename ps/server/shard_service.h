@@ -143,12 +143,6 @@ class ShardService {
   uint64_t transfers_refused() const { return transfers_refused_.load(std::memory_order_relaxed); }
 
  private:
-  // A table's counts of pushes with non-finite gradients.
-  struct NonFiniteCounts {
-    std::atomic<uint64_t> refused{0};  // pushes refused
-    std::atomic<uint64_t> skipped{0};  // rows left out
-  };
-
   ShardService(uint32_t server_id, const RoutingTable& routing, const ShardPolicy& policy);
 
   Frame HandleDecoded(const wire::DecodedRequest& request, const Peer& peer);
@@ -272,7 +266,8 @@ class ShardService {
   std::atomic<uint64_t> transfers_refused_{0};
   RequestMetrics request_metrics_;
   LimitCounters limits_hit_;
-  std::map<std::string, NonFiniteCounts, std::less<>> non_finite_;  // a key per table
+  // Per table, the figures the service counts itself (pushes with non-finite gradients).
+  std::map<std::string, TableStatCounters, std::less<>> table_counters_;
   // Hints released by their push, by table and hint id, oldest first: the prefetch thread must not run
   // them any more (one may have been on its way, or parked for a retry).
   std::mutex released_mutex_;
