@@ -120,6 +120,9 @@ class Trainer {
   void set_clock_observer(ClockObserver observer) { observer_ = std::move(observer); }
 
  private:
+  // The steps of one Run (trainer_run.cc).
+  class StepLoop;
+
   Trainer(ps::Client* client, Backend* backend, DataSource* data, const ModelConfig& model,
           TrainOptions options);
   // After step clock_'s pushes were acknowledged: the clock report (noting an announced cut)
