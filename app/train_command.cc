@@ -40,8 +40,8 @@ constexpr CommandText kTrainCommand = {
 void AddTrainFlags(CLI::App* command, TrainFlags* flags) {
   AddConfigFlags(command, &flags->config, /*required=*/true);
   AddDataRootFlag(command, &flags->config);
-  AddValue(command, "--scheduler", &flags->scheduler, "ENDPOINT",
-           "the scheduler's endpoint (default: cluster.scheduler)");
+  AddSchedulerEndpointFlag(command, &flags->scheduler,
+                           "the scheduler's endpoint (default: cluster.scheduler)");
   AddValue(command, "--name", &flags->name, "NAME",
            "trainer name to register under (default: trainer, or trainer-R of many)");
   AddTrainingFlags(command, &flags->config);
@@ -279,6 +279,47 @@ void PrintRunHeader(const trainer::TrainOptions& train, const RoutingTable& rout
   std::fflush(stdout);
 }
 
+// The run log of --log-jsonl; none without it.
+Result<std::unique_ptr<local::RunLog>> OpenRunLog(const TrainFlags& flags) {
+  if (flags.log_jsonl.empty()) return std::unique_ptr<local::RunLog>();
+  return local::RunLog::Open(flags.log_jsonl);
+}
+
+// The model a run ends with and where it lives: the run's own client, backend and data set, or,
+// after an early-stopping retrain, those of the retrain (which `retrained` holds).
+struct TrainedModel {
+  trainer::TrainSummary summary;  // of the training that made the model
+  ps::Client* client = nullptr;
+  trainer::Backend* backend = nullptr;
+  std::shared_ptr<trainer::InteractionDataset> dataset;
+  std::optional<local::EarlyStoppingReport> early_stopping;
+  EarlyStoppedModel retrained;
+};
+
+// Runs the training `run` describes, with early stopping when the config asks for it.
+Result<TrainedModel> TrainModel(const EarlyStoppingRun& run) {
+  TrainedModel model;
+  model.client = run.client;
+  model.backend = run.backend;
+  model.dataset = run.dataset;
+  if (!run.config->train.early_stopping.enabled()) {
+    ASSIGN_OR_RETURN(model.summary, run.loop->Run(run.steps, [&](const trainer::WindowStats& w) {
+      run.on_window(w, run.steps);
+    }));
+    return model;
+  }
+  if (!run.dataset) return InvalidArgument("train.early_stopping needs interaction data");
+  ASSIGN_OR_RETURN(model.retrained, TrainWithEarlyStopping(run));
+  model.summary = model.retrained.summary;
+  model.early_stopping = model.retrained.report;
+  if (model.retrained.client) {
+    model.client = model.retrained.client.get();
+    model.backend = model.retrained.backend.get();
+    model.dataset = model.retrained.dataset;
+  }
+  return model;
+}
+
 }  // namespace
 
 int RunTrain(const TrainFlags& flags) {
@@ -307,12 +348,9 @@ int RunTrain(const TrainFlags& flags) {
   ps::ClientOptions& client_options = *options;
 
   // The log and the data first: a bad file path should fail before anything connects.
-  std::unique_ptr<local::RunLog> run_log;
-  if (!flags.log_jsonl.empty()) {
-    auto opened = local::RunLog::Open(flags.log_jsonl);
-    if (!opened.ok()) return PrintError("train", opened.status(), 2);
-    run_log = std::move(*opened);
-  }
+  auto opened_log = OpenRunLog(flags);
+  if (!opened_log.ok()) return PrintError("train", opened_log.status(), 2);
+  std::unique_ptr<local::RunLog> run_log = std::move(*opened_log);
   auto data = LoadTrainData(config->data, config->model, train);
   if (!data.ok()) return Fail(data.status());
   const uint32_t steps = data->steps;
@@ -338,45 +376,25 @@ int RunTrain(const TrainFlags& flags) {
       log_failed = true;
     }
   };
-  // With early stopping, the final model may live in a client and backend of a retrain.
-  ps::Client* model_client = client->get();
-  trainer::Backend* model_backend = backend->get();
-  std::shared_ptr<trainer::InteractionDataset> model_dataset = data->dataset;
-  std::optional<local::EarlyStoppingReport> early_stopping;
-  EarlyStoppedModel early_stopped;
-  Result<trainer::TrainSummary> summary = trainer::TrainSummary{};
-  if (train.early_stopping.enabled()) {
-    if (!data->dataset) return Fail(InvalidArgument("train.early_stopping needs interaction data"));
-    EarlyStoppingRun run{&*config, &client_options, client->get(), backend->get(), loop->get(),
-                         data->dataset, steps, on_window};
-    auto trained = TrainWithEarlyStopping(run);
-    if (!trained.ok()) return Fail(trained.status());
-    early_stopped = std::move(*trained);
-    summary = early_stopped.summary;
-    early_stopping = early_stopped.report;
-    if (early_stopped.client) {
-      model_client = early_stopped.client.get();
-      model_backend = early_stopped.backend.get();
-      model_dataset = early_stopped.dataset;
-    }
-  } else {
-    summary = (*loop)->Run(steps, [&](const trainer::WindowStats& w) { on_window(w, steps); });
-    if (!summary.ok()) return Fail(summary.status());
-  }
+  EarlyStoppingRun run{&*config, &client_options, client->get(), backend->get(), loop->get(),
+                       data->dataset, steps, on_window};
+  auto model = TrainModel(run);
+  if (!model.ok()) return Fail(model.status());
+  const trainer::TrainSummary& summary = model->summary;
 
   // The training is done either way: a server that does not answer (one that was drained or
   // died) only leaves the per-server lines out.
-  const std::vector<ServerStats> servers = ServerFigures(*model_client);
-  PrintSummary(*summary, train.batch_size, servers, routing.servers);
+  const std::vector<ServerStats> servers = ServerFigures(*model->client);
+  PrintSummary(summary, train.batch_size, servers, routing.servers);
   std::optional<local::EvalFigures> eval;
-  if (model_dataset) {
-    auto figures = Evaluate(*model_client, *model_backend, *model_dataset, *config);
+  if (model->dataset) {
+    auto figures = Evaluate(*model->client, *model->backend, *model->dataset, *config);
     if (!figures.ok()) return Fail(figures.status());
     eval = *figures;
   }
   std::fflush(stdout);
   const std::string summary_json =
-      local::TrainSummaryJson(*summary, servers, eval, early_stopping);
+      local::TrainSummaryJson(summary, servers, eval, model->early_stopping);
   if (Status written = WriteSummary(flags, run_log.get(), summary_json); !written.ok()) {
     return Fail(written);
   }

@@ -1,20 +1,13 @@
 // `ember tune`: a grid search over config settings, each trial a local cluster trained on the
 // training split less validation and evaluated on validation only; the choice, its config as
 // YAML, and the test figures of the chosen config alone (local/tune_grid.h has the rules).
-#include <spdlog/spdlog.h>
-
 #include <algorithm>
 #include <atomic>
-#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <functional>
 #include <memory>
-#include <regex>
-#include <span>
-#include <sstream>
-#include <thread>
 
 #include <nlohmann/json.hpp>
 
@@ -22,7 +15,7 @@
 #include "app/config_flags.h"
 #include "app/logging.h"
 #include "app/process_setup.h"
-#include "common/child_process.h"
+#include "app/tune_trials.h"
 #include "common/file_io.h"
 #include "common/scratch_directory.h"
 #include "local/tune_grid.h"
@@ -86,213 +79,7 @@ Command MakeTuneCommand(CLI::App& ember) {
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
 using Json = nlohmann::ordered_json;
-
-std::string Describe(const std::vector<config::Override>& settings) {
-  std::string text;
-  for (const config::Override& o : settings) text += (text.empty() ? "" : " ") + o.ToString();
-  return text.empty() ? "(the config as it is)" : text;
-}
-
-// The last error an `ember` process printed into `log` ("ember train: INVALID_ARGUMENT: ...",
-// plain or as a JSON log line's message), or a line saying how it exited.
-std::string ErrorInLog(const std::string& log, int exit_code) {
-  auto text = ReadWholeFile(log, 64 << 20);
-  std::string last;
-  if (text.ok()) {
-    static const std::regex error_line(R"(^ember [a-z]+: [A-Z_]+: .*)");
-    std::istringstream lines(*text);
-    for (std::string line; std::getline(lines, line);) {
-      if (line.starts_with('{')) {
-        const Json entry = Json::parse(line, nullptr, /*allow_exceptions=*/false);
-        if (entry.is_object() && entry.value("level", "") == "error") {
-          line = entry.value("message", "");
-        }
-      }
-      if (std::regex_match(line, error_line)) last = line;
-    }
-  }
-  return last.empty() ? "exited with code " + std::to_string(exit_code) + " (log: " + log + ")"
-                      : last;
-}
-
-// One training of a trial's config, with one model seed.
-struct SeedRun {
-  uint32_t seed = 0;
-  std::string summary, log;
-  std::unique_ptr<ChildProcess> process;
-  Clock::time_point start;
-  bool started = false;
-  Status status;
-  std::optional<trainer::ValidationPoint> validation;
-};
-
-struct Trial {
-  local::TrialOutcome outcome;
-  std::vector<config::Override> overrides;  // every override its processes load
-  double epochs = 0;                        // train.epochs of its config
-  std::vector<SeedRun> runs;                // one per seed
-};
-
-std::vector<std::string> ClusterArgs(const std::string& self, const TuneFlags& flags,
-                                     const std::vector<config::Override>& overrides,
-                                     const std::string& summary) {
-  std::vector<std::string> argv = {self, "cluster", "--config", flags.config.path};
-  if (!flags.config.data_root.empty()) {
-    argv.insert(argv.end(), {"--data-root", flags.config.data_root});
-  }
-  for (const config::Override& o : overrides) argv.insert(argv.end(), {"--set", o.ToString()});
-  argv.insert(argv.end(), {"--summary-json", summary});
-  return argv;
-}
-
-// The command line of one seed's run: the trial's overrides, then its seed when there are several.
-std::vector<std::string> RunArgs(const std::string& self, const TuneFlags& flags,
-                                 const std::vector<config::Override>& overrides,
-                                 const SeedRun& run) {
-  std::vector<config::Override> with_seed = overrides;
-  if (flags.seeds > 1) with_seed.push_back({"model.seed", std::to_string(run.seed)});
-  return ClusterArgs(self, flags, with_seed, run.summary);
-}
-
-// A trial's outcome from its seeds' runs: the first failure, else the mean of their figures.
-void SettleTrial(Trial& trial) {
-  trainer::ValidationPoint mean;
-  for (const SeedRun& run : trial.runs) {
-    if (!run.status.ok()) {
-      trial.outcome.status = trial.runs.size() > 1
-                                 ? run.status.WithContext("seed " + std::to_string(run.seed))
-                                 : run.status;
-      return;
-    }
-    mean.hit_rate += run.validation->hit_rate;
-    mean.ndcg += run.validation->ndcg;
-    mean.epoch += run.validation->epoch;
-    mean.step += run.validation->step;
-  }
-  const double n = static_cast<double>(trial.runs.size());
-  mean.hit_rate /= n;
-  mean.ndcg /= n;
-  mean.epoch /= n;
-  mean.step = static_cast<uint32_t>(mean.step / n);
-  trial.outcome.validation = mean;
-}
-
-// One run of one trial, as the scheduler below handles it.
-struct RunRef {
-  size_t trial_index;
-  Trial* trial;
-  SeedRun* run;
-};
-
-// Runs `runs` in order, each its own `ember cluster`, flags.parallel at a time: started(ref) once
-// each has started, finished(ref, exit code) once it has ended. Once should_stop() says so, no
-// more start and those still running are stopped (their exit code is then -1).
-void RunProcesses(const std::string& self, const TuneFlags& flags, std::span<const RunRef> runs,
-                  const std::function<bool()>& should_stop,
-                  const std::function<void(const RunRef&)>& started,
-                  const std::function<void(const RunRef&, int)>& finished) {
-  const size_t parallel = std::max<uint32_t>(1, flags.parallel);
-  size_t next = 0, running = 0;
-  while (true) {
-    for (const RunRef& ref : runs) {
-      SeedRun& run = *ref.run;
-      if (!run.process) continue;
-      const int code = run.process->WaitExit(std::chrono::milliseconds(0));
-      if (code < 0 && !should_stop()) continue;
-      if (code < 0) run.process->Stop();
-      run.process.reset();
-      --running;
-      finished(ref, code);
-    }
-    while (running < parallel && next < runs.size() && !should_stop()) {
-      const RunRef& ref = runs[next++];
-      SeedRun& run = *ref.run;
-      run.started = true;
-      run.start = Clock::now();
-      run.process =
-          std::make_unique<ChildProcess>(RunArgs(self, flags, ref.trial->overrides, run), run.log);
-      ++running;
-      started(ref);
-    }
-    if (running == 0) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
-}
-
-// Starts, waits for and times out the trials' runs, `parallel` at a time.
-void RunTrials(const std::string& self, const TuneFlags& flags, const local::TuneBudget& budget,
-               std::vector<Trial>& trials, const std::atomic<bool>& stop) {
-  const auto begin = Clock::now();
-  const auto over_time = [&] {
-    return budget.time.count() > 0 && Clock::now() - begin >= budget.time;
-  };
-  // Every run, trial by trial.
-  std::vector<RunRef> runs;
-  for (size_t t = 0; t < trials.size(); ++t) {
-    if (!trials[t].outcome.status.ok()) continue;  // its config did not load, or no budget
-    for (SeedRun& run : trials[t].runs) runs.push_back({t, &trials[t], &run});
-  }
-  const auto name = [&](const RunRef& ref) {
-    std::string text =
-        "trial " + std::to_string(ref.trial_index + 1) + "/" + std::to_string(trials.size());
-    if (ref.trial->runs.size() > 1) text += " seed " + std::to_string(ref.run->seed);
-    return text + " " + Describe(ref.trial->outcome.settings);
-  };
-  const auto ended = [](const SeedRun& run) { return run.validation || !run.status.ok(); };
-  const auto started = [&](const RunRef& ref) {
-    std::printf("tune: %s: started\n", name(ref).c_str());
-    std::fflush(stdout);
-  };
-  const auto finished = [&](const RunRef& ref, int code) {
-    Trial& trial = *ref.trial;
-    SeedRun& run = *ref.run;
-    if (code < 0) {
-      run.status = DeadlineExceeded(stop.load() ? "stopped by a signal"
-                                                : "stopped: the time budget ran out");
-    } else if (code != 0) {
-      run.status = Unavailable(ErrorInLog(run.log, code));
-    } else {
-      auto text = ReadWholeFile(run.summary, 64 << 20);
-      auto validation = text.ok() ? local::ValidationOfSummary(*text, trial.epochs)
-                                  : Result<trainer::ValidationPoint>(text.status());
-      if (validation.ok()) {
-        run.validation = *validation;
-      } else {
-        run.status = validation.status();
-      }
-    }
-    const double seconds = std::chrono::duration<double>(Clock::now() - run.start).count();
-    trial.outcome.seconds += seconds;
-    char figures[96] = "";
-    if (run.validation) {
-      std::snprintf(figures, sizeof(figures), "validation HR %.4f, NDCG %.4f, epoch %.1f",
-                    run.validation->hit_rate, run.validation->ndcg, run.validation->epoch);
-    }
-    std::printf("tune: %s: %s (%.1f s)\n", name(ref).c_str(),
-                run.validation ? figures : run.status.ToString().c_str(), seconds);
-    std::fflush(stdout);
-    if (std::all_of(trial.runs.begin(), trial.runs.end(), ended)) SettleTrial(trial);
-  };
-  RunProcesses(self, flags, runs, [&] { return over_time() || stop.load(); }, started, finished);
-  for (Trial& trial : trials) {
-    if (!trial.outcome.status.ok() || trial.outcome.validation) continue;
-    // Some of its runs never started: its figures would be those of fewer seeds.
-    if (std::any_of(trial.runs.begin(), trial.runs.end(),
-                    [](const SeedRun& run) { return !run.status.ok(); })) {
-      SettleTrial(trial);  // reports the failure
-      continue;
-    }
-    const size_t started_runs = std::count_if(trial.runs.begin(), trial.runs.end(),
-                                              [](const SeedRun& run) { return run.started; });
-    trial.outcome.status = ResourceExhausted(
-        started_runs == 0 ? "not run: the budget ran out"
-                          : "only " + std::to_string(started_runs) + " of its " +
-                                std::to_string(trial.runs.size()) +
-                                " seeds ran before the budget ran out");
-  }
-}
 
 void PrintTable(const std::vector<Trial>& trials, std::optional<size_t> chosen, unsigned k,
                 uint32_t seeds) {
@@ -334,48 +121,6 @@ Json TrialJson(const Trial& trial) {
     json["error"] = trial.outcome.status.ToString();
   }
   return json;
-}
-
-// A trial's runs: with several seeds, from `first_seed` up, named NAME-seed-S; else one, NAME.
-std::vector<SeedRun> SeedRuns(const std::string& name, uint32_t first_seed, uint32_t seeds) {
-  std::vector<SeedRun> runs(std::max<uint32_t>(1, seeds));
-  for (uint32_t r = 0; r < runs.size(); ++r) {
-    runs[r].seed = first_seed + r;
-    const std::string file =
-        runs.size() > 1 ? name + "-seed-" + std::to_string(runs[r].seed) : name;
-    runs[r].summary = file + ".json";
-    runs[r].log = file + ".log";
-  }
-  return runs;
-}
-
-// Trains `trial`'s config with each of its seeds, `parallel` at a time, and reads each run's
-// test figures (its summary's "eval") into *evals, in seed order.
-Status RunForTest(const std::string& self, const TuneFlags& flags, Trial& trial,
-                  const std::atomic<bool>& stop, std::vector<Json>* evals) {
-  std::vector<RunRef> runs;
-  for (SeedRun& run : trial.runs) runs.push_back({0, &trial, &run});
-  Status failed;
-  RunProcesses(
-      self, flags, runs, [&] { return stop.load() || !failed.ok(); }, [](const RunRef&) {},
-      [&](const RunRef& ref, int code) {
-        if (!failed.ok() || code == 0) return;
-        failed = code < 0 ? Aborted("stopped by a signal")
-                          : Unavailable("the chosen config's run failed: " +
-                                        ErrorInLog(ref.run->log, code));
-      });
-  if (!failed.ok()) return failed;
-  if (stop.load()) return Aborted("stopped by a signal");
-  for (const SeedRun& run : trial.runs) {
-    auto text = ReadWholeFile(run.summary, 64 << 20);
-    const Json summary = text.ok() ? Json::parse(*text, nullptr, false) : Json();
-    const Json eval = summary.is_object() ? summary.value("eval", Json()) : Json();
-    if (!eval.is_object() || !eval.contains("hit_rate")) {
-      return DataLoss("the chosen config's run left no test figures in " + run.summary);
-    }
-    evals->push_back(eval);
-  }
-  return Status::Ok();
 }
 
 // Test figures of several seeds' runs: the means of HR and NDCG with their standard deviations
@@ -479,6 +224,68 @@ Json PrintTestFigures(const Trial& final, const std::vector<Json>& evals, unsign
   return summary;
 }
 
+// Where the trials' logs and summaries go: --work-dir, else a scratch folder that `scratch` holds
+// (and removes).
+Result<std::string> MakeWorkDir(const TuneFlags& flags,
+                                std::unique_ptr<ScratchDirectory>& scratch) {
+  if (!flags.work_dir.empty()) {
+    RETURN_IF_ERROR(MakeDirectories(flags.work_dir));
+    return flags.work_dir;
+  }
+  ASSIGN_OR_RETURN(scratch, ScratchDirectory::Make("ember_tune_"));
+  return scratch->path();
+}
+
+// The chosen config: the overrides that make it, and the YAML file it was written to.
+struct ChosenConfig {
+  std::vector<config::Override> overrides;
+  std::string file;
+};
+
+// Writes the config with the chosen trial's `settings` as YAML, to --out, else beside the
+// original.
+Result<ChosenConfig> WriteChosenConfig(const TuneFlags& flags,
+                                       const std::vector<config::Override>& settings) {
+  std::string out = flags.out;
+  if (out.empty()) {
+    const std::filesystem::path path(flags.config.path);
+    out = (path.parent_path() / (path.stem().string() + ".tuned.yaml")).string();
+  }
+  std::vector<config::Override> overrides = flags.config.overrides();
+  overrides.insert(overrides.end(), settings.begin(), settings.end());
+  ASSIGN_OR_RETURN(const std::string yaml,
+                   local::ConfigWithOverrides(flags.config.path, overrides));
+  RETURN_IF_ERROR(WriteFileAtomically(out, yaml));
+  return ChosenConfig{std::move(overrides), out};
+}
+
+// Refuses a base config tune cannot choose on: one that does not train, or whose data has no
+// validation split.
+Status CheckTunable(const local::ClusterConfig& base) {
+  RETURN_IF_ERROR(local::RequireTraining(base));
+  if (base.data.kind != "interactions") {
+    return InvalidArgument(
+        "data.kind: tune chooses on a validation split of interaction data; "
+        "this config's data is '" +
+        base.data.kind + "'");
+  }
+  return Status::Ok();
+}
+
+// "ember tune: 4 trials of CONFIG, choosing on validation HR@10 (NDCG@10 breaks ties)".
+void PrintTuneHeader(const TuneFlags& flags, size_t trials, uint32_t k) {
+  const std::string at_once =
+      flags.parallel > 1 ? ", " + std::to_string(flags.parallel) + " runs at once" : "";
+  const std::string of_seeds =
+      flags.seeds > 1 ? " of " + std::to_string(flags.seeds) + " seeds each" : "";
+  std::printf(
+      "ember tune: %zu trials%s of %s, choosing on validation HR@%u (NDCG@%u breaks "
+      "ties)%s%s\n",
+      trials, of_seeds.c_str(), flags.config.path.c_str(), k, k,
+      flags.seeds > 1 ? ", their means" : "", at_once.c_str());
+  std::fflush(stdout);
+}
+
 }  // namespace
 
 int RunTune(const TuneFlags& flags) {
@@ -493,41 +300,18 @@ int RunTune(const TuneFlags& flags) {
   }
   auto base = LoadConfig(flags.config);
   if (!base.ok()) return PrintError("tune", base.status(), 2);
-  if (Status trains = local::RequireTraining(*base); !trains.ok()) {
-    return PrintError("tune", trains, 2);
-  }
-  if (base->data.kind != "interactions") {
-    return PrintError("tune", InvalidArgument("data.kind: tune chooses on a validation split of "
-                                              "interaction data; this config's data is '" +
-                                              base->data.kind + "'"),
-                      2);
-  }
+  if (Status tunable = CheckTunable(*base); !tunable.ok()) return PrintError("tune", tunable, 2);
   const std::string self = SelfExecutable();
   if (self.empty()) return PrintError("tune", Internal("cannot locate the ember binary"));
   std::unique_ptr<ScratchDirectory> scratch;
-  std::string work_dir = flags.work_dir;
-  if (work_dir.empty()) {
-    auto made = ScratchDirectory::Make("ember_tune_");
-    if (!made.ok()) return PrintError("tune", made.status());
-    scratch = std::move(*made);
-    work_dir = scratch->path();
-  } else if (Status made = MakeDirectories(work_dir); !made.ok()) {
-    return PrintError("tune", made);
-  }
+  auto made_work_dir = MakeWorkDir(flags, scratch);
+  if (!made_work_dir.ok()) return PrintError("tune", made_work_dir.status());
+  const std::string work_dir = *made_work_dir;
   std::atomic<bool> stop{false};
   StopOnSignals(&stop);
 
-  const std::vector<config::Override> base_overrides = flags.config.overrides();
   std::vector<Trial> trials = MakeTrials(flags, *axes, budget, work_dir);
-  const std::string at_once =
-      flags.parallel > 1 ? ", " + std::to_string(flags.parallel) + " runs at once" : "";
-  const std::string of_seeds =
-      flags.seeds > 1 ? " of " + std::to_string(flags.seeds) + " seeds each" : "";
-  std::printf("ember tune: %zu trials%s of %s, choosing on validation HR@%u (NDCG@%u breaks "
-              "ties)%s%s\n",
-              trials.size(), of_seeds.c_str(), flags.config.path.c_str(), base->train.eval_k,
-              base->train.eval_k, flags.seeds > 1 ? ", their means" : "", at_once.c_str());
-  std::fflush(stdout);
+  PrintTuneHeader(flags, trials.size(), base->train.eval_k);
   RunTrials(self, flags, budget, trials, stop);
 
   std::vector<local::TrialOutcome> outcomes;
@@ -552,21 +336,10 @@ int RunTune(const TuneFlags& flags) {
   const std::vector<config::Override>& settings = trials[*chosen].outcome.settings;
   report["chosen"] = *chosen + 1;
 
-  // The chosen config as YAML, beside the original by default.
-  std::string out = flags.out;
-  if (out.empty()) {
-    const std::filesystem::path path(flags.config.path);
-    out = (path.parent_path() / (path.stem().string() + ".tuned.yaml")).string();
-  }
-  std::vector<config::Override> chosen_overrides = base_overrides;
-  chosen_overrides.insert(chosen_overrides.end(), settings.begin(), settings.end());
-  auto yaml = local::ConfigWithOverrides(flags.config.path, chosen_overrides);
-  if (!yaml.ok()) return PrintError("tune", yaml.status());
-  if (Status written = WriteFileAtomically(out, *yaml); !written.ok()) {
-    return PrintError("tune", written);
-  }
+  auto chosen_config = WriteChosenConfig(flags, settings);
+  if (!chosen_config.ok()) return PrintError("tune", chosen_config.status());
   std::printf("\nchosen: trial %zu, %s\nwritten to %s\n", *chosen + 1, Describe(settings).c_str(),
-              out.c_str());
+              chosen_config->file.c_str());
 
   // The chosen config trained once more as configured (with each seed); only now is the test
   // split evaluated.
@@ -574,7 +347,7 @@ int RunTune(const TuneFlags& flags) {
   std::fflush(stdout);
   Trial final;
   final.outcome.settings = settings;
-  final.overrides = chosen_overrides;
+  final.overrides = chosen_config->overrides;
   final.runs = SeedRuns(work_dir + "/chosen", trials[*chosen].runs.front().seed, flags.seeds);
   std::vector<Json> evals;
   if (Status tested = RunForTest(self, flags, final, stop, &evals); !tested.ok()) {
