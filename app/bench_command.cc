@@ -35,9 +35,10 @@ void AddBenchFlags(CLI::App* command, BenchFlags* flags) {
   AddCount(command, "--server-threads", &flags->server_threads, "N",
            "worker threads per server (default: the cores less one per server, at least 1)")
       ->group(cluster);
-  CLI::Option* scheduler = AddValue(command, "--scheduler", &o.scheduler, "ENDPOINT",
-                                    "benchmark a running cluster instead of an in-process one")
-                               ->group(cluster);
+  CLI::Option* scheduler =
+      AddSchedulerEndpointFlag(command, &o.scheduler,
+                               "benchmark a running cluster instead of an in-process one")
+          ->group(cluster);
   AddValue(command, "--table", &o.table, "NAME",
            "table to use on a running cluster (default bench)")
       ->needs(scheduler)

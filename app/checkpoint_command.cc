@@ -28,7 +28,7 @@ constexpr CommandText kCheckpointCommand = {
 };
 
 void AddCheckpointCommandFlags(CLI::App* command, CheckpointFlags* flags) {
-  AddValue(command, "--scheduler", &flags->scheduler, "ENDPOINT", "the running cluster's scheduler");
+  AddSchedulerEndpointFlag(command, &flags->scheduler);
   AddValue(command, "--dir", &flags->dir, "DIR",
            "where the checkpoint goes (a path every server and trainer can write)");
   auto* chain = command->add_flag("--chain", flags->chain,

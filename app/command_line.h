@@ -66,6 +66,13 @@ CLI::Option* AddCount(CLI::App* command, const std::string& name, T* target,
   return AddValue(command, name, target, value_name, help)->check(Digits());
 }
 
+// --scheduler ENDPOINT: where a command finds the cluster, for every command that takes it.
+template <typename T>
+CLI::Option* AddSchedulerEndpointFlag(CLI::App* command, T* endpoint,
+                                      const std::string& help = "the running cluster's scheduler") {
+  return AddValue(command, "--scheduler", endpoint, "ENDPOINT", help);
+}
+
 // Parses argv, then runs the subcommand it names and returns its exit code; prints help (0) or
 // the usage error and the command's help (2) instead when that is what argv asks for.
 int RunCommandLine(CLI::App& ember, const std::vector<Command>& commands, int argc, char** argv);

@@ -22,7 +22,7 @@ constexpr CommandText kDrainCommand = {
 };
 
 void AddDrainFlags(CLI::App* command, DrainFlags* flags) {
-  AddValue(command, "--scheduler", &flags->scheduler, "ENDPOINT", "the running cluster's scheduler")
+  AddSchedulerEndpointFlag(command, &flags->scheduler)
       ->required();
   AddCount(command, "--server", &flags->server, "ID",
            "the server to drain (ids as `ember status` shows them)")

@@ -35,8 +35,8 @@ void AddExportFlags(CLI::App* command, ExportFlags* flags) {
       AddValue(command, "--checkpoint", &flags->checkpoint, "DIR",
                "checkpoint directory (with its MANIFEST), or a folder of periodic step-* "
                "checkpoints (the newest complete one)");
-  AddValue(command, "--scheduler", &flags->scheduler, "ENDPOINT",
-           "instead: a running cluster, checkpointed into OUT/checkpoint first")
+  AddSchedulerEndpointFlag(command, &flags->scheduler,
+                           "instead: a running cluster, checkpointed into OUT/checkpoint first")
       ->excludes(checkpoint);
   AddValue(command, "--out", &flags->out, "DIR",
            "where to write <table>.keys.npy, <table>.rows.npy and dense/*.npy")

@@ -30,7 +30,7 @@ constexpr CommandText kLookupCommand = {
 };
 
 void AddLookupFlags(CLI::App* command, LookupFlags* flags) {
-  AddValue(command, "--scheduler", &flags->scheduler, "ENDPOINT", "the running cluster's scheduler")
+  AddSchedulerEndpointFlag(command, &flags->scheduler)
       ->required();
   AddValue(command, "--table", &flags->table, "T", "the table to read")->required();
   AddValue(command, "--keys", &flags->keys, "FILE", "one key per line; - reads stdin")->required();

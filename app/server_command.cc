@@ -23,8 +23,8 @@ constexpr CommandText kServerCommand = {
 };
 
 void AddServerFlags(CLI::App* command, ServerFlags* flags) {
-  AddValue(command, "--scheduler", &flags->scheduler, "ENDPOINT",
-           "the scheduler's endpoint (default: cluster.scheduler)");
+  AddSchedulerEndpointFlag(command, &flags->scheduler,
+                           "the scheduler's endpoint (default: cluster.scheduler)");
   AddConfigFlags(command, &flags->config, /*required=*/false);
   AddValue(command, "--bind", &flags->bind, "ENDPOINT",
            "data socket address (default: cluster.server_bind)");

@@ -39,7 +39,7 @@ constexpr CommandText kStatusCommand = {
 };
 
 void AddStatusFlags(CLI::App* command, StatusFlags* flags) {
-  AddValue(command, "--scheduler", &flags->scheduler, "ENDPOINT", "the running cluster's scheduler")
+  AddSchedulerEndpointFlag(command, &flags->scheduler)
       ->required();
   command->add_flag("--watch", flags->watch,
                     "refresh until Ctrl-C, with keys/s per server and the moves' rate and ETA")
