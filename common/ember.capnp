@@ -105,6 +105,7 @@ struct TableStats {
   createdAhead @18 :UInt64;    # new rows hints created ahead of their requests
   trackedChangeKeys @19 :UInt64;  # keys of changed rows held for the next incremental cut (at
                                   # most about two per changed row; none when cuts are full)
+  writebackBytes @20 :UInt64;  # bytes of changed rows written back to disk (evicted or flushed)
 }
 
 # How often a process refused something for one of its limits (common/limits.h).

@@ -55,7 +55,9 @@ namespace ember {
   X(created_ahead, CreatedAhead, Counter, "ember_server_rows_created_ahead_total",                 \
     "New rows look-ahead hints created ahead of their requests.", true)                            \
   X(tracked_change_keys, TrackedChangeKeys, Gauge, "ember_server_tracked_change_keys",             \
-    "Keys of changed rows held for the next incremental checkpoint cut.", false)
+    "Keys of changed rows held for the next incremental checkpoint cut.", false)                   \
+  X(writeback_bytes, WritebackBytes, Counter, "ember_server_tier_writeback_bytes_total",           \
+    "Bytes of changed rows written back to disk when evicted or flushed.", true)
 
 struct TableStats {
   std::string name;

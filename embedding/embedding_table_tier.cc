@@ -236,6 +236,7 @@ Status EmbeddingTable::EvictWhileOverBudget(std::span<const uint32_t> partitions
   tier.resident.fetch_sub(victims.size(), std::memory_order_relaxed);
   counters_.Add(TableStat::kEvictions, victims.size());
   tier.writebacks.fetch_add(written, std::memory_order_relaxed);
+  counters_.Add(TableStat::kWritebackBytes, written * uint64_t{floats_per_row_} * sizeof(float));
   return Status::Ok();
 }
 
@@ -345,6 +346,7 @@ Status EmbeddingTable::FlushDirtyRows() {
       StoreFlags(flags, (LoadFlags(flags) & ~uint32_t{kDirty}) | kOnDisk);
     }
     tier_->writebacks.fetch_add(written, std::memory_order_relaxed);
+    counters_.Add(TableStat::kWritebackBytes, written * uint64_t{floats_per_row_} * sizeof(float));
   }
   return Status::Ok();
 }

@@ -132,8 +132,15 @@ TEST_P(TieredTableEquivalenceTest, HoldsWhatAnInMemoryTableHoldsAtTenTimesTheBud
   EXPECT_EQ(tiered.table->rows(), memory.rows());
   EXPECT_EQ(Dump(*tiered.table), Dump(memory));
 
-  // Flushed and reopened, the disk alone holds the same rows.
+  // Flushed and reopened, the disk alone holds the same rows; the report counts each row written
+  // back with its state.
   ASSERT_TRUE(tiered.table->FlushDirtyRows().ok());
+  TableStats report;
+  tiered.table->ReportStats(report);
+  const uint64_t persisted_row_bytes = (memory.dim() + memory.state_floats()) * sizeof(float);
+  EXPECT_GT(tiered.table->tier_stats().writebacks, 0u);
+  EXPECT_EQ(report.writeback_bytes, tiered.table->tier_stats().writebacks * persisted_row_bytes);
+  EXPECT_EQ(report.evictions, stats.evictions);
   tiered.table.reset();
   tiered.store.reset();
   Tiered reopened(spec, dir.path(), budget);
