@@ -71,6 +71,7 @@ ShardService::ShardService(uint32_t server_id, const RoutingTable& routing,
     : server_id_(server_id),
       policy_(policy),
       ownership_(routing, server_id),
+      outgoing_moves_(ownership_),
       plan_(server_id),
       deferred_(policy.limits.deferred_pushes_per_clock),
       hint_salt_(uint64_t{std::random_device{}()} << 32 | std::random_device{}()) {
@@ -223,9 +224,10 @@ Frame ShardService::ApplyPush(const wire::RequestHeader& header, const wire::Pus
   std::shared_lock moves(transfer_mutex_);
   // The table hashes the keys to their partitions once, for the rows and for the gate (the
   // ownership check, then the ledger's claim; it holds a deferred push). Copying a partition
-  // takes transfer_mutex_ exclusively: copying_ stays as it is until this push is noted.
+  // takes transfer_mutex_ exclusively: whether a copy is under way stays as it is until this push
+  // is noted.
   PushGate gate(ownership_, *ledger_, deferred_, header.request_id, push, peer.public_key,
-                /*keep_partitions=*/copying_.load(std::memory_order_acquire) != 0);
+                /*keep_partitions=*/outgoing_moves_.copying());
   Status applied = table.Push(push.keys, push.gradients, gate);
   if (push.release_hint != 0) ReleaseHint(table, peer, push.sender.id, push.release_hint);
   if (gate.refused_by()) limits_hit_.Count(*gate.refused_by());

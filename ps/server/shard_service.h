@@ -41,6 +41,7 @@
 #include "embedding/embedding_table.h"
 #include "ps/server/hint_prefetcher.h"
 #include "ps/server/move_plan.h"
+#include "ps/server/moves_out.h"
 #include "ps/server/non_finite_gradients.h"
 #include "ps/server/partition_ownership.h"
 #include "ps/server/push_accumulator.h"
@@ -202,8 +203,6 @@ class ShardService {
   // the server asks the scheduler at once (its next heartbeat), whose answer ends the move
   // (ApplyOrders). A release is answered Unavailable until then.
   Frame AnswerMoveEnd(uint64_t request_id, uint32_t p, wire::TransferPhase phase);
-  // The target of partition p's move out under way here, if any.
-  std::optional<uint32_t> MoverOf(uint32_t p) const;
   // Source: the reply with the chunk of partition `p`'s outgoing rows at `offset`.
   Frame TransferChunk(uint64_t request_id, uint32_t p, wire::TransferPhase phase, uint64_t offset);
   // Ends a move out of partition `p`: its state becomes `to`, nothing more is noted for it.
@@ -226,31 +225,10 @@ class ShardService {
   // Pulls, pushes and clock applies hold it shared; a partition changing state (copy, hand-over)
   // holds it exclusively, so no request is between its ownership check and its effect then.
   mutable std::shared_mutex transfer_mutex_;
-  // guards changed_, moving_out_ and outgoing_
-  mutable std::mutex changed_mutex_;
-  std::atomic<uint32_t> copying_{0};  // partitions in kCopying
-  // Keys pushed into partitions being copied, by partition and table.
-  std::map<uint32_t, std::map<std::string, std::set<uint64_t>>> changed_;
-  // Partitions moving out: the server copying them (the target the plan named at the copy), when
-  // that copy began, and since when the move is in its current phase (copy or hand-over).
-  struct MoveOut {
-    uint32_t target = 0;
-    std::chrono::steady_clock::time_point copy_began;
-    std::chrono::steady_clock::time_point phase_began;
-  };
-  std::map<uint32_t, MoveOut> moving_out_;
+  MovesOut outgoing_moves_;  // the moves out of this server under way (source side)
   // The moves out of this server that the scheduler planned, as its last heartbeat said.
   MovePlan plan_;
   std::atomic<bool> heartbeat_requested_{false};
-  // What a move out sends in chunks: the keys of the partition as its copy began, or those that
-  // changed since, when its hand-over began; per table (tables with rows only), ascending.
-  struct OutgoingRows {
-    wire::TransferPhase phase = wire::TransferPhase::kCopy;
-    std::vector<std::pair<std::string, std::vector<uint64_t>>> tables;
-    uint64_t total = 0;  // keys over all tables
-  };
-  std::map<uint32_t, OutgoingRows> outgoing_;
-
   PushAccumulator deferred_;  // bsp pushes waiting for their clock
   std::unique_ptr<PushLedger> ledger_;  // which pushes were applied, by sender and request id
 

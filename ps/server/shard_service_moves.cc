@@ -42,20 +42,20 @@ std::string_view StateName(PartitionState state) {
 void ShardService::NoteChangedKeys(const embedding::EmbeddingTable& table,
                                    std::span<const uint64_t> keys,
                                    std::span<const uint32_t> partitions) {
-  if (copying_.load(std::memory_order_acquire) == 0) return;
-  std::lock_guard lock(changed_mutex_);
-  for (size_t i = 0; i < keys.size(); ++i) {
-    const uint32_t partition = partitions.empty() ? table.PartitionOf(keys[i]) : partitions[i];
-    if (ownership_.state(partition) == PartitionState::kCopying) {
-      changed_[partition][table.spec().name].insert(keys[i]);
-    }
+  if (!outgoing_moves_.copying()) return;
+  std::vector<uint32_t> hashed;
+  if (partitions.empty()) {
+    hashed.reserve(keys.size());
+    for (uint64_t key : keys) hashed.push_back(table.PartitionOf(key));
+    partitions = hashed;
   }
+  outgoing_moves_.NoteChanged(table.spec().name, keys, partitions);
 }
 
 Status ShardService::CheckPlannedMove(const wire::PartitionTransferRequest& transfer,
                                       const Peer& peer) {
   const uint32_t p = transfer.partition;
-  const std::optional<uint32_t> under_way = MoverOf(p);
+  const std::optional<uint32_t> under_way = outgoing_moves_.TargetOf(p);
   const bool ends_move = transfer.phase == wire::TransferPhase::kRelease ||
                          transfer.phase == wire::TransferPhase::kResume;
   Status allowed = Status::Ok();
@@ -93,27 +93,19 @@ Status ShardService::BeginCopyOut(uint32_t p, PartitionState state, const std::s
   if (!planned) {
     return Unavailable(where + ": its move was no longer planned when the copy began");
   }
-  const uint32_t target = *planned;
   {
     // No push is between its ownership check and its noting while the state changes.
     std::unique_lock exclusive(transfer_mutex_);
-    std::lock_guard lock(changed_mutex_);
-    if (state == PartitionState::kOwned) copying_.fetch_add(1);
-    ownership_.set(p, PartitionState::kCopying);
-    changed_.erase(p);
-    const auto now = std::chrono::steady_clock::now();
-    moving_out_[p] = MoveOut{target, now, now};
+    outgoing_moves_.BeginCopy(p, *planned);
   }
   // Rows pushed from now on are noted and sent again at the hand-over.
-  OutgoingRows rows{wire::TransferPhase::kCopy, {}, 0};
+  MovesOut::TableKeys rows;
   for (const auto& [name, table] : tables_) {
     auto keys = embedding::PartitionKeys(*table, p);
     if (!keys.ok()) return keys.status().WithContext(where);
-    rows.total += keys->size();
-    if (!keys->empty()) rows.tables.emplace_back(name, std::move(*keys));
+    if (!keys->empty()) rows.emplace_back(name, std::move(*keys));
   }
-  std::lock_guard lock(changed_mutex_);
-  outgoing_[p] = std::move(rows);
+  outgoing_moves_.SetCopyKeys(p, std::move(rows));
   return Status::Ok();
 }
 
@@ -131,23 +123,7 @@ Status ShardService::BeginHandOver(uint32_t p, PartitionState state, const std::
   if (holds) {
     return Unavailable(where + " has held bsp pushes; hand it over after its clock");
   }
-  std::lock_guard lock(changed_mutex_);
-  // A repeated hand-over (its answer lost) finds the partition handed over and sends the
-  // same rows again.
-  if (state == PartitionState::kCopying) {
-    copying_.fetch_sub(1);
-    ownership_.set(p, PartitionState::kHandedOver);
-    OutgoingRows rows{wire::TransferPhase::kHandover, {}, 0};
-    for (auto& [name, keys] : changed_[p]) {
-      rows.total += keys.size();
-      rows.tables.emplace_back(name, std::vector<uint64_t>(keys.begin(), keys.end()));
-    }
-    outgoing_[p] = std::move(rows);
-    changed_.erase(p);
-  }
-  if (auto move = moving_out_.find(p); move != moving_out_.end()) {
-    move->second.phase_began = std::chrono::steady_clock::now();
-  }
+  outgoing_moves_.BeginHandOver(p);
   return Status::Ok();
 }
 
@@ -210,43 +186,20 @@ Frame ShardService::TransferChunk(uint64_t request_id, uint32_t p, wire::Transfe
   const std::string what = "partition-transfer (" + std::string(wire::TransferPhaseName(phase)) +
                            ") of partition " + std::to_string(p) + " at offset " +
                            std::to_string(offset);
-  std::string table_name;
-  std::vector<uint64_t> keys;
-  uint64_t next = 0;
-  {
-    std::lock_guard lock(changed_mutex_);
-    auto rows = outgoing_.find(p);
-    if (rows == outgoing_.end() || rows->second.phase != phase) {
-      return Error(request_id, FailedPrecondition(what + ": no such transfer is under way"));
-    }
-    if (offset > rows->second.total || (offset == rows->second.total && offset != 0)) {
-      return Error(request_id, InvalidArgument(what + ": the transfer has " +
-                                          std::to_string(rows->second.total) + " rows"));
-    }
-    uint64_t skipped = 0;
-    for (const auto& [name, table_keys] : rows->second.tables) {
-      if (offset >= skipped + table_keys.size()) {
-        skipped += table_keys.size();
-        continue;
-      }
-      auto table = tables_.find(name);
-      const uint64_t row_bytes =
-          sizeof(uint64_t) +
-          sizeof(float) * (uint64_t{table->second->dim()} + table->second->state_floats());
-      const uint64_t rows_per_chunk = std::max<uint64_t>(1, policy_.transfer_chunk_bytes / row_bytes);
-      const uint64_t first = offset - skipped;
-      const uint64_t last = std::min<uint64_t>(table_keys.size(), first + rows_per_chunk);
-      table_name = name;
-      keys.assign(table_keys.begin() + first, table_keys.begin() + last);
-      next = skipped + last == rows->second.total ? 0 : skipped + last;
-      break;
-    }
-  }
+  const auto rows_per_chunk = [&](const std::string& name) -> uint64_t {
+    const embedding::EmbeddingTable& table = *tables_.find(name)->second;
+    const uint64_t row_bytes =
+        sizeof(uint64_t) + sizeof(float) * (uint64_t{table.dim()} + table.state_floats());
+    return policy_.transfer_chunk_bytes / row_bytes;
+  };
+  auto chunk = outgoing_moves_.NextChunk(p, phase, offset, rows_per_chunk, what);
+  if (!chunk.ok()) return Error(request_id, chunk.status());
   PayloadWriter out;
-  out.Put<uint64_t>(next);
-  out.Put<uint32_t>(table_name.empty() ? 0 : 1);
-  if (!table_name.empty()) {
-    Status put = embedding::AppendPartitionRows(*tables_.find(table_name)->second, p, &keys, out);
+  out.Put<uint64_t>(chunk->next);
+  out.Put<uint32_t>(chunk->table.empty() ? 0 : 1);
+  if (!chunk->table.empty()) {
+    Status put =
+        embedding::AppendPartitionRows(*tables_.find(chunk->table)->second, p, &chunk->keys, out);
     if (!put.ok()) return Error(request_id, put.WithContext(what));
   }
   const std::string bytes = out.Take();
@@ -255,15 +208,8 @@ Frame ShardService::TransferChunk(uint64_t request_id, uint32_t p, wire::Transfe
       [&bytes](std::span<uint8_t> data) { std::memcpy(data.data(), bytes.data(), bytes.size()); });
 }
 
-std::optional<uint32_t> ShardService::MoverOf(uint32_t p) const {
-  std::lock_guard lock(changed_mutex_);
-  auto it = moving_out_.find(p);
-  if (it == moving_out_.end()) return std::nullopt;
-  return it->second.target;
-}
-
 Frame ShardService::AnswerMoveEnd(uint64_t request_id, uint32_t p, wire::TransferPhase phase) {
-  const std::optional<uint32_t> mover = MoverOf(p);
+  const std::optional<uint32_t> mover = outgoing_moves_.TargetOf(p);
   // Nothing under way (a repeated release or resume), or a resume: answered OK.
   if (mover) heartbeat_requested_.store(true);
   if (!mover || phase == wire::TransferPhase::kResume) {
@@ -282,21 +228,17 @@ void ShardService::ApplyOrders(const wire::ServerOrders& orders,
   const RoutingTable& routing = orders.routing;
   plan_.Update(routing, orders.moves_out, orders.planned_out);
   ApplyRouting(routing);
-  std::map<uint32_t, MoveOut> moving_out;
-  {
-    std::lock_guard lock(changed_mutex_);
-    moving_out = moving_out_;
-  }
-  for (const auto& [p, move] : moving_out) {
+  for (const auto& [p, move] : outgoing_moves_.UnderWay()) {
+    const auto& [target, copy_began] = move;
     if (p >= routing.owners.size()) continue;
     if (routing.owners[p] != server_id_) {
       spdlog::debug("server {}: the scheduler gave partition {} to server {}", server_id_, p,
                     routing.owners[p]);
       Release(p);
-    } else if (move.copy_began < asked_at && plan_.InFlightTargetOf(p) != move.target) {
+    } else if (copy_began < asked_at && plan_.InFlightTargetOf(p) != target) {
       // (A copy begun after the heartbeat was sent may be of a move that started since.)
       spdlog::warn("server {}: the move of partition {} to server {} is no longer in flight "
-                   "(aborted); serving it again", server_id_, p, move.target);
+                   "(aborted); serving it again", server_id_, p, target);
       Resume(p);
     }
   }
@@ -304,12 +246,7 @@ void ShardService::ApplyOrders(const wire::ServerOrders& orders,
 
 void ShardService::EndMoveOut(uint32_t p, PartitionState to) {
   std::unique_lock exclusive(transfer_mutex_);
-  std::lock_guard lock(changed_mutex_);
-  if (ownership_.state(p) == PartitionState::kCopying) copying_.fetch_sub(1);
-  ownership_.set(p, to);
-  changed_.erase(p);
-  moving_out_.erase(p);
-  outgoing_.erase(p);
+  outgoing_moves_.End(p, to);
 }
 
 void ShardService::Release(uint32_t p) {
@@ -384,14 +321,7 @@ void ShardService::ApplyRouting(const RoutingTable& routing) {
 }
 
 std::vector<uint32_t> ShardService::StalledMovesOut(Millis copy_limit, Millis hold_limit) const {
-  std::lock_guard lock(changed_mutex_);
-  std::vector<uint32_t> stalled;
-  const auto now = std::chrono::steady_clock::now();
-  for (const auto& [p, move] : moving_out_) {
-    const bool held = ownership_.state(p) == PartitionState::kHandedOver;
-    if (now - move.phase_began > (held ? hold_limit : copy_limit)) stalled.push_back(p);
-  }
-  return stalled;
+  return outgoing_moves_.Stalled(copy_limit, hold_limit);
 }
 
 }  // namespace ember::ps
