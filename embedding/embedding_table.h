@@ -374,11 +374,6 @@ class EmbeddingTable {
   Status InsertPrefetchedRows(PrefetchPass& pass);
   void InsertPrefetchedRow(PrefetchPass& pass, size_t m, uint32_t stripe,
                            std::vector<uint32_t>& touched);
-  // Pins `row` (under its stripe lock); false when the pin budget is full and the row was not
-  // pinned yet. UnpinRow undoes one pin; ForgetPin accounts for a pinned row being dropped.
-  bool PinRow(float* row);
-  void UnpinRow(float* row);
-  void ForgetPin();
   // Unpins the rows of `keys` still in memory, stripe by stripe.
   void Unpin(std::span<const uint64_t> keys);
   // Note that rows of `partition` (whose stripe lock the caller holds) changed on disk: any of

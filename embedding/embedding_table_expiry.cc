@@ -60,7 +60,7 @@ Result<uint64_t> EmbeddingTable::ExpireRows() {
       tier_->durable_rows[p] -= durable_expired;
       for (uint64_t key : victims) {
         if (internal::PinCount(internal::LoadFlags(store.Find(key) + floats_per_row_)) > 0) {
-          ForgetPin();
+          tier_->pins->ForgetPinnedRow();
         }
       }
       if (tier_->options.budget != nullptr) {

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "embedding/embedding_table.h"
+#include "embedding/hint_pins.h"
 
 namespace ember::embedding {
 
@@ -28,16 +29,9 @@ struct EmbeddingTable::Tier {
   // EmbeddingTable::CountRecord), so that opening a table does not count rows.
   std::vector<uint64_t> durable_rows;
 
-  // Look-ahead (embedding_table_prefetch.cc).
-  struct Hint {
-    std::chrono::steady_clock::time_point expires;
-    std::vector<uint64_t> pinned;  // keys pinned by the hint
-  };
-  mutable std::mutex hints_mu;
-  std::unordered_map<uint64_t, Hint> hints;  // guarded by hints_mu
-  std::atomic<uint64_t> prefetch_raced{0};
-  std::atomic<uint64_t> hints_refused{0};
-  std::atomic<uint64_t> hints_expired{0};
+  // Look-ahead (embedding_table_prefetch.cc): the hints held and their pins.
+  std::unique_ptr<HintPins> pins;
+  std::atomic<uint64_t> prefetch_raced{0};  // rows read ahead but not kept (see Prefetch)
 };
 
 namespace internal {

@@ -19,40 +19,11 @@ using internal::StoreFlags;
 
 namespace {
 
-// Hints held at once per table: a peer that never releases its hints is bounded by this and by
-// their expiry.
-constexpr size_t kMaxHints = 4096;
 // Keys written to disk a stripe remembers for the prefetches in flight; past it, a new generation
 // begins (and prefetches that read the stripe before drop what they read of it).
 constexpr size_t kMaxWrittenKeys = 8192;
 
 }  // namespace
-
-bool EmbeddingTable::PinRow(float* row) {
-  Tier& tier = *tier_;
-  float* flags_word = row + floats_per_row_;
-  const uint32_t flags = LoadFlags(flags_word);
-  if (PinCount(flags) == 0) {
-    const uint64_t row_bytes = uint64_t{stored_floats_} * sizeof(float);
-    std::atomic<uint64_t>& pinned_bytes = counters_.Value(TableStat::kPinnedBytes);
-    uint64_t pinned = pinned_bytes.load(std::memory_order_relaxed);
-    do {
-      if (pinned + row_bytes > tier.options.pin_budget_bytes) return false;
-    } while (!pinned_bytes.compare_exchange_weak(pinned, pinned + row_bytes,
-                                                 std::memory_order_relaxed));
-    counters_.Add(TableStat::kPinnedRows);
-  }
-  StoreFlags(flags_word, (flags + kPinOne) | kReferenced);
-  return true;
-}
-
-void EmbeddingTable::UnpinRow(float* row) {
-  float* flags_word = row + floats_per_row_;
-  const uint32_t flags = LoadFlags(flags_word);
-  if (PinCount(flags) == 0) return;  // erased and created again since it was pinned
-  StoreFlags(flags_word, flags - kPinOne);
-  if (PinCount(flags) == 1) ForgetPin();
-}
 
 void EmbeddingTable::NoteDiskWrite(uint32_t partition) {
   Stripe& stripe = stripes_[partition & (num_stripes_ - 1)];
@@ -66,16 +37,11 @@ void EmbeddingTable::NoteRowWritten(uint32_t partition, uint64_t key) {
   stripe.written[key] = ++stripe.disk_writes;
 }
 
-void EmbeddingTable::ForgetPin() {
-  counters_.Subtract(TableStat::kPinnedBytes, uint64_t{stored_floats_} * sizeof(float));
-  counters_.Subtract(TableStat::kPinnedRows);
-}
-
 // One Prefetch's keys and what it found of them, from pass to pass.
 struct EmbeddingTable::PrefetchPass {
   std::vector<uint64_t> unique;  // the hint's keys, sorted, each once
   internal::RequestGroups* groups = nullptr;
-  Tier::Hint held;
+  std::vector<uint64_t> pinned;  // keys pinned so far
   std::vector<uint32_t> missing;  // positions in `unique` not in memory
   // Per stripe, its disk generation and write count when its missing keys were noted.
   std::vector<uint64_t> generations, writes_seen;
@@ -93,33 +59,24 @@ Result<size_t> EmbeddingTable::Prefetch(uint64_t hint, std::span<const uint64_t>
   Tier& tier = *tier_;
   ReleaseExpiredHints(std::chrono::steady_clock::now());
   ReleaseHint(hint);  // a hint sent again replaces the first
-  {
-    std::lock_guard<std::mutex> lock(tier.hints_mu);
-    if (tier.hints.size() >= kMaxHints) {
-      tier.hints_refused.fetch_add(1, std::memory_order_relaxed);
-      return ResourceExhausted("table '" + spec_.name + "' holds " +
-                               std::to_string(kMaxHints) + " hints already");
-    }
-  }
+  RETURN_IF_ERROR(tier.pins->CheckRoomForHint(spec_.name));
   counters_.Add(TableStat::kHintedKeys, keys.size());
   PrefetchPass pass;
   pass.unique.assign(keys.begin(), keys.end());
   std::sort(pass.unique.begin(), pass.unique.end());
   pass.unique.erase(std::unique(pass.unique.begin(), pass.unique.end()), pass.unique.end());
   pass.groups = &internal::GroupByStripe(pass.unique, table_id_, num_partitions_, num_stripes_);
-  pass.held.expires = expires;
   // First: pin the rows in memory, and note the others; then read those from disk, without any
   // lock; last, insert and pin what was read, stripe by stripe.
   PinResidentRows(pass);
   Status read = ReadMissingRows(pass);
   if (read.ok()) read = InsertPrefetchedRows(pass);
   if (!read.ok()) {
-    Unpin(pass.held.pinned);  // the hint is not held: nothing would release its pins
+    Unpin(pass.pinned);  // the hint is not held: nothing would release its pins
     return read;
   }
   counters_.Add(TableStat::kPinsRefused, pass.refused);
-  std::lock_guard<std::mutex> lock(tier.hints_mu);
-  tier.hints[hint] = std::move(pass.held);
+  tier.pins->Hold(hint, std::move(pass.pinned), expires);
   return size_t{pass.refused};
 }
 
@@ -137,8 +94,8 @@ void EmbeddingTable::PinResidentRows(PrefetchPass& pass) {
       float* row = stores_[groups.partition[at]].Find(pass.unique[at]);
       if (row == nullptr) {
         pass.missing.push_back(at);
-      } else if (PinRow(row)) {
-        pass.held.pinned.push_back(pass.unique[at]);
+      } else if (tier_->pins->Pin(row + floats_per_row_)) {
+        pass.pinned.push_back(pass.unique[at]);
       } else {
         ++pass.refused;
       }
@@ -150,11 +107,7 @@ Status EmbeddingTable::ReadMissingRows(PrefetchPass& pass) {
   // All in one MultiGet; only as many as can still be pinned (a row read but not pinned would
   // likely be evicted before its request came).
   Tier& tier = *tier_;
-  const uint64_t row_bytes = uint64_t{stored_floats_} * sizeof(float);
-  const uint64_t pinned_now = counters_.Get(TableStat::kPinnedBytes);
-  const uint64_t room = tier.options.pin_budget_bytes > pinned_now
-                            ? (tier.options.pin_budget_bytes - pinned_now) / row_bytes
-                            : 0;
+  const uint64_t room = tier.pins->room_rows();
   if (pass.missing.size() > room) {
     pass.refused += pass.missing.size() - room;
     pass.missing.resize(room);
@@ -212,8 +165,7 @@ void EmbeddingTable::InsertPrefetchedRow(PrefetchPass& pass, size_t m, uint32_t 
   // A new key gets the row its request would create, unless creating is an event of its own
   // (admission counts requests, a TTL stamps the time), and only as a pinned row: one evicted
   // before its request came would be written to disk unchanged.
-  if (!pass.found[m] && (!create_new || counters_.Get(TableStat::kPinnedBytes) + row_bytes >
-                                            tier.options.pin_budget_bytes)) {
+  if (!pass.found[m] && (!create_new || tier.pins->room_rows() == 0)) {
     if (create_new) ++pass.refused;
     return;
   }
@@ -242,8 +194,8 @@ void EmbeddingTable::InsertPrefetchedRow(PrefetchPass& pass, size_t m, uint32_t 
     if (tier.options.budget != nullptr) tier.options.budget->Charge(row_bytes);
     touched.push_back(partition);
   }
-  if (PinRow(row)) {
-    pass.held.pinned.push_back(key);
+  if (tier.pins->Pin(row + floats_per_row_)) {
+    pass.pinned.push_back(key);
   } else {
     ++pass.refused;
   }
@@ -251,36 +203,16 @@ void EmbeddingTable::InsertPrefetchedRow(PrefetchPass& pass, size_t m, uint32_t 
 
 bool EmbeddingTable::ReleaseHint(uint64_t hint) {
   if (tier_ == nullptr) return false;
-  Tier::Hint held;
-  {
-    std::lock_guard<std::mutex> lock(tier_->hints_mu);
-    auto it = tier_->hints.find(hint);
-    if (it == tier_->hints.end()) return false;
-    held = std::move(it->second);
-    tier_->hints.erase(it);
-  }
-  Unpin(held.pinned);
+  std::optional<std::vector<uint64_t>> pinned = tier_->pins->Release(hint);
+  if (!pinned) return false;
+  Unpin(*pinned);
   return true;
 }
 
 size_t EmbeddingTable::ReleaseExpiredHints(std::chrono::steady_clock::time_point now) {
   if (tier_ == nullptr) return 0;
-  std::vector<uint64_t> pinned;
   size_t expired = 0;
-  {
-    std::lock_guard<std::mutex> lock(tier_->hints_mu);
-    for (auto it = tier_->hints.begin(); it != tier_->hints.end();) {
-      if (it->second.expires > now) {
-        ++it;
-        continue;
-      }
-      pinned.insert(pinned.end(), it->second.pinned.begin(), it->second.pinned.end());
-      it = tier_->hints.erase(it);
-      ++expired;
-    }
-  }
-  tier_->hints_expired.fetch_add(expired, std::memory_order_relaxed);
-  Unpin(pinned);
+  Unpin(tier_->pins->ReleaseExpired(now, &expired));
   return expired;
 }
 
@@ -295,7 +227,7 @@ void EmbeddingTable::Unpin(std::span<const uint64_t> keys) {
       const uint32_t at = groups.order[j];
       // A row erased since it was pinned (its partition moved away, or it expired) is gone.
       if (float* row = stores_[groups.partition[at]].Find(keys[at]); row != nullptr) {
-        UnpinRow(row);
+        tier_->pins->Unpin(row + floats_per_row_);
       }
     }
   }
@@ -310,14 +242,11 @@ PrefetchStats EmbeddingTable::prefetch_stats() const {
   stats.created_rows = counters_.Get(TableStat::kCreatedAhead);
   stats.raced_rows = tier.prefetch_raced.load(std::memory_order_relaxed);
   stats.pins_refused = counters_.Get(TableStat::kPinsRefused);
-  stats.hints_refused = tier.hints_refused.load(std::memory_order_relaxed);
-  stats.hints_expired = tier.hints_expired.load(std::memory_order_relaxed);
+  stats.hints_refused = tier.pins->hints_refused();
+  stats.hints_expired = tier.pins->hints_expired();
   stats.pinned_rows = counters_.Get(TableStat::kPinnedRows);
   stats.pinned_bytes = counters_.Get(TableStat::kPinnedBytes);
-  {
-    std::lock_guard<std::mutex> lock(tier.hints_mu);
-    stats.hints = tier.hints.size();
-  }
+  stats.hints = tier.pins->hints_held();
   return stats;
 }
 

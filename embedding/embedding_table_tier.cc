@@ -131,6 +131,8 @@ void EmbeddingTable::InitTier(const TierOptions& tier) {
   tier_ = std::make_unique<Tier>();
   tier_->options = tier;
   tier_->clocks.resize(num_partitions_);
+  tier_->pins = std::make_unique<HintPins>(tier.pin_budget_bytes,
+                                           uint64_t{stored_floats_} * sizeof(float), counters_);
   if (PushLog* log = tier.disk->push_log(); log != nullptr) {
     // Before the log drops a full segment, the changed rows it logged are logged again.
     tier_->relogger =
@@ -303,7 +305,7 @@ Result<uint64_t> EmbeddingTable::EraseTiered(uint32_t partition) {
   std::as_const(store).ForEach([&](uint64_t, const float* row) {
     const uint32_t flags = LoadFlags(row + floats_per_row_);
     if (!(flags & kOnDisk)) ++erased;
-    if (internal::PinCount(flags) > 0) ForgetPin();
+    if (internal::PinCount(flags) > 0) tier_->pins->ForgetPinnedRow();
   });
   if (tier.options.budget != nullptr) {
     tier.options.budget->Release(uint64_t{store.size()} * stored_floats_ * sizeof(float));
