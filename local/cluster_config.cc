@@ -7,7 +7,8 @@
 #include "common/advertised_endpoint.h"
 #include "common/yaml_util.h"
 #include "embedding/table_config.h"
-#include "ps/server/server.h"
+#include "ps/server/durability.h"
+#include "ps/server/non_finite_gradients.h"
 #include "trainer/dense_table.h"
 
 namespace ember::local {

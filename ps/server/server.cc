@@ -73,13 +73,6 @@ constexpr uint64_t kPinShareOfBudget = 4;
 
 }  // namespace
 
-Result<Durability> ParseDurability(const std::string& name) {
-  if (name == "ack") return Durability::kAck;
-  if (name == "sync") return Durability::kSync;
-  if (name == "flush") return Durability::kFlush;
-  return InvalidArgument("durability '" + name + "': expected ack, sync or flush");
-}
-
 uint32_t DefaultWorkerThreads(uint32_t servers_on_machine) {
   // The cores this process may run on (taskset, cpusets), else all of the machine's.
   cpu_set_t allowed;

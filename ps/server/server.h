@@ -35,19 +35,11 @@
 #include "common/transport.h"
 #include "embedding/memory_budget.h"
 #include "embedding/rocks_store.h"
+#include "ps/server/durability.h"
 #include "ps/server/partition_mover.h"
 #include "ps/server/shard_service.h"
 
 namespace ember::ps {
-
-// When an acknowledged push is on disk (only with a data directory).
-enum class Durability {
-  kAck,    // in the write-ahead log before the ack: survives the server being killed (default)
-  kSync,   // also fsynced before the ack: survives a machine crash; one fsync per push
-  kFlush,  // rows reach disk when evicted and at a clean shutdown: a crash loses the rest
-};
-// "ack", "sync" or "flush"; InvalidArgument naming the value otherwise.
-Result<Durability> ParseDurability(const std::string& name);
 
 struct ServerOptions {
   std::string scheduler_endpoint;           // e.g. tcp://127.0.0.1:7000
