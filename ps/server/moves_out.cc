@@ -99,8 +99,8 @@ void MovesOut::End(uint32_t p, PartitionState to) {
   outgoing_.erase(p);
 }
 
-std::map<uint32_t, std::pair<uint32_t, std::chrono::steady_clock::time_point>>
-MovesOut::UnderWay() const {
+std::map<uint32_t, std::pair<uint32_t, std::chrono::steady_clock::time_point>> MovesOut::UnderWay()
+    const {
   std::lock_guard lock(mu_);
   std::map<uint32_t, std::pair<uint32_t, std::chrono::steady_clock::time_point>> moves;
   for (const auto& [p, move] : moves_) moves[p] = {move.target, move.copy_began};

@@ -85,7 +85,7 @@ class MovesOut {
   // What a move sends in chunks.
   struct Outgoing {
     wire::TransferPhase phase = wire::TransferPhase::kCopy;
-    TableKeys tables;   // tables with rows only
+    TableKeys tables;    // tables with rows only
     uint64_t total = 0;  // keys over all tables
   };
 

@@ -3,7 +3,6 @@
 
 #include <spdlog/spdlog.h>
 
-#include <random>
 
 #include "common/catch_exceptions.h"
 #include "common/quote_for_error.h"
@@ -62,7 +61,14 @@ Result<std::unique_ptr<ShardService>> ShardService::Create(uint32_t server_id,
                            ? storage.store
                            : nullptr,
                        ledger));
-  if (storage.store != nullptr) service->StartPrefetcher();
+  if (storage.store != nullptr) {
+    ShardService& self = *service;
+    service->hints_ = std::make_unique<LookaheadHints>(
+        server_id, policy.limits.queued_hints, self.transfer_mutex_, self.ownership_,
+        [&self](std::chrono::steady_clock::time_point now) {
+          for (const auto& [name, table] : self.tables_) table->ReleaseExpiredHints(now);
+        });
+  }
   return service;
 }
 
@@ -73,8 +79,7 @@ ShardService::ShardService(uint32_t server_id, const RoutingTable& routing,
       ownership_(routing, server_id),
       outgoing_moves_(ownership_),
       plan_(server_id),
-      deferred_(policy.limits.deferred_pushes_per_clock),
-      hint_salt_(uint64_t{std::random_device{}()} << 32 | std::random_device{}()) {
+      deferred_(policy.limits.deferred_pushes_per_clock) {
   plan_.Update(routing, {}, {});
 }
 
@@ -229,7 +234,9 @@ Frame ShardService::ApplyPush(const wire::RequestHeader& header, const wire::Pus
   PushGate gate(ownership_, *ledger_, deferred_, header.request_id, push, peer.public_key,
                 /*keep_partitions=*/outgoing_moves_.copying());
   Status applied = table.Push(push.keys, push.gradients, gate);
-  if (push.release_hint != 0) ReleaseHint(table, peer, push.sender.id, push.release_hint);
+  if (push.release_hint != 0 && hints_ != nullptr && table.tiered()) {
+    hints_->Release(table, peer, push.sender.id, push.release_hint);
+  }
   if (gate.refused_by()) limits_hit_.Count(*gate.refused_by());
   switch (gate.outcome()) {
     case PushGate::Outcome::kStopped:

@@ -39,7 +39,7 @@
 #include "common/table_spec.h"
 #include "common/wire.h"
 #include "embedding/embedding_table.h"
-#include "ps/server/hint_prefetcher.h"
+#include "ps/server/lookahead_hints.h"
 #include "ps/server/move_plan.h"
 #include "ps/server/moves_out.h"
 #include "ps/server/non_finite_gradients.h"
@@ -152,21 +152,11 @@ class ShardService {
   Frame HandleLookup(const wire::RequestHeader& header, const wire::LookupRequest& lookup);
   Frame HandlePush(const wire::RequestHeader& header, const wire::PushRequest& push,
                    const Peer& peer);
-  // In shard_service_hints.cc: look-ahead. A hint is queued for the prefetch thread (tiered
-  // servers only; answered OK at once, or refused when limits.queued_hints wait), which runs it on
-  // the partitions this server serves then; the push that names it releases its pins.
+  // In shard_service_hints.cc: look-ahead (tiered servers: lookahead_hints.h). A hint is queued
+  // for the prefetch thread (answered OK at once, or refused when limits.queued_hints wait); the
+  // push that names it releases its pins.
   Frame HandleHint(const wire::RequestHeader& header, const wire::HintRequest& hint,
                    const Peer& peer);
-  void StartPrefetcher();
-  void RunHint(QueuedHint& hint);
-  // Unpins the rows of `sender`'s `hint` in `table` and drops it from the prefetch queue; it is
-  // noted as released, so that the prefetch thread does not run it after all (TakeReleased).
-  void ReleaseHint(embedding::EmbeddingTable& table, const Peer& peer, uint64_t sender,
-                   uint64_t hint);
-  bool TakeReleased(const QueuedHint& hint);
-  // The id a table knows a sender's hint by: the peer's key is part of it, salted with a secret
-  // of this process, so that no other key can name (and release) the hint.
-  uint64_t TableHintId(const Peer& peer, uint64_t sender, uint64_t hint) const;
   // Passes `push` (its rows checked for finite gradients) through the gate to its table.
   Frame ApplyPush(const wire::RequestHeader& header, const wire::PushRequest& push,
                   embedding::EmbeddingTable& table, const Peer& peer);
@@ -246,15 +236,8 @@ class ShardService {
   LimitCounters limits_hit_;
   // Per table, the figures the service counts itself (pushes with non-finite gradients).
   std::map<std::string, TableStatCounters, std::less<>> table_counters_;
-  // Hints released by their push, by table and hint id, oldest first: the prefetch thread must not run
-  // them any more (one may have been on its way, or parked for a retry).
-  std::mutex released_mutex_;
-  using ReleasedHint = std::pair<const embedding::EmbeddingTable*, uint64_t>;
-  std::set<ReleasedHint> released_;
-  std::deque<ReleasedHint> released_order_;
-  // Tiered servers: the look-ahead worker. Last, so that it stops before anything it uses goes.
-  std::unique_ptr<HintPrefetcher> prefetcher_;
-  const uint64_t hint_salt_;  // random, drawn at construction: see TableHintId
+  // Tiered servers: look-ahead. Last, so that its thread stops before anything it uses goes.
+  std::unique_ptr<LookaheadHints> hints_;
 };
 
 }  // namespace ember::ps
