@@ -46,7 +46,7 @@ Client::Impl::~Impl() {
   for (auto& op : submissions_) op->ticket.Complete(Aborted("client closed"));
   for (auto& op : active_) op->ticket.Complete(Aborted("client closed"));
   for (auto& call : call_submissions_) call->ticket.Complete(Aborted("client closed"));
-  for (auto& call : active_server_calls_) call->ticket.Complete(Aborted("client closed"));
+  every_server_calls_.AbortAll(Aborted("client closed"));
 }
 
 Status Client::Impl::Register() {

@@ -24,6 +24,7 @@
 #include "common/transport.h"
 #include "common/wire.h"
 #include "ps/client/client.h"
+#include "ps/client/every_server_calls.h"
 
 namespace ember::ps {
 
@@ -77,23 +78,6 @@ struct Client::Impl {
     Clock::time_point at;
     std::shared_ptr<Operation> op;
     std::vector<uint32_t> positions;
-  };
-
-  // One request to every server in the routing table, answered by each (client_server_calls.cc).
-  struct ServerCall {
-    std::function<Frame(const wire::RequestHeader&)> encode;
-    std::string what;  // names the call in errors: "applying clock 7"
-    Millis timeout{0};
-    Clock::time_point deadline;
-    // By server id: each server's answer (plain values only: no span into a freed frame).
-    std::vector<wire::ResponseBody> bodies;
-    uint32_t outstanding = 0;
-    bool finished = false;
-    Ticket ticket = Ticket::Pending();
-  };
-  struct ServerCallInFlight {
-    std::shared_ptr<ServerCall> call;
-    uint32_t server = 0;
   };
 
   // One server's connection, owned by the I/O thread.
@@ -156,13 +140,6 @@ struct Client::Impl {
   Status RefreshRouting();
   Status EnsureServerSockets();
 
-  // ---- I/O thread, calls to every server (client_server_calls.cc) ----
-  void StartServerCall(const std::shared_ptr<ServerCall>& call);
-  void OnServerCallReply(ServerCallInFlight entry, wire::DecodedResponse response);
-  // Completes `call` with `status` (also OK) and forgets its requests still in flight.
-  void FinishServerCall(const std::shared_ptr<ServerCall>& call, Status status);
-  void ExpireServerCalls();
-
   // ---- Constant after Connect ----
   const ClientOptions options_;
   const uint64_t sender_id_;  // random, never 0
@@ -178,7 +155,7 @@ struct Client::Impl {
   // ---- Submissions, guarded by submit_mutex_ ----
   std::mutex submit_mutex_;
   std::deque<std::shared_ptr<Operation>> submissions_;
-  std::deque<std::shared_ptr<ServerCall>> call_submissions_;
+  std::deque<std::shared_ptr<EveryServerCalls::Call>> call_submissions_;
   Socket wake_sender_;
   Socket wake_receiver_;  // I/O thread
 
@@ -189,9 +166,8 @@ struct Client::Impl {
   std::map<uint64_t, InFlight> in_flight_;
   std::vector<std::shared_ptr<Operation>> active_;
   std::vector<Retry> retries_;
-  // Requests of calls to every server, by request id (from the same sequence as in_flight_'s).
-  std::map<uint64_t, ServerCallInFlight> server_calls_in_flight_;
-  std::vector<std::shared_ptr<ServerCall>> active_server_calls_;
+  // Calls to every server (request ids from the same sequence as in_flight_'s).
+  EveryServerCalls every_server_calls_;
   uint64_t next_request_id_ = 1;
 
   std::atomic<uint64_t> resent_{0};

@@ -85,7 +85,8 @@ void Client::Impl::IoLoop() {
     }
     SendDueRetries();
     ExpireDeadlines();
-    ExpireServerCalls();
+    every_server_calls_.ExpireDeadlines(
+        [this](std::vector<uint32_t> servers) { return NameServers(std::move(servers)); });
   }
 }
 
@@ -182,7 +183,7 @@ void Client::Impl::Resend(uint32_t server) {
 
 void Client::Impl::DrainSubmissions() {
   std::deque<std::shared_ptr<Operation>> batch;
-  std::deque<std::shared_ptr<ServerCall>> calls;
+  std::deque<std::shared_ptr<EveryServerCalls::Call>> calls;
   {
     std::lock_guard lock(submit_mutex_);
     batch.swap(submissions_);
@@ -192,7 +193,11 @@ void Client::Impl::DrainSubmissions() {
     active_.push_back(op);
     Dispatch(op, {});
   }
-  for (auto& call : calls) StartServerCall(call);
+  const auto send = [this](uint32_t server, Frame frame) {
+    return server < links_.size() ? SendFrame(links_[server].socket, std::move(frame))
+                                  : Unavailable("no connection");
+  };
+  for (auto& call : calls) every_server_calls_.Start(call, routing_, next_request_id_, send);
 }
 
 void Client::Impl::Dispatch(const std::shared_ptr<Operation>& op,
@@ -261,13 +266,11 @@ void Client::Impl::OnReply(Frame payload) {
     InFlight entry = std::move(it->second);
     in_flight_.erase(it);
     OnOperationReply(std::move(entry), std::move(response).value());
-  } else if (auto call = server_calls_in_flight_.find(response->request_id);
-             call != server_calls_in_flight_.end()) {
-    ServerCallInFlight entry = std::move(call->second);
-    server_calls_in_flight_.erase(call);
-    OnServerCallReply(std::move(entry), std::move(response).value());
+    return;
   }
-  // Otherwise a late reply to a request that already failed.
+  // Else one to a call to every server, or a late reply to a request that already failed.
+  (void)every_server_calls_.OnReply(response->request_id, *response,
+                                    [this](uint32_t server) { return links_[server].endpoint; });
 }
 
 Status Client::Impl::TakeRows(Operation& op, const InFlight& entry,

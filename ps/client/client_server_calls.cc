@@ -1,9 +1,5 @@
 // Client: the calls that go to every server at once (apply a clock, checkpoints, stats). The
-// caller queues the call and waits; the I/O thread sends one request to each server on its
-// connection and completes the call when every server answered, on the first error, or at the
-// deadline. These requests are never sent again after a reconnection.
-#include <algorithm>
-
+// caller queues the call and waits; the I/O thread runs it (every_server_calls.h).
 #include "ps/client/client_internal.h"
 
 namespace ember::ps {
@@ -51,7 +47,7 @@ Result<std::vector<ServerStats>> Client::Stats(Millis timeout) {
 
 Result<std::vector<wire::ResponseBody>> Client::Impl::CallEveryServer(
     std::function<Frame(const wire::RequestHeader&)> encode, std::string what, Millis timeout) {
-  auto call = std::make_shared<ServerCall>();
+  auto call = std::make_shared<EveryServerCalls::Call>();
   call->encode = std::move(encode);
   call->what = std::move(what);
   call->timeout = timeout;
@@ -65,65 +61,6 @@ Result<std::vector<wire::ResponseBody>> Client::Impl::CallEveryServer(
   RETURN_IF_ERROR(call->ticket.Wait());
   // Completed: the I/O thread does not touch the call any more.
   return std::move(call->bodies);
-}
-
-// ---- I/O thread ----
-
-void Client::Impl::StartServerCall(const std::shared_ptr<ServerCall>& call) {
-  const RoutingTable& current = routing_;  // only this thread writes it
-  call->bodies.resize(current.servers.size());
-  active_server_calls_.push_back(call);
-  for (const ServerInfo& server : current.servers) {
-    const uint64_t id = next_request_id_++;
-    Status sent = server.id < links_.size()
-                      ? SendFrame(links_[server.id].socket, call->encode({id, current.epoch}))
-                      : Unavailable("no connection");
-    if (!sent.ok()) {
-      FinishServerCall(call, sent.WithContext(call->what + " on " + server.endpoint));
-      return;
-    }
-    ++call->outstanding;
-    server_calls_in_flight_.emplace(id, ServerCallInFlight{call, server.id});
-  }
-  if (call->outstanding == 0) FinishServerCall(call, Status::Ok());
-}
-
-void Client::Impl::OnServerCallReply(ServerCallInFlight entry, wire::DecodedResponse response) {
-  const std::shared_ptr<ServerCall>& call = entry.call;
-  --call->outstanding;
-  if (!response.status.ok()) {
-    FinishServerCall(
-        call, response.status.WithContext(call->what + " on " + links_[entry.server].endpoint));
-    return;
-  }
-  call->bodies[entry.server] = std::move(response.body);
-  if (call->outstanding == 0) FinishServerCall(call, Status::Ok());
-}
-
-void Client::Impl::FinishServerCall(const std::shared_ptr<ServerCall>& call, Status status) {
-  if (call->finished) return;
-  call->finished = true;
-  std::erase_if(server_calls_in_flight_,
-                [&](const auto& entry) { return entry.second.call == call; });
-  std::erase(active_server_calls_, call);
-  call->ticket.Complete(std::move(status));
-}
-
-void Client::Impl::ExpireServerCalls() {
-  const auto now = Clock::now();
-  std::vector<std::shared_ptr<ServerCall>> expired;
-  for (const auto& call : active_server_calls_) {
-    if (now >= call->deadline) expired.push_back(call);
-  }
-  for (const auto& call : expired) {
-    std::vector<uint32_t> silent;
-    for (const auto& [id, entry] : server_calls_in_flight_) {
-      if (entry.call == call) silent.push_back(entry.server);
-    }
-    FinishServerCall(call, DeadlineExceeded(call->what + ": no reply within " +
-                                            std::to_string(call->timeout.count()) + " ms from " +
-                                            NameServers(std::move(silent))));
-  }
 }
 
 }  // namespace ember::ps
