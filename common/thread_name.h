@@ -3,12 +3,9 @@
 // (from /proc, for the benchmarks' CPU accounting).
 #pragma once
 
-#include <dirent.h>
 #include <pthread.h>
 #include <sys/types.h>
 
-#include <cstdlib>
-#include <fstream>
 #include <set>
 #include <string>
 
@@ -19,23 +16,9 @@ inline void SetThreadName(const std::string& name) {
 }
 
 // The ids of this process's threads now.
-inline std::set<pid_t> ThreadIdsOfThisProcess() {
-  std::set<pid_t> ids;
-  DIR* dir = opendir("/proc/self/task");
-  if (dir == nullptr) return ids;
-  while (dirent* entry = readdir(dir)) {
-    if (entry->d_name[0] >= '0' && entry->d_name[0] <= '9') ids.insert(std::atoi(entry->d_name));
-  }
-  closedir(dir);
-  return ids;
-}
+std::set<pid_t> ThreadIdsOfThisProcess();
 
 // The name of thread `id` of this process (empty once it has exited).
-inline std::string ThreadNameOf(pid_t id) {
-  std::ifstream comm("/proc/self/task/" + std::to_string(id) + "/comm");
-  std::string name;
-  std::getline(comm, name);
-  return name;
-}
+std::string ThreadNameOf(pid_t id);
 
 }  // namespace ember
