@@ -4,33 +4,17 @@
 #include <algorithm>
 
 namespace ember::embedding {
-namespace {
-
-// A segment is first deduplicated at this many keys.
-constexpr size_t kFirstCompaction = 256;
-
-void SortUnique(std::vector<uint64_t>& keys) {
-  std::sort(keys.begin(), keys.end());
-  keys.erase(std::unique(keys.begin(), keys.end()), keys.end());
-}
-
-}  // namespace
-
 ChangeTracker::ChangeTracker(uint32_t partitions,
                              std::function<uint64_t(uint32_t partition)> rows_of)
     : partitions_(partitions), rows_of_(std::move(rows_of)) {}
 
 void ChangeTracker::Append(uint32_t partition, uint64_t key) {
-  Segment& segment = partitions_[partition].segments.back();
-  segment.keys.push_back(key);
-  if (segment.keys.size() < segment.compact_at) return;
-  SortUnique(segment.keys);
-  if (segment.keys.size() > kFirstCompaction && segment.keys.size() > rows_of_(partition) / 2) {
+  ChangedKeys& keys = partitions_[partition].segments.back().keys;
+  if (!keys.Add(key)) return;
+  if (keys.size() > ChangedKeys::kFirstCompaction && keys.size() > rows_of_(partition) / 2) {
     // Most of the partition changed: writing it whole costs about as much, and needs no keys.
     Forget(partition);
-    return;
   }
-  segment.compact_at = std::max(kFirstCompaction, 2 * segment.keys.size());
 }
 
 std::optional<std::vector<uint64_t>> ChangeTracker::Cut(uint32_t partition, uint64_t previous,
@@ -44,9 +28,9 @@ std::optional<std::vector<uint64_t>> ChangeTracker::Cut(uint32_t partition, uint
   if (since_previous != segments.end()) {
     changed.emplace();
     for (auto it = since_previous; it != segments.end(); ++it) {
-      changed->insert(changed->end(), it->keys.begin(), it->keys.end());
+      it->keys.AppendTo(*changed);
     }
-    SortUnique(*changed);
+    ChangedKeys::SortUnique(*changed);
     segments.erase(segments.begin(), since_previous);
   } else {
     segments.clear();
@@ -54,7 +38,7 @@ std::optional<std::vector<uint64_t>> ChangeTracker::Cut(uint32_t partition, uint
   if (!track) {
     segments.clear();
   } else {
-    segments.push_back(Segment{.since = cut, .keys = {}, .compact_at = kFirstCompaction});
+    segments.push_back(Segment{.since = cut, .keys = {}});
   }
   return changed;
 }
@@ -62,7 +46,7 @@ std::optional<std::vector<uint64_t>> ChangeTracker::Cut(uint32_t partition, uint
 void ChangeTracker::Reset(uint32_t partition, uint64_t cut) {
   std::vector<Segment>& segments = partitions_[partition].segments;
   segments.clear();
-  segments.push_back(Segment{.since = cut, .keys = {}, .compact_at = kFirstCompaction});
+  segments.push_back(Segment{.since = cut, .keys = {}});
 }
 
 uint64_t ChangeTracker::keys_held(uint32_t partition) const {

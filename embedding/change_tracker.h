@@ -10,8 +10,8 @@
 // cut, erased, moved in, or with more changed keys than half its rows) is untracked: its next cut
 // writes it whole. An untracked partition costs one branch per change.
 //
-// A segment's keys are appended unsorted and deduplicated when they reach twice their last
-// deduplicated count, so memory stays within about two keys per changed row.
+// A segment's keys are ChangedKeys (changed_keys.h): memory stays within about two keys per
+// changed row.
 //
 // Not thread-safe: the owner (EmbeddingTable) guards each partition with its stripe lock.
 #pragma once
@@ -20,6 +20,8 @@
 #include <functional>
 #include <optional>
 #include <vector>
+
+#include "embedding/changed_keys.h"
 
 namespace ember::embedding {
 
@@ -50,8 +52,7 @@ class ChangeTracker {
  private:
   struct Segment {
     uint64_t since = 0;  // the cut the segment's changes follow
-    std::vector<uint64_t> keys;
-    size_t compact_at = 0;  // deduplicate when keys reach this size
+    ChangedKeys keys;
   };
   struct Partition {
     std::vector<Segment> segments;  // oldest first; the last one collects new changes

@@ -11,7 +11,7 @@ void MovesOut::NoteChanged(const std::string& table, std::span<const uint64_t> k
   std::lock_guard lock(mu_);
   for (size_t i = 0; i < keys.size(); ++i) {
     if (ownership_.state(partitions[i]) == PartitionState::kCopying) {
-      changed_[partitions[i]][table].insert(keys[i]);
+      changed_[partitions[i]][table].Add(keys[i]);
     }
   }
 }
@@ -41,8 +41,9 @@ void MovesOut::BeginHandOver(uint32_t p) {
     ownership_.set(p, PartitionState::kHandedOver);
     Outgoing rows{wire::TransferPhase::kHandover, {}, 0};
     for (auto& [name, keys] : changed_[p]) {
-      rows.total += keys.size();
-      rows.tables.emplace_back(name, std::vector<uint64_t>(keys.begin(), keys.end()));
+      std::vector<uint64_t> sorted = keys.Sorted();
+      rows.total += sorted.size();
+      rows.tables.emplace_back(name, std::move(sorted));
     }
     outgoing_[p] = std::move(rows);
     changed_.erase(p);

@@ -17,7 +17,6 @@
 #include <map>
 #include <mutex>
 #include <optional>
-#include <set>
 #include <span>
 #include <string>
 #include <utility>
@@ -26,6 +25,7 @@
 #include "common/millis.h"
 #include "common/status.h"
 #include "common/wire_moves.h"
+#include "embedding/changed_keys.h"
 #include "ps/server/partition_ownership.h"
 
 namespace ember::ps {
@@ -93,7 +93,7 @@ class MovesOut {
   mutable std::mutex mu_;             // guards what follows
   std::atomic<uint32_t> copying_{0};  // partitions in kCopying
   // Keys pushed into partitions being copied, by partition and table.
-  std::map<uint32_t, std::map<std::string, std::set<uint64_t>>> changed_;
+  std::map<uint32_t, std::map<std::string, embedding::ChangedKeys>> changed_;
   std::map<uint32_t, Move> moves_;
   std::map<uint32_t, Outgoing> outgoing_;
 };
