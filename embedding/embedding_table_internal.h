@@ -3,11 +3,10 @@
 #pragma once
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <cstring>
-#include <mutex>
-#include <unordered_map>
-#include <chrono>
+#include <memory>
 #include <span>
 #include <vector>
 

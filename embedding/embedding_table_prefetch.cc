@@ -11,10 +11,6 @@ namespace ember::embedding {
 
 using internal::kDirty;
 using internal::kOnDisk;
-using internal::kPinOne;
-using internal::kReferenced;
-using internal::LoadFlags;
-using internal::PinCount;
 using internal::StoreFlags;
 
 namespace {

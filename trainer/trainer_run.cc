@@ -113,12 +113,14 @@ class Trainer::StepLoop {
   // or a checkpoint the step hook may write.
   void NotePosition(uint64_t step_clock);
   // The step's phases, in order.
-  Status AwaitRows(uint32_t step, StepBuffers& current, StepBuffers& next, StepFigures& figures);
+  Status AwaitRows(uint32_t step, const std::string& where, StepBuffers& current, StepBuffers& next,
+                   StepFigures& figures);
   Status Compute(StepBuffers& current, const std::string& where, StepFigures& figures);
   Status StartPushes(StepBuffers& current, const std::string& where);
-  Status AwaitPushesAndClock(uint32_t step, StepBuffers& current, StepBuffers& next,
-                             StepBuffers& previous, StepFigures& figures);
-  Status AfterStep(uint32_t step, StepBuffers& current, StepFigures& figures);
+  Status AwaitPushesAndClock(uint32_t step, const std::string& where, StepBuffers& current,
+                             StepBuffers& next, StepBuffers& previous, StepFigures& figures);
+  Status AfterStep(uint32_t step, const std::string& where, StepBuffers& current,
+                   StepFigures& figures);
 
   Trainer& t_;
   const uint32_t steps_;
@@ -166,21 +168,21 @@ Result<StepFigures> Trainer::StepLoop::RunStep(uint32_t step) {
   StepBuffers& previous = buffers_[(n + 2) % 3];  // step t-1's buffer
   const std::string where = "step " + std::to_string(step);
   StepFigures figures;
-  RETURN_IF_ERROR(AwaitRows(step, current, next, figures));
+  RETURN_IF_ERROR(AwaitRows(step, where, current, next, figures));
   RETURN_IF_ERROR(Compute(current, where, figures));
   ++t_.clock_;
   RETURN_IF_ERROR(StartPushes(current, where));
-  RETURN_IF_ERROR(AwaitPushesAndClock(step, current, next, previous, figures));
-  RETURN_IF_ERROR(AfterStep(step, current, figures));
+  RETURN_IF_ERROR(AwaitPushesAndClock(step, where, current, next, previous, figures));
+  RETURN_IF_ERROR(AfterStep(step, where, current, figures));
   if (!figures.stop && !pipeline() && step < steps_) StartPull(next);  // sees every update
   figures.unique_keys = current.user.unique_keys() + current.item.unique_keys();
   return figures;
 }
 
-Status Trainer::StepLoop::AwaitRows(uint32_t step, StepBuffers& current, StepBuffers& next,
-                                    StepFigures& figures) {
+Status Trainer::StepLoop::AwaitRows(uint32_t step, const std::string& where, StepBuffers& current,
+                                    StepBuffers& next, StepFigures& figures) {
   auto phase = Clock::now();
-  RETURN_IF_ERROR(WaitAll(current.pulls).WithContext("step " + std::to_string(step) + " pull"));
+  RETURN_IF_ERROR(WaitAll(current.pulls).WithContext(where + " pull"));
   figures.pull_ms = MillisSince(phase);
   if (pipeline() && step < steps_) {
     phase = Clock::now();
@@ -221,10 +223,9 @@ Status Trainer::StepLoop::StartPushes(StepBuffers& current, const std::string& w
       .WithContext(where);
 }
 
-Status Trainer::StepLoop::AwaitPushesAndClock(uint32_t step, StepBuffers& current,
-                                              StepBuffers& next, StepBuffers& previous,
-                                              StepFigures& figures) {
-  const std::string where = "step " + std::to_string(step);
+Status Trainer::StepLoop::AwaitPushesAndClock(uint32_t step, const std::string& where,
+                                              StepBuffers& current, StepBuffers& next,
+                                              StepBuffers& previous, StepFigures& figures) {
   auto phase = Clock::now();
   if (pipeline()) {
     RETURN_IF_ERROR(
@@ -255,11 +256,12 @@ Status Trainer::StepLoop::AwaitPushesAndClock(uint32_t step, StepBuffers& curren
   return Status::Ok();
 }
 
-Status Trainer::StepLoop::AfterStep(uint32_t step, StepBuffers& current, StepFigures& figures) {
+Status Trainer::StepLoop::AfterStep(uint32_t step, const std::string& where, StepBuffers& current,
+                                    StepFigures& figures) {
   if (!after_step_) return Status::Ok();
   if (step == steps_) NotePosition(t_.clock_);
   if (pipeline()) {
-    RETURN_IF_ERROR(WaitAll(current.pushes).WithContext("step " + std::to_string(step) + " push"));
+    RETURN_IF_ERROR(WaitAll(current.pushes).WithContext(where + " push"));
   }
   t_.completed_steps_ = step;
   ASSIGN_OR_RETURN(figures.stop, after_step_(step));

@@ -23,10 +23,8 @@
 
 #include <atomic>
 #include <chrono>
-#include <deque>
 #include <map>
 #include <mutex>
-#include <set>
 #include <shared_mutex>
 #include <memory>
 #include <string>
