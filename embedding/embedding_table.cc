@@ -1,23 +1,17 @@
-// EmbeddingTable implementation: per-partition locking over RowStores.
+// EmbeddingTable: pull and push over the rows in memory (StripedRows), or through the tier, and
+// the operations on single rows and whole partitions.
 #include "embedding/embedding_table.h"
 
 #include <algorithm>
-#include <bit>
-#include <cstring>
-#include <ctime>
+#include <mutex>
 #include <string>
 #include <utility>
 
 #include "common/check.h"
 #include "common/hash.h"
-#include "embedding/embedding_table_internal.h"
-#include "embedding/initializer.h"
 #include "embedding/table_config.h"
 
 namespace ember::embedding {
-
-using internal::kPrefetchDistance;
-using internal::PrefetchRow;
 
 namespace {
 
@@ -29,9 +23,6 @@ RowOptimizer MakeOptimizer(const TableSpec& spec) {
   return *optimizer;
 }
 
-// Lock stripes per table: enough that threads rarely meet, few enough that a request's keys form
-// long runs per stripe for the prefetcher.
-constexpr uint32_t kMaxLockStripes = 64;
 // The check of a push made with Push(keys, grads, also_log): it applies every push and adds
 // also_log's records.
 class LogHookOnly final : public EmbeddingTable::PushCheck {
@@ -50,51 +41,35 @@ class LogHookOnly final : public EmbeddingTable::PushCheck {
 
 }  // namespace
 
-namespace internal {
-
-RequestGroups& GroupByStripe(std::span<const uint64_t> keys, uint64_t table_id,
-                             uint32_t num_partitions, uint32_t num_stripes) {
-  const uint32_t stripe_mask = num_stripes - 1;
-  thread_local RequestGroups groups;
-  const uint32_t n = static_cast<uint32_t>(keys.size());
-  groups.partition.resize(n);
-  groups.order.resize(n);
-  groups.rows.resize(n);
-  groups.bounds.assign(num_stripes + 1, 0);
-  groups.scratch_used = 0;
-  groups.entries_prefetched = 0;
-  for (uint32_t i = 0; i < n; ++i) {
-    groups.partition[i] = ember::PartitionOf(table_id, keys[i], num_partitions);
-    ++groups.bounds[(groups.partition[i] & stripe_mask) + 1];
-  }
-  for (uint32_t s = 0; s < num_stripes; ++s) groups.bounds[s + 1] += groups.bounds[s];
-  thread_local std::vector<uint32_t> next_slot;  // per stripe, where its next position goes
-  next_slot.assign(groups.bounds.begin(), groups.bounds.end() - 1);
-  for (uint32_t i = 0; i < n; ++i) groups.order[next_slot[groups.partition[i] & stripe_mask]++] = i;
-  return groups;
-}
-
-}  // namespace internal
-
 EmbeddingTable::EmbeddingTable(const TableSpec& spec, uint32_t num_partitions)
-    : EmbeddingTable(spec, num_partitions, nullptr) {}
+    : EmbeddingTable(spec, num_partitions, /*tiered=*/false) {}
 
-EmbeddingTable::EmbeddingTable(const TableSpec& spec, uint32_t num_partitions,
-                               const TierOptions* tier)
+EmbeddingTable::EmbeddingTable(const TableSpec& spec, uint32_t num_partitions, bool tiered)
     : spec_(spec),
       table_id_(HashName(spec.name)),
       optimizer_(MakeOptimizer(spec)),
       floats_per_row_(PersistedFloatsPerRow(spec)),
-      stored_floats_(floats_per_row_ + (tier != nullptr ? 1 : 0)),
-      num_partitions_(num_partitions),
-      num_stripes_(std::bit_floor(std::clamp(num_partitions, 1u, kMaxLockStripes))),
-      stripes_(std::make_unique<Stripe[]>(num_stripes_)),
+      new_rows_(spec_, optimizer_, counters_),
+      memory_(num_partitions, floats_per_row_ + (tiered ? 1 : 0)),
       changes_(num_partitions, [this](uint32_t p) { return PartitionRowsLocked(p); }) {
   EMBER_CHECK(num_partitions >= 1, "table", spec.name, "needs at least one partition");
-  stores_.reserve(num_partitions);
-  for (uint32_t p = 0; p < num_partitions; ++p) stores_.emplace_back(stored_floats_);
-  if (tier != nullptr) InitTier(*tier);
-  if (spec.admit_after > 1) admission_ = std::make_unique<AdmissionFilter>(spec.admit_after);
+}
+
+EmbeddingTable::~EmbeddingTable() = default;
+
+Result<std::unique_ptr<EmbeddingTable>> EmbeddingTable::Create(const TableSpec& spec,
+                                                               uint32_t num_partitions,
+                                                               const TierOptions& tier) {
+  if (tier.disk == nullptr) return std::make_unique<EmbeddingTable>(spec, num_partitions);
+  std::unique_ptr<EmbeddingTable> table(new EmbeddingTable(spec, num_partitions, true));
+  ASSIGN_OR_RETURN(table->tier_, DiskTier::Open(tier, table->TierView()));
+  table->look_ahead_ = std::make_unique<LookAhead>(*table->tier_);
+  return table;
+}
+
+TierTable EmbeddingTable::TierView() {
+  return TierTable{spec_.name, table_id_,  spec_.dim, floats_per_row_, memory_,
+                   new_rows_,  changes_,   row_count_, counters_};
 }
 
 uint32_t EmbeddingTable::PartitionOf(uint64_t key) const {
@@ -107,31 +82,16 @@ uint32_t EmbeddingTable::PersistedFloatsPerRow(const TableSpec& spec) {
   return spec.dim + optimizer->state_floats() + (spec.ttl_seconds > 0 ? 1 : 0);
 }
 
-uint32_t EmbeddingTable::NowSeconds() const {
-  return now_ ? now_() : static_cast<uint32_t>(std::time(nullptr));
-}
-
-void EmbeddingTable::InitNewRow(uint64_t key, float* row) const {
-  InitializeRow(spec_, key, std::span<float>(row, spec_.dim));
-  optimizer_.InitState(std::span<float>(row + spec_.dim, optimizer_.state_floats()));
-  StampUpdate(row);
-}
-
-void EmbeddingTable::StampUpdate(float* row) const {
-  if (spec_.ttl_seconds == 0) return;
-  const uint32_t now = NowSeconds();
-  std::memcpy(row + floats_per_row_ - 1, &now, sizeof(now));
-}
-
 float* EmbeddingTable::FindOrCreateRow(uint32_t partition, uint64_t key) {
-  if (admission_ != nullptr) {
-    if (float* row = stores_[partition].Find(key)) return row;
-    if (!Admit(key)) return nullptr;
+  RowStore& store = memory_.store(partition);
+  if (new_rows_.admits_by_count()) {
+    if (float* row = store.Find(key)) return row;
+    if (!new_rows_.Admit(key)) return nullptr;
   }
-  auto [row, inserted] = stores_[partition].FindOrInsert(key);
+  auto [row, inserted] = store.FindOrInsert(key);
   if (inserted) {
-    InitNewRow(key, row);
-    rows_.fetch_add(1, std::memory_order_relaxed);
+    new_rows_.Init(key, row);
+    row_count_.fetch_add(1, std::memory_order_relaxed);
     changes_.Note(partition, key);
   }
   return row;
@@ -141,8 +101,7 @@ template <typename Use>
 Status EmbeddingTable::ForEachRequestRow(std::span<const uint64_t> keys, size_t prefetch_floats,
                                          Use&& use, const float* position_data,
                                          const RequestCheck* pull_check, PushCheck* push_check) {
-  internal::RequestGroups& groups =
-      internal::GroupByStripe(keys, table_id_, num_partitions_, num_stripes_);
+  RequestGroups& groups = GroupByStripe(keys, table_id_, memory_);
   const bool push = push_check != nullptr;
   if (push) {
     ASSIGN_OR_RETURN(const PushCheck::Verdict verdict, push_check->Check(keys, groups.partition));
@@ -150,10 +109,8 @@ Status EmbeddingTable::ForEachRequestRow(std::span<const uint64_t> keys, size_t 
   } else if (pull_check != nullptr && *pull_check) {
     RETURN_IF_ERROR((*pull_check)(keys, groups.partition));
   }
-  if (admission_ != nullptr) groups.ReserveScratch(keys.size(), stored_floats_);
-  if (tier_ != nullptr) {
-    return ForEachTieredRequestRow(keys, groups, use, position_data, push_check);
-  }
+  if (new_rows_.admits_by_count()) groups.ReserveScratch(keys.size(), memory_.row_floats());
+  if (tier_ != nullptr) return tier_->ForEachRequestRow(keys, groups, use, position_data, push_check);
   // Each key passes three stages kPrefetchDistance keys apart: its index entry is prefetched (for
   // any stripe: a prefetch reads nothing, see RowStore::Prefetch), its row is looked up under its
   // stripe's lock and prefetched, then the row is used. The entry stage runs across stripes, so a
@@ -163,32 +120,25 @@ Status EmbeddingTable::ForEachRequestRow(std::span<const uint64_t> keys, size_t 
     float* row = FindOrCreateRow(groups.partition[at], keys[at]);
     if (push && row != nullptr) changes_.Note(groups.partition[at], keys[at]);
     groups.rows[j] =
-        row != nullptr ? row : InitialRowNotStored(keys[at], push, groups.NextScratchRow());
+        row != nullptr ? row : new_rows_.NotAdmitted(keys[at], push, groups.NextScratchRow());
     PrefetchRow(groups.rows[j], prefetch_floats);
     PrefetchRow(position_data + size_t{at} * spec_.dim, spec_.dim);
   };
-  for (uint32_t s = 0; s < num_stripes_; ++s) {
-    const uint32_t begin = groups.bounds[s];
-    const uint32_t end = groups.bounds[s + 1];
+  const std::span<const RowStore> stores = memory_.stores();
+  for (uint32_t s = 0; s < memory_.num_stripes(); ++s) {
+    const uint32_t begin = groups.begin(s);
+    const uint32_t end = groups.end(s);
     if (begin == end) continue;
-    std::lock_guard<std::mutex> lock(stripes_[s].mu);
-    groups.PrefetchEntriesBelow(begin + 2 * kPrefetchDistance, keys, stores_);
+    std::lock_guard<std::mutex> lock(memory_.StripeMutex(s));
+    groups.PrefetchEntriesBelow(begin + 2 * kPrefetchDistance, keys, stores);
     for (uint32_t j = begin; j < std::min(end, begin + kPrefetchDistance); ++j) look_up(j);
     for (uint32_t j = begin; j < end; ++j) {
-      groups.PrefetchEntriesBelow(j + 2 * kPrefetchDistance + 1, keys, stores_);
+      groups.PrefetchEntriesBelow(j + 2 * kPrefetchDistance + 1, keys, stores);
       if (j + kPrefetchDistance < end) look_up(j + kPrefetchDistance);
       use(groups.order[j], groups.rows[j]);
     }
   }
   return Status::Ok();
-}
-
-float* EmbeddingTable::InitialRowNotStored(uint64_t key, bool push, float* row) {
-  InitializeRow(spec_, key, std::span<float>(row, spec_.dim));
-  optimizer_.InitState(std::span<float>(row + spec_.dim, optimizer_.state_floats()));
-  counters_.Add(TableStat::kNotAdmitted);
-  if (push) counters_.Add(TableStat::kUpdatesDropped);
-  return row;
 }
 
 Status EmbeddingTable::Pull(std::span<const uint64_t> keys, std::span<float> out,
@@ -229,10 +179,12 @@ Status EmbeddingTable::Push(std::span<const uint64_t> keys, std::span<const floa
       [&](uint32_t position, float* row) {
         optimizer_.Apply(std::span<float>(row, dim), std::span<float>(row + dim, state_floats),
                          grads.subspan(size_t{position} * dim, dim));
-        StampUpdate(row);
+        new_rows_.StampUpdate(row);
       },
       grads.data(), /*pull_check=*/nullptr, &check);
 }
+
+bool EmbeddingTable::logs_pushes() const { return tier_ != nullptr && tier_->logs_pushes(); }
 
 void EmbeddingTable::ReportStats(TableStats& out) const {
   counters_.AddTo(out);
@@ -243,19 +195,18 @@ void EmbeddingTable::ReportStats(TableStats& out) const {
   out.tracked_change_keys += tracked_change_keys();
 }
 
-uint64_t EmbeddingTable::bytes() const {
-  uint64_t total = 0;
-  for (uint32_t p = 0; p < num_partitions_; ++p) {
-    std::lock_guard<std::mutex> lock(StripeLock(p));
-    total += stores_[p].bytes();
-  }
-  return total + num_partitions_ * sizeof(RowStore) + num_stripes_ * sizeof(Stripe);
+uint64_t EmbeddingTable::bytes() const { return memory_.bytes(); }
+
+uint64_t EmbeddingTable::disk_bytes() const { return tier_ == nullptr ? 0 : tier_->disk_bytes(); }
+
+TierStats EmbeddingTable::tier_stats() const {
+  return tier_ == nullptr ? TierStats{} : tier_->stats();
 }
 
 Status EmbeddingTable::ForEachRowInPartition(uint32_t partition, const RowVisitor& visit) const {
-  EMBER_CHECK(partition < num_partitions_, "partition", partition, "of table", spec_.name,
+  EMBER_CHECK(partition < num_partitions(), "partition", partition, "of table", spec_.name,
               "out of range");
-  std::lock_guard<std::mutex> lock(StripeLock(partition));
+  std::lock_guard<std::mutex> lock(memory_.LockOf(partition));
   return VisitPartitionLocked(partition, visit);
 }
 
@@ -273,27 +224,54 @@ Status EmbeddingTable::Restore(uint64_t key, std::span<const float> row,
         std::to_string(spec_.dim) + " and " + std::to_string(optimizer_.state_floats()));
   }
   const uint32_t partition = PartitionOf(key);
-  if (tier_ != nullptr) return RestoreTiered(partition, key, row, state);
-  std::lock_guard<std::mutex> lock(StripeLock(partition));
-  auto [stored, inserted] = stores_[partition].FindOrInsert(key);
-  if (inserted) rows_.fetch_add(1, std::memory_order_relaxed);
+  if (tier_ != nullptr) return tier_->Restore(partition, key, row, state);
+  std::lock_guard<std::mutex> lock(memory_.LockOf(partition));
+  auto [stored, inserted] = memory_.store(partition).FindOrInsert(key);
+  if (inserted) row_count_.fetch_add(1, std::memory_order_relaxed);
   changes_.Note(partition, key);
   std::copy(row.begin(), row.end(), stored);
   std::copy(state.begin(), state.end(), stored + spec_.dim);
-  StampUpdate(stored);
+  new_rows_.StampUpdate(stored);
   return Status::Ok();
 }
 
 Result<uint64_t> EmbeddingTable::Erase(uint32_t partition) {
-  EMBER_CHECK(partition < num_partitions_, "partition", partition, "of table", spec_.name,
+  EMBER_CHECK(partition < num_partitions(), "partition", partition, "of table", spec_.name,
               "out of range");
-  if (tier_ != nullptr) return EraseTiered(partition);
-  std::lock_guard<std::mutex> lock(StripeLock(partition));
+  if (tier_ != nullptr) return tier_->Erase(partition);
+  std::lock_guard<std::mutex> lock(memory_.LockOf(partition));
   changes_.Forget(partition);
-  const size_t erased = stores_[partition].size();
-  stores_[partition].Clear();
-  rows_.fetch_sub(erased, std::memory_order_relaxed);
+  RowStore& store = memory_.store(partition);
+  const size_t erased = store.size();
+  store.Clear();
+  row_count_.fetch_sub(erased, std::memory_order_relaxed);
   return uint64_t{erased};
+}
+
+Status EmbeddingTable::FlushDirtyRows() {
+  return tier_ == nullptr ? Status::Ok() : tier_->FlushDirtyRows();
+}
+
+Status EmbeddingTable::RecountRows() {
+  return tier_ == nullptr ? Status::Ok() : tier_->RecountRows();
+}
+
+Result<size_t> EmbeddingTable::Prefetch(uint64_t hint, std::span<const uint64_t> keys,
+                                        std::chrono::steady_clock::time_point expires) {
+  if (look_ahead_ == nullptr) return size_t{0};
+  return look_ahead_->Prefetch(hint, keys, expires);
+}
+
+bool EmbeddingTable::ReleaseHint(uint64_t hint) {
+  return look_ahead_ != nullptr && look_ahead_->ReleaseHint(hint);
+}
+
+size_t EmbeddingTable::ReleaseExpiredHints(std::chrono::steady_clock::time_point now) {
+  return look_ahead_ == nullptr ? 0 : look_ahead_->ReleaseExpiredHints(now);
+}
+
+PrefetchStats EmbeddingTable::prefetch_stats() const {
+  return look_ahead_ == nullptr ? PrefetchStats{} : look_ahead_->stats();
 }
 
 }  // namespace ember::embedding

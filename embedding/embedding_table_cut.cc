@@ -1,32 +1,28 @@
 // EmbeddingTable, checkpoint cuts: the rows of a partition a full or incremental cut writes.
 #include <algorithm>
+#include <mutex>
 
 #include "common/check.h"
 #include "embedding/embedding_table.h"
-#include "embedding/embedding_table_internal.h"
 
 namespace ember::embedding {
 
 uint64_t EmbeddingTable::PartitionRowsLocked(uint32_t partition) const {
-  const uint64_t resident = stores_[partition].size();
-  if (tier_ == nullptr) return resident;
-  return std::max(resident, tier_->durable_rows[partition]);
+  if (tier_ != nullptr) return tier_->PartitionRowsLocked(partition);
+  return memory_.store(partition).size();
 }
 
 Status EmbeddingTable::VisitPartitionLocked(uint32_t partition, const RowVisitor& visit) const {
   const uint32_t dim = spec_.dim;
   const uint32_t state_floats = optimizer_.state_floats();
-  const RowStore& store = stores_[partition];
-  store.ForEach([&](uint64_t key, const float* row) {
+  memory_.store(partition).ForEach([&](uint64_t key, const float* row) {
     visit(key, std::span<const float>(row, dim), std::span<const float>(row + dim, state_floats));
   });
   if (tier_ == nullptr) return Status::Ok();
   // Then the rows only on disk (a resident row is newer than its disk version).
-  return tier_->options.disk->ForEachInPartition(
+  return tier_->ForEachRowOnlyOnDiskLocked(
       partition, [&](uint64_t key, std::span<const float> stored) {
-        if (store.Find(key) == nullptr) {
-          visit(key, stored.first(dim), stored.subspan(dim, state_floats));
-        }
+        visit(key, stored.first(dim), stored.subspan(dim, state_floats));
       });
 }
 
@@ -37,7 +33,7 @@ Status EmbeddingTable::VisitKeysLocked(uint32_t partition, std::span<const uint6
   const uint32_t state_floats = optimizer_.state_floats();
   std::vector<uint64_t> not_resident;
   for (uint64_t key : keys) {
-    if (const float* row = stores_[partition].Find(key); row != nullptr) {
+    if (const float* row = memory_.store(partition).Find(key); row != nullptr) {
       visit(key, std::span<const float>(row, dim), std::span<const float>(row + dim, state_floats));
     } else {
       not_resident.push_back(key);
@@ -49,7 +45,7 @@ Status EmbeddingTable::VisitKeysLocked(uint32_t partition, std::span<const uint6
   }
   const std::vector<uint32_t> partitions(not_resident.size(), partition);
   std::vector<uint8_t> found(not_resident.size(), 0);
-  RETURN_IF_ERROR(tier_->options.disk->MultiGet(
+  RETURN_IF_ERROR(tier_->ReadRows(
       partitions, not_resident, [&](size_t i, std::span<const float> stored) {
         found[i] = 1;
         visit(not_resident[i], stored.first(dim), stored.subspan(dim, state_floats));
@@ -63,10 +59,10 @@ Status EmbeddingTable::VisitKeysLocked(uint32_t partition, std::span<const uint6
 Result<PartitionCut> EmbeddingTable::CutPartition(uint32_t partition, uint64_t previous,
                                                   uint64_t cut, bool track,
                                                   const RowVisitor& visit) {
-  EMBER_CHECK(partition < num_partitions_, "partition", partition, "of table", spec_.name,
+  EMBER_CHECK(partition < num_partitions(), "partition", partition, "of table", spec_.name,
               "out of range");
   EMBER_CHECK(cut != 0, "a checkpoint cut of table", spec_.name, "needs a nonzero id");
-  std::lock_guard<std::mutex> lock(StripeLock(partition));
+  std::lock_guard<std::mutex> lock(memory_.LockOf(partition));
   std::optional<std::vector<uint64_t>> changed = changes_.Cut(partition, previous, cut, track);
   PartitionCut result;
   Status visited;
@@ -85,16 +81,16 @@ Result<PartitionCut> EmbeddingTable::CutPartition(uint32_t partition, uint64_t p
 }
 
 void EmbeddingTable::TrackChangesFrom(uint32_t partition, uint64_t cut) {
-  EMBER_CHECK(partition < num_partitions_, "partition", partition, "of table", spec_.name,
+  EMBER_CHECK(partition < num_partitions(), "partition", partition, "of table", spec_.name,
               "out of range");
-  std::lock_guard<std::mutex> lock(StripeLock(partition));
+  std::lock_guard<std::mutex> lock(memory_.LockOf(partition));
   changes_.Reset(partition, cut);
 }
 
 uint64_t EmbeddingTable::tracked_change_keys() const {
   uint64_t total = 0;
-  for (uint32_t p = 0; p < num_partitions_; ++p) {
-    std::lock_guard<std::mutex> lock(StripeLock(p));
+  for (uint32_t p = 0; p < num_partitions(); ++p) {
+    std::lock_guard<std::mutex> lock(memory_.LockOf(p));
     total += changes_.keys_held(p);
   }
   return total;

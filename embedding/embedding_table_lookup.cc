@@ -2,12 +2,12 @@
 // each stripe's lock once, like a pull, but only finds rows: memory first, then (tiered tables)
 // the stripe's misses from disk in one MultiGet, copied out and not kept.
 #include <algorithm>
+#include <mutex>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "embedding/embedding_table.h"
-#include "embedding/embedding_table_internal.h"
 #include "embedding/initializer.h"
 
 namespace ember::embedding {
@@ -23,8 +23,7 @@ Status EmbeddingTable::Lookup(std::span<const uint64_t> keys, std::span<float> o
                            std::to_string(keys.size()) + " or no found flags, got " +
                            std::to_string(out.size()) + " and " + std::to_string(found.size()));
   }
-  internal::RequestGroups& groups =
-      internal::GroupByStripe(keys, table_id_, num_partitions_, num_stripes_);
+  RequestGroups& groups = GroupByStripe(keys, table_id_, memory_);
   if (check) RETURN_IF_ERROR(check(keys, groups.partition));
   thread_local std::vector<uint32_t> missed;  // positions in the request
   thread_local std::vector<uint32_t> missed_partitions;
@@ -34,15 +33,15 @@ Status EmbeddingTable::Lookup(std::span<const uint64_t> keys, std::span<float> o
   const auto set_found = [&](uint32_t position, bool has_row) {
     if (!found.empty()) found[position] = has_row ? 1 : 0;
   };
-  for (uint32_t s = 0; s < num_stripes_; ++s) {
+  for (uint32_t s = 0; s < memory_.num_stripes(); ++s) {
     const uint32_t begin = groups.bounds[s];
     const uint32_t end = groups.bounds[s + 1];
     if (begin == end) continue;
-    std::lock_guard<std::mutex> lock(stripes_[s].mu);
+    std::lock_guard<std::mutex> lock(memory_.StripeMutex(s));
     missed.clear();
     for (uint32_t j = begin; j < end; ++j) {
       const uint32_t at = groups.order[j];
-      const float* row = std::as_const(stores_[groups.partition[at]]).Find(keys[at]);
+      const float* row = memory_.store(groups.partition[at]).Find(keys[at]);
       if (row == nullptr) {
         missed.push_back(at);
         continue;
@@ -61,7 +60,7 @@ Status EmbeddingTable::Lookup(std::span<const uint64_t> keys, std::span<float> o
         missed_partitions[m] = groups.partition[missed[m]];
         missed_keys[m] = keys[missed[m]];
       }
-      RETURN_IF_ERROR(tier_->options.disk->MultiGet(
+      RETURN_IF_ERROR(tier_->ReadRows(
           missed_partitions, missed_keys, [&](size_t m, std::span<const float> stored) {
             std::copy_n(stored.data(), dim, row_of(missed[m]));
             on_disk[m] = 1;

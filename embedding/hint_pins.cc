@@ -1,15 +1,10 @@
 // HintPins: look-ahead hints and the pins they hold on a tiered table's rows.
 #include "embedding/hint_pins.h"
 
-#include "embedding/embedding_table_internal.h"
+#include "embedding/tier_row_flags.h"
 
 namespace ember::embedding {
 
-using internal::kPinOne;
-using internal::kReferenced;
-using internal::LoadFlags;
-using internal::PinCount;
-using internal::StoreFlags;
 
 bool HintPins::Pin(float* flags_word) {
   const uint32_t flags = LoadFlags(flags_word);

@@ -1,7 +1,7 @@
 // HintPins: the look-ahead hints a tiered table holds and the pins they put on its rows.
 //
 // A hint holds the keys whose rows it pinned until it is released or expires. A row's pins are
-// counted in its flags word (the high 16 bits, embedding_table_internal.h), which its table guards
+// counted in its flags word (the high 16 bits, tier_row_flags.h), which its table guards
 // with the row's stripe lock; HintPins accounts for the rows pinned at least once against the pin
 // budget (in bytes of memory rows) and in the table's figures (pinned_rows, pinned_bytes). At
 // most kMaxHints hints are held at once: a peer that never releases its hints is bounded by that

@@ -1,67 +1,56 @@
-// EmbeddingTable, tiered: one request's rows (see embedding_table.h). Stripe by stripe under its
-// lock: the rows in memory, then the misses from disk (one MultiGet) or new, then each row used;
-// a push's rows go to the push log with every stripe still locked; then room is made by eviction.
+// DiskTier: one request's rows. Stripe by stripe under its lock: the rows in memory, then the
+// misses from disk (one MultiGet) or new, then each row used; a push's rows go to the push log
+// with every stripe still locked; then room is made by eviction.
 #include <algorithm>
 #include <mutex>
 #include <vector>
 
-#include "embedding/embedding_table.h"
-#include "embedding/embedding_table_internal.h"
-#include "embedding/initializer.h"
+#include "embedding/disk_tier.h"
+#include "embedding/tier_row_flags.h"
 
 namespace ember::embedding {
 
-using internal::kDirty;
-using internal::kOnDisk;
-using internal::kEvictionsPerInsert;
-using internal::kLogged;
-using internal::kPrefetchDistance;
-using internal::kReferenced;
-using internal::LoadFlags;
-using internal::PrefetchRow;
-using internal::StoreFlags;
-using internal::WithLogSegment;
-
-void EmbeddingTable::LookUpStripeLocked(uint32_t stripe, std::span<const uint64_t> keys,
-                                        internal::RequestGroups& groups, bool push,
-                                        std::vector<uint32_t>& missed) {
+void DiskTier::LookUpStripeLocked(uint32_t stripe, std::span<const uint64_t> keys,
+                                  RequestGroups& groups, bool push,
+                                  std::vector<uint32_t>& missed) {
+  const uint32_t floats_per_row = table_.floats_per_row;
+  const std::span<const RowStore> stores = table_.rows.stores();
   // A pull reads the weights; a push also the state. Both mark the flags word after them.
-  const size_t used_floats = push ? floats_per_row_ : spec_.dim;
+  const size_t used_floats = push ? floats_per_row : table_.dim;
   const auto look_up = [&](uint32_t j) {
     const uint32_t at = groups.order[j];
-    float* row = stores_[groups.partition[at]].Find(keys[at]);
+    float* row = table_.rows.store(groups.partition[at]).Find(keys[at]);
     groups.rows[j] = row;
     if (row == nullptr) return;
     PrefetchRow(row, used_floats);
-    PrefetchRow(row + floats_per_row_, 1);
+    PrefetchRow(row + floats_per_row, 1);
   };
   // Pipelined as the in-memory path is: a key's index entry is prefetched 2 * kPrefetchDistance
   // keys ahead (across stripes), its row looked up and prefetched kPrefetchDistance keys ahead,
   // then the row is marked referenced.
-  const uint32_t begin = groups.bounds[stripe];
-  const uint32_t end = groups.bounds[stripe + 1];
+  const uint32_t begin = groups.begin(stripe);
+  const uint32_t end = groups.end(stripe);
   missed.clear();
-  groups.PrefetchEntriesBelow(begin + 2 * kPrefetchDistance, keys, stores_);
+  groups.PrefetchEntriesBelow(begin + 2 * kPrefetchDistance, keys, stores);
   for (uint32_t j = begin; j < std::min(end, begin + kPrefetchDistance); ++j) look_up(j);
   for (uint32_t j = begin; j < end; ++j) {
-    groups.PrefetchEntriesBelow(j + 2 * kPrefetchDistance + 1, keys, stores_);
+    groups.PrefetchEntriesBelow(j + 2 * kPrefetchDistance + 1, keys, stores);
     if (j + kPrefetchDistance < end) look_up(j + kPrefetchDistance);
     float* row = groups.rows[j];
     if (row == nullptr) {
       missed.push_back(j);
       continue;
     }
-    float* flags = row + floats_per_row_;
+    float* flags = row + floats_per_row;
     StoreFlags(flags, LoadFlags(flags) | kReferenced);
   }
-  counters_.Add(TableStat::kHits, end - begin - missed.size());
-  counters_.Add(TableStat::kMisses, missed.size());
+  table_.counters.Add(TableStat::kHits, end - begin - missed.size());
+  table_.counters.Add(TableStat::kMisses, missed.size());
 }
 
-Result<size_t> EmbeddingTable::LoadMissesLocked(std::span<const uint64_t> keys,
-                                                internal::RequestGroups& groups,
-                                                std::span<const uint32_t> missed, bool push) {
-  Tier& tier = *tier_;
+Result<size_t> DiskTier::LoadMissesLocked(std::span<const uint64_t> keys, RequestGroups& groups,
+                                          std::span<const uint32_t> missed, bool push) {
+  const uint32_t floats_per_row = table_.floats_per_row;
   thread_local std::vector<const float*> stored;  // by miss: its row on disk, or null
   thread_local std::vector<uint32_t> partitions;
   thread_local std::vector<uint64_t> missed_keys;
@@ -75,56 +64,55 @@ Result<size_t> EmbeddingTable::LoadMissesLocked(std::span<const uint64_t> keys,
     partitions[m] = groups.partition[at];
     missed_keys[m] = keys[at];
   }
-  loaded.resize(missed.size() * floats_per_row_);
-  RETURN_IF_ERROR(tier.options.disk->MultiGet(
-      partitions, missed_keys, [&](size_t m, std::span<const float> row) {
-        std::copy(row.begin(), row.end(), loaded.data() + m * floats_per_row_);
-        stored[m] = loaded.data() + m * floats_per_row_;
+  loaded.resize(missed.size() * floats_per_row);
+  RETURN_IF_ERROR(
+      disk_.MultiGet(partitions, missed_keys, [&](size_t m, std::span<const float> row) {
+        std::copy(row.begin(), row.end(), loaded.data() + m * floats_per_row);
+        stored[m] = loaded.data() + m * floats_per_row;
       }));
-  const uint64_t row_bytes = uint64_t{stored_floats_} * sizeof(float);
+  NewRows& new_rows = table_.new_rows;
   size_t inserted = 0;
   for (size_t m = 0; m < missed.size(); ++m) {
     const uint32_t partition = partitions[m];
     const uint64_t key = missed_keys[m];
-    if (stored[m] == nullptr && admission_ != nullptr && stores_[partition].Find(key) == nullptr &&
-        !Admit(key)) {
-      groups.rows[missed[m]] = InitialRowNotStored(key, push, groups.NextScratchRow());
+    RowStore& store = table_.rows.store(partition);
+    if (stored[m] == nullptr && new_rows.admits_by_count() && store.Find(key) == nullptr &&
+        !new_rows.Admit(key)) {
+      groups.rows[missed[m]] = new_rows.NotAdmitted(key, push, groups.NextScratchRow());
       continue;
     }
-    auto [row, is_new] = stores_[partition].FindOrInsert(key);
+    auto [row, is_new] = store.FindOrInsert(key);
     groups.rows[missed[m]] = row;
     if (!is_new) continue;  // a duplicate key of this request, inserted just before
     ++inserted;
     uint32_t flags = kReferenced;
     if (stored[m] != nullptr) {
-      std::copy_n(stored[m], floats_per_row_, row);
+      std::copy_n(stored[m], floats_per_row, row);
       flags |= kOnDisk;
-      tier.loaded.fetch_add(1, std::memory_order_relaxed);
+      loaded_.fetch_add(1, std::memory_order_relaxed);
     } else {
-      InitNewRow(key, row);
+      new_rows.Init(key, row);
       flags |= kDirty;
-      rows_.fetch_add(1, std::memory_order_relaxed);
-      changes_.Note(partition, key);
+      table_.row_count.fetch_add(1, std::memory_order_relaxed);
+      table_.changes.Note(partition, key);
     }
-    StoreFlags(row + floats_per_row_, flags);
-    tier.clocks[partition].Add(key);
-    tier.resident.fetch_add(1, std::memory_order_relaxed);
-    if (tier.options.budget != nullptr) tier.options.budget->Charge(row_bytes);
+    StoreFlags(row + floats_per_row, flags);
+    AddResidentLocked(partition, key);
   }
   return inserted;
 }
 
-void EmbeddingTable::UseStripeRowsLocked(uint32_t stripe, std::span<const uint64_t> keys,
-                                         internal::RequestGroups& groups, const RowUse& use,
-                                         const float* position_data, bool push,
-                                         PushLogging* logging) {
+void DiskTier::UseStripeRowsLocked(uint32_t stripe, std::span<const uint64_t> keys,
+                                   RequestGroups& groups, const RowUse& use,
+                                   const float* position_data, bool push, PushLogging* logging) {
+  const uint32_t floats_per_row = table_.floats_per_row;
   thread_local std::vector<uint32_t> counted;  // partitions whose count of rows on disk went up
-  const uint32_t begin = groups.bounds[stripe];
-  const uint32_t end = groups.bounds[stripe + 1];
+  const uint32_t begin = groups.begin(stripe);
+  const uint32_t end = groups.end(stripe);
   // The rows are in cache by now, but a push's gradients may not be: the log record it builds
   // (larger than a core's cache for a large push) pushes them out.
   const auto prefetch_position_data = [&](uint32_t j) {
-    PrefetchRow(position_data + size_t{groups.order[j]} * spec_.dim, spec_.dim);
+    PrefetchRow(position_data + size_t{groups.order[j]} * table_.dim, table_.dim);
   };
   for (uint32_t j = begin; j < std::min(end, begin + kPrefetchDistance); ++j) {
     prefetch_position_data(j);
@@ -136,62 +124,47 @@ void EmbeddingTable::UseStripeRowsLocked(uint32_t stripe, std::span<const uint64
     use(groups.order[j], row);
     if (!push || groups.IsScratch(row)) continue;
     const uint32_t at = groups.order[j];
-    changes_.Note(groups.partition[at], keys[at]);
-    const uint32_t changed = LoadFlags(row + floats_per_row_) | kDirty;
+    table_.changes.Note(groups.partition[at], keys[at]);
+    const uint32_t changed = LoadFlags(row + floats_per_row) | kDirty;
     // With the log, the row notes the segment its record goes to (or an earlier one).
-    StoreFlags(row + floats_per_row_,
+    StoreFlags(row + floats_per_row,
                logging != nullptr ? WithLogSegment(changed, logging->segment) : changed);
     if (logging == nullptr) continue;
     logging->writes.Put(groups.partition[at], keys[at],
-                        std::span<const float>(row, floats_per_row_));
+                        std::span<const float>(row, floats_per_row));
     if (MarkDurable(groups.partition[at], row)) counted.push_back(groups.partition[at]);
   }
   // One count record per partition whose count went up (the stripe lock is still held).
   std::sort(counted.begin(), counted.end());
   counted.erase(std::unique(counted.begin(), counted.end()), counted.end());
   for (uint32_t partition : counted) {
-    AddCountRecord(logging->writes, partition, tier_->durable_rows[partition]);
+    AddCountRecord(logging->writes, partition, durable_rows_[partition]);
   }
 }
 
-Status EmbeddingTable::EvictForStripeLocked(uint32_t stripe,
-                                            const internal::RequestGroups& groups,
-                                            size_t inserted) {
-  if (!OverBudget()) return Status::Ok();
-  thread_local std::vector<uint32_t> touched;  // partitions of the stripe
-  touched.clear();
-  for (uint32_t j = groups.bounds[stripe]; j < groups.bounds[stripe + 1]; ++j) {
-    touched.push_back(groups.partition[groups.order[j]]);
-  }
-  std::sort(touched.begin(), touched.end());
-  touched.erase(std::unique(touched.begin(), touched.end()), touched.end());
-  return EvictWhileOverBudget(touched, std::max<size_t>(1, inserted) * kEvictionsPerInsert);
-}
-
-void EmbeddingTable::ForgetLogSegments(std::span<const uint32_t> stripes,
-                                       const internal::RequestGroups& groups) {
+void DiskTier::ForgetLogSegments(std::span<const uint32_t> stripes, const RequestGroups& groups) {
   for (uint32_t stripe : stripes) {
-    for (uint32_t j = groups.bounds[stripe]; j < groups.bounds[stripe + 1]; ++j) {
+    for (uint32_t j = groups.begin(stripe); j < groups.end(stripe); ++j) {
       float* row = groups.rows[j];
       if (groups.IsScratch(row)) continue;
-      StoreFlags(row + floats_per_row_, LoadFlags(row + floats_per_row_) & ~kLogged);
+      float* flags = row + table_.floats_per_row;
+      StoreFlags(flags, LoadFlags(flags) & ~kLogged);
     }
   }
 }
 
-Status EmbeddingTable::ForEachTieredRequestRow(std::span<const uint64_t> keys,
-                                               internal::RequestGroups& groups, const RowUse& use,
-                                               const float* position_data,
-                                               PushCheck* push_check) {
+Status DiskTier::ForEachRequestRow(std::span<const uint64_t> keys, RequestGroups& groups,
+                                   const RowUse& use, const float* position_data,
+                                   PushCheck* push_check) {
   const bool push = push_check != nullptr;
-  PushLog* const push_log = tier_->options.disk->push_log();
+  PushLog* const push_log = disk_.push_log();
   const bool log = push && push_log != nullptr;
   thread_local std::vector<uint32_t> missed;  // indexes into groups.order
   // With a push log the locks of all stripes touched are held until the push is appended to it.
   std::vector<std::unique_lock<std::mutex>> held;
   std::vector<uint32_t> held_stripes;
   std::vector<size_t> inserted_per_stripe;
-  PushLogging logging{RowWrites(*tier_->options.disk), 0};
+  PushLogging logging{RowWrites(disk_), 0};
   if (log) {
     // Before any stripe lock: retiring the log's full segments takes them.
     RETURN_IF_ERROR(push_log->WaitForRoom().WithContext("logging a push"));
@@ -199,9 +172,9 @@ Status EmbeddingTable::ForEachTieredRequestRow(std::span<const uint64_t> keys,
     // Read before the record is appended: it goes to this segment or a later one.
     logging.segment = push_log->active_segment();
   }
-  for (uint32_t s = 0; s < num_stripes_; ++s) {
-    if (groups.bounds[s] == groups.bounds[s + 1]) continue;
-    std::unique_lock<std::mutex> lock(stripes_[s].mu);
+  for (uint32_t s = 0; s < table_.rows.num_stripes(); ++s) {
+    if (groups.empty(s)) continue;
+    std::unique_lock<std::mutex> lock(table_.rows.StripeMutex(s));
     LookUpStripeLocked(s, keys, groups, push, missed);
     Result<size_t> inserted =
         missed.empty() ? size_t{0} : LoadMissesLocked(keys, groups, missed, push);
@@ -234,7 +207,7 @@ Status EmbeddingTable::ForEachTieredRequestRow(std::span<const uint64_t> keys,
   // budget no stripe is locked again: the next pushes hold them, all at once, meanwhile.
   for (size_t h = 0; h < held_stripes.size(); ++h) {
     if (!OverBudget()) break;
-    std::lock_guard<std::mutex> lock(stripes_[held_stripes[h]].mu);
+    std::lock_guard<std::mutex> lock(table_.rows.StripeMutex(held_stripes[h]));
     RETURN_IF_ERROR(EvictForStripeLocked(held_stripes[h], groups, inserted_per_stripe[h]));
   }
   return Status::Ok();
