@@ -3,6 +3,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <variant>
 
 #include "common/catch_exceptions.h"
 #include "common/quote_for_error.h"
@@ -14,6 +15,12 @@ namespace {
 
 // Error answers counted on this thread: a RequestTimer tells from it whether its request failed.
 thread_local uint64_t t_errors_counted = 0;
+
+// A visitor made of one handler per request kind: std::visit calls the one for the body's kind.
+template <class... Handlers>
+struct Overloaded : Handlers... {
+  using Handlers::operator()...;
+};
 
 }  // namespace
 
@@ -116,38 +123,45 @@ Frame ShardService::Error(uint64_t request_id, const Status& status) {
   return wire::EncodeStatusResponse(request_id, ownership_.epoch(), status);
 }
 
+Frame ShardService::Reply(uint64_t request_id, const Status& status) {
+  if (!status.ok()) return Error(request_id, status);
+  return wire::EncodeStatusResponse(request_id, ownership_.epoch(), status);
+}
+
 Frame ShardService::HandleDecoded(const wire::DecodedRequest& request, const Peer& peer) {
   const wire::RequestHeader& header = request.header;
+  // Before any handler: who may send each kind is declared once, in wire::SendersOf.
   if (Status allowed = wire::CheckSender(peer, request.body); !allowed.ok()) {
     spdlog::debug("server {}: {}", server_id_, allowed.message());  // counted as an error
     return Error(header.request_id, allowed);
   }
-  if (auto* pull = std::get_if<wire::PullRequest>(&request.body)) return HandlePull(header, *pull);
-  if (auto* lookup = std::get_if<wire::LookupRequest>(&request.body)) {
-    return HandleLookup(header, *lookup);
-  }
-  if (auto* push = std::get_if<wire::PushRequest>(&request.body)) {
-    return HandlePush(header, *push, peer);
-  }
-  if (auto* hint = std::get_if<wire::HintRequest>(&request.body)) return HandleHint(header, *hint, peer);
-  if (auto* apply = std::get_if<wire::ApplyClockRequest>(&request.body)) {
-    return HandleApplyClock(header, *apply, peer);
-  }
-  if (auto* checkpoint = std::get_if<wire::CheckpointRequest>(&request.body)) {
-    return HandleCheckpoint(header, *checkpoint);
-  }
-  if (auto* transfer = std::get_if<wire::PartitionTransferRequest>(&request.body)) {
-    return HandlePartitionTransfer(header, *transfer, peer);
-  }
-  if (std::holds_alternative<wire::PingRequest>(request.body)) {
-    return wire::EncodeStatusResponse(header.request_id, ownership_.epoch(), Status::Ok());
-  }
-  if (std::holds_alternative<wire::StatsRequest>(request.body)) {
-    return wire::EncodeStatsResponse(header.request_id, ownership_.epoch(), Stats());
-  }
-  return Error(header.request_id,
-               InvalidArgument("a parameter server does not handle '" +
-                               std::string(wire::RequestKindName(request.body)) + "' requests"));
+  // Each request kind a parameter server handles, with its handler; any other kind is refused.
+  return std::visit(
+      Overloaded{
+          [&](const wire::PullRequest& pull) { return HandlePull(header, pull); },
+          [&](const wire::LookupRequest& lookup) { return HandleLookup(header, lookup); },
+          [&](const wire::PushRequest& push) { return HandlePush(header, push, peer); },
+          [&](const wire::HintRequest& hint) { return HandleHint(header, hint, peer); },
+          [&](const wire::ApplyClockRequest& apply) {
+            return HandleApplyClock(header, apply, peer);
+          },
+          [&](const wire::CheckpointRequest& checkpoint) {
+            return HandleCheckpoint(header, checkpoint);
+          },
+          [&](const wire::PartitionTransferRequest& transfer) {
+            return HandlePartitionTransfer(header, transfer, peer);
+          },
+          [&](const wire::PingRequest&) { return Reply(header.request_id, Status::Ok()); },
+          [&](const wire::StatsRequest&) {
+            return wire::EncodeStatsResponse(header.request_id, ownership_.epoch(), Stats());
+          },
+          [&](const auto& other) {
+            return Error(header.request_id,
+                         InvalidArgument("a parameter server does not handle '" +
+                                         std::string(other.kName) + "' requests"));
+          },
+      },
+      request.body);
 }
 
 Result<embedding::EmbeddingTable*> ShardService::FindTable(const std::string& name) {

@@ -144,6 +144,7 @@ class ShardService {
  private:
   ShardService(uint32_t server_id, const RoutingTable& routing, const ShardPolicy& policy);
 
+  // The dispatcher: checks that `peer` may send the request, then calls its kind's handler.
   Frame HandleDecoded(const wire::DecodedRequest& request, const Peer& peer);
   Frame HandlePull(const wire::RequestHeader& header, const wire::PullRequest& pull);
   // In shard_service_lookup.cc: a read-only pull; checked as a pull, changes nothing.
@@ -200,6 +201,8 @@ class ShardService {
   void NoteChangedKeys(const embedding::EmbeddingTable& table, std::span<const uint64_t> keys,
                        std::span<const uint32_t> partitions);
   Frame Error(uint64_t request_id, const Status& status);
+  // The status-only answer: OK, or Error.
+  Frame Reply(uint64_t request_id, const Status& status);
   // Counts one error answer (in the stats, and for the request being timed on this thread).
   void CountError();
 
