@@ -84,6 +84,7 @@ ShardService::ShardService(uint32_t server_id, const RoutingTable& routing,
     : server_id_(server_id),
       policy_(policy),
       ownership_(routing, server_id),
+      checkpoints_(server_id, tables_, ownership_),
       outgoing_moves_(ownership_),
       plan_(server_id),
       deferred_(policy.limits.deferred_pushes_per_clock) {
@@ -146,7 +147,7 @@ Frame ShardService::HandleDecoded(const wire::DecodedRequest& request, const Pee
             return HandleApplyClock(header, apply, peer);
           },
           [&](const wire::CheckpointRequest& checkpoint) {
-            return HandleCheckpoint(header, checkpoint);
+            return Reply(header.request_id, checkpoints_.Run(checkpoint));
           },
           [&](const wire::PartitionTransferRequest& transfer) {
             return HandlePartitionTransfer(header, transfer, peer);

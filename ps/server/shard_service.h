@@ -2,7 +2,7 @@
 //
 // It holds the server's tables and its view of the routing table, answers pull, push, lookup,
 // hint, stats, ping and checkpoint requests (writing or loading the files of its partitions:
-// ps/checkpoint.h)
+// ShardCheckpoints)
 // (and, in bsp runs, holds deferred pushes until their clock is applied: see PushAccumulator).
 // A push that names its sender is applied once however often it arrives: a copy of one already
 // applied (a client resending what was in flight when its connection broke) is answered OK and
@@ -45,6 +45,8 @@
 #include "ps/server/push_accumulator.h"
 #include "ps/server/push_ledger.h"
 #include "ps/server/request_metrics.h"
+#include "ps/server/shard_checkpoints.h"
+#include "ps/server/shard_tables.h"
 
 namespace ember::ps {
 
@@ -164,17 +166,6 @@ class ShardService {
   // In shard_service_clock.cc.
   Frame HandleApplyClock(const wire::RequestHeader& header, const wire::ApplyClockRequest& apply,
                          const Peer& peer);
-  // In shard_service_checkpoint.cc.
-  Frame HandleCheckpoint(const wire::RequestHeader& header,
-                                  const wire::CheckpointRequest& checkpoint);
-  // Writes every owned partition as `write` says: whole, or as a delta where its changes since
-  // write.previous_cut are tracked.
-  Status WriteCheckpoint(const std::string& dir, const CutWrite& write);
-  // Reads and checks every owned partition's file; changes nothing.
-  Status VerifyCheckpoint(const std::string& dir);
-  // VerifyCheckpoint, then loads every owned partition from its chain's files; a checkpoint of a
-  // chain starts tracking the partitions' changes from its cut.
-  Status RestoreCheckpoint(const std::string& dir);
   Frame HandlePartitionTransfer(const wire::RequestHeader& header,
                                 const wire::PartitionTransferRequest& transfer, const Peer& peer);
   // The first chunk of a copy of partition `p` (in `state`) out of this server: it is marked
@@ -211,7 +202,8 @@ class ShardService {
   const uint32_t server_id_;
   const ShardPolicy policy_;
   PartitionOwnership ownership_;
-  std::map<std::string, std::unique_ptr<embedding::EmbeddingTable>, std::less<>> tables_;
+  ShardTables tables_;
+  ShardCheckpoints checkpoints_;  // the tables' checkpoint files
 
   // Pulls, pushes and clock applies hold it shared; a partition changing state (copy, hand-over)
   // holds it exclusively, so no request is between its ownership check and its effect then.

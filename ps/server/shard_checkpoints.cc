@@ -1,4 +1,6 @@
-// ShardService: writing and loading the checkpoint files of the partitions this server owns.
+// ShardCheckpoints: writing and loading the checkpoint files of the partitions a server owns.
+#include "ps/server/shard_checkpoints.h"
+
 #include <spdlog/spdlog.h>
 
 #include <filesystem>
@@ -8,7 +10,6 @@
 #include "common/progress_meter.h"
 #include "common/quote_for_error.h"
 #include "embedding/partition_file.h"
-#include "ps/server/shard_service.h"
 
 namespace ember::ps {
 namespace {
@@ -22,42 +23,39 @@ ProgressOptions CheckpointProgress(uint32_t server_id, const std::string& phase,
 
 }  // namespace
 
-Frame ShardService::HandleCheckpoint(const wire::RequestHeader& header,
-                                     const wire::CheckpointRequest& checkpoint) {
+Status ShardCheckpoints::Run(const wire::CheckpointRequest& checkpoint) {
   if (!IsAbsoluteNormalPath(checkpoint.dir)) {
-    return Error(
-        header.request_id,
-        InvalidArgument("checkpoint directory " + QuoteForError(checkpoint.dir, kMaxQuotedPath) +
-                        " is not an absolute path in normal form (no '.', '..' or "
-                        "empty components)"));
+    return InvalidArgument("checkpoint directory " + QuoteForError(checkpoint.dir, kMaxQuotedPath) +
+                           " is not an absolute path in normal form (no '.', '..' or "
+                           "empty components)");
   }
   Status done;
   const char* what = "";
   switch (checkpoint.action) {
     case wire::CheckpointAction::kWrite:
-      done = WriteCheckpoint(checkpoint.dir, CutWrite{checkpoint.cut, checkpoint.previous_cut,
-                                                      checkpoint.track});
+      done = Write(checkpoint.dir,
+                   CutWrite{checkpoint.cut, checkpoint.previous_cut, checkpoint.track});
       what = "writing";
       break;
     case wire::CheckpointAction::kVerify:
-      done = VerifyCheckpoint(checkpoint.dir);
+      done = Verify(checkpoint.dir);
       what = "verifying";
       break;
     case wire::CheckpointAction::kRestore:
-      done = RestoreCheckpoint(checkpoint.dir);
+      done = Restore(checkpoint.dir);
       what = "restoring";
       break;
   }
   if (!done.ok()) {
     spdlog::warn("server {}: {} checkpoint '{}' failed: {}", server_id_, what, checkpoint.dir,
                  done.ToString());
-    return Error(header.request_id, done);
+    return done;
   }
   spdlog::info("server {}: done {} checkpoint '{}'", server_id_, what, checkpoint.dir);
-  return wire::EncodeStatusResponse(header.request_id, ownership_.epoch(), Status::Ok());
+  return Status::Ok();
 }
 
-Status ShardService::WriteCheckpoint(const std::string& dir, const CutWrite& write) {
+Status ShardCheckpoints::Write(const std::string& dir, const CutWrite& write) {
   ProgressMeter meter(
       CheckpointProgress(server_id_, "writing", tables_.size() * ownership_.served_count()));
   uint64_t deltas = 0;
@@ -119,7 +117,7 @@ class RestoreSource {
 
 }  // namespace
 
-Status ShardService::VerifyCheckpoint(const std::string& dir) {
+Status ShardCheckpoints::Verify(const std::string& dir) {
   ASSIGN_OR_RETURN(const RestoreSource source, RestoreSource::Of(dir));
   ProgressMeter meter(
       CheckpointProgress(server_id_, "verifying", tables_.size() * ownership_.served_count()));
@@ -134,10 +132,10 @@ Status ShardService::VerifyCheckpoint(const std::string& dir) {
   return Status::Ok();
 }
 
-Status ShardService::RestoreCheckpoint(const std::string& dir) {
+Status ShardCheckpoints::Restore(const std::string& dir) {
   // Every file is verified before any row changes, so a bad file leaves the rows as they were.
   // Files are read again to load them, keeping one partition in memory at a time.
-  RETURN_IF_ERROR(VerifyCheckpoint(dir));
+  RETURN_IF_ERROR(Verify(dir));
   ASSIGN_OR_RETURN(const RestoreSource source, RestoreSource::Of(dir));
   ProgressMeter meter(
       CheckpointProgress(server_id_, "loading", tables_.size() * ownership_.served_count()));
