@@ -264,7 +264,9 @@ void Server::ForwardReply() {
   Status sent = SendFrames(frontend_, *frames);
   if (sent.ok()) return;
   // The peer does not read its replies (its queue is full), or is gone: its request times out.
-  if (sent.code() == StatusCode::kResourceExhausted) service_->CountLimitHit(Limit::kSocketQueue);
+  if (sent.code() == StatusCode::kResourceExhausted) {
+    service_->counters().limits_hit().Count(Limit::kSocketQueue);
+  }
   spdlog::warn("server {}: dropping a reply: {}", service_->server_id(), sent.ToString());
 }
 
@@ -295,7 +297,7 @@ void Server::WorkerLoop(uint32_t worker, Socket& socket) {
     Status sent = SendFrames(socket, reply);
     if (!sent.ok()) {
       if (sent.code() == StatusCode::kResourceExhausted) {
-        service_->CountLimitHit(Limit::kSocketQueue);
+        service_->counters().limits_hit().Count(Limit::kSocketQueue);
       }
       spdlog::warn("server worker {}: reply dropped: {}", worker, sent.ToString());
     }

@@ -58,7 +58,7 @@ std::vector<prometheus::MetricFamily> TableFamilies(const ServerStats& stats) {
 
 std::vector<prometheus::MetricFamily> ServerMetrics::Collect() const {
   const ServerStats stats = service_.Stats();
-  const std::vector<RequestMetrics::KindFigures> kinds = service_.request_metrics().Snapshot();
+  const std::vector<RequestMetrics::KindFigures> kinds = service_.counters().requests().Snapshot();
   std::vector<prometheus::MetricFamily> families;
 
   families.push_back(Single(
@@ -88,15 +88,16 @@ std::vector<prometheus::MetricFamily> ServerMetrics::Collect() const {
     AddSample(refusals, static_cast<double>(hit.count), {{"limit", hit.limit}});
   }
   families.push_back(std::move(refusals));
-  families.push_back(Single(CounterFamily("ember_server_duplicate_pushes_total",
-                                          "Resent pushes answered without being applied again."),
-                            static_cast<double>(service_.duplicate_pushes())));
+  families.push_back(
+      Single(CounterFamily("ember_server_duplicate_pushes_total",
+                           "Resent pushes answered without being applied again."),
+             static_cast<double>(service_.counters().Get(ShardCount::kDuplicatePushes))));
   families.push_back(Single(
       CounterFamily("ember_server_moves_in_total", "Partition moves into this server completed."),
-      static_cast<double>(service_.moves_in())));
+      static_cast<double>(service_.counters().Get(ShardCount::kMovesIn))));
   families.push_back(Single(CounterFamily("ember_server_moves_out_total",
                                           "Partition moves out of this server completed."),
-                            static_cast<double>(service_.moves_out())));
+                            static_cast<double>(service_.counters().Get(ShardCount::kMovesOut))));
   families.push_back(
       Single(GaugeFamily("ember_server_partitions_owned", "Partitions this server serves."),
              stats.partitions_owned));

@@ -13,9 +13,6 @@
 namespace ember::ps {
 namespace {
 
-// Error answers counted on this thread: a RequestTimer tells from it whether its request failed.
-thread_local uint64_t t_errors_counted = 0;
-
 // A visitor made of one handler per request kind: std::visit calls the one for the body's kind.
 template <class... Handlers>
 struct Overloaded : Handlers... {
@@ -56,7 +53,7 @@ Result<std::unique_ptr<ShardService>> ShardService::Create(uint32_t server_id,
     ASSIGN_OR_RETURN(auto table,
                      embedding::EmbeddingTable::Create(spec, routing.num_partitions, tier));
     service->tables_.emplace(spec.name, std::move(table));
-    service->table_counters_.try_emplace(spec.name);
+    service->counters_.AddTable(spec.name);
   }
   // With durability flush the rows of a push are not written with it, so neither are its records.
   PushLedgerOptions ledger;
@@ -95,7 +92,7 @@ Frame ShardService::Handle(Frame request, const Peer& peer) {
   // Known once decoded, for the error an exception escaping the handler becomes.
   std::string_view kind = "undecoded";
   uint64_t request_id = 0;
-  RequestTimer timer(request_metrics_, kind, t_errors_counted);
+  RequestTimer timer(counters_.requests(), kind, ShardCounters::ErrorsOnThisThread());
   auto handled = CatchExceptions([&]() -> Frame {
     auto decoded = wire::DecodeRequest(std::move(request), &request_id);
     if (!decoded.ok()) {
@@ -114,13 +111,8 @@ Frame ShardService::Handle(Frame request, const Peer& peer) {
   return Error(request_id, failed);
 }
 
-void ShardService::CountError() {
-  errors_.fetch_add(1, std::memory_order_relaxed);
-  ++t_errors_counted;
-}
-
 Frame ShardService::Error(uint64_t request_id, const Status& status) {
-  CountError();
+  counters_.CountError();
   return wire::EncodeStatusResponse(request_id, ownership_.epoch(), status);
 }
 
@@ -173,7 +165,7 @@ Result<embedding::EmbeddingTable*> ShardService::FindTable(const std::string& na
 
 Frame ShardService::HandlePull(const wire::RequestHeader& header,
                                         const wire::PullRequest& pull) {
-  pull_requests_.fetch_add(1, std::memory_order_relaxed);
+  counters_.Add(ShardCount::kPullRequests);
   if (Status fits = CheckKeyCount("pull", pull.table, pull.keys.size()); !fits.ok()) {
     return Error(header.request_id, fits);
   }
@@ -194,16 +186,16 @@ Frame ShardService::HandlePull(const wire::RequestHeader& header,
   const bool pulled = status.ok();
   Frame response = pulled ? reply.Finish() : reply.Fail(status);
   if (pulled) {
-    keys_pulled_.fetch_add(pull.keys.size(), std::memory_order_relaxed);
+    counters_.Add(ShardCount::kKeysPulled, pull.keys.size());
   } else {
-    CountError();
+    counters_.CountError();
   }
   return response;
 }
 
 Status ShardService::CheckKeyCount(std::string_view kind, const std::string& table, size_t keys) {
   if (keys <= policy_.limits.keys_per_message) return Status::Ok();
-  limits_hit_.Count(Limit::kKeysPerMessage);
+  counters_.limits_hit().Count(Limit::kKeysPerMessage);
   return LimitExceeded(Limit::kKeysPerMessage, policy_.limits.keys_per_message,
                        std::string(kind) + " of " + std::to_string(keys) + " keys of table " +
                            QuoteForError(table));
@@ -211,7 +203,7 @@ Status ShardService::CheckKeyCount(std::string_view kind, const std::string& tab
 
 Frame ShardService::HandlePush(const wire::RequestHeader& header, const wire::PushRequest& push,
                                const Peer& peer) {
-  push_requests_.fetch_add(1, std::memory_order_relaxed);
+  counters_.Add(ShardCount::kPushRequests);
   if (Status fits = CheckKeyCount("push", push.table, push.keys.size()); !fits.ok()) {
     return Error(header.request_id, fits);
   }
@@ -224,7 +216,7 @@ Frame ShardService::HandlePush(const wire::RequestHeader& header, const wire::Pu
                               : -1;
   if (bad_row < 0) return ApplyPush(header, push, **table, peer);
   // Before the gate claims the push: a refused push changes no row and no optimizer state.
-  TableStatCounters& counts = table_counters_.find(push.table)->second;
+  TableStatCounters& counts = counters_.table(push.table);
   if (policy_.non_finite == NonFinitePolicy::kRefuse) {
     counts.Add(TableStat::kNonFiniteRefused);
     return Error(header.request_id, NonFiniteRefusal(push, dim, bad_row));
@@ -252,12 +244,12 @@ Frame ShardService::ApplyPush(const wire::RequestHeader& header, const wire::Pus
   if (push.release_hint != 0 && hints_ != nullptr && table.tiered()) {
     hints_->Release(table, peer, push.sender.id, push.release_hint);
   }
-  if (gate.refused_by()) limits_hit_.Count(*gate.refused_by());
+  if (gate.refused_by()) counters_.limits_hit().Count(*gate.refused_by());
   switch (gate.outcome()) {
     case PushGate::Outcome::kStopped:
       return Error(header.request_id, applied);
     case PushGate::Outcome::kDuplicate:
-      duplicate_pushes_.fetch_add(1, std::memory_order_relaxed);
+      counters_.Add(ShardCount::kDuplicatePushes);
       spdlog::debug("server {}: push {} of sender {:x} was applied before; not applied again",
                     server_id_, header.request_id, push.sender.id);
       return wire::EncodeStatusResponse(header.request_id, ownership_.epoch(), Status::Ok());
@@ -267,27 +259,12 @@ Frame ShardService::ApplyPush(const wire::RequestHeader& header, const wire::Pus
   gate.Finish(applied);
   if (!applied.ok()) return Error(header.request_id, applied.WithContext("push"));
   if (!push.deferred) NoteChangedKeys(table, push.keys, gate.partitions());
-  keys_pushed_.fetch_add(push.keys.size(), std::memory_order_relaxed);
+  counters_.Add(ShardCount::kKeysPushed, push.keys.size());
   return wire::EncodeStatusResponse(header.request_id, ownership_.epoch(), Status::Ok());
 }
 
 wire::ServerStats ShardService::Stats() const {
-  wire::ServerStats stats;
-  stats.server_id = server_id_;
-  for (const auto& [name, table] : tables_) {
-    TableStats& figures = stats.tables.emplace_back();
-    figures.name = name;
-    table->ReportStats(figures);
-    table_counters_.find(name)->second.AddTo(figures);
-  }
-  stats.pull_requests = pull_requests_.load(std::memory_order_relaxed);
-  stats.push_requests = push_requests_.load(std::memory_order_relaxed);
-  stats.keys_pulled = keys_pulled_.load(std::memory_order_relaxed);
-  stats.keys_pushed = keys_pushed_.load(std::memory_order_relaxed);
-  stats.errors = errors_.load(std::memory_order_relaxed);
-  stats.partitions_owned = ownership_.served_count();
-  stats.limits_hit = limits_hit_.Hits();
-  return stats;
+  return counters_.Stats(server_id_, tables_, ownership_.served_count());
 }
 
 Result<uint64_t> ShardService::ExpireRows() {

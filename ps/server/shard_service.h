@@ -23,7 +23,6 @@
 
 #include <atomic>
 #include <chrono>
-#include <map>
 #include <mutex>
 #include <shared_mutex>
 #include <memory>
@@ -44,8 +43,8 @@
 #include "ps/server/partition_ownership.h"
 #include "ps/server/push_accumulator.h"
 #include "ps/server/push_ledger.h"
-#include "ps/server/request_metrics.h"
 #include "ps/server/shard_checkpoints.h"
+#include "ps/server/shard_counters.h"
 #include "ps/server/shard_tables.h"
 
 namespace ember::ps {
@@ -131,17 +130,9 @@ class ShardService {
   // `copy_limit` without a hand-over, or held longer than `hold_limit`.
   std::vector<uint32_t> StalledMovesOut(Millis copy_limit, Millis hold_limit) const;
 
-  // Pushes answered without being applied because they were copies of applied ones.
-  uint64_t duplicate_pushes() const { return duplicate_pushes_.load(std::memory_order_relaxed); }
-  // Counts something refused or dropped for `limit` outside the handlers (the server's sockets).
-  void CountLimitHit(Limit limit) { limits_hit_.Count(limit); }
-  // Requests, errors and handling latency per request kind, timed around Handle().
-  const RequestMetrics& request_metrics() const { return request_metrics_; }
-  // Partition moves this server completed as the target (adopted) and as the source (released).
-  uint64_t moves_in() const { return moves_in_.load(std::memory_order_relaxed); }
-  uint64_t moves_out() const { return moves_out_.load(std::memory_order_relaxed); }
-  // Partition transfers refused because the scheduler's plan did not name them or their sender.
-  uint64_t transfers_refused() const { return transfers_refused_.load(std::memory_order_relaxed); }
+  // What the server counted of its work (also refusals by its sockets), for its metrics.
+  ShardCounters& counters() { return counters_; }
+  const ShardCounters& counters() const { return counters_; }
 
  private:
   ShardService(uint32_t server_id, const RoutingTable& routing, const ShardPolicy& policy);
@@ -194,8 +185,6 @@ class ShardService {
   Frame Error(uint64_t request_id, const Status& status);
   // The status-only answer: OK, or Error.
   Frame Reply(uint64_t request_id, const Status& status);
-  // Counts one error answer (in the stats, and for the request being timed on this thread).
-  void CountError();
 
   Result<embedding::EmbeddingTable*> FindTable(const std::string& name);
 
@@ -215,20 +204,7 @@ class ShardService {
   PushAccumulator deferred_;  // bsp pushes waiting for their clock
   std::unique_ptr<PushLedger> ledger_;  // which pushes were applied, by sender and request id
 
-  // Counters, updated with relaxed atomics.
-  std::atomic<uint64_t> pull_requests_{0};
-  std::atomic<uint64_t> push_requests_{0};
-  std::atomic<uint64_t> keys_pulled_{0};
-  std::atomic<uint64_t> keys_pushed_{0};
-  std::atomic<uint64_t> errors_{0};
-  std::atomic<uint64_t> duplicate_pushes_{0};
-  std::atomic<uint64_t> moves_in_{0};
-  std::atomic<uint64_t> moves_out_{0};
-  std::atomic<uint64_t> transfers_refused_{0};
-  RequestMetrics request_metrics_;
-  LimitCounters limits_hit_;
-  // Per table, the figures the service counts itself (pushes with non-finite gradients).
-  std::map<std::string, TableStatCounters, std::less<>> table_counters_;
+  ShardCounters counters_;
   // Tiered servers: look-ahead. Last, so that its thread stops before anything it uses goes.
   std::unique_ptr<LookaheadHints> hints_;
 };

@@ -17,7 +17,7 @@ Frame ShardService::HandleHint(const wire::RequestHeader& header, const wire::Hi
     return wire::EncodeStatusResponse(header.request_id, ownership_.epoch(), Status::Ok());
   }
   if (!hints_->Offer(**table, peer, hint.sender, hint.hint, hint.keys, hint.ttl_ms)) {
-    limits_hit_.Count(Limit::kQueuedHints);
+    counters_.limits_hit().Count(Limit::kQueuedHints);
     return Error(header.request_id,
                  LimitExceeded(Limit::kQueuedHints, policy_.limits.queued_hints,
                                "hint of " + std::to_string(hint.keys.size()) + " keys of table " +

@@ -75,7 +75,7 @@ Status ShardService::CheckPlannedMove(const wire::PartitionTransferRequest& tran
     if (!allowed.ok()) allowed = allowed.WithContext("the move's target");
   }
   if (allowed.ok()) return allowed;
-  transfers_refused_.fetch_add(1, std::memory_order_relaxed);
+  counters_.Add(ShardCount::kTransfersRefused);
   const Status refused = allowed.WithContext(
       "partition-transfer (" + std::string(wire::TransferPhaseName(transfer.phase)) +
       ") of partition " + std::to_string(p) + " from " + peer.Describe() +
@@ -252,7 +252,7 @@ void ShardService::EndMoveOut(uint32_t p, PartitionState to) {
 void ShardService::Release(uint32_t p) {
   if (ownership_.state(p) == PartitionState::kNotOwned) return;
   EndMoveOut(p, PartitionState::kNotOwned);
-  moves_out_.fetch_add(1, std::memory_order_relaxed);
+  counters_.Add(ShardCount::kMovesOut);
   for (const auto& [name, table] : tables_) {
     auto erased = table->Erase(p);
     if (!erased.ok()) {
@@ -299,7 +299,7 @@ Result<uint64_t> ShardService::LoadIncoming(uint32_t p, std::span<const uint8_t>
 void ShardService::Adopt(uint32_t p, uint64_t epoch) {
   ownership_.advance_epoch(epoch);
   if (ownership_.state(p) != PartitionState::kOwned) {
-    moves_in_.fetch_add(1, std::memory_order_relaxed);
+    counters_.Add(ShardCount::kMovesIn);
   }
   ownership_.set(p, PartitionState::kOwned);
 }

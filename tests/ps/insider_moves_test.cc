@@ -56,7 +56,8 @@ TEST(InsiderMovesTest, AServerKeyCannotEmptyAnotherServer) {
   // Every copy and hand-over, and the release of every partition it owns (releasing one it
   // does not own is a no-op).
   EXPECT_EQ(refused, static_cast<int>(2 * kPartitions + owned));
-  EXPECT_EQ(victim.transfers_refused(), 2 * kPartitions);  // the copies and hand-overs
+  // The copies and hand-overs.
+  EXPECT_EQ(victim.counters().Get(ShardCount::kTransfersRefused), 2 * kPartitions);
   EXPECT_EQ(victim.Stats().partitions_owned, owned);
   std::vector<float> after(keys.size() * kDim);
   ASSERT_TRUE((*client)->Pull("item", keys, after).Wait().ok());

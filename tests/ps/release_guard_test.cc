@@ -86,11 +86,11 @@ TEST_F(ReleaseGuardTest, AHandedOverPartitionIsDroppedOnceTheRoutingTableGivesIt
   ASSERT_TRUE(Transfer(partition, wire::TransferPhase::kHandover).ok());
   // The target's release alone does not drop it: the scheduler has not given it away yet.
   EXPECT_EQ(Transfer(partition, wire::TransferPhase::kRelease).code(), StatusCode::kUnavailable);
-  EXPECT_EQ(service_->moves_out(), 0u);
+  EXPECT_EQ(service_->counters().Get(ShardCount::kMovesOut), 0u);
   routing.owners[partition] = 1;
   ++routing.epoch;
   service_->ApplyOrders({routing, {}, false, {}, {}});  // committed
-  EXPECT_EQ(service_->moves_out(), 1u);
+  EXPECT_EQ(service_->counters().Get(ShardCount::kMovesOut), 1u);
   EXPECT_TRUE(Transfer(partition, wire::TransferPhase::kRelease).ok());  // repeated: no-op
 }
 

@@ -143,7 +143,7 @@ TEST_F(ShardRolesTest, AServerKeyCanStartNoMoveTheSchedulerDidNotPlan) {
               StatusCode::kFailedPrecondition);  // owned, with no move under way
     EXPECT_TRUE(Transfer(wire::TransferPhase::kResume, server).ok());  // nothing to resume
   }
-  EXPECT_EQ(service_->transfers_refused(), 4u);
+  EXPECT_EQ(service_->counters().Get(ShardCount::kTransfersRefused), 4u);
   EXPECT_EQ(Pull(kTrainer), before);
   EXPECT_EQ(service_->Stats().partitions_owned, kPartitions);
 }
@@ -176,7 +176,7 @@ TEST_F(ShardRolesTest, OnlyTheTargetThePlanNamesMayMoveThePartition) {
   EXPECT_EQ(PullStatus().code(), StatusCode::kUnavailable);
   Orders(Move::kNone);  // aborted: served again, rows as they were
   EXPECT_EQ(Pull(kTrainer), before);
-  EXPECT_EQ(service_->transfers_refused(), 5u);
+  EXPECT_EQ(service_->counters().Get(ShardCount::kTransfersRefused), 5u);
 }
 
 TEST_F(ShardRolesTest, APartitionIsDroppedOnlyWhenTheRoutingTableGivesItAway) {
@@ -185,11 +185,11 @@ TEST_F(ShardRolesTest, APartitionIsDroppedOnlyWhenTheRoutingTableGivesItAway) {
   ASSERT_TRUE(Transfer(wire::TransferPhase::kHandover, kServerA).ok());
   Orders(Move::kInFlight);  // still in flight: still held
   EXPECT_EQ(PullStatus().code(), StatusCode::kUnavailable);
-  EXPECT_EQ(service_->moves_out(), 0u);
+  EXPECT_EQ(service_->counters().Get(ShardCount::kMovesOut), 0u);
   RoutingTable committed = Routing(2);
   committed.owners[partition_] = 1;
   Orders(Move::kNone, committed);
-  EXPECT_EQ(service_->moves_out(), 1u);
+  EXPECT_EQ(service_->counters().Get(ShardCount::kMovesOut), 1u);
   EXPECT_EQ(PullStatus().code(), StatusCode::kFailedPrecondition);  // not owned here any more
   EXPECT_TRUE(Transfer(wire::TransferPhase::kRelease, kServerA).ok());  // repeated: no-op
   EXPECT_EQ(service_->Stats().partitions_owned, kPartitions - 1);

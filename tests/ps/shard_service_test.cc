@@ -114,7 +114,7 @@ TEST_P(ExactlyOnceTest, ResentPushIsAppliedOnceAndOtherSendersAreNotAffected) {
     ASSERT_TRUE(service.Push(5, {kSender, 5}, batch.keys, batch.grads).ok());
   }
   EXPECT_EQ(service.Pull(batch.keys), Expected(batch, 1));
-  EXPECT_EQ(service->duplicate_pushes(), 2u);
+  EXPECT_EQ(service->counters().Get(ShardCount::kDuplicatePushes), 2u);
   // The same request id from another sender is another push.
   ASSERT_TRUE(service.Push(5, {kSender + 1, 5}, batch.keys, batch.grads).ok());
   EXPECT_EQ(service.Pull(batch.keys), Expected(batch, 2));
@@ -147,7 +147,7 @@ TEST_P(ExactlyOnceTest, CopyOfAnAppliedPushIsRefusedAfterItsPartitionMovedAway) 
   service->Release(reference.PartitionOf(batch.keys[0]));
   EXPECT_EQ(service.Push(5, {kSender, 5}, batch.keys, batch.grads).code(),
             StatusCode::kFailedPrecondition);
-  EXPECT_EQ(service->duplicate_pushes(), 0u);
+  EXPECT_EQ(service->counters().Get(ShardCount::kDuplicatePushes), 0u);
 }
 
 INSTANTIATE_TEST_SUITE_P(Storage, ExactlyOnceTest, ::testing::Values("", "disk"),
@@ -168,7 +168,7 @@ TEST(ExactlyOnceRestartTest, ResentPushAfterARestartIsNotAppliedAgain) {
   ASSERT_TRUE(service.Push(6, {kSender, 5}, batch.keys, batch.grads).ok());
   ASSERT_TRUE(service.Push(5, {kSender, 5}, batch.keys, batch.grads).ok());
   EXPECT_EQ(service.Pull(batch.keys), Expected(batch, 2));
-  EXPECT_EQ(service->duplicate_pushes(), 2u);
+  EXPECT_EQ(service->counters().Get(ShardCount::kDuplicatePushes), 2u);
   ASSERT_TRUE(service.Push(7, {kSender, 7}, batch.keys, batch.grads).ok());
   ASSERT_TRUE(service.Push(6, {kSender, 6}, batch.keys, batch.grads).ok());  // below the floor
   EXPECT_EQ(service.Pull(batch.keys), Expected(batch, 3));
@@ -216,7 +216,7 @@ TEST(ShardServiceMovesTest, KeysPushedWhileAPartitionIsCopiedAreSentAgainAtTheHa
   const std::vector<float> grads(elsewhere.size() * Spec().dim, 1.0f);
   ASSERT_TRUE(service.Push(2, {kSender, 1}, elsewhere, grads).ok());
   ASSERT_TRUE(service.Push(1, {kSender, 1}, batch.keys, batch.grads).ok());
-  EXPECT_EQ(service->duplicate_pushes(), 1u);
+  EXPECT_EQ(service->counters().Get(ShardCount::kDuplicatePushes), 1u);
   EXPECT_EQ(TransferredKeys(*service, partition, wire::TransferPhase::kHandover),
             std::set<uint64_t>{});
   // The move aborted; the next one notes the keys of a push into the partition.
