@@ -32,7 +32,8 @@ Client::Impl::Impl(ClientOptions options)
     : options_(std::move(options)),
       sender_id_(RandomSenderId()),
       context_(MakeContext(options_.limits.socket_queue, options_.security)),
-      scheduler_(options_.scheduler_endpoint, context_) {}
+      scheduler_(options_.scheduler_endpoint, context_),
+      links_(*context_) {}
 
 Client::Impl::~Impl() {
   {
@@ -64,7 +65,7 @@ Status Client::Impl::Start() {
   ASSIGN_OR_RETURN(std::string wake, BindSocket(wake_receiver_, "inproc://ember-client-wake"));
   ASSIGN_OR_RETURN(wake_sender_, MakeSocket(*context_, SocketKind::kPush));
   RETURN_IF_ERROR(ConnectSocket(wake_sender_, wake));
-  RETURN_IF_ERROR(EnsureServerSockets());
+  RETURN_IF_ERROR(links_.Connect(routing_));
   io_thread_ = std::thread([this] {
     SetThreadName("ps-client-io");
     IoLoop();

@@ -25,6 +25,7 @@
 #include "common/wire.h"
 #include "ps/client/client.h"
 #include "ps/client/every_server_calls.h"
+#include "ps/client/server_links.h"
 
 namespace ember::ps {
 
@@ -80,15 +81,6 @@ struct Client::Impl {
     std::vector<uint32_t> positions;
   };
 
-  // One server's connection, owned by the I/O thread.
-  struct ServerLink {
-    Socket monitor;  // the socket's connection events (MonitorLink); closed after it
-    Socket socket;   // DEALER
-    std::string endpoint;
-    std::string public_key;  // the server's, as the routing table had it when connecting
-    bool down = false;  // lost, not back yet
-  };
-
   explicit Impl(ClientOptions client_options);
   // Stops the threads; what is still queued or in flight fails with Aborted.
   ~Impl();
@@ -121,7 +113,8 @@ struct Client::Impl {
   // socket refused it.
   bool Send(const std::shared_ptr<Operation>& op, uint32_t server, uint64_t request_id,
             std::vector<uint32_t> positions);
-  // Reads the connection events of server `server`; resends what is in flight when it is back.
+  // Reads the connection events of server `server`: what is in flight to it is resent when it is
+  // back, or rerouted when it left the cluster.
   void OnLinkEvents(uint32_t server);
   void Resend(uint32_t server);
   // Sends what is in flight to `server` (which holds no partition any more) to the new owners.
@@ -133,12 +126,10 @@ struct Client::Impl {
   Status TakeRows(Operation& op, const InFlight& entry, const wire::ResponseBody& body) const;
   void Fail(const std::shared_ptr<Operation>& op, Status status);
   void ExpireDeadlines();
-  // "server 1 (tcp://..., connection lost)" or "servers 0 (...), 2 (...)", ascending, once each.
-  std::string NameServers(std::vector<uint32_t> servers) const;
   // Dispatches the retries that are due.
   void SendDueRetries();
+  // Asks the scheduler for the routing table and connects to servers new in it.
   Status RefreshRouting();
-  Status EnsureServerSockets();
 
   // ---- Constant after Connect ----
   const ClientOptions options_;
@@ -160,8 +151,7 @@ struct Client::Impl {
   Socket wake_receiver_;  // I/O thread
 
   // ---- I/O thread ----
-  std::vector<ServerLink> links_;  // by server id
-  uint64_t links_made_ = 0;        // names each link's monitor endpoint
+  ServerLinks links_;
   // By request id, ascending: the first is the lowest still in flight.
   std::map<uint64_t, InFlight> in_flight_;
   std::vector<std::shared_ptr<Operation>> active_;

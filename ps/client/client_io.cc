@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <optional>
 
 #include "ps/client/client_internal.h"
 
@@ -18,37 +19,13 @@ constexpr Millis kRetryDelay{5};
 
 }  // namespace
 
-Status Client::Impl::EnsureServerSockets() {
-  const RoutingTable& current = routing_;  // only this thread writes it
-  for (const ServerInfo& server : current.servers) {
-    if (server.id < links_.size() && links_[server.id].endpoint == server.endpoint &&
-        links_[server.id].public_key == server.public_key) {
-      continue;
-    }
-    if (server.id >= links_.size()) links_.resize(server.id + 1);
-    ServerLink& link = links_[server.id];
-    // The monitor of an old socket is closed after it.
-    ServerLink fresh;
-    ASSIGN_OR_RETURN(fresh.socket, MakeSocket(*context_, SocketKind::kDealer));
-    ASSIGN_OR_RETURN(fresh.monitor,
-                     MonitorLink(*context_, fresh.socket,
-                                 "inproc://ember-client-link-" + std::to_string(links_made_++)));
-    RETURN_IF_ERROR(ConnectSocket(fresh.socket, server.endpoint, server.public_key));
-    fresh.endpoint = server.endpoint;
-    fresh.public_key = server.public_key;
-    link.socket.Close();
-    link = std::move(fresh);
-  }
-  return Status::Ok();
-}
-
 Status Client::Impl::RefreshRouting() {
   ASSIGN_OR_RETURN(RoutingTable fresh, scheduler_.GetRouting(options_.request_timeout));
   {
     std::lock_guard lock(routing_mutex_);
     if (fresh.epoch > routing_.epoch) routing_ = std::move(fresh);
   }
-  return EnsureServerSockets();
+  return links_.Connect(routing_);  // only this thread writes routing_
 }
 
 void Client::Impl::IoLoop() {
@@ -57,10 +34,7 @@ void Client::Impl::IoLoop() {
     // The wake socket (index 0), then each server's socket and its monitor.
     poller.Clear();
     poller.Add(wake_receiver_);
-    for (ServerLink& link : links_) {
-      poller.Add(link.socket);
-      poller.Add(link.monitor);
-    }
+    links_.AddTo(poller);
     const size_t polled_links = links_.size();
     Status polled = poller.Wait(retries_.empty() ? kIdlePoll : kRetryDelay);
     if (!polled.ok()) {
@@ -76,7 +50,7 @@ void Client::Impl::IoLoop() {
       if (poller.Readable(1 + 2 * s)) {
         // Drain every reply that is ready on this socket.
         for (;;) {
-          auto frames = ReceiveFrames(links_[s].socket, Millis(0));
+          auto frames = ReceiveFrames(links_.socket(s), Millis(0));
           if (!frames.ok() || frames->empty()) break;
           OnReply(std::move(frames->back()));
         }
@@ -86,7 +60,7 @@ void Client::Impl::IoLoop() {
     SendDueRetries();
     ExpireDeadlines();
     every_server_calls_.ExpireDeadlines(
-        [this](std::vector<uint32_t> servers) { return NameServers(std::move(servers)); });
+        [this](std::vector<uint32_t> servers) { return links_.Name(std::move(servers)); });
   }
 }
 
@@ -113,30 +87,25 @@ void Client::Impl::SendDueRetries() {
 }
 
 void Client::Impl::OnLinkEvents(uint32_t server) {
-  ServerLink& link = links_[server];
-  for (;;) {
-    auto event = ReceiveLinkEvent(link.monitor);
-    if (!event.ok()) return;  // none left
-    if (*event == LinkEvent::kDown && !link.down) {
-      link.down = true;
-      // A server that holds no partition any more (drained) is not coming back for them: what
-      // was in flight to it goes to the new owners.
-      if (RefreshRouting().ok() && routing_.PartitionsOwnedBy(server) == 0) {
-        spdlog::info(
-            "client: server {} ({}) left; sending what was in flight to it to the "
-            "partitions' new owners",
-            server, link.endpoint);
-        RerouteInFlight(server);
-        continue;
-      }
-      spdlog::warn(
-          "client: lost the connection to server {} ({}); what is in flight to it will "
-          "be sent again once it is back",
-          server, link.endpoint);
-    } else if (*event == LinkEvent::kUp && link.down) {
-      link.down = false;
+  while (const std::optional<ServerLinks::Change> change = links_.NextChange(server)) {
+    if (*change == ServerLinks::Change::kBack) {
       Resend(server);
+      continue;
     }
+    // A server that holds no partition any more (drained) is not coming back for them: what was
+    // in flight to it goes to the new owners.
+    if (RefreshRouting().ok() && routing_.PartitionsOwnedBy(server) == 0) {
+      spdlog::info(
+          "client: server {} ({}) left; sending what was in flight to it to the "
+          "partitions' new owners",
+          server, links_.endpoint(server));
+      RerouteInFlight(server);
+      continue;
+    }
+    spdlog::warn(
+        "client: lost the connection to server {} ({}); what is in flight to it will "
+        "be sent again once it is back",
+        server, links_.endpoint(server));
   }
 }
 
@@ -170,7 +139,7 @@ void Client::Impl::Resend(uint32_t server) {
     const std::shared_ptr<Operation> op = it->second.op;
     std::vector<Frame> frames;
     frames.push_back(Encode(*op, id, it->second.positions));
-    Status sent = SendFrames(links_[server].socket, frames);
+    Status sent = SendFrames(links_.socket(server), frames);
     if (!sent.ok()) {
       Fail(op, sent.WithContext("sending again to server " + std::to_string(server)));
       continue;
@@ -178,7 +147,7 @@ void Client::Impl::Resend(uint32_t server) {
     resent_.fetch_add(1, std::memory_order_relaxed);
   }
   spdlog::info("client: server {} ({}) is back; sent the {} requests in flight to it again", server,
-               links_[server].endpoint, lost.size());
+               links_.endpoint(server), lost.size());
 }
 
 void Client::Impl::DrainSubmissions() {
@@ -194,7 +163,7 @@ void Client::Impl::DrainSubmissions() {
     Dispatch(op, {});
   }
   const auto send = [this](uint32_t server, Frame frame) {
-    return server < links_.size() ? SendFrame(links_[server].socket, std::move(frame))
+    return server < links_.size() ? SendFrame(links_.socket(server), std::move(frame))
                                   : Unavailable("no connection");
   };
   for (auto& call : calls) every_server_calls_.Start(call, routing_, next_request_id_, send);
@@ -246,13 +215,13 @@ bool Client::Impl::Send(const std::shared_ptr<Operation>& op, uint32_t server, u
                         std::vector<uint32_t> positions) {
   std::vector<Frame> frames;
   frames.push_back(Encode(*op, request_id, positions));
-  Status sent = SendFrames(links_[server].socket, frames);
+  Status sent = SendFrames(links_.socket(server), frames);
   if (!sent.ok()) {
     Fail(op, sent.WithContext("sending to server " + std::to_string(server)));
     return false;
   }
   ++op->outstanding;
-  in_flight_.emplace(request_id, InFlight{op, server, std::move(positions), links_[server].down});
+  in_flight_.emplace(request_id, InFlight{op, server, std::move(positions), links_.down(server)});
   return true;
 }
 
@@ -270,7 +239,7 @@ void Client::Impl::OnReply(Frame payload) {
   }
   // Else one to a call to every server, or a late reply to a request that already failed.
   (void)every_server_calls_.OnReply(response->request_id, *response,
-                                    [this](uint32_t server) { return links_[server].endpoint; });
+                                    [this](uint32_t server) { return links_.endpoint(server); });
 }
 
 Status Client::Impl::TakeRows(Operation& op, const InFlight& entry,
@@ -334,7 +303,7 @@ void Client::Impl::OnOperationReply(InFlight entry, wire::DecodedResponse respon
   }
   if (!response.status.ok()) {
     Fail(op, response.status.WithContext("server " + std::to_string(entry.server) + " (" +
-                                         links_[entry.server].endpoint + ")"));
+                                         links_.endpoint(entry.server) + ")"));
     return;
   }
   if (op->kind == Operation::Kind::kPull || op->kind == Operation::Kind::kLookup) {
@@ -373,20 +342,8 @@ void Client::Impl::ExpireDeadlines() {
     Fail(op, DeadlineExceeded(std::string(op->name()) + " of " + std::to_string(op->keys.size()) +
                               " keys from '" + op->table->name + "' not answered within " +
                               std::to_string(options_.request_timeout.count()) + " ms by " +
-                              NameServers(std::move(silent))));
+                              links_.Name(std::move(silent))));
   }
-}
-
-std::string Client::Impl::NameServers(std::vector<uint32_t> servers) const {
-  std::sort(servers.begin(), servers.end());
-  servers.erase(std::unique(servers.begin(), servers.end()), servers.end());
-  std::string names = servers.size() == 1 ? "server " : "servers ";
-  for (size_t i = 0; i < servers.size(); ++i) {
-    const ServerLink& link = links_[servers[i]];
-    names += (i == 0 ? "" : ", ") + std::to_string(servers[i]) + " (" + link.endpoint +
-             (link.down ? ", connection lost" : "") + ")";
-  }
-  return names;
 }
 
 }  // namespace ember::ps
