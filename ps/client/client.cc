@@ -144,28 +144,8 @@ RoutingTable Client::routing() const {
   return impl_->routing_;
 }
 
-Result<std::shared_ptr<Client::Impl::Operation>> Client::Impl::NewOperation(
-    const Client& client, Operation::Kind kind, std::string_view table,
-    std::span<const uint64_t> keys, size_t values) {
-  auto op = std::make_shared<Operation>();
-  op->kind = kind;
-  const bool push = kind == Operation::Kind::kPush;
-  auto spec = client.FindTable(table);
-  if (!spec.ok()) return spec.status().WithContext(std::string(op->name()));
-  if (kind != Operation::Kind::kHint && values != keys.size() * (*spec)->dim) {
-    return InvalidArgument(
-        std::string(op->name()) + (push ? " to '" : " from '") + std::string(table) +
-        "': " + std::to_string(keys.size()) + " keys of dim " + std::to_string((*spec)->dim) +
-        " need " + std::to_string(keys.size() * (*spec)->dim) +
-        (push ? " gradient floats, got " : " floats of output, got ") + std::to_string(values));
-  }
-  op->table = *spec;
-  op->keys = keys;
-  return op;
-}
-
 Ticket Client::Pull(std::string_view table, std::span<const uint64_t> keys, std::span<float> out) {
-  auto op = Impl::NewOperation(*this, Impl::Operation::Kind::kPull, table, keys, out.size());
+  auto op = Operation::New(*this, Operation::Kind::kPull, table, keys, out.size());
   if (!op.ok()) return Ticket::Done(op.status());
   (*op)->rows = out;
   return impl_->Submit(std::move(*op));
@@ -173,7 +153,7 @@ Ticket Client::Pull(std::string_view table, std::span<const uint64_t> keys, std:
 
 Ticket Client::Lookup(std::string_view table, std::span<const uint64_t> keys, std::span<float> out,
                       MissingRows missing, std::span<uint8_t> found) {
-  auto op = Impl::NewOperation(*this, Impl::Operation::Kind::kLookup, table, keys, out.size());
+  auto op = Operation::New(*this, Operation::Kind::kLookup, table, keys, out.size());
   if (!op.ok()) return Ticket::Done(op.status());
   if (found.size() != keys.size() && (missing == MissingRows::kFlag || !found.empty())) {
     return Ticket::Done(InvalidArgument(
@@ -189,7 +169,7 @@ Ticket Client::Lookup(std::string_view table, std::span<const uint64_t> keys, st
 Ticket Client::Push(std::string_view table, std::span<const uint64_t> keys,
                     std::span<const float> gradients, uint64_t clock, bool deferred,
                     uint64_t release_hint) {
-  auto op = Impl::NewOperation(*this, Impl::Operation::Kind::kPush, table, keys, gradients.size());
+  auto op = Operation::New(*this, Operation::Kind::kPush, table, keys, gradients.size());
   if (!op.ok()) return Ticket::Done(op.status());
   (*op)->gradients = gradients;
   (*op)->clock = clock;
@@ -201,7 +181,7 @@ Ticket Client::Push(std::string_view table, std::span<const uint64_t> keys,
 Ticket Client::Hint(std::string_view table, std::span<const uint64_t> keys, uint64_t hint,
                     Millis lifetime) {
   if (hint == 0) return Ticket::Done(InvalidArgument("a hint's id must not be 0"));
-  auto op = Impl::NewOperation(*this, Impl::Operation::Kind::kHint, table, keys, 0);
+  auto op = Operation::New(*this, Operation::Kind::kHint, table, keys, 0);
   if (!op.ok()) return Ticket::Done(op.status());
   (*op)->owned_keys.assign(keys.begin(), keys.end());
   (*op)->keys = (*op)->owned_keys;

@@ -2,6 +2,7 @@
 //
 //   client.cc               set-up, registration, heartbeats, submitting pulls and pushes
 //   client_io.cc            the I/O thread: sending, replies, retries, resends after reconnection
+//                           (each pull, lookup, push or hint an Operation, over ServerLinks)
 //   client_server_calls.cc  the calls to every server (apply a clock, checkpoint, stats)
 //
 // Threads: callers submit operations through the submission queues (submit_mutex_) and wake the
@@ -25,6 +26,7 @@
 #include "common/wire.h"
 #include "ps/client/client.h"
 #include "ps/client/every_server_calls.h"
+#include "ps/client/operation.h"
 #include "ps/client/server_links.h"
 
 namespace ember::ps {
@@ -32,40 +34,6 @@ namespace ember::ps {
 struct Client::Impl {
   using Clock = std::chrono::steady_clock;
 
-  // A pull, lookup, push or hint, split into sub-requests per server.
-  struct Operation {
-    enum class Kind { kPull, kLookup, kPush, kHint };
-    Kind kind = Kind::kPull;
-    const TableSpec* table = nullptr;
-    uint64_t table_id = 0;
-    std::span<const uint64_t> keys;
-    std::span<float> rows;     // pull and lookup destination
-    std::span<uint8_t> found;  // lookup: a found flag per key, or empty
-    MissingRows missing = MissingRows::kInitial;  // lookup
-    std::span<const float> gradients;  // push source
-    uint64_t clock = 0;
-    bool deferred = false;  // bsp push held by the servers until its clock is applied
-    // A hint: its id; a push: the hint it releases (0: none).
-    uint64_t hint = 0;
-    uint32_t hint_ttl_ms = 0;            // a hint's lifetime on the servers
-    std::vector<uint64_t> owned_keys;    // a hint's copy of its keys (`keys` points into it)
-    Ticket ticket = Ticket::Pending();
-    Clock::time_point deadline;
-    uint32_t outstanding = 0;  // sub-requests in flight
-    uint32_t routing_retries = 0;
-    bool finished = false;
-
-    // "pull", "lookup", "push" or "hint", for errors.
-    std::string_view name() const {
-      switch (kind) {
-        case Kind::kPull: return "pull";
-        case Kind::kLookup: return "lookup";
-        case Kind::kPush: return "push";
-        case Kind::kHint: return "hint";
-      }
-      return "operation";
-    }
-  };
   struct InFlight {
     std::shared_ptr<Operation> op;
     uint32_t server = 0;
@@ -88,13 +56,6 @@ struct Client::Impl {
   // ---- Callers' side (client.cc, client_server_calls.cc) ----
   Status Register();
   Status Start();  // opens the sockets and starts the threads
-  // The operation of a pull or lookup (rows), push (gradients) or hint (no values) of `keys`, or
-  // the error naming why it cannot be: an unknown table, or `values` not keys.size() rows of the
-  // table's dim.
-  static Result<std::shared_ptr<Operation>> NewOperation(const Client& client, Operation::Kind kind,
-                                                         std::string_view table,
-                                                         std::span<const uint64_t> keys,
-                                                         size_t values);
   Ticket Submit(std::shared_ptr<Operation> op);
   // Sends encode({id, epoch}) to every server at once from the I/O thread and waits until all
   // answered (their bodies, by server id), the first error (with `what` and the server's
@@ -121,9 +82,6 @@ struct Client::Impl {
   void RerouteInFlight(uint32_t server);
   void OnReply(Frame payload);
   void OnOperationReply(InFlight entry, wire::DecodedResponse response);
-  // Copies the rows (and a lookup's found flags) of a pull or lookup reply to their positions in
-  // `op`; DataLoss naming the server when the reply does not hold what was asked for.
-  Status TakeRows(Operation& op, const InFlight& entry, const wire::ResponseBody& body) const;
   void Fail(const std::shared_ptr<Operation>& op, Status status);
   void ExpireDeadlines();
   // Dispatches the retries that are due.

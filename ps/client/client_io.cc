@@ -4,7 +4,6 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
-#include <cstring>
 #include <optional>
 
 #include "ps/client/client_internal.h"
@@ -242,41 +241,6 @@ void Client::Impl::OnReply(Frame payload) {
                                     [this](uint32_t server) { return links_.endpoint(server); });
 }
 
-Status Client::Impl::TakeRows(Operation& op, const InFlight& entry,
-                              const wire::ResponseBody& body) const {
-  std::span<const float> rows;
-  std::span<const uint8_t> found;
-  bool answered = false;
-  if (op.kind == Operation::Kind::kPull) {
-    if (auto* pulled = std::get_if<std::span<const float>>(&body)) {
-      rows = *pulled;
-      answered = true;
-    }
-  } else if (auto* looked_up = std::get_if<wire::LookupRows>(&body)) {
-    rows = looked_up->rows;
-    found = looked_up->found;
-    answered = true;
-  }
-  const uint32_t dim = op.table->dim;
-  const size_t count = entry.positions.empty() ? op.keys.size() : entry.positions.size();
-  const size_t flags = op.kind == Operation::Kind::kLookup ? count : 0;
-  if (!answered || rows.size() != count * dim || found.size() != flags) {
-    return DataLoss("server " + std::to_string(entry.server) + " answered a " +
-                    std::string(op.name()) + " of " + std::to_string(count) + " rows with " +
-                    (answered ? std::to_string(rows.size()) + " floats and " +
-                                    std::to_string(found.size()) + " found flags"
-                              : std::string("another kind of reply")));
-  }
-  for (size_t i = 0; i < count; ++i) {
-    const uint32_t position =
-        entry.positions.empty() ? static_cast<uint32_t>(i) : entry.positions[i];
-    std::memcpy(op.rows.data() + size_t{position} * dim, rows.data() + i * dim,
-                dim * sizeof(float));
-    if (!op.found.empty()) op.found[position] = found[i];
-  }
-  return Status::Ok();
-}
-
 void Client::Impl::OnOperationReply(InFlight entry, wire::DecodedResponse response) {
   const std::shared_ptr<Operation>& op = entry.op;
   --op->outstanding;
@@ -307,7 +271,7 @@ void Client::Impl::OnOperationReply(InFlight entry, wire::DecodedResponse respon
     return;
   }
   if (op->kind == Operation::Kind::kPull || op->kind == Operation::Kind::kLookup) {
-    if (Status taken = TakeRows(*op, entry, response.body); !taken.ok()) {
+    if (Status taken = op->TakeRows(entry.server, entry.positions, response.body); !taken.ok()) {
       Fail(op, std::move(taken));
       return;
     }
