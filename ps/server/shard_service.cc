@@ -84,7 +84,16 @@ ShardService::ShardService(uint32_t server_id, const RoutingTable& routing,
       checkpoints_(server_id, tables_, ownership_),
       outgoing_moves_(ownership_),
       plan_(server_id),
-      deferred_(policy.limits.deferred_pushes_per_clock) {
+      deferred_(policy.limits.deferred_pushes_per_clock),
+      transfer_source_({.id = server_id,
+                        .chunk_bytes = policy.transfer_chunk_bytes,
+                        .tables = &tables_,
+                        .ownership = &ownership_,
+                        .moves = &outgoing_moves_,
+                        .plan = &plan_,
+                        .deferred = &deferred_,
+                        .transfer_mutex = &transfer_mutex_,
+                        .counters = &counters_}) {
   plan_.Update(routing, {}, {});
 }
 
@@ -142,7 +151,9 @@ Frame ShardService::HandleDecoded(const wire::DecodedRequest& request, const Pee
             return Reply(header.request_id, checkpoints_.Run(checkpoint));
           },
           [&](const wire::PartitionTransferRequest& transfer) {
-            return HandlePartitionTransfer(header, transfer, peer);
+            Result<Frame> answer = transfer_source_.Answer(header.request_id, transfer, peer);
+            return answer.ok() ? std::move(answer).value()
+                               : Error(header.request_id, answer.status());
           },
           [&](const wire::PingRequest&) { return Reply(header.request_id, Status::Ok()); },
           [&](const wire::StatsRequest&) {

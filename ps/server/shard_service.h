@@ -46,6 +46,7 @@
 #include "ps/server/shard_checkpoints.h"
 #include "ps/server/shard_counters.h"
 #include "ps/server/shard_tables.h"
+#include "ps/server/transfer_source.h"
 
 namespace ember::ps {
 
@@ -125,7 +126,7 @@ class ShardService {
   // Whether a peer's transfer asked this server to hear from the scheduler soon (a release or
   // resume, which it checks against the scheduler's answer rather than take on the peer's
   // word); clears the request.
-  bool TakeHeartbeatRequest() { return heartbeat_requested_.exchange(false); }
+  bool TakeHeartbeatRequest() { return transfer_source_.TakeHeartbeatRequest(); }
   // Source: partitions whose move out stalled (their target may be gone): copied longer ago than
   // `copy_limit` without a hand-over, or held longer than `hold_limit`.
   std::vector<uint32_t> StalledMovesOut(Millis copy_limit, Millis hold_limit) const;
@@ -157,25 +158,6 @@ class ShardService {
   // In shard_service_clock.cc.
   Frame HandleApplyClock(const wire::RequestHeader& header, const wire::ApplyClockRequest& apply,
                          const Peer& peer);
-  Frame HandlePartitionTransfer(const wire::RequestHeader& header,
-                                const wire::PartitionTransferRequest& transfer, const Peer& peer);
-  // The first chunk of a copy of partition `p` (in `state`) out of this server: it is marked
-  // copying (pushes from now on are noted) and its keys are listed for the chunks.
-  Status BeginCopyOut(uint32_t p, PartitionState state, const std::string& where);
-  // The first chunk of a hand-over: the partition, copied, stops being served here and the keys
-  // pushed since the copy began are listed for the chunks (again, for a repeated hand-over).
-  Status BeginHandOver(uint32_t p, PartitionState state, const std::string& where);
-  // Whether the scheduler's plan (MovePlan) lets `peer` take the step `transfer` asks for: a copy
-  // or hand-over only of a move in flight out of this server, by its target, and the same move
-  // as the one under way; a release or resume only by the target of the move under way.
-  // Refusals are logged and counted, and change nothing.
-  Status CheckPlannedMove(const wire::PartitionTransferRequest& transfer, const Peer& peer);
-  // Source: a release or resume that the target asked for. Neither changes anything on its own:
-  // the server asks the scheduler at once (its next heartbeat), whose answer ends the move
-  // (ApplyOrders). A release is answered Unavailable until then.
-  Frame AnswerMoveEnd(uint64_t request_id, uint32_t p, wire::TransferPhase phase);
-  // Source: the reply with the chunk of partition `p`'s outgoing rows at `offset`.
-  Frame TransferChunk(uint64_t request_id, uint32_t p, wire::TransferPhase phase, uint64_t offset);
   // Ends a move out of partition `p`: its state becomes `to`, nothing more is noted for it.
   void EndMoveOut(uint32_t p, PartitionState to);
   // Notes keys pushed into partitions being copied, so the hand-over sends their rows again.
@@ -200,11 +182,11 @@ class ShardService {
   MovesOut outgoing_moves_;  // the moves out of this server under way (source side)
   // The moves out of this server that the scheduler planned, as its last heartbeat said.
   MovePlan plan_;
-  std::atomic<bool> heartbeat_requested_{false};
   PushAccumulator deferred_;  // bsp pushes waiting for their clock
   std::unique_ptr<PushLedger> ledger_;  // which pushes were applied, by sender and request id
 
   ShardCounters counters_;
+  TransferSource transfer_source_;  // this server's answers to partition transfers
   // Tiered servers: look-ahead. Last, so that its thread stops before anything it uses goes.
   std::unique_ptr<LookaheadHints> hints_;
 };
