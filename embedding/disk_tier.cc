@@ -158,8 +158,10 @@ Status DiskTier::Restore(uint32_t partition, uint64_t key, std::span<const float
         return read.WithContext("restore into table '" + table_.name + "'");
       }
     }
-    if (on_disk) flags |= kOnDisk;
-    else table_.row_count.fetch_add(1, std::memory_order_relaxed);
+    if (on_disk)
+      flags |= kOnDisk;
+    else
+      table_.row_count.fetch_add(1, std::memory_order_relaxed);
     AddResidentLocked(partition, key);
   } else {
     flags |= LoadFlags(stored + table_.floats_per_row) & (kOnDisk | (~uint32_t{0} << 16));  // pins
@@ -183,9 +185,9 @@ Result<uint64_t> DiskTier::Erase(uint32_t partition) {
   if (PushLog* log = disk_.push_log(); log != nullptr) {
     // A replay of the log must not bring back the rows of the partition it logged before; the
     // erasure is logged first, so that no kill leaves the rows deleted but the log without it.
-    RETURN_IF_ERROR(log->WaitDurable(erasure.AppendToLog(*log))
-                        .WithContext("logging the erasure of partition " +
-                                     std::to_string(partition)));
+    RETURN_IF_ERROR(
+        log->WaitDurable(erasure.AppendToLog(*log))
+            .WithContext("logging the erasure of partition " + std::to_string(partition)));
   }
   NoteDiskWrite(partition);
   RETURN_IF_ERROR(
@@ -222,8 +224,8 @@ Result<uint64_t> DiskTier::ExpireOnDiskLocked(
     ++durable_expired;
   }
   uint64_t disk_only = 0;
-  RETURN_IF_ERROR(disk_.ForEachInPartition(
-      partition, [&](uint64_t key, std::span<const float> stored) {
+  RETURN_IF_ERROR(
+      disk_.ForEachInPartition(partition, [&](uint64_t key, std::span<const float> stored) {
         if (store.Find(key) == nullptr && is_expired(stored.data())) {
           deletes.Delete(partition, key);
           table_.changes.Note(partition, key);

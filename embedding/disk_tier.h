@@ -64,7 +64,7 @@ struct TierStats {
 // What a tier (and its look-ahead) shares with its table, all borrowed from the table.
 struct TierTable {
   const std::string& name;
-  uint64_t table_id;        // HashName(name)
+  uint64_t table_id;  // HashName(name)
   uint32_t dim;
   uint32_t floats_per_row;  // persisted per row: weights, state (and update time)
   StripedRows& rows;        // rows of floats_per_row + 1 floats: the last is the flags word
@@ -98,8 +98,8 @@ class DiskTier {
   // position use() reads besides the row, prefetched). A push (`push_check` set) marks its rows
   // changed and, with a push log, logs them with push_check's records before returning. Then
   // room is made by eviction.
-  Status ForEachRequestRow(std::span<const uint64_t> keys, RequestGroups& groups,
-                           const RowUse& use, const float* position_data, PushCheck* push_check);
+  Status ForEachRequestRow(std::span<const uint64_t> keys, RequestGroups& groups, const RowUse& use,
+                           const float* position_data, PushCheck* push_check);
 
   // Inserts or overwrites one row (weights and state) in memory, as changed.
   Status Restore(uint32_t partition, uint64_t key, std::span<const float> row,
@@ -215,8 +215,8 @@ class DiskTier {
 
   const TierTable table_;
   RocksTable& disk_;
-  MemoryBudget* const budget_;  // null: no eviction
-  const uint64_t row_bytes_;    // a row in memory, as the budget counts it
+  MemoryBudget* const budget_;     // null: no eviction
+  const uint64_t row_bytes_;       // a row in memory, as the budget counts it
   std::vector<ClockRing> clocks_;  // per partition, guarded by its stripe's lock
   // Per partition, guarded by its stripe's lock: the rows a restart would find (those only on
   // disk, and those in memory with kOnDisk).

@@ -86,9 +86,9 @@ Status DiskTier::EvictWhileOverBudget(std::span<const uint32_t> partitions, size
   if (!status.ok()) {
     // Keep every victim in memory, still changed, for a later eviction to retry.
     for (const Victim& victim : victims) {
-      float* flags = table_.rows.store(victim.partition)
-                         .Find(clocks_[victim.partition].KeyAt(victim.slot)) +
-                     floats_per_row;
+      float* flags =
+          table_.rows.store(victim.partition).Find(clocks_[victim.partition].KeyAt(victim.slot)) +
+          floats_per_row;
       StoreFlags(flags, LoadFlags(flags) & ~uint32_t{kChosen});
     }
     return status.WithContext("writing back evicted rows");

@@ -11,8 +11,7 @@
 namespace ember::embedding {
 
 void DiskTier::LookUpStripeLocked(uint32_t stripe, std::span<const uint64_t> keys,
-                                  RequestGroups& groups, bool push,
-                                  std::vector<uint32_t>& missed) {
+                                  RequestGroups& groups, bool push, std::vector<uint32_t>& missed) {
   const uint32_t floats_per_row = table_.floats_per_row;
   const std::span<const RowStore> stores = table_.rows.stores();
   // A pull reads the weights; a push also the state. Both mark the flags word after them.

@@ -110,7 +110,9 @@ Status EmbeddingTable::ForEachRequestRow(std::span<const uint64_t> keys, size_t 
     RETURN_IF_ERROR((*pull_check)(keys, groups.partition));
   }
   if (new_rows_.admits_by_count()) groups.ReserveScratch(keys.size(), memory_.row_floats());
-  if (tier_ != nullptr) return tier_->ForEachRequestRow(keys, groups, use, position_data, push_check);
+  if (tier_ != nullptr) {
+    return tier_->ForEachRequestRow(keys, groups, use, position_data, push_check);
+  }
   // Each key passes three stages kPrefetchDistance keys apart: its index entry is prefetched (for
   // any stripe: a prefetch reads nothing, see RowStore::Prefetch), its row is looked up under its
   // stripe's lock and prefetched, then the row is used. The entry stage runs across stripes, so a

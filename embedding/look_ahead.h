@@ -30,9 +30,9 @@ struct PrefetchStats {
   uint64_t pins_refused = 0;     // keys not pinned for the pin budget
   uint64_t hints_refused = 0;    // hints refused for too many held
   uint64_t hints_expired = 0;
-  uint64_t hints = 0;            // held now
-  uint64_t pinned_rows = 0;      // now
-  uint64_t pinned_bytes = 0;     // now
+  uint64_t hints = 0;         // held now
+  uint64_t pinned_rows = 0;   // now
+  uint64_t pinned_bytes = 0;  // now
 };
 
 class LookAhead {

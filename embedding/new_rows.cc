@@ -9,8 +9,7 @@
 
 namespace ember::embedding {
 
-NewRows::NewRows(const TableSpec& spec, const RowOptimizer& optimizer,
-                 TableStatCounters& counters)
+NewRows::NewRows(const TableSpec& spec, const RowOptimizer& optimizer, TableStatCounters& counters)
     : spec_(spec),
       optimizer_(optimizer),
       stamp_float_(spec.dim + optimizer.state_floats()),

@@ -9,11 +9,11 @@
 namespace ember::embedding {
 
 enum RowFlag : uint32_t {
-  kReferenced = 1,  // used since the CLOCK hand last passed
-  kDirty = 2,       // differs from disk (or was never written)
-  kOnDisk = 4,      // a version of the row is durable: in RocksDB, or in the push log (which
-                    // a restart replays into RocksDB); counted in the tier's durable rows
-  kChosen = 8,      // picked as an eviction victim, not yet dropped
+  kReferenced = 1,    // used since the CLOCK hand last passed
+  kDirty = 2,         // differs from disk (or was never written)
+  kOnDisk = 4,        // a version of the row is durable: in RocksDB, or in the push log (which
+                      // a restart replays into RocksDB); counted in the tier's durable rows
+  kChosen = 8,        // picked as an eviction victim, not yet dropped
   kLogged = 1 << 15,  // the row's last change is in the push log, in the segment the bits
                       // kLogSegmentBits name or a later one (see LoggedAtMost)
 };

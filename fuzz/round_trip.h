@@ -9,17 +9,10 @@
 
 #include "common/check.h"
 #include "common/frame.h"
+#include "common/overloaded.h"
 #include "common/status.h"
 
 namespace ember::fuzz {
-
-// One visitor from several lambdas, for the encoders of each kind.
-template <typename... Handlers>
-struct Overloaded : Handlers... {
-  using Handlers::operator()...;
-};
-template <typename... Handlers>
-Overloaded(Handlers...) -> Overloaded<Handlers...>;
 
 // `encode(decoded)` is nullopt for what it cannot re-encode faithfully (e.g. a reply carrying both
 // an error and a body); `decode(frame)` is wire::DecodeRequest or wire::DecodeResponse.

@@ -17,9 +17,9 @@
 // scheduler gives it its old id back, and serves the rows it had, answering a resent push it had
 // already applied without applying it again.
 //
-// A mover thread (ps/partition_mover.h) heartbeats to the scheduler and runs the partition moves
-// it orders: with `join` the server registers with a formed cluster and receives a fair share of
-// partitions; a drained server stops by itself once everything moved off it.
+// A mover thread (ps/server/partition_mover.h) heartbeats to the scheduler and runs the partition
+// moves it orders: with `join` the server registers with a formed cluster and receives a fair
+// share of partitions; a drained server stops by itself once everything moved off it.
 //
 // Lifecycle: Start() (blocking until registered), then Run() until Stop() is called from any
 // thread or signal handler context via RequestStop().

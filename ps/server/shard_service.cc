@@ -6,20 +6,12 @@
 #include <variant>
 
 #include "common/catch_exceptions.h"
+#include "common/overloaded.h"
 #include "common/quote_for_error.h"
 #include "embedding/table_config.h"
 #include "ps/server/push_gate.h"
 
 namespace ember::ps {
-namespace {
-
-// A visitor made of one handler per request kind: std::visit calls the one for the body's kind.
-template <class... Handlers>
-struct Overloaded : Handlers... {
-  using Handlers::operator()...;
-};
-
-}  // namespace
 
 Result<std::unique_ptr<ShardService>> ShardService::Create(uint32_t server_id,
                                                            const std::vector<TableSpec>& tables,

@@ -2,8 +2,8 @@
 //
 // It holds the server's tables and its view of the routing table, answers pull, push, lookup,
 // hint, stats, ping and checkpoint requests (writing or loading the files of its partitions:
-// ShardCheckpoints)
-// (and, in bsp runs, holds deferred pushes until their clock is applied: see PushAccumulator).
+// ShardCheckpoints), and, in bsp runs, holds deferred pushes until their clock is applied (see
+// PushAccumulator).
 // A push that names its sender is applied once however often it arrives: a copy of one already
 // applied (a client resending what was in flight when its connection broke) is answered OK and
 // applied no more (PushLedger, whose records are logged with the push's rows when the server
@@ -20,12 +20,10 @@
 // Thread-safety: Handle() may be called from many threads at once; tables lock per partition.
 #pragma once
 
-
-#include <atomic>
 #include <chrono>
+#include <memory>
 #include <mutex>
 #include <shared_mutex>
-#include <memory>
 #include <string>
 #include <vector>
 
@@ -98,7 +96,7 @@ class ShardService {
   Result<uint64_t> ExpireRows();
   // Whether any table has a TTL.
   bool has_expiry() const;
-  // ---- Partition moves (shard_service_moves.cc; protocol in ps/partition_mover.h) ----
+  // ---- Partition moves (shard_service_moves.cc; protocol in ps/server/partition_mover.h) ----
   // Target: loads one chunk that a partitionTransfer brought (rows of the copy, or rows changed
   // since it); the first chunk of a copy first drops whatever rows of the partition are here.
   // Returns the offset of the next chunk, 0 after the last. The partition is not served until

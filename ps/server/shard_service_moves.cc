@@ -1,6 +1,6 @@
 // ShardService: partitions moving between servers: the source's end of a move as the scheduler
 // decides it (the answers to partitionTransfer: TransferSource), and the target's loading,
-// adoption or discarding of what arrived. Protocol in ps/partition_mover.h.
+// adoption or discarding of what arrived. Protocol in ps/server/partition_mover.h.
 #include <spdlog/spdlog.h>
 
 #include <mutex>
