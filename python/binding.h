@@ -1,5 +1,5 @@
 // What the parts of the Python module _ember share: ember's errors as Python exceptions, waiting
-// on a ticket with the GIL released (and Ctrl-C honoured), and the registration function of each
+// with the GIL released (and Ctrl-C honoured), and the registration function of each
 // part (module.cc calls them in order).
 #pragma once
 
@@ -9,7 +9,6 @@
 
 #include "common/millis.h"
 #include "common/status.h"
-#include "ps/client/ticket.h"
 
 namespace ember::python {
 
@@ -43,9 +42,6 @@ auto WithoutGil(Call&& call) {
 // (or another signal handler's exception) is raised at once, leaving what was waited for to
 // finish in the background. Whether it was done.
 bool WaitInterruptibly(const std::function<bool(Millis)>& wait_step, double timeout_s);
-
-// WaitInterruptibly for `ticket`: its status, or DeadlineExceeded after `timeout_s` (< 0: none).
-Status WaitForTicket(const ps::Ticket& ticket, double timeout_s = -1);
 
 void BindClient(py::module_& module);     // client_binding.cc: Client, Future
 void BindData(py::module_& module);       // data_binding.cc: InteractionData, evaluation

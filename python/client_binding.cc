@@ -9,6 +9,7 @@
 #include <pybind11/numpy.h>
 #include <pybind11/stl.h>
 
+#include <atomic>
 #include <filesystem>
 #include <memory>
 #include <string>
@@ -71,16 +72,37 @@ KeyArray ToKeys(const py::handle& keys) {
   return KeyArray::ensure(array);
 }
 
+// Whether a client was closed, and why: shared with its futures, so that a wait ends as soon as
+// the client is closed (by another thread: LocalCluster's, when its processes exited) rather than
+// when the closing client's threads have stopped.
+struct Closing {
+  std::atomic<bool> closed{false};
+  std::string reason;  // written before `closed` is set, read after it was seen set
+
+  Status AsError() const {
+    return FailedPrecondition("the client is closed" + (reason.empty() ? "" : ": " + reason));
+  }
+};
+
 // A Future: an operation's ticket and, for a pull, the rows it fills.
 class Future {
  public:
-  Future(ps::Ticket ticket, py::object value)
-      : ticket_(std::move(ticket)), value_(std::move(value)) {}
+  Future(ps::Ticket ticket, py::object value, std::shared_ptr<const Closing> closing)
+      : ticket_(std::move(ticket)), value_(std::move(value)), closing_(std::move(closing)) {}
 
   // The pulled rows (a pull) or None (a push), once the operation finished; raises its error.
-  // `timeout` in seconds (None: as long as it takes) raises DeadlineExceededError when it passes.
+  // `timeout` in seconds (None: as long as it takes) raises DeadlineExceededError when it passes;
+  // the client being closed ends the wait at once.
   py::object Result(std::optional<double> timeout) {
-    ThrowIfError(WaitForTicket(ticket_, timeout.value_or(-1)));
+    const auto done_or_closed = [&](Millis step) {
+      return ticket_.WaitFor(step) || closing_->closed.load(std::memory_order_acquire);
+    };
+    if (!WaitInterruptibly(done_or_closed, timeout.value_or(-1))) {
+      ThrowStatus(DeadlineExceeded("the operation did not finish within " +
+                                   std::to_string(*timeout) + " s"));
+    }
+    if (!ticket_.ready()) ThrowStatus(closing_->AsError());
+    ThrowIfError(ticket_.Wait());
     return value_;
   }
   bool Done() const { return ticket_.ready(); }
@@ -88,6 +110,7 @@ class Future {
  private:
   ps::Ticket ticket_;
   py::object value_;
+  std::shared_ptr<const Closing> closing_;
 };
 
 class PythonClient {
@@ -120,16 +143,20 @@ class PythonClient {
     client_ = ValueOrThrow(WithoutGil([&] { return ps::Client::Connect(std::move(options)); }));
   }
 
-  ~PythonClient() { Close(); }
+  ~PythonClient() { Close(/*leave=*/true, ""); }
 
-  // Leaves the scheduler (nobody waits for this trainer any more) and disconnects; what is still
-  // in flight fails with Aborted. Safe to call more than once.
-  void Close() {
+  // Leaves the scheduler (nobody waits for this trainer any more, unless `leave` is false: the
+  // cluster is known to be gone) and disconnects; what is still in flight fails with Aborted.
+  // Later calls fail with "the client is closed", and `reason` (if given) after it. Safe to call
+  // more than once.
+  void Close(bool leave, const std::string& reason) {
     std::shared_ptr<ps::Client> client = std::move(client_);
     if (!client) return;
+    closing_->reason = reason;
+    closing_->closed.store(true, std::memory_order_release);
     {
       py::gil_scoped_release release;
-      (void)client->scheduler().Leave(client->trainer_id(), 0, Millis(2'000));
+      if (leave) (void)client->scheduler().Leave(client->trainer_id(), 0, Millis(2'000));
       client.reset();  // unless another thread's call still holds it
     }
     in_flight_.clear();
@@ -151,15 +178,12 @@ class PythonClient {
     if (out.is_none()) {
       rows = FloatArray({static_cast<py::ssize_t>(n), static_cast<py::ssize_t>(spec->dim)});
     } else {
-      rows = CheckedRows(out, n, spec->dim, "out");
-      if (!py::cast<py::array>(out).writeable()) {
-        ThrowStatus(InvalidArgument("out: the array is read-only"));
-      }
+      rows = CheckedOut(out, n, spec->dim);
     }
     ps::Ticket ticket =
         client->Pull(table, {key_array.data(), n}, {rows.mutable_data(), n * spec->dim});
     Remember(ticket, py::make_tuple(key_array, rows));
-    return Future(std::move(ticket), rows);
+    return Future(std::move(ticket), rows, closing_);
   }
 
   Future PushAsync(const std::string& table, const py::handle& keys, const py::handle& gradients) {
@@ -170,7 +194,7 @@ class PythonClient {
     FloatArray rows = CheckedRows(gradients, n, spec->dim, "gradients");
     ps::Ticket ticket = client->Push(table, {key_array.data(), n}, {rows.data(), n * spec->dim});
     Remember(ticket, py::make_tuple(key_array, rows));
-    return Future(std::move(ticket), py::none());
+    return Future(std::move(ticket), py::none(), closing_);
   }
 
   // The rows of `keys` as the servers hold them, changing nothing there (Client::Lookup): a key
@@ -194,7 +218,7 @@ class PythonClient {
                        {reinterpret_cast<uint8_t*>(found.mutable_data()), n});
     Remember(ticket, py::make_tuple(key_array, rows, found));
     py::object value = flag ? py::object(py::make_tuple(rows, found)) : py::object(rows);
-    return Future(std::move(ticket), std::move(value)).Result(std::nullopt);
+    return Future(std::move(ticket), std::move(value), closing_).Result(std::nullopt);
   }
 
   // The rows `keys` start with in `table` (the deterministic initialiser), computed here.
@@ -316,7 +340,7 @@ class PythonClient {
  private:
   // The client, held by the caller for the length of its call (Close may run meanwhile).
   std::shared_ptr<ps::Client> Connected() const {
-    if (!client_) ThrowStatus(FailedPrecondition("the client is closed"));
+    if (!client_) ThrowStatus(closing_->AsError());
     return client_;
   }
 
@@ -335,7 +359,25 @@ class PythonClient {
                                   " keys of a table of dim " + std::to_string(dim) + ", got " +
                                   ShapeText(array)));
     }
-    FloatArray rows = FloatArray::ensure(array);
+    return FloatArray::ensure(array);
+  }
+
+  // `out` as the array a pull fills in place: C-contiguous float32 of n rows of `dim`, writable
+  // (a numpy array, or what shares its memory through __array__: a CPU torch tensor). A strided
+  // view is refused rather than filled through a copy the caller would never see.
+  static FloatArray CheckedOut(const py::object& out, size_t n, uint32_t dim) {
+    if (!py::isinstance<py::array>(out) && !py::hasattr(out, "__array__")) {
+      ThrowStatus(InvalidArgument("out: expected a float32 array to fill, got " +
+                                  py::str(py::type::of(out).attr("__name__")).cast<std::string>()));
+    }
+    const py::array given = py::array::ensure(out);
+    FloatArray rows = CheckedRows(given, n, dim, "out");
+    if (rows.data() != given.data()) {
+      ThrowStatus(InvalidArgument(
+          "out: expected a C-contiguous float32 array to fill in place, got a strided view "
+          "(pass numpy.ascontiguousarray(out) and copy the rows back, or pull without out)"));
+    }
+    if (!given.writeable()) ThrowStatus(InvalidArgument("out: the array is read-only"));
     return rows;
   }
 
@@ -351,6 +393,7 @@ class PythonClient {
   };
   std::shared_ptr<ps::Client> client_;
   std::vector<InFlight> in_flight_;  // touched with the GIL held
+  std::shared_ptr<Closing> closing_ = std::make_shared<Closing>();
   Millis timeout_{30'000};
 };
 
@@ -372,15 +415,19 @@ void BindClient(py::module_& module) {
            py::arg("max_keys_per_message") = 4096)
       .def("pull", &PythonClient::Pull, py::arg("table"), py::arg("keys"),
            py::arg("out") = py::none(),
-           "The rows of `keys` (uint64 or non-negative int64 ids) as a float32 array (n, dim), "
-           "created on first pull; into `out` when given.")
+           "The rows of `keys` (uint64 ids, or int64 ones read as their unsigned bit pattern) as a "
+           "float32 array (n, dim), created on first pull; filled into `out` when given (a "
+           "C-contiguous, writable float32 array of that shape; a strided view is refused).")
       .def("push", &PythonClient::Push, py::arg("table"), py::arg("keys"), py::arg("gradients"),
            "Applies one gradient row per key (float32, (n, dim)) with the table's server-side "
            "optimizer; sum the gradients of duplicate keys first.")
       .def("pull_async", &PythonClient::PullAsync, py::arg("table"), py::arg("keys"),
-           py::arg("out") = py::none())
+           py::arg("out") = py::none(),
+           "pull() without waiting: a Future whose result() is the rows. The arrays are kept "
+           "alive until the pull finished; do not read `out` before that.")
       .def("push_async", &PythonClient::PushAsync, py::arg("table"), py::arg("keys"),
-           py::arg("gradients"))
+           py::arg("gradients"),
+           "push() without waiting: a Future whose result() is None once the servers applied it.")
       .def("lookup", &PythonClient::Lookup, py::arg("table"), py::arg("keys"),
            py::arg("missing") = "initial",
            "The rows of `keys` as the servers hold them (float32, (n, dim)), read without "
@@ -389,17 +436,35 @@ void BindClient(py::module_& module) {
            "found a bool array, False for keys without a row).")
       .def("initial_rows", &PythonClient::InitialRows, py::arg("table"), py::arg("keys"),
            "The rows `keys` start with (the table's deterministic initialiser), computed locally.")
-      .def("tables", &PythonClient::Tables)
-      .def("status", &PythonClient::ClusterStatusDict)
-      .def("stats", &PythonClient::Stats)
-      .def("checkpoint", &PythonClient::Checkpoint, py::arg("dir"), py::arg("step") = 0)
-      .def("restore", &PythonClient::Restore, py::arg("dir"))
+      .def("tables", &PythonClient::Tables,
+           "The cluster's tables: a list of dicts (name, dim, optimizer, learning_rate, "
+           "initializer, seed, admit_after, ttl_seconds).")
+      .def("status", &PythonClient::ClusterStatusDict,
+           "The scheduler's view: routing epoch, partitions, servers (id, endpoint, state, "
+           "partitions) and partition moves planned, in flight and done.")
+      .def("stats", &PythonClient::Stats,
+           "Each server's figures: requests, keys pulled and pushed, errors, partitions, and per "
+           "table its rows, bytes, resident rows and bytes on disk.")
+      .def("checkpoint", &PythonClient::Checkpoint, py::arg("dir"), py::arg("step") = 0,
+           "Has every server write its rows into `dir` (a checkpoint restorable into any server "
+           "count; consistent when no push is in flight); returns the absolute path.")
+      .def("restore", &PythonClient::Restore, py::arg("dir"),
+           "Loads the checkpoint in `dir` (or the newest under it) into the servers; returns its "
+           "step.")
       .def("barrier", &PythonClient::Barrier, py::arg("name"), py::arg("count"),
-           py::arg("timeout") = 60.0)
-      .def("close", &PythonClient::Close)
-      .def_property_readonly("trainer_id", &PythonClient::trainer_id)
-      .def_property_readonly("requests_resent", &PythonClient::requests_resent)
-      .def_property_readonly("timeout", &PythonClient::timeout);
+           py::arg("timeout") = 60.0,
+           "Waits until `count` clients reached the barrier `name` (DeadlineExceededError after "
+           "`timeout` seconds).")
+      .def("close", &PythonClient::Close, py::arg("leave") = true, py::arg("reason") = "",
+           "Leaves the cluster (unless leave=False: it is known to be gone) and disconnects; "
+           "operations in flight fail, later calls raise EmberError naming `reason`. Safe to "
+           "call more than once.")
+      .def_property_readonly("trainer_id", &PythonClient::trainer_id,
+                             "The id the scheduler gave this client.")
+      .def_property_readonly("requests_resent", &PythonClient::requests_resent,
+                             "Requests sent again after a server's connection came back.")
+      .def_property_readonly("timeout", &PythonClient::timeout,
+                             "Seconds a request may take before DeadlineExceededError.");
 }
 
 }  // namespace ember::python

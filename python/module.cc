@@ -90,14 +90,6 @@ bool WaitInterruptibly(const std::function<bool(Millis)>& wait_step, double time
   }
 }
 
-Status WaitForTicket(const ps::Ticket& ticket, double timeout_s) {
-  if (!WaitInterruptibly([&](Millis step) { return ticket.WaitFor(step); }, timeout_s)) {
-    return DeadlineExceeded("the operation did not finish within " + std::to_string(timeout_s) +
-                            " s");
-  }
-  return ticket.Wait();
-}
-
 }  // namespace ember::python
 
 PYBIND11_MODULE(_ember, module) {

@@ -2,10 +2,14 @@
 notebooks and tests. It runs `ember cluster --serve` and connects clients to it."""
 
 import atexit
+import fcntl
+import glob
 import json
 import os
 import shutil
+import signal
 import tempfile
+import threading
 import time
 import weakref
 
@@ -13,6 +17,38 @@ from . import _ember
 from ._config import config_path
 
 _live_clusters = weakref.WeakSet()
+_SCRATCH_PREFIX = "ember_local_cluster_"
+_OWNER_LOCK = "owner.lock"
+
+
+def _remove_abandoned_scratch():
+    """Removes the scratch folders of local clusters whose process died without cleaning up
+    (SIGKILL): each live cluster holds an exclusive lock on its folder's owner.lock, which the
+    kernel releases when its process dies. Folders without that file are left alone."""
+    for folder in glob.glob(os.path.join(tempfile.gettempdir(), _SCRATCH_PREFIX + "*")):
+        try:
+            with open(os.path.join(folder, _OWNER_LOCK), "a") as lock:
+                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                shutil.rmtree(folder, ignore_errors=True)
+        except OSError:  # held by a live cluster, or not a cluster's folder
+            pass
+
+
+def _stop_on_sigterm():
+    """SIGTERM stops the live clusters (removing their scratch folders) and then ends this
+    process as SIGTERM would have; installed once, from the main thread, only where SIGTERM still
+    has its default action."""
+    if threading.current_thread() is not threading.main_thread():
+        return
+    if signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
+        return
+
+    def on_sigterm(signum, frame):
+        _stop_live_clusters()
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    signal.signal(signal.SIGTERM, on_sigterm)
 
 
 def find_binary(binary=None):
@@ -44,24 +80,45 @@ class LocalCluster:
     cluster.servers, `overrides` is a dict of further KEY=VALUE settings (as `--set`), and
     `data_dir` gives the servers RocksDB folders (needed with a memory budget).
 
-    It is a context manager: leaving the block (or stop(), or the interpreter's exit) stops every
-    process by PID. Should the interpreter die instead, the kernel stops them, since each is
-    tied to its parent; so start a cluster from a thread that outlives it (the main thread).
-    The processes' output goes to `log_path`.
+    It is a context manager: leaving the block (or stop(), or the interpreter's exit, or SIGTERM
+    where nothing else handles it) stops every process by PID and removes the cluster's scratch
+    folder. Should the interpreter die instead, the kernel stops them, since each is tied to its
+    parent; so start a cluster from a thread that outlives it (the main thread). A scratch folder
+    left by a killed interpreter is removed when the next LocalCluster starts. The processes'
+    output goes to `log_path`.
+
+    The clients made by client() are closed when the cluster stops, or within a fraction of a
+    second when its processes exit on their own: their calls then fail at once with EmberError
+    ("the client is closed: ...") instead of waiting for their timeout.
     """
 
     def __init__(self, config, servers=None, data_dir=None, overrides=None, binary=None,
                  start_timeout=60.0):
-        self._binary = find_binary(binary)
-        self._dir = tempfile.mkdtemp(prefix="ember_local_cluster_")
         self._process = None
+        self._dir = None
+        self._owner_lock = None
+        self._clients = weakref.WeakSet()
+        self._stopping = threading.Event()
+        self._process_lock = threading.Lock()  # the watcher's look at the process against stop()
         self.info = None
+        self._binary = find_binary(binary)
+        _remove_abandoned_scratch()
+        _stop_on_sigterm()
+        self._dir = tempfile.mkdtemp(prefix=_SCRATCH_PREFIX)
+        self._owner_lock = open(os.path.join(self._dir, _OWNER_LOCK), "w")
+        fcntl.flock(self._owner_lock, fcntl.LOCK_EX)
         try:
             self._start(config, servers, data_dir, overrides or {}, start_timeout)
         except BaseException:
             self.stop()
             raise
         _live_clusters.add(self)
+        threading.Thread(target=_watch, args=(weakref.ref(self), self._process), daemon=True,
+                         name="ember-cluster-watch").start()
+
+    def _close_clients(self, leave, reason):
+        for client in list(self._clients):
+            client.close(leave=leave, reason=reason)
 
     def _start(self, config, servers, data_dir, overrides, start_timeout):
         config_file, data_root = config_path(config, self._dir)
@@ -107,6 +164,7 @@ class LocalCluster:
 
     @property
     def scheduler_key(self):
+        """The scheduler's public key, which clients of this cluster check it against."""
         return self.info["scheduler_key"]
 
     @property
@@ -117,13 +175,19 @@ class LocalCluster:
     def client(self, name=None, **options):
         """A Client of this cluster (the admin key: it may also checkpoint and restore)."""
         from . import Client
-        return Client(self.scheduler, key=self.key, scheduler_key=self.scheduler_key, name=name,
-                      **options)
+        if self._process is None:
+            raise _ember.EmberError("the local cluster is stopped")
+        client = Client(self.scheduler, key=self.key, scheduler_key=self.scheduler_key, name=name,
+                        **options)
+        self._clients.add(client)
+        return client
 
     def running(self):
+        """Whether the cluster's processes still run."""
         return self._process is not None and self._process.running()
 
     def log_tail(self, lines=30):
+        """The last `lines` lines of the processes' output (empty once the cluster stopped)."""
         try:
             with open(self.log_path, errors="replace") as log:
                 return "".join(log.readlines()[-lines:])
@@ -132,18 +196,28 @@ class LocalCluster:
 
     def stop(self, grace=10.0):
         """Stops the scheduler and servers (SIGTERM, then SIGKILL after `grace` s) and removes the
-        cluster's keys. Safe to call more than once."""
+        cluster's keys and scratch folder. Its clients are closed first. Safe to call more than
+        once."""
+        self._stopping.set()
         if self._process is not None:
-            self._process.stop(grace)
+            self._close_clients(leave=self._process.running(),
+                                reason="its local cluster was stopped")
+            with self._process_lock:
+                self._process.stop(grace)
             self._process = None
         if self._dir and os.path.isdir(self._dir):
             shutil.rmtree(self._dir, ignore_errors=True)
         self._dir = None
+        if self._owner_lock is not None:
+            self._owner_lock.close()
+            self._owner_lock = None
 
     def __enter__(self):
+        """The cluster itself."""
         return self
 
     def __exit__(self, *exc):
+        """Stops the cluster."""
         self.stop()
 
     def __del__(self):
@@ -151,6 +225,29 @@ class LocalCluster:
             self.stop()
         except Exception:  # at interpreter shutdown the modules may be gone; atexit stopped it
             pass
+
+
+def _watch(cluster_ref, process):
+    """Closes a cluster's clients (without leaving: nobody is there) as soon as its processes
+    exit without stop(); ends when the cluster stops or is gone."""
+    while True:
+        cluster = cluster_ref()
+        if cluster is None:
+            return
+        stopping, lock = cluster._stopping, cluster._process_lock
+        del cluster  # no reference held while waiting: a dropped cluster can be collected
+        if stopping.wait(0.1):
+            return
+        with lock:
+            if stopping.is_set():
+                return
+            exited = not process.running()
+        if exited:
+            cluster = cluster_ref()
+            if cluster is not None:
+                cluster._close_clients(leave=False, reason="its local cluster exited (code {}; "
+                                       "see {})".format(process.exit_code, cluster.log_path))
+            return
 
 
 @atexit.register

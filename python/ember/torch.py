@@ -14,40 +14,81 @@ forward, and only the others ahead of time.
 import collections
 import weakref
 
+import numpy
 import torch
+
+from . import _ember
 
 __all__ = ["Embedding"]
 
 _Prefetch = collections.namedtuple("_Prefetch", "ids early_mask early_rows future")
 
 
-def _unique_ids(ids):
-    """The sorted unique ids of `ids` (any shape, integer) on the CPU, and each id's position."""
-    if ids.dtype.is_floating_point or ids.dtype == torch.bool or ids.is_complex():
-        raise TypeError("ids: expected an integer tensor, got {}".format(ids.dtype))
-    flat = ids.reshape(-1).to("cpu", torch.int64)
+def _as_id_tensor(ids):
+    """`ids` as an integer tensor (a tensor as it is, a numpy array or a (nested) list converted),
+    and whether they came as uint64 (numpy), whose ids above 2^63 read as negative int64."""
+    if isinstance(ids, torch.Tensor):
+        tensor, from_uint64 = ids, False
+    else:
+        array = numpy.asarray(ids)
+        from_uint64 = array.dtype == numpy.uint64
+        if from_uint64:
+            array = array.view(numpy.int64)  # the bit patterns: torch has no uint64
+        elif array.dtype.kind == "u":
+            array = array.astype(numpy.int64)
+        if array.dtype.kind not in "iu":
+            raise TypeError("ids: expected integer ids (a tensor, array or list), got {}".format(
+                array.dtype))
+        tensor = torch.from_numpy(numpy.ascontiguousarray(array))
+    if tensor.dtype.is_floating_point or tensor.dtype == torch.bool or tensor.is_complex():
+        raise TypeError("ids: expected an integer tensor, got {}".format(tensor.dtype))
+    return tensor, from_uint64
+
+
+def _unique_ids(ids, unsigned_ids=False, padding_idx=None):
+    """The sorted unique ids of `ids` (any shape, integer) on the CPU, and each id's position.
+    Negative ids other than `padding_idx` are refused unless `unsigned_ids` (then an int64 id is
+    its unsigned bit pattern; numpy uint64 ids always are)."""
+    tensor, from_uint64 = _as_id_tensor(ids)
+    flat = tensor.reshape(-1).to("cpu", torch.int64)
+    if not (unsigned_ids or from_uint64):
+        negative = flat < 0
+        if padding_idx is not None:
+            negative &= flat != padding_idx
+        if bool(negative.any()):
+            at = int(negative.nonzero()[0])
+            raise _ember.InvalidArgumentError(
+                "ids: id {} at position {} is negative (if int64 ids carry uint64 keys as their "
+                "bit patterns, pass unsigned_ids=True; for a padding id, set padding_idx)".format(
+                    int(flat[at]), at))
     return torch.unique(flat, sorted=True, return_inverse=True)
 
 
 class Embedding(torch.nn.Module):
-    """Embedding(client, table, device=None)
+    """Embedding(client, table, device=None, padding_idx=None, unsigned_ids=False)
 
-    `client` is an ember.Client, `table` the name of one of its tables. forward(ids) takes an
-    integer tensor of any shape and returns (*ids.shape, dim) rows on `device` (default: the
-    CPU). Ids are the table's keys; an int64 id is read as its unsigned bit pattern, so every
-    uint64 key has an id (numpy: keys.view(numpy.int64)).
+    `client` is an ember.Client, `table` the name of one of its tables (NotFoundError if the
+    cluster has none of that name). forward(ids) takes integer ids of any shape (a tensor, a numpy
+    array or a list) and returns (*ids.shape, dim) rows on `device` (default: the CPU). Ids are
+    the table's keys, and must not be negative, except:
+    - `padding_idx`: that id (say -1 or 0) reads a row of zeros and is never pulled or pushed, as
+      nn.Embedding's padding row that stays zero;
+    - `unsigned_ids=True`: an int64 id is read as its unsigned bit pattern, so that every uint64
+      key has an id (hashed 64-bit features; numpy: keys.view(numpy.int64)).
 
     prefetch(next_ids) pulls a coming batch's rows while the current one trains (call it with the
     batches in the order they will be forwarded). flush() waits for the pushes in flight (before a
     checkpoint, say). stats counts pulls, prefetch hits and pushes.
     """
 
-    def __init__(self, client, table, device=None):
+    def __init__(self, client, table, device=None, padding_idx=None, unsigned_ids=False):
         super().__init__()
         specs = {spec["name"]: spec for spec in client.tables()}
         if table not in specs:
-            raise KeyError("unknown table '{}' (the cluster has {})".format(
+            raise _ember.NotFoundError("unknown table '{}' (the cluster has {})".format(
                 table, ", ".join(sorted(specs)) or "none"))
+        self.padding_idx = None if padding_idx is None else int(padding_idx)
+        self.unsigned_ids = bool(unsigned_ids)
         self.client = client
         self.table = table
         self.dim = specs[table]["dim"]
@@ -59,19 +100,33 @@ class Embedding(torch.nn.Module):
         self.stats = collections.Counter()
 
     def extra_repr(self):
-        return "table={}, dim={}, device={}".format(self.table, self.dim, self.device)
+        """The table, its dim, the device of the rows (and padding_idx, unsigned_ids if set)."""
+        text = "table={}, dim={}, device={}".format(self.table, self.dim, self.device)
+        if self.padding_idx is not None:
+            text += ", padding_idx={}".format(self.padding_idx)
+        return text + (", unsigned_ids=True" if self.unsigned_ids else "")
 
     # ---- forward and backward ----
 
     def forward(self, ids):
-        unique, inverse = _unique_ids(ids)
-        rows = self._rows_of(unique).to(self.device, non_blocking=True)
+        """The rows of `ids` (integer, any shape): (*ids.shape, dim) float32 on the layer's
+        device. With grad enabled, backward pushes one summed gradient row per unique id."""
+        shape = _as_id_tensor(ids)[0].shape
+        unique, inverse = _unique_ids(ids, self.unsigned_ids, self.padding_idx)
+        served = unique if self.padding_idx is None else unique[unique != self.padding_idx]
+        rows = self._rows_of(served)
+        if len(served) != len(unique):  # the padding id reads zeros
+            padded = torch.zeros((len(unique), self.dim), dtype=torch.float32)
+            padded[unique != self.padding_idx] = rows
+            rows = padded
+        rows = rows.to(self.device, non_blocking=True)
         if torch.is_grad_enabled():
             rows.requires_grad_(True)
-            token = self._note_unpushed(unique, rows)
-            rows.register_hook(lambda grad: self._push(token, unique, grad))
+            token = self._note_unpushed(served, rows)
+            keep = None if len(served) == len(unique) else (unique != self.padding_idx)
+            rows.register_hook(lambda grad: self._push(token, served, grad, keep))
         inverse = inverse.to(self.device, non_blocking=True)
-        return rows[inverse].reshape(*ids.shape, self.dim)
+        return rows[inverse].reshape(*shape, self.dim)
 
     def _note_unpushed(self, unique, rows):
         # Until its gradient is pushed (or its graph is gone), this batch may still change these
@@ -82,8 +137,12 @@ class Embedding(torch.nn.Module):
         weakref.finalize(rows, self._unpushed.pop, token, None)
         return token
 
-    def _push(self, token, unique, grad):
+    def _push(self, token, unique, grad, keep=None):
         self._unpushed.pop(token, None)
+        if keep is not None:  # no gradient for the padding id
+            grad = grad[keep.to(grad.device)]
+        if len(unique) == 0:
+            return None
         gradients = grad.detach().to("cpu", torch.float32).contiguous().numpy()
         future = self.client.push_async(self.table, unique.numpy(), gradients)
         self._pushes.append((future, unique))
@@ -144,7 +203,9 @@ class Embedding(torch.nn.Module):
     def prefetch(self, next_ids):
         """Starts pulling the rows of a batch to be forwarded after those already prefetched.
         Ids that an earlier batch may still update (not pushed yet) are left for forward."""
-        unique, _ = _unique_ids(next_ids)
+        unique, _ = _unique_ids(next_ids, self.unsigned_ids, self.padding_idx)
+        if self.padding_idx is not None:
+            unique = unique[unique != self.padding_idx]
         hazards = [ids for ids in self._unpushed.values()]
         hazards += [prefetch.ids for prefetch in self._prefetches]
         hazards += [ids for future, ids in self._pushes if not future.done()]

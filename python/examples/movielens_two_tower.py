@@ -76,7 +76,9 @@ class Tower(torch.nn.Module):
     def __init__(self, client, tables, hidden, output_dim, device):
         super().__init__()
         self.embeddings = torch.nn.ModuleList(
-            ember.torch.Embedding(client, table, device=device) for table in tables)
+            # ember's keys are hashed uint64s, handed to torch as their int64 bit patterns.
+            ember.torch.Embedding(client, table, device=device, unsigned_ids=True)
+            for table in tables)
         layers = []
         width = sum(embedding.dim for embedding in self.embeddings)
         for size in hidden:

@@ -56,6 +56,22 @@ def test_pull_into_out_writes_the_callers_buffer(client):
     numpy.testing.assert_array_equal(out, client.initial_rows("user", KEYS))
 
 
+def test_pull_into_a_strided_or_foreign_out_is_refused(client):
+    # A strided view would be filled through a copy the caller never sees.
+    wide = numpy.zeros((len(KEYS), 16), dtype=numpy.float32)
+    with pytest.raises(ember.InvalidArgumentError, match="strided view"):
+        client.pull("user", KEYS, out=wide[:, ::2])
+    with pytest.raises(ValueError, match="strided view"):
+        client.pull_async("user", KEYS, out=numpy.zeros((8, len(KEYS)), numpy.float32).T)
+    assert not wide.any()
+    with pytest.raises(ValueError, match="expected a float32 array to fill, got list"):
+        client.pull("user", KEYS, out=[[0.0] * 8] * len(KEYS))
+    read_only = numpy.zeros((len(KEYS), 8), dtype=numpy.float32)
+    read_only.flags.writeable = False
+    with pytest.raises(ValueError, match="read-only"):
+        client.pull("user", KEYS, out=read_only)
+
+
 def test_sgd_push_applies_minus_learning_rate_times_gradient(client):
     keys = fresh_keys(1000)
     before = client.pull("user", keys)
@@ -180,13 +196,24 @@ def test_a_closed_client_raises(cluster):
     closed.close()
     with pytest.raises(ember.EmberError, match="closed"):
         closed.pull("user", KEYS)
+    named = cluster.client()
+    named.close(reason="done with it")
+    with pytest.raises(ember.EmberError, match="the client is closed: done with it"):
+        named.push("user", KEYS, numpy.zeros((len(KEYS), 8), numpy.float32))
+
+
+def outside_client(local, **options):
+    """A client of `local` made by hand, as one on another machine would be: the cluster does not
+    know it, so it does not close it when it stops."""
+    return ember.Client(local.scheduler, key=local.key, scheduler_key=local.scheduler_key,
+                        **options)
 
 
 @pytest.fixture
 def stopped_cluster():
     """A client whose cluster is gone (timeout 2 s)."""
     local = ember.LocalCluster(cluster_config([table("user")], servers=1))
-    connected = local.client(timeout=2.0)
+    connected = outside_client(local, timeout=2.0)
     local.stop()
     yield connected
     connected.close()
@@ -201,7 +228,7 @@ def test_a_server_that_is_down_fails_after_the_timeout(stopped_cluster):
 
 def test_ctrl_c_during_a_pull_returns_within_a_second(cluster):
     local = ember.LocalCluster(cluster_config([table("user")], servers=1))
-    connected = local.client(timeout=60.0)
+    connected = outside_client(local, timeout=60.0)
     local.stop()  # the pull would wait its whole minute
     timer = threading.Timer(0.5, os.kill, (os.getpid(), signal.SIGINT))
     start = time.monotonic()

@@ -79,24 +79,10 @@ def test_a_bad_config_raises_with_the_key_named():
         ember.LocalCluster(config)
 
 
-def test_the_processes_die_with_the_interpreter(tmp_path):
+def test_the_processes_die_with_the_interpreter():
     # A child interpreter starts a cluster, reports the PIDs, and is killed without any clean-up.
-    script = textwrap.dedent("""
-        import json, os, sys, time
-        import ember
-        local = ember.LocalCluster({config!r})
-        pids = [local.pid] + {descendants}(local.pid)
-        print(json.dumps(pids), flush=True)
-        time.sleep(120)
-    """).format(config=cluster_config([table("user")], servers=2),
-                descendants="__import__('test_local_cluster').descendants")
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(
-        [os.path.dirname(__file__)] + env.get("PYTHONPATH", "").split(os.pathsep))
-    child = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, env=env,
-                             text=True)
+    child, pids, _ = start_child_cluster(servers=2)
     try:
-        pids = json.loads(child.stdout.readline())
         assert len(pids) == 4
         assert all(alive(pid) for pid in pids)
         child.send_signal(signal.SIGKILL)
@@ -119,3 +105,81 @@ def test_pushes_reach_every_server():
             client.push("user", keys, numpy.ones((1000, 8), numpy.float32))
             rows = [server["tables"]["user"]["rows"] for server in client.stats()]
             assert sum(rows) == 1000 and min(rows) > 0
+
+
+def test_its_clients_fail_at_once_once_it_stopped():
+    local = ember.LocalCluster(cluster_config([table("user")], servers=1))
+    client = local.client(timeout=30.0)
+    pending = client.pull_async("user", numpy.arange(10, dtype=numpy.uint64))
+    pending.result(timeout=30)
+    local.stop()
+    start = time.monotonic()
+    with pytest.raises(ember.EmberError, match="closed: its local cluster was stopped"):
+        client.pull("user", [1, 2])
+    assert time.monotonic() - start < 1.0
+    with pytest.raises(ember.EmberError, match="stopped"):
+        local.client()
+
+
+def test_its_clients_fail_within_a_second_when_its_processes_die():
+    local = ember.LocalCluster(cluster_config([table("user")], servers=1))
+    try:
+        client = local.client(timeout=30.0)
+        client.pull("user", [1])
+        os.kill(local.pid, signal.SIGKILL)  # its scheduler and servers die with it
+        start = time.monotonic()
+        with pytest.raises(ember.EmberError, match="its local cluster exited"):
+            while time.monotonic() - start < 20:  # a pull in flight fails too, as Aborted
+                client.pull("user", [1])
+        assert time.monotonic() - start < 1.5
+    finally:
+        local.stop()
+
+
+def start_child_cluster(servers=1):
+    """A child interpreter with a local cluster of `servers`; returns the process, the cluster's
+    PIDs and its scratch folder (read from the child's first line of output)."""
+    script = textwrap.dedent("""
+        import json, time
+        import ember
+        local = ember.LocalCluster({config!r})
+        pids = [local.pid] + {descendants}(local.pid)
+        print(json.dumps({{"pids": pids, "dir": local._dir}}), flush=True)
+        time.sleep(120)
+    """).format(config=cluster_config([table("user")], servers=servers),
+                descendants="__import__('test_local_cluster').descendants")
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(
+        [os.path.dirname(__file__)] + env.get("PYTHONPATH", "").split(os.pathsep))
+    child = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, env=env,
+                             text=True)
+    started = json.loads(child.stdout.readline())
+    return child, started["pids"], started["dir"]
+
+
+def test_sigterm_stops_the_cluster_and_removes_its_scratch_folder():
+    child, pids, folder = start_child_cluster()
+    try:
+        assert os.path.isdir(folder) and all(alive(pid) for pid in pids)
+        child.send_signal(signal.SIGTERM)
+        assert child.wait(timeout=30) == -signal.SIGTERM  # it still ends as SIGTERM ends it
+        assert wait_until_gone(pids) == []
+        assert not os.path.exists(folder)
+    finally:
+        child.kill()
+        child.wait()
+
+
+def test_the_scratch_folder_of_a_killed_interpreter_goes_with_the_next_cluster():
+    child, pids, folder = start_child_cluster()
+    try:
+        child.send_signal(signal.SIGKILL)
+        child.wait(timeout=10)
+        assert wait_until_gone(pids) == []
+        assert os.path.isdir(folder)  # nothing ran to remove it
+    finally:
+        child.kill()
+        child.wait()
+    with ember.LocalCluster(cluster_config([table("user")], servers=1)) as local:
+        assert not os.path.exists(folder)
+        assert os.path.isdir(local._dir)  # its own, locked, stays

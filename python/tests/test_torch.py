@@ -160,15 +160,69 @@ def test_no_grad_forward_pushes_nothing(cluster):
 
 def test_bad_ids_and_tables_raise(cluster):
     with cluster.client() as client:
-        with pytest.raises(KeyError, match="unknown table 'nope'"):
+        # The same exception as the client's for the same cause.
+        with pytest.raises(ember.NotFoundError, match="unknown table 'nope'"):
             ember.torch.Embedding(client, "nope")
+        with pytest.raises(ember.NotFoundError, match="unknown table 'nope'"):
+            client.pull("nope", [1])
         layer = ember.torch.Embedding(client, "sgd_plain")
         with pytest.raises(TypeError, match="integer"):
             layer(torch.tensor([1.5]))
-        # int64 ids are keys' bit patterns: -1 is key 2^64 - 1.
+        with pytest.raises(TypeError, match="integer"):
+            layer(["a", "b"])
+        # A negative id is refused, not read as a key far away.
+        with pytest.raises(ember.InvalidArgumentError, match="id -1 at position 2 is negative"):
+            layer(torch.tensor([[4, 5], [-1, 6]]))
+        with pytest.raises(ValueError, match="negative"):
+            layer.prefetch(torch.tensor([-3]))
+        # Unless asked for: then int64 ids are keys' bit patterns, -1 is key 2^64 - 1.
+        unsigned = ember.torch.Embedding(client, "sgd_plain", unsigned_ids=True)
         with torch.no_grad():
-            numpy.testing.assert_array_equal(layer(torch.tensor([-1])).numpy(),
+            numpy.testing.assert_array_equal(unsigned(torch.tensor([-1])).numpy(),
                                              client.pull("sgd_plain", [2**64 - 1]))
+
+
+def test_numpy_arrays_and_lists_are_ids_too(cluster):
+    with cluster.client() as client:
+        layer = ember.torch.Embedding(client, "sgd_plain")
+        with torch.no_grad():
+            expected = layer(torch.tensor([[3000, 3001], [3002, 3000]])).numpy()
+            numpy.testing.assert_array_equal(
+                layer(numpy.array([[3000, 3001], [3002, 3000]], dtype=numpy.int64)).numpy(),
+                expected)
+            numpy.testing.assert_array_equal(
+                layer(numpy.array([[3000, 3001], [3002, 3000]], dtype=numpy.uint32)).numpy(),
+                expected)
+            numpy.testing.assert_array_equal(layer([[3000, 3001], [3002, 3000]]).numpy(),
+                                             expected)
+
+
+def test_the_padding_id_reads_zeros_and_is_never_pushed(cluster):
+    with cluster.client() as client:
+        layer = ember.torch.Embedding(client, "sgd_plain", padding_idx=-1)
+        key_of_minus_one = client.lookup("sgd_plain", [2**64 - 1])
+        reference = torch.nn.Embedding(2, DIM, padding_idx=1)  # rows of 4000 and of the padding
+        with torch.no_grad():
+            reference.weight[0] = torch.from_numpy(client.initial_rows("sgd_plain", [4000])[0])
+        ids = torch.tensor([[4000, -1, 4000], [-1, -1, 4000]])
+        rows = layer(ids)
+        expected = reference(torch.where(ids == -1, 1, 0))
+        numpy.testing.assert_array_equal(rows.detach().numpy(), expected.detach().numpy())
+        rows.sum().backward()
+        expected.sum().backward()
+        layer.flush()
+        # 4000's gradient is the sum over its three positions; nothing reached key 2^64 - 1.
+        numpy.testing.assert_allclose(
+            client.pull("sgd_plain", [4000])[0],
+            (reference.weight[0] - SGD["learning_rate"] * reference.weight.grad[0]).detach(),
+            rtol=1e-6)
+        numpy.testing.assert_array_equal(client.lookup("sgd_plain", [2**64 - 1]),
+                                         key_of_minus_one)
+        with torch.no_grad():  # a batch of padding alone
+            assert not layer(torch.tensor([-1, -1])).any()
+        layer(torch.tensor([-1])).sum().backward()
+        layer.flush()
+        assert layer.stats["pushes"] == 1
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")
