@@ -183,13 +183,20 @@ void BindData(py::module_& module) {
   py::class_<InteractionData>(module, "InteractionData",
                               "A config's interaction data, split as ember's trainer splits it.")
       .def(py::init<const std::string&, const std::string&>(), py::arg("config_path"),
-           py::arg("data_root") = "")
-      .def_property_readonly("num_users", &InteractionData::num_users)
-      .def_property_readonly("num_items", &InteractionData::num_items)
-      .def_property_readonly("num_train", &InteractionData::num_train)
-      .def_property_readonly("user_slots", &InteractionData::user_slots)
-      .def_property_readonly("item_slots", &InteractionData::item_slots)
-      .def_property_readonly("users_without_validation", &InteractionData::users_without_validation)
+           py::arg("data_root") = "",
+           "Loads and splits the interaction data of the config at `config_path` (relative data "
+           "paths resolve against `data_root`, else the config's folder).")
+      .def_property_readonly("num_users", &InteractionData::num_users, "Users (dense indices).")
+      .def_property_readonly("num_items", &InteractionData::num_items, "Items (dense indices).")
+      .def_property_readonly("num_train", &InteractionData::num_train,
+                             "Training interactions (after the held-out ones).")
+      .def_property_readonly("user_slots", &InteractionData::user_slots,
+                             "The user tower's feature slots (user_keys(slot) per slot).")
+      .def_property_readonly("item_slots", &InteractionData::item_slots,
+                             "The item tower's feature slots (item_keys(slot) per slot).")
+      .def_property_readonly("users_without_validation",
+                             &InteractionData::users_without_validation,
+                             "Evaluated users who keep their one training interaction (no validation item).")
       .def("train_pairs", &InteractionData::TrainPairs,
            "(users, items): dense indices of every training interaction (uint32 arrays).")
       .def(
@@ -200,7 +207,8 @@ void BindData(py::module_& module) {
           "item_keys",
           [](const InteractionData& data, uint32_t slot) { return data.Keys(false, slot); },
           py::arg("slot") = 0, "The key of every item in `slot` (uint64, by dense index).")
-      .def("item_train_counts", &InteractionData::ItemTrainCounts)
+      .def("item_train_counts", &InteractionData::ItemTrainCounts,
+           "Training interactions per item (by dense index).")
       .def("cases", &InteractionData::Cases, py::arg("split") = "test",
            "(users, candidates): each case's user and candidate items, the held-out item first.")
       .def("evaluate", &InteractionData::Evaluate, py::arg("user_vectors"), py::arg("item_vectors"),
@@ -210,9 +218,12 @@ void BindData(py::module_& module) {
            "negatives, or Recall@k and NDCG@k over the full catalogue.")
       .def("popularity", &InteractionData::Popularity, py::arg("k") = 10,
            py::arg("protocol") = "sampled", "The most-popular baseline's figures.")
-      .def("user_id", &InteractionData::user_id)
-      .def("item_id", &InteractionData::item_id)
-      .def("describe", &InteractionData::Describe);
+      .def("user_id", &InteractionData::user_id, py::arg("user"),
+           "The raw id (as in the data file) of the user with dense index `user`.")
+      .def("item_id", &InteractionData::item_id, py::arg("item"),
+           "The raw id (as in the data file) of the item with dense index `item`.")
+      .def("describe", &InteractionData::Describe,
+           "A summary of the data and its split, as ember's trainer logs it.");
 }
 
 }  // namespace ember::python
