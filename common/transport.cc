@@ -91,6 +91,7 @@ class ZapHandler {
         } while (socket_.get(zmq::sockopt::rcvmore));
         Answer(request);
       } catch (const zmq::error_t& e) {
+        if (e.num() == ETERM) return;  // the context was shut down
         if (e.num() != EINTR) spdlog::error("transport: ZAP handler: {}", e.what());
       }
     }
@@ -239,6 +240,7 @@ Context::Context(int io_threads, TransportSecurity security)
 Context::~Context() = default;
 const TransportSecurity& Context::security() const { return impl_->security; }
 void Context::set_queue_limit(int messages) { impl_->queue_limit = messages; }
+void Context::Shutdown() { impl_->context.shutdown(); }
 
 Socket::Socket() = default;
 Socket::Socket(Socket&& other) noexcept = default;

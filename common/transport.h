@@ -45,6 +45,10 @@ class Context {
   // Messages a socket made from now on queues per connection and direction (ZeroMQ's send and
   // receive high-water marks); a send beyond it fails as "would block". Default 10'000.
   void set_queue_limit(int messages);
+  // Ends every blocking call on this context's sockets at once (they fail, ZeroMQ's ETERM), and
+  // every later one: for an owner closing down while a thread still waits on a peer that is gone.
+  // Its sockets must still be closed before the context goes.
+  void Shutdown();
 
  private:
   friend struct TransportAccess;

@@ -102,7 +102,12 @@ class Future {
                                    std::to_string(*timeout) + " s"));
     }
     if (!ticket_.ready()) ThrowStatus(closing_->AsError());
-    ThrowIfError(ticket_.Wait());
+    const Status status = ticket_.Wait();
+    // Aborted by the client's closing: say why it was closed.
+    if (status.code() == StatusCode::kAborted && closing_->closed.load(std::memory_order_acquire)) {
+      ThrowStatus(closing_->AsError());
+    }
+    ThrowIfError(status);
     return value_;
   }
   bool Done() const { return ticket_.ready(); }

@@ -41,6 +41,9 @@ Client::Impl::~Impl() {
     stopping_.store(true);
   }
   heartbeat_wake_.notify_all();
+  // A thread waiting on a peer that is gone (the I/O thread refreshing the routing from a
+  // scheduler that died, say) would hold up the joins for as long as its call's timeout.
+  context_->Shutdown();
   if (heartbeat_thread_.joinable()) heartbeat_thread_.join();
   if (io_thread_.joinable()) io_thread_.join();
   // Anything still queued or in flight fails rather than hanging its waiters.

@@ -37,6 +37,7 @@ void Client::Impl::IoLoop() {
     const size_t polled_links = links_.size();
     Status polled = poller.Wait(retries_.empty() ? kIdlePoll : kRetryDelay);
     if (!polled.ok()) {
+      if (stopping_.load(std::memory_order_relaxed)) break;  // the context was shut down
       spdlog::error("client: {}", polled.ToString());
       continue;
     }

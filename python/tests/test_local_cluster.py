@@ -183,3 +183,27 @@ def test_the_scratch_folder_of_a_killed_interpreter_goes_with_the_next_cluster()
     with ember.LocalCluster(cluster_config([table("user")], servers=1)) as local:
         assert not os.path.exists(folder)
         assert os.path.isdir(local._dir)  # its own, locked, stays
+
+
+def test_closing_a_client_whose_cluster_died_waits_for_no_timeout():
+    # A client made by hand, and every process of its cluster killed: a server's lost connection
+    # has the client's I/O thread ask the (dead) scheduler for the routing, a call that would hold
+    # up closing for its whole 20 s timeout.
+    local = ember.LocalCluster(cluster_config([table("user")], servers=1))
+    try:
+        client = ember.Client(local.scheduler, key=local.key, scheduler_key=local.scheduler_key,
+                              timeout=20.0)
+        client.pull("user", [1])
+        processes = [local.pid] + descendants(local.pid)
+        for pid in processes:
+            os.kill(pid, signal.SIGKILL)
+        assert wait_until_gone(processes) == []
+        pending = client.pull_async("user", [1])
+        time.sleep(1.0)
+        start = time.monotonic()
+        client.close(leave=False)
+        assert time.monotonic() - start < 5.0
+        with pytest.raises(ember.EmberError, match="closed"):
+            pending.result(timeout=5)
+    finally:
+        local.stop()
