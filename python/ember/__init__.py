@@ -49,20 +49,23 @@ class Client(_ember.Client):
 
     pull(table, keys, out=None) -> float32 array (n, dim); push(table, keys, gradients);
     pull_async / push_async return a Future (result(timeout=None), done()); tables(), status(),
-    stats(), checkpoint(dir, step=0), restore(dir), barrier(name, count), close(),
-    initial_rows(table, keys). Keys are uint64 arrays, or int64 ones read as their unsigned bit
+    stats(), checkpoint(dir, step=0), restore(dir), barrier(name, count),
+    close(leave=True, reason=""), initial_rows(table, keys), lookup(table, keys). Keys are uint64 arrays, or int64 ones read as their unsigned bit
     pattern (torch has no uint64), or anything numpy turns into one (a CPU torch tensor too).
     Waits release the GIL, and Ctrl-C interrupts them within 0.1 s.
     """
 
     def __init__(self, scheduler, key="", scheduler_key="", name=None, **options):
+        """Registers with the scheduler (waiting up to `register_timeout`) and connects."""
         super().__init__(scheduler, key=key, scheduler_key=scheduler_key,
                          name=name or _default_name(), **options)
 
     def __enter__(self):
+        """The client itself."""
         return self
 
     def __exit__(self, *exc):
+        """Closes the client (close())."""
         self.close()
 
 

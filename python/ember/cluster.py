@@ -221,6 +221,7 @@ class LocalCluster:
         self.stop()
 
     def __del__(self):
+        """Stops the cluster if nothing did before."""
         try:
             self.stop()
         except Exception:  # at interpreter shutdown the modules may be gone; atexit stopped it

@@ -82,6 +82,7 @@ class Embedding(torch.nn.Module):
     """
 
     def __init__(self, client, table, device=None, padding_idx=None, unsigned_ids=False):
+        """See the class's documentation."""
         super().__init__()
         specs = {spec["name"]: spec for spec in client.tables()}
         if table not in specs:
