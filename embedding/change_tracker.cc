@@ -49,9 +49,15 @@ void ChangeTracker::Reset(uint32_t partition, uint64_t cut) {
   segments.push_back(Segment{.since = cut, .keys = {}});
 }
 
+std::vector<uint64_t> ChangeTracker::MoveChanges(uint32_t partition) const {
+  const std::optional<ChangedKeys>& move = partitions_[partition].move;
+  return move ? move->Sorted() : std::vector<uint64_t>{};
+}
+
 uint64_t ChangeTracker::keys_held(uint32_t partition) const {
-  uint64_t total = 0;
-  for (const Segment& segment : partitions_[partition].segments) total += segment.keys.size();
+  const Partition& held = partitions_[partition];
+  uint64_t total = held.move ? held.move->size() : 0;
+  for (const Segment& segment : held.segments) total += segment.keys.size();
   return total;
 }
 

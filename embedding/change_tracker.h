@@ -1,5 +1,6 @@
 // ChangeTracker: which keys of each partition of a table changed since the last checkpoint cuts,
-// so that an incremental cut writes only those rows (and names the keys deleted since).
+// so that an incremental cut writes only those rows (and names the keys deleted since), and since
+// the partition began moving out of the server, so that its hand-over sends those rows again.
 //
 // A partition is tracked from the cut that wrote it (or the checkpoint it was restored from):
 // each cut opens a new segment, named by the cut's id, that collects the keys changed after it
@@ -10,8 +11,12 @@
 // cut, erased, moved in, or with more changed keys than half its rows) is untracked: its next cut
 // writes it whole. An untracked partition costs one branch per change.
 //
-// A segment's keys are ChangedKeys (changed_keys.h): memory stays within about two keys per
-// changed row.
+// A partition moving out of the server has a move mark besides (BeginMove): every key changed
+// after it, whatever the cuts do, until EndMove. It is never dropped for its size: a move is
+// short, and its hand-over needs the keys.
+//
+// A segment's keys, and a move's, are ChangedKeys (changed_keys.h): memory stays within about two
+// keys per changed row.
 //
 // Not thread-safe: the owner (EmbeddingTable) guards each partition with its stripe lock.
 #pragma once
@@ -31,11 +36,14 @@ class ChangeTracker {
   ChangeTracker(uint32_t partitions, std::function<uint64_t(uint32_t partition)> rows_of);
 
   bool tracked(uint32_t partition) const { return !partitions_[partition].segments.empty(); }
-  // Notes that the row of `key` in `partition` changed (no-op when the partition is untracked).
+  // Notes that the row of `key` in `partition` changed (no-op when the partition is untracked and
+  // not moving).
   void Note(uint32_t partition, uint64_t key) {
     if (tracked(partition)) Append(partition, key);
+    if (partitions_[partition].move) partitions_[partition].move->Add(key);
   }
-  // Forgets the partition's changes: its next cut writes it whole.
+  // Forgets the partition's changes since its cuts: its next cut writes it whole. (A move's
+  // changes stay.)
   void Forget(uint32_t partition) { partitions_[partition].segments.clear(); }
   // Cut `cut` of `partition`, taken after `previous` (0: none): the keys changed since
   // `previous`, ascending, when they are known; nullopt when the cut must write the partition
@@ -46,7 +54,14 @@ class ChangeTracker {
   // tracked from `cut` on with nothing changed.
   void Reset(uint32_t partition, uint64_t cut);
 
-  // Keys the partition's segments hold (for tests and memory accounting).
+  // The partition begins moving out (again): its changes are noted from now on, for the move.
+  void BeginMove(uint32_t partition) { partitions_[partition].move.emplace(); }
+  // The keys changed since BeginMove, ascending (none when no move is under way).
+  std::vector<uint64_t> MoveChanges(uint32_t partition) const;
+  // The move ended (handed over and released, or aborted): its changes are dropped.
+  void EndMove(uint32_t partition) { partitions_[partition].move.reset(); }
+
+  // Keys the partition's segments and move hold (for tests and memory accounting).
   uint64_t keys_held(uint32_t partition) const;
 
  private:
@@ -55,7 +70,8 @@ class ChangeTracker {
     ChangedKeys keys;
   };
   struct Partition {
-    std::vector<Segment> segments;  // oldest first; the last one collects new changes
+    std::vector<Segment> segments;     // oldest first; the last one collects new changes
+    std::optional<ChangedKeys> move;  // since BeginMove, while the partition moves out
   };
 
   void Append(uint32_t partition, uint64_t key);

@@ -33,7 +33,8 @@
 //
 // Incremental checkpoints (embedding_table_cut.cc): the table notes which keys of each partition
 // changed since the checkpoint cuts that wrote it (change_tracker.h), and CutPartition hands a cut
-// only those rows and the keys deleted since, under one hold of the partition's stripe lock.
+// only those rows and the keys deleted since, under one hold of the partition's stripe lock. The
+// same tracker notes the keys changed in a partition since it began moving out of the server.
 //
 // Lookup (embedding_table_lookup.cc) is the read-only counterpart of Pull, for serving: it copies
 // the rows a pull would return and changes nothing (no row created or admitted, no row loaded into
@@ -205,8 +206,13 @@ class EmbeddingTable {
   // The rows of `partition` are exactly those of checkpoint cut `cut` (just restored from it): its
   // changes are tracked from `cut` on.
   void TrackChangesFrom(uint32_t partition, uint64_t cut);
-  // Changed keys held for incremental cuts (over all partitions).
+  // Changed keys held for incremental cuts and moves (over all partitions).
   uint64_t tracked_change_keys() const;
+  // `partition` begins moving out of this server (again): the keys changed from now on are noted
+  // for it (change_tracker.h) until EndMoveChanges; MoveChanges lists them, ascending.
+  void BeginMoveChanges(uint32_t partition);
+  std::vector<uint64_t> MoveChanges(uint32_t partition) const;
+  void EndMoveChanges(uint32_t partition);
 
  private:
   EmbeddingTable(const TableSpec& spec, uint32_t num_partitions, bool tiered);

@@ -1,4 +1,5 @@
-// EmbeddingTable, checkpoint cuts: the rows of a partition a full or incremental cut writes.
+// EmbeddingTable, checkpoint cuts: the rows of a partition a full or incremental cut writes; and
+// the keys changed in a partition moving out of the server.
 #include <algorithm>
 #include <mutex>
 
@@ -85,6 +86,21 @@ void EmbeddingTable::TrackChangesFrom(uint32_t partition, uint64_t cut) {
               "out of range");
   std::lock_guard<std::mutex> lock(memory_.LockOf(partition));
   changes_.Reset(partition, cut);
+}
+
+void EmbeddingTable::BeginMoveChanges(uint32_t partition) {
+  std::lock_guard<std::mutex> lock(memory_.LockOf(partition));
+  changes_.BeginMove(partition);
+}
+
+std::vector<uint64_t> EmbeddingTable::MoveChanges(uint32_t partition) const {
+  std::lock_guard<std::mutex> lock(memory_.LockOf(partition));
+  return changes_.MoveChanges(partition);
+}
+
+void EmbeddingTable::EndMoveChanges(uint32_t partition) {
+  std::lock_guard<std::mutex> lock(memory_.LockOf(partition));
+  changes_.EndMove(partition);
 }
 
 uint64_t EmbeddingTable::tracked_change_keys() const {

@@ -5,22 +5,9 @@
 
 namespace ember::ps {
 
-void MovesOut::NoteChanged(const std::string& table, std::span<const uint64_t> keys,
-                           std::span<const uint32_t> partitions) {
-  if (!copying()) return;
-  std::lock_guard lock(mu_);
-  for (size_t i = 0; i < keys.size(); ++i) {
-    if (ownership_.state(partitions[i]) == PartitionState::kCopying) {
-      changed_[partitions[i]][table].Add(keys[i]);
-    }
-  }
-}
-
 void MovesOut::BeginCopy(uint32_t p, uint32_t target) {
   std::lock_guard lock(mu_);
-  if (ownership_.state(p) == PartitionState::kOwned) copying_.fetch_add(1);
   ownership_.set(p, PartitionState::kCopying);
-  changed_.erase(p);
   const auto now = std::chrono::steady_clock::now();
   moves_[p] = Move{target, now, now};
 }
@@ -32,21 +19,19 @@ void MovesOut::SetCopyKeys(uint32_t p, TableKeys keys) {
   outgoing_[p] = std::move(rows);
 }
 
-void MovesOut::BeginHandOver(uint32_t p) {
+void MovesOut::BeginHandOver(uint32_t p, TableKeys changed) {
   std::lock_guard lock(mu_);
   // A repeated hand-over (its answer lost) finds the partition handed over and sends the same
   // rows again.
   if (ownership_.state(p) == PartitionState::kCopying) {
-    copying_.fetch_sub(1);
     ownership_.set(p, PartitionState::kHandedOver);
     Outgoing rows{wire::TransferPhase::kHandover, {}, 0};
-    for (auto& [name, keys] : changed_[p]) {
-      std::vector<uint64_t> sorted = keys.Sorted();
-      rows.total += sorted.size();
-      rows.tables.emplace_back(name, std::move(sorted));
+    for (auto& [name, keys] : changed) {
+      if (keys.empty()) continue;
+      rows.total += keys.size();
+      rows.tables.emplace_back(name, std::move(keys));
     }
     outgoing_[p] = std::move(rows);
-    changed_.erase(p);
   }
   if (auto move = moves_.find(p); move != moves_.end()) {
     move->second.phase_began = std::chrono::steady_clock::now();
@@ -93,9 +78,7 @@ std::optional<uint32_t> MovesOut::TargetOf(uint32_t p) const {
 
 void MovesOut::End(uint32_t p, PartitionState to) {
   std::lock_guard lock(mu_);
-  if (ownership_.state(p) == PartitionState::kCopying) copying_.fetch_sub(1);
   ownership_.set(p, to);
-  changed_.erase(p);
   moves_.erase(p);
   outgoing_.erase(p);
 }

@@ -1,23 +1,21 @@
 // MovesOut: the source side of the partitions moving out of a server, as ShardService serves
 // them (protocol in ps/server/partition_mover.h). For each move under way it keeps the target the
-// scheduler's plan named when the copy began, when the move entered its phase, the keys pushed
-// into the partition since its copy began, and the keys its chunks send (the partition's keys as
-// its copy began, or those changed since, when its hand-over began). It sets the partitions'
-// states in the server's PartitionOwnership as moves begin, hand over and end.
+// scheduler's plan named when the copy began, when the move entered its phase, and the keys its
+// chunks send (the partition's keys as its copy began, or, from its hand-over on, those its tables
+// noted as changed since: EmbeddingTable::MoveChanges). It sets the partitions' states in the
+// server's PartitionOwnership as moves begin, hand over and end.
 //
 // Thread-safety: every method may be called from many threads at once (one mutex). The caller
-// holds its transfer lock exclusively around BeginCopy, BeginHandOver and End, so that no push is
-// between its ownership check and NoteChanged then.
+// holds its transfer lock exclusively around BeginCopy, BeginHandOver and End (and the tables'
+// move marks it sets with them), so that no push is between its ownership check and its rows then.
 #pragma once
 
-#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <functional>
 #include <map>
 #include <mutex>
 #include <optional>
-#include <span>
 #include <string>
 #include <utility>
 #include <vector>
@@ -25,7 +23,6 @@
 #include "common/millis.h"
 #include "common/status.h"
 #include "common/wire_moves.h"
-#include "embedding/changed_keys.h"
 #include "ps/server/partition_ownership.h"
 
 namespace ember::ps {
@@ -45,20 +42,15 @@ class MovesOut {
   // `ownership` is borrowed: the server's partition states.
   explicit MovesOut(PartitionOwnership& ownership) : ownership_(ownership) {}
 
-  // Notes keys pushed into `table`'s partitions being copied (partitions[i] of keys[i]), so the
-  // hand-over sends their rows again. Costs one atomic load when no copy is under way.
-  void NoteChanged(const std::string& table, std::span<const uint64_t> keys,
-                   std::span<const uint32_t> partitions);
-  bool copying() const { return copying_.load(std::memory_order_acquire) != 0; }
-
   // Partition `p` (owned, or already copying: a copy begun again) starts its copy to `target`:
-  // it is marked copying, and pushes from now on are noted.
+  // it is marked copying.
   void BeginCopy(uint32_t p, uint32_t target);
   // The keys the copy of `p` sends, listed once it was marked copying.
   void SetCopyKeys(uint32_t p, TableKeys keys);
   // The hand-over of `p` (copying, or handed over already: a repeated hand-over sends the same
-  // rows again): it stops being served, and its chunks send the keys pushed since the copy began.
-  void BeginHandOver(uint32_t p);
+  // rows again): it stops being served, and its chunks send `changed`, the keys its tables noted
+  // as changed since the copy began (ignored on a repeated hand-over).
+  void BeginHandOver(uint32_t p, TableKeys changed);
   // The chunk of `p`'s transfer in `phase` at `offset`, at most rows_per_chunk(table) rows;
   // FailedPrecondition when no such transfer is under way, InvalidArgument for an offset past it.
   // `what` names the request in errors.
@@ -90,10 +82,7 @@ class MovesOut {
   };
 
   PartitionOwnership& ownership_;
-  mutable std::mutex mu_;             // guards what follows
-  std::atomic<uint32_t> copying_{0};  // partitions in kCopying
-  // Keys pushed into partitions being copied, by partition and table.
-  std::map<uint32_t, std::map<std::string, embedding::ChangedKeys>> changed_;
+  mutable std::mutex mu_;  // guards what follows
   std::map<uint32_t, Move> moves_;
   std::map<uint32_t, Outgoing> outgoing_;
 };

@@ -37,10 +37,7 @@ Result<PushGate::Verdict> PushGate::Check(std::span<const uint64_t> keys,
     }
   }
   outcome_ = Outcome::kPassed;
-  if (!push_.deferred) {
-    if (keep_partitions_) partitions_.assign(partitions.begin(), partitions.end());
-    return Verdict::kApply;
-  }
+  if (!push_.deferred) return Verdict::kApply;
   // Held in memory only, and so is its record.
   Status held = deferred_.Add(push_.clock, push_.trainer, push_.table, keys, push_.gradients);
   if (held.code() == StatusCode::kResourceExhausted) refused_by_ = Limit::kDeferredPushesPerClock;

@@ -39,18 +39,15 @@ class PushGate final : public embedding::EmbeddingTable::PushCheck {
   };
 
   // `request_id` and `push` are the request's, `sender_key` the public key of the peer that sent
-  // it (empty without authentication); `keep_partitions`: remember the partitions of the keys
-  // for partitions() (a server does while a partition is being copied).
+  // it (empty without authentication).
   PushGate(const PartitionOwnership& ownership, PushLedger& ledger, PushAccumulator& deferred,
-           uint64_t request_id, const wire::PushRequest& push, const std::string& sender_key,
-           bool keep_partitions)
+           uint64_t request_id, const wire::PushRequest& push, const std::string& sender_key)
       : ownership_(ownership),
         ledger_(ledger),
         deferred_(deferred),
         request_id_(request_id),
         push_(push),
-        sender_key_(sender_key),
-        keep_partitions_(keep_partitions) {}
+        sender_key_(sender_key) {}
 
   Result<Verdict> Check(std::span<const uint64_t> keys,
                         std::span<const uint32_t> partitions) override;
@@ -60,9 +57,6 @@ class PushGate final : public embedding::EmbeddingTable::PushCheck {
   // Ends the claim of a passed push with the table's answer: OK records it as applied (on disk
   // too when its records were logged); otherwise a later copy may apply it.
   void Finish(const Status& applied);
-  // The partition of each key of a passed push that is applied (not deferred), when kept; empty
-  // otherwise.
-  std::span<const uint32_t> partitions() const { return partitions_; }
   // The limit that refused the push (the ledger's senders, the held bsp pushes), if one did.
   std::optional<Limit> refused_by() const { return refused_by_; }
 
@@ -73,12 +67,10 @@ class PushGate final : public embedding::EmbeddingTable::PushCheck {
   const uint64_t request_id_;
   const wire::PushRequest& push_;
   const std::string& sender_key_;
-  const bool keep_partitions_;
 
   Outcome outcome_ = Outcome::kStopped;
   std::optional<PushLedger::Claim> claim_;  // when the push names its sender
   bool logged_ = false;                     // the claim's records went into the rows' batch
-  std::vector<uint32_t> partitions_;
   std::optional<Limit> refused_by_;
 };
 

@@ -239,10 +239,9 @@ Frame ShardService::ApplyPush(const wire::RequestHeader& header, const wire::Pus
   std::shared_lock moves(transfer_mutex_);
   // The table hashes the keys to their partitions once, for the rows and for the gate (the
   // ownership check, then the ledger's claim; it holds a deferred push). Copying a partition
-  // takes transfer_mutex_ exclusively: whether a copy is under way stays as it is until this push
-  // is noted.
-  PushGate gate(ownership_, *ledger_, deferred_, header.request_id, push, peer.public_key,
-                /*keep_partitions=*/outgoing_moves_.copying());
+  // takes transfer_mutex_ exclusively: a push is wholly before a copy begins (its rows in the
+  // copy) or after (its keys noted by the tables for the hand-over).
+  PushGate gate(ownership_, *ledger_, deferred_, header.request_id, push, peer.public_key);
   Status applied = table.Push(push.keys, push.gradients, gate);
   if (push.release_hint != 0 && hints_ != nullptr && table.tiered()) {
     hints_->Release(table, peer, push.sender.id, push.release_hint);
@@ -261,7 +260,6 @@ Frame ShardService::ApplyPush(const wire::RequestHeader& header, const wire::Pus
   }
   gate.Finish(applied);
   if (!applied.ok()) return Error(header.request_id, applied.WithContext("push"));
-  if (!push.deferred) NoteChangedKeys(table, push.keys, gate.partitions());
   counters_.Add(ShardCount::kKeysPushed, push.keys.size());
   return wire::EncodeStatusResponse(header.request_id, ownership_.epoch(), Status::Ok());
 }

@@ -158,10 +158,6 @@ class ShardService {
                          const Peer& peer);
   // Ends a move out of partition `p`: its state becomes `to`, nothing more is noted for it.
   void EndMoveOut(uint32_t p, PartitionState to);
-  // Notes keys pushed into partitions being copied, so the hand-over sends their rows again.
-  // `partitions` holds the partition of each key, or is empty: then the keys are hashed here.
-  void NoteChangedKeys(const embedding::EmbeddingTable& table, std::span<const uint64_t> keys,
-                       std::span<const uint32_t> partitions);
   Frame Error(uint64_t request_id, const Status& status);
   // The status-only answer: OK, or Error.
   Frame Reply(uint64_t request_id, const Status& status);

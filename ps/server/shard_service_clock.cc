@@ -30,9 +30,7 @@ Frame ShardService::HandleApplyClock(const wire::RequestHeader& header,
       [this](const std::string& name, std::span<const uint64_t> keys,
              std::span<const float> gradients) -> Status {
         ASSIGN_OR_RETURN(embedding::EmbeddingTable * table, FindTable(name));
-        RETURN_IF_ERROR(table->Push(keys, gradients));
-        NoteChangedKeys(*table, keys, /*partitions=*/{});
-        return Status::Ok();
+        return table->Push(keys, gradients);
       });
   if (!applied.ok()) {
     return Error(header.request_id,

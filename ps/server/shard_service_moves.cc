@@ -11,19 +11,6 @@
 
 namespace ember::ps {
 
-void ShardService::NoteChangedKeys(const embedding::EmbeddingTable& table,
-                                   std::span<const uint64_t> keys,
-                                   std::span<const uint32_t> partitions) {
-  if (!outgoing_moves_.copying()) return;
-  std::vector<uint32_t> hashed;
-  if (partitions.empty()) {
-    hashed.reserve(keys.size());
-    for (uint64_t key : keys) hashed.push_back(table.PartitionOf(key));
-    partitions = hashed;
-  }
-  outgoing_moves_.NoteChanged(table.spec().name, keys, partitions);
-}
-
 void ShardService::ApplyOrders(const wire::ServerOrders& orders,
                                std::chrono::steady_clock::time_point asked_at) {
   const RoutingTable& routing = orders.routing;
@@ -48,6 +35,7 @@ void ShardService::ApplyOrders(const wire::ServerOrders& orders,
 void ShardService::EndMoveOut(uint32_t p, PartitionState to) {
   std::unique_lock exclusive(transfer_mutex_);
   outgoing_moves_.End(p, to);
+  for (const auto& [name, table] : tables_) table->EndMoveChanges(p);
 }
 
 void ShardService::Release(uint32_t p) {

@@ -75,11 +75,13 @@ Status TransferSource::BeginCopyOut(uint32_t p, PartitionState state, const std:
     return Unavailable(where + ": its move was no longer planned when the copy began");
   }
   {
-    // No push is between its ownership check and its noting while the state changes.
+    // No push is between its ownership check and its rows while the state changes: each is wholly
+    // before the copy's listing, or noted by its table for the hand-over.
     std::unique_lock exclusive(*server_.transfer_mutex);
     server_.moves->BeginCopy(p, *planned);
+    for (const auto& [name, table] : *server_.tables) table->BeginMoveChanges(p);
   }
-  // Rows pushed from now on are noted and sent again at the hand-over.
+  // Rows changed from now on are noted by the tables and sent again at the hand-over.
   MovesOut::TableKeys rows;
   for (const auto& [name, table] : *server_.tables) {
     auto keys = embedding::PartitionKeys(*table, p);
@@ -104,7 +106,11 @@ Status TransferSource::BeginHandOver(uint32_t p, PartitionState state, const std
   if (holds) {
     return Unavailable(where + " has held bsp pushes; hand it over after its clock");
   }
-  server_.moves->BeginHandOver(p);
+  MovesOut::TableKeys changed;
+  for (const auto& [name, table] : *server_.tables) {
+    changed.emplace_back(name, table->MoveChanges(p));
+  }
+  server_.moves->BeginHandOver(p, std::move(changed));
   return Status::Ok();
 }
 

@@ -2,7 +2,8 @@
 // partition_file.h's delta files): a cut after a tracked one holds exactly the rows changed since
 // and the keys deleted since, so the previous cut's rows with the delta folded in are the rows the
 // partition holds, in memory and tiered; a cut that never completed leaves its changes to the next
-// one; erasing a partition, or a cut that does not track, makes the next cut whole.
+// one; erasing a partition, or a cut that does not track, makes the next cut whole. The same
+// tracker's move mark keeps every key changed since a partition began moving out.
 #include <gtest/gtest.h>
 
 #include <map>
@@ -56,6 +57,34 @@ TEST(ChangeTrackerTest, APartitionMostlyChangedIsCutWhole) {
   for (uint64_t key = 0; key < 1000 && tracker.tracked(0); ++key) tracker.Note(0, key);
   EXPECT_FALSE(tracker.tracked(0));
   EXPECT_FALSE(tracker.Cut(0, 1, 2, true).has_value());
+}
+
+TEST(ChangeTrackerTest, AMoveGetsEveryKeyChangedSinceItBeganWhateverTheCutsDo) {
+  ChangeTracker tracker(2, [](uint32_t) { return uint64_t{100}; });
+  tracker.Note(0, 1);  // before the move
+  tracker.BeginMove(0);
+  EXPECT_EQ(tracker.MoveChanges(1), (std::vector<uint64_t>{}));  // not moving
+  tracker.Note(0, 9);
+  tracker.Note(0, 3);
+  tracker.Note(1, 4);  // another partition
+  // Cuts, and forgetting the cuts' changes, leave the move's alone.
+  EXPECT_FALSE(tracker.Cut(0, 0, 5, true).has_value());
+  tracker.Note(0, 9);
+  tracker.Forget(0);
+  // Even most of the partition changing (which makes a cut whole) keeps the move's keys.
+  for (uint64_t key = 10; key < 90; ++key) tracker.Note(0, key);
+  std::vector<uint64_t> expected = {3, 9};
+  for (uint64_t key = 10; key < 90; ++key) expected.push_back(key);
+  EXPECT_EQ(tracker.MoveChanges(0), expected);
+  EXPECT_GE(tracker.keys_held(0), expected.size());
+  // A copy begun again starts over; an ended move keeps nothing.
+  tracker.BeginMove(0);
+  tracker.Note(0, 2);
+  EXPECT_EQ(tracker.MoveChanges(0), (std::vector<uint64_t>{2}));
+  tracker.EndMove(0);
+  tracker.Note(0, 7);
+  EXPECT_EQ(tracker.MoveChanges(0), (std::vector<uint64_t>{}));
+  EXPECT_EQ(tracker.keys_held(0), 0u);
 }
 
 TableSpec Spec(uint32_t ttl_seconds = 0) {

@@ -26,7 +26,6 @@ class PushGateTest : public ::testing::Test {
   struct Pushed {
     Status status;
     PushGate::Outcome outcome;
-    std::vector<uint32_t> partitions;
   };
 
   PushGateTest()
@@ -47,8 +46,7 @@ class PushGateTest : public ::testing::Test {
 
   // Sends a push of `keys` (gradients of 1) from kSender through a gate into the table, and
   // finishes it as ShardService does.
-  Pushed Push(uint64_t request_id, const std::vector<uint64_t>& keys, bool deferred = false,
-              bool keep_partitions = false) {
+  Pushed Push(uint64_t request_id, const std::vector<uint64_t>& keys, bool deferred = false) {
     const std::vector<float> grads(keys.size() * Spec().dim, 1.0f);
     wire::PushRequest push;
     push.table = Spec().name;
@@ -57,10 +55,10 @@ class PushGateTest : public ::testing::Test {
     push.clock = 1;
     push.deferred = deferred;
     push.sender = {kSender, 1};
-    PushGate gate(ownership_, *ledger_, deferred_, request_id, push, kNoKey, keep_partitions);
+    PushGate gate(ownership_, *ledger_, deferred_, request_id, push, kNoKey);
     Status status = table_.Push(push.keys, push.gradients, gate);
     if (gate.outcome() == PushGate::Outcome::kPassed) gate.Finish(status);
-    return {status, gate.outcome(), {gate.partitions().begin(), gate.partitions().end()}};
+    return {status, gate.outcome()};
   }
 
   std::vector<float> Row(uint64_t key) {
@@ -126,7 +124,7 @@ TEST_F(PushGateTest, PushThatFailedToApplyIsAppliedByALaterCopy) {
   push.gradients = grads;
   push.sender = {kSender, 1};
   {
-    PushGate gate(ownership_, *ledger_, deferred_, 5, push, kNoKey, false);
+    PushGate gate(ownership_, *ledger_, deferred_, 5, push, kNoKey);
     ASSERT_TRUE(gate.Check(push.keys, std::vector<uint32_t>{table_.PartitionOf(key)}).ok());
     ASSERT_EQ(gate.outcome(), PushGate::Outcome::kPassed);
     gate.Finish(DataLoss("the disk failed"));
@@ -156,19 +154,6 @@ TEST_F(PushGateTest, DeferredPushIsHeldNotApplied) {
   EXPECT_EQ(late.status.code(), StatusCode::kFailedPrecondition);
   EXPECT_EQ(late.outcome, PushGate::Outcome::kPassed);
   EXPECT_EQ(Push(9, keys, true).outcome, PushGate::Outcome::kPassed) << "a failed hold was recorded";
-}
-
-TEST_F(PushGateTest, KeepsThePartitionsTheTableHashedOnlyWhenAsked) {
-  std::vector<uint64_t> keys = Keys(3);
-  keys.push_back(keys[0]);
-  for (uint64_t key : keys) ownership_.set(table_.PartitionOf(key), PartitionState::kCopying);
-  EXPECT_TRUE(Push(5, keys).partitions.empty());
-  const Pushed kept = Push(6, keys, false, /*keep_partitions=*/true);
-  ASSERT_TRUE(kept.status.ok()) << kept.status.ToString();
-  ASSERT_EQ(kept.partitions.size(), keys.size());
-  for (size_t i = 0; i < keys.size(); ++i) {
-    EXPECT_EQ(kept.partitions[i], table_.PartitionOf(keys[i]));
-  }
 }
 
 }  // namespace
