@@ -44,6 +44,7 @@ def _stop_on_sigterm():
         return
 
     def on_sigterm(signum, frame):
+        """Stops the clusters, then ends the process by SIGTERM's default action."""
         _stop_live_clusters()
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
         os.kill(os.getpid(), signal.SIGTERM)

@@ -61,6 +61,8 @@ def _series(windows, field):
 
 
 def plot_runs(pyplot, runs, out):
+    """Writes loss.png, throughput.png and step_time.png into `out` for `runs`, a list of
+    (label, (windows, summary)); returns the names written."""
     written = []
     for field, name, ylabel, title in (
             ("loss", "loss.png", "loss", "Training loss"),
@@ -101,6 +103,8 @@ def plot_runs(pyplot, runs, out):
 
 
 def plot_benches(pyplot, benches, out):
+    """Writes bench.png into `out`: each of `benches` (label, figures) as keys/s of pull and push
+    against raw ZeroMQ's, with the ratio; returns the names written."""
     figure, axes = pyplot.subplots(figsize=(7, 4))
     bars, names = [], []
     for label, figures in benches:
@@ -135,6 +139,7 @@ def plot_benches(pyplot, benches, out):
 
 
 def main(argv=None):
+    """`ember plot`: reads the run logs and bench JSON files named in `argv` and writes PNGs."""
     parser = argparse.ArgumentParser(
         prog="ember plot", description="PNG figures of run logs (--log-jsonl) and of "
         "`ember bench --json` results.")
