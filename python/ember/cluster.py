@@ -24,14 +24,22 @@ _OWNER_LOCK = "owner.lock"
 def _remove_abandoned_scratch():
     """Removes the scratch folders of local clusters whose process died without cleaning up
     (SIGKILL): each live cluster holds an exclusive lock on its folder's owner.lock, which the
-    kernel releases when its process dies. Folders without that file are left alone."""
+    kernel releases when its process dies. Folders without that file, and folders made in the last
+    minute (whose cluster may not hold its lock yet), are left alone."""
     for folder in glob.glob(os.path.join(tempfile.gettempdir(), _SCRATCH_PREFIX + "*")):
         try:
-            with open(os.path.join(folder, _OWNER_LOCK), "a") as lock:
-                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                shutil.rmtree(folder, ignore_errors=True)
-        except OSError:  # held by a live cluster, or not a cluster's folder
+            if time.time() - os.stat(folder).st_mtime < 60:
+                continue
+            lock = os.open(os.path.join(folder, _OWNER_LOCK), os.O_RDONLY)
+        except OSError:  # gone meanwhile, or not a cluster's folder
+            continue
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            shutil.rmtree(folder, ignore_errors=True)
+        except OSError:  # held by a live cluster
             pass
+        finally:
+            os.close(lock)
 
 
 def _stop_on_sigterm():
@@ -85,8 +93,8 @@ class LocalCluster:
     where nothing else handles it) stops every process by PID and removes the cluster's scratch
     folder. Should the interpreter die instead, the kernel stops them, since each is tied to its
     parent; so start a cluster from a thread that outlives it (the main thread). A scratch folder
-    left by a killed interpreter is removed when the next LocalCluster starts. The processes'
-    output goes to `log_path`.
+    left by a killed interpreter is removed when a later LocalCluster starts, once it is a minute
+    old. The processes' output goes to `log_path`.
 
     The clients made by client() are closed when the cluster stops, or within a fraction of a
     second when its processes exit on their own: their calls then fail at once with EmberError

@@ -3,9 +3,11 @@ interpreter dies), and reports a bad config with ember's message."""
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import textwrap
 import time
 
@@ -180,9 +182,21 @@ def test_the_scratch_folder_of_a_killed_interpreter_goes_with_the_next_cluster()
     finally:
         child.kill()
         child.wait()
-    with ember.LocalCluster(cluster_config([table("user")], servers=1)) as local:
-        assert not os.path.exists(folder)
-        assert os.path.isdir(local._dir)  # its own, locked, stays
+    # Folders made in the last minute may belong to a cluster not holding its lock yet: kept.
+    with ember.LocalCluster(cluster_config([table("user")], servers=1)):
+        assert os.path.isdir(folder)
+    # An older one is removed; one without an owner.lock (not a cluster's) is left alone.
+    foreign = tempfile.mkdtemp(prefix="ember_local_cluster_")
+    try:
+        long_ago = time.time() - 120
+        for old in (folder, foreign):
+            os.utime(old, (long_ago, long_ago))
+        with ember.LocalCluster(cluster_config([table("user")], servers=1)) as local:
+            assert not os.path.exists(folder)
+            assert os.path.isdir(foreign)
+            assert os.path.isdir(local._dir)  # its own, locked, stays
+    finally:
+        shutil.rmtree(foreign, ignore_errors=True)
 
 
 def test_closing_a_client_whose_cluster_died_waits_for_no_timeout():
