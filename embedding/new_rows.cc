@@ -21,9 +21,13 @@ uint32_t NewRows::NowSeconds() const {
   return now_ ? now_() : static_cast<uint32_t>(std::time(nullptr));
 }
 
-void NewRows::Init(uint64_t key, float* row) const {
+void NewRows::InitWeightsAndState(uint64_t key, float* row) const {
   InitializeRow(spec_, key, std::span<float>(row, spec_.dim));
   optimizer_.InitState(std::span<float>(row + spec_.dim, optimizer_.state_floats()));
+}
+
+void NewRows::Init(uint64_t key, float* row) const {
+  InitWeightsAndState(key, row);
   StampUpdate(row);
 }
 
@@ -34,8 +38,7 @@ void NewRows::StampUpdate(float* row) const {
 }
 
 float* NewRows::NotAdmitted(uint64_t key, bool push, float* row) {
-  InitializeRow(spec_, key, std::span<float>(row, spec_.dim));
-  optimizer_.InitState(std::span<float>(row + spec_.dim, optimizer_.state_floats()));
+  InitWeightsAndState(key, row);
   counters_.Add(TableStat::kNotAdmitted);
   if (push) counters_.Add(TableStat::kUpdatesDropped);
   return row;

@@ -43,6 +43,9 @@ class NewRows {
   void SetClockForTesting(std::function<uint32_t()> now_seconds) { now_ = std::move(now_seconds); }
 
  private:
+  // The key's initial weights and the optimizer's initial state, without a time stamp.
+  void InitWeightsAndState(uint64_t key, float* row) const;
+
   const TableSpec& spec_;
   const RowOptimizer& optimizer_;
   const uint32_t stamp_float_;  // where a row's update time is (with a TTL)

@@ -101,13 +101,12 @@ class Future {
       ThrowStatus(DeadlineExceeded("the operation did not finish within " +
                                    std::to_string(*timeout) + " s"));
     }
-    if (!ticket_.ready()) ThrowStatus(closing_->AsError());
-    const Status status = ticket_.Wait();
-    // Aborted by the client's closing: say why it was closed.
-    if (status.code() == StatusCode::kAborted && closing_->closed.load(std::memory_order_acquire)) {
+    // Unfinished, or aborted, because the client was closed: say why it was.
+    if (closing_->closed.load(std::memory_order_acquire) &&
+        (!ticket_.ready() || ticket_.Wait().code() == StatusCode::kAborted)) {
       ThrowStatus(closing_->AsError());
     }
-    ThrowIfError(status);
+    ThrowIfError(ticket_.Wait());
     return value_;
   }
   bool Done() const { return ticket_.ready(); }

@@ -45,13 +45,12 @@ def _as_id_tensor(ids):
     return tensor, from_uint64
 
 
-def _unique_ids(ids, unsigned_ids=False, padding_idx=None):
-    """The sorted unique ids of `ids` (any shape, integer) on the CPU, and each id's position.
-    Negative ids other than `padding_idx` are refused unless `unsigned_ids` (then an int64 id is
-    its unsigned bit pattern; numpy uint64 ids always are)."""
-    tensor, from_uint64 = _as_id_tensor(ids)
+def _unique_ids(tensor, unsigned_ids=False, padding_idx=None):
+    """The sorted unique ids of `tensor` (integer, any shape; see _as_id_tensor) on the CPU, and
+    each id's position. Negative ids other than `padding_idx` are refused unless `unsigned_ids`
+    (then an int64 id is its unsigned bit pattern)."""
     flat = tensor.reshape(-1).to("cpu", torch.int64)
-    if not (unsigned_ids or from_uint64):
+    if not unsigned_ids:
         negative = flat < 0
         if padding_idx is not None:
             negative &= flat != padding_idx
@@ -112,8 +111,8 @@ class Embedding(torch.nn.Module):
     def forward(self, ids):
         """The rows of `ids` (integer, any shape): (*ids.shape, dim) float32 on the layer's
         device. With grad enabled, backward pushes one summed gradient row per unique id."""
-        shape = _as_id_tensor(ids)[0].shape
-        unique, inverse = _unique_ids(ids, self.unsigned_ids, self.padding_idx)
+        ids = _as_id_tensor(ids)
+        unique, inverse = self._unique(ids)
         served = unique if self.padding_idx is None else unique[unique != self.padding_idx]
         rows = self._rows_of(served)
         if len(served) != len(unique):  # the padding id reads zeros
@@ -127,7 +126,12 @@ class Embedding(torch.nn.Module):
             keep = None if len(served) == len(unique) else (unique != self.padding_idx)
             rows.register_hook(lambda grad: self._push(token, served, grad, keep))
         inverse = inverse.to(self.device, non_blocking=True)
-        return rows[inverse].reshape(*shape, self.dim)
+        return rows[inverse].reshape(*ids[0].shape, self.dim)
+
+    def _unique(self, ids):
+        """_unique_ids of `ids` (an _as_id_tensor pair) under the layer's id rules."""
+        tensor, from_uint64 = ids
+        return _unique_ids(tensor, self.unsigned_ids or from_uint64, self.padding_idx)
 
     def _note_unpushed(self, unique, rows):
         # Until its gradient is pushed (or its graph is gone), this batch may still change these
@@ -204,7 +208,7 @@ class Embedding(torch.nn.Module):
     def prefetch(self, next_ids):
         """Starts pulling the rows of a batch to be forwarded after those already prefetched.
         Ids that an earlier batch may still update (not pushed yet) are left for forward."""
-        unique, _ = _unique_ids(next_ids, self.unsigned_ids, self.padding_idx)
+        unique, _ = self._unique(_as_id_tensor(next_ids))
         if self.padding_idx is not None:
             unique = unique[unique != self.padding_idx]
         hazards = [ids for ids in self._unpushed.values()]
