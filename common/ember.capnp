@@ -136,6 +136,14 @@ struct PullRequest {
   table @0 :Text;
   keys @1 :Data;              # n little-endian uint64 keys
   rowFormat @2 :RowFormat;    # format the rows of the reply should travel in
+  moreTables @3 :List(TableKeys);  # further tables of the same pull (one request for all of a
+                              # step's tables); the reply's rows follow table, then these in order
+}
+
+# One table's share of a pull that asks for several tables.
+struct TableKeys {
+  table @0 :Text;
+  keys @1 :Data;              # n little-endian uint64 keys
 }
 
 struct PushRequest {

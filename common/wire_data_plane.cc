@@ -31,8 +31,20 @@ Result<std::span<const float>> RowsAs(::capnp::Data::Reader data, schema::RowFor
 
 Result<PullRequest> ReadPull(schema::PullRequest::Reader pull) {
   PullRequest out;
-  out.table = ToString(pull.getTable());
-  ASSIGN_OR_RETURN(out.keys, DataAs<uint64_t>(pull.getKeys(), "pull keys"));
+  const auto more = pull.getMoreTables();
+  if (more.size() + 1 > kMaxTablesPerPull) {
+    return InvalidArgument("a pull of " + std::to_string(more.size() + 1) +
+                           " tables; at most " + std::to_string(kMaxTablesPerPull));
+  }
+  out.tables.reserve(more.size() + 1);
+  TableKeys& first = out.tables.emplace_back();
+  first.table = ToString(pull.getTable());
+  ASSIGN_OR_RETURN(first.keys, DataAs<uint64_t>(pull.getKeys(), "pull keys"));
+  for (auto slice : more) {
+    TableKeys& next = out.tables.emplace_back();
+    next.table = ToString(slice.getTable());
+    ASSIGN_OR_RETURN(next.keys, DataAs<uint64_t>(slice.getKeys(), "pull keys"));
+  }
   const auto format = FromSchema(pull.getRowFormat(), RowFormat::kF16);
   if (!format) return InvalidArgument("pull asks for an unknown row format");
   out.row_format = *format;
@@ -60,9 +72,9 @@ Result<LookupRows> ReadLookupReply(schema::LookupReply::Reader reply, schema::Ro
   return out;
 }
 
-// A pull, lookup or hint of keys[positions[i]] (all keys when positions is empty): `init(request)`
-// starts the body, a PullRequest, LookupRequest or HintRequest builder, whose table, keys and
-// (but for a hint) row format are set here.
+// A lookup or hint of keys[positions[i]] (all keys when positions is empty): `init(request)`
+// starts the body, a LookupRequest or HintRequest builder, whose table, keys and (but for a hint)
+// row format are set here.
 template <typename InitBody>
 Frame EncodeKeysRequest(const RequestHeader& header, std::string_view table,
                         std::span<const uint64_t> keys, std::span<const uint32_t> positions,
@@ -214,8 +226,46 @@ Frame EncodeStatsRequest(const RequestHeader& header) {
 Frame EncodePullSubset(const RequestHeader& header, std::string_view table,
                        std::span<const uint64_t> keys, std::span<const uint32_t> positions,
                        RowFormat row_format) {
-  return EncodeKeysRequest(header, table, keys, positions, row_format,
-                           [](schema::Request::Builder request) { return request.initPull(); });
+  const KeysToSend one{table, keys, positions};
+  return EncodePullTables(header, {&one, 1}, row_format);
+}
+
+Frame EncodePullTables(const RequestHeader& header, std::span<const KeysToSend> tables,
+                       RowFormat row_format) {
+  EMBER_CHECK(!tables.empty() && tables.size() <= kMaxTablesPerPull, "a pull of", tables.size(),
+              "tables");
+  const auto count = [](const KeysToSend& t) {
+    return t.positions.empty() ? t.keys.size() : t.positions.size();
+  };
+  size_t bulk_bytes = 0;
+  size_t small_bytes = 0;
+  for (const KeysToSend& t : tables) {
+    bulk_bytes += (count(t) * sizeof(uint64_t) + 7) / 8 * 8;  // each blob padded to a word
+    small_bytes += t.table.size() + 4 * sizeof(::capnp::word);  // its name, struct, padding
+  }
+  return BuildInPlace(
+      header, bulk_bytes, small_bytes,
+      [&](schema::Request::Builder request, FrameBuilder& builder) {
+        auto pull = request.initPull();
+        pull.setRowFormat(ToSchema<schema::RowFormat>(row_format));
+        // Every small object (names, the list) before the first blob: see FrameBuilder.
+        pull.setTable(TextOf(tables[0].table));
+        auto more = pull.initMoreTables(static_cast<unsigned>(tables.size() - 1));
+        for (unsigned i = 1; i < tables.size(); ++i) more[i - 1].setTable(TextOf(tables[i].table));
+        for (unsigned i = 0; i < tables.size(); ++i) {
+          const KeysToSend& t = tables[i];
+          const size_t n = count(t);
+          auto* dst = reinterpret_cast<uint64_t*>(builder.InitBulk(
+              n * sizeof(uint64_t), [&](unsigned bytes) {
+                return i == 0 ? pull.initKeys(bytes) : more[i - 1].initKeys(bytes);
+              }));
+          if (t.positions.empty()) {
+            if (n > 0) std::memcpy(dst, t.keys.data(), n * sizeof(uint64_t));
+          } else {
+            for (size_t k = 0; k < n; ++k) dst[k] = t.keys[t.positions[k]];
+          }
+        }
+      });
 }
 
 Frame EncodeLookupSubset(const RequestHeader& header, std::string_view table,

@@ -16,6 +16,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "common/frame.h"
 #include "common/missing_rows.h"
@@ -40,11 +41,19 @@ struct StatsRequest {
   static constexpr std::string_view kName = "stats";
   static constexpr PeerRoles kSenders = kAnyRole;
 };
+// One table's keys in a pull.
+struct TableKeys {
+  std::string table;
+  std::span<const uint64_t> keys;  // points into the decoded frame
+};
+// The most tables one pull may name.
+constexpr size_t kMaxTablesPerPull = 64;
+// A pull of one or more tables' keys (a trainer's step asks for all of its tables at once); the
+// reply holds their rows in that order, each table's at its own dim.
 struct PullRequest {
   static constexpr std::string_view kName = "pull";
   static constexpr PeerRoles kSenders = kTrainers;
-  std::string table;
-  std::span<const uint64_t> keys;          // points into the decoded frame
+  std::vector<TableKeys> tables;           // 1 to kMaxTablesPerPull
   RowFormat row_format = RowFormat::kF32;  // of the reply's rows
 };
 // A read-only pull (serving): trainers may send it (and admins, who act as trainers); there is no
@@ -102,6 +111,15 @@ Frame EncodePull(const RequestHeader& header, std::string_view table,
 // Keys are gathered as keys[positions[i]] when positions is non-empty (a sub-request of a batch).
 Frame EncodePullSubset(const RequestHeader& header, std::string_view table,
                        std::span<const uint64_t> keys, std::span<const uint32_t> positions,
+                       RowFormat row_format = RowFormat::kF32);
+// A table's keys to encode: keys[positions[i]], or all of them when positions is empty.
+struct KeysToSend {
+  std::string_view table;
+  std::span<const uint64_t> keys;
+  std::span<const uint32_t> positions;
+};
+// One pull of several tables' keys (1 to kMaxTablesPerPull), in the order given.
+Frame EncodePullTables(const RequestHeader& header, std::span<const KeysToSend> tables,
                        RowFormat row_format = RowFormat::kF32);
 // A lookup of keys[positions[i]] (all keys when positions is empty), as EncodePullSubset.
 Frame EncodeLookupSubset(const RequestHeader& header, std::string_view table,

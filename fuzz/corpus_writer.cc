@@ -82,6 +82,11 @@ std::vector<std::pair<std::string, Frame>> Requests() {
   add("pull", wire::EncodePull(h, tables[0].name, kKeys));
   add("pull-f16", wire::EncodePullSubset(h, tables[1].name, kKeys, {}, RowFormat::kF16));
   add("pull-empty", wire::EncodePull(h, tables[2].name, {}));
+  const std::vector<uint32_t> some = {4, 0};
+  const wire::KeysToSend several[] = {{tables[0].name, kKeys, {}},
+                                      {tables[1].name, kKeys, some},
+                                      {tables[0].name, {}, {}}};
+  add("pull-tables", wire::EncodePullTables(h, several, RowFormat::kF16));
   add("lookup", wire::EncodeLookupSubset(h, tables[0].name, kKeys, {}, RowFormat::kF32,
                                          MissingRows::kInitial));
   const std::vector<uint32_t> looked_up = {5, 1};

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <optional>
 #include <variant>
+#include <vector>
 
 #include "common/wire.h"
 #include "fuzz/fuzz_support.h"
@@ -22,7 +23,9 @@ std::optional<Frame> Encode(const wire::DecodedRequest& request) {
           [&](const PingRequest&) { return EncodePing(h); },
           [&](const StatsRequest&) { return EncodeStatsRequest(h); },
           [&](const PullRequest& pull) {
-            return EncodePullSubset(h, pull.table, pull.keys, {}, pull.row_format);
+            std::vector<KeysToSend> tables;
+            for (const TableKeys& t : pull.tables) tables.push_back({t.table, t.keys, {}});
+            return EncodePullTables(h, tables, pull.row_format);
           },
           [&](const LookupRequest& lookup) {
             return EncodeLookupSubset(h, lookup.table, lookup.keys, {}, lookup.row_format,

@@ -96,8 +96,7 @@ void Client::Impl::HeartbeatLoop() {
 }
 
 Ticket Client::Impl::Submit(std::shared_ptr<Operation> op) {
-  if (op->keys.empty()) return Ticket::Done(Status::Ok());
-  op->table_id = HashName(op->table->name);
+  if (op->key_count() == 0) return Ticket::Done(Status::Ok());
   op->deadline = Clock::now() + options_.request_timeout;
   Ticket ticket = op->ticket;
   std::lock_guard lock(submit_mutex_);
@@ -148,9 +147,13 @@ RoutingTable Client::routing() const {
 }
 
 Ticket Client::Pull(std::string_view table, std::span<const uint64_t> keys, std::span<float> out) {
-  auto op = Operation::New(*this, Operation::Kind::kPull, table, keys, out.size());
+  const TablePull one{table, keys, out};
+  return Pull({&one, 1});
+}
+
+Ticket Client::Pull(std::span<const TablePull> tables) {
+  auto op = Operation::NewPull(*this, tables);
   if (!op.ok()) return Ticket::Done(op.status());
-  (*op)->rows = out;
   return impl_->Submit(std::move(*op));
 }
 
@@ -163,7 +166,7 @@ Ticket Client::Lookup(std::string_view table, std::span<const uint64_t> keys, st
         "lookup from '" + std::string(table) + "': " + std::to_string(keys.size()) + " keys need " +
         std::to_string(keys.size()) + " found flags, got " + std::to_string(found.size())));
   }
-  (*op)->rows = out;
+  (*op)->parts.front().rows = out;
   (*op)->found = found;
   (*op)->missing = missing;
   return impl_->Submit(std::move(*op));
@@ -187,7 +190,7 @@ Ticket Client::Hint(std::string_view table, std::span<const uint64_t> keys, uint
   auto op = Operation::New(*this, Operation::Kind::kHint, table, keys, 0);
   if (!op.ok()) return Ticket::Done(op.status());
   (*op)->owned_keys.assign(keys.begin(), keys.end());
-  (*op)->keys = (*op)->owned_keys;
+  (*op)->parts.front().keys = (*op)->owned_keys;
   (*op)->hint = hint;
   (*op)->hint_ttl_ms = static_cast<uint32_t>(
       std::clamp<int64_t>(lifetime.count(), 1, std::numeric_limits<uint32_t>::max()));

@@ -31,6 +31,9 @@
 // Lookup is a pull that changes nothing on the servers, for serving systems: it travels, splits,
 // retries and fails exactly as a pull does.
 //
+// A pull may ask for several tables at once: each server gets one request for its share of all
+// of them.
+//
 // Thread-safety: all public methods may be called from any thread. The spans passed to Pull, Lookup
 // and Push are borrowed: keep them alive and unchanged until the ticket completes.
 #pragma once
@@ -75,6 +78,14 @@ struct ClientOptions {
   TransportSecurity security;    // this process's key and the scheduler's (none: plain)
 };
 
+// One table's share of a pull of several tables: the rows of `keys` go to `out`
+// (keys.size() rows of the table's dim).
+struct TablePull {
+  std::string_view table;
+  std::span<const uint64_t> keys;
+  std::span<float> out;
+};
+
 class Client {
  public:
   static Result<std::unique_ptr<Client>> Connect(ClientOptions options);
@@ -93,6 +104,10 @@ class Client {
 
   // Fills out[i*dim .. (i+1)*dim) with the row of keys[i] (created on first pull).
   Ticket Pull(std::string_view table, std::span<const uint64_t> keys, std::span<float> out);
+  // One pull of several tables (at most wire::kMaxTablesPerPull; a table may come more than
+  // once): each server gets one request for its keys of all of them, as a step of a model with
+  // several tables needs. Fails as a whole: an unknown table or a wrong `out` fails it at once.
+  Ticket Pull(std::span<const TablePull> tables);
   // Reads the rows of keys into out[i*dim .. (i+1)*dim) without changing anything on the
   // servers (serving): no row is created, no optimizer state touched. A key without a row gets
   // the table's initial row (MissingRows::kInitial, computed, not stored) or zeros (kFlag).

@@ -70,6 +70,9 @@ struct Client::Impl {
   void Dispatch(const std::shared_ptr<Operation>& op, std::span<const uint32_t> positions);
   // Encodes the sub-request `request_id` of `op` for the keys at `positions`.
   Frame Encode(const Operation& op, uint64_t request_id, std::span<const uint32_t> positions) const;
+  // A pull's sub-request: the keys at `positions` (ascending; empty: all), grouped by table.
+  Frame EncodePull(const Operation& op, const wire::RequestHeader& header,
+                   std::span<const uint32_t> positions) const;
   // Sends a request to a server and records it as in flight; false (and `op` failed) if the
   // socket refused it.
   bool Send(const std::shared_ptr<Operation>& op, uint32_t server, uint64_t request_id,

@@ -172,11 +172,13 @@ void Client::Impl::DrainSubmissions() {
 void Client::Impl::Dispatch(const std::shared_ptr<Operation>& op,
                             std::span<const uint32_t> positions) {
   const RoutingTable& current = routing_;  // only this thread writes it
-  const size_t count = positions.empty() ? op->keys.size() : positions.size();
+  const size_t count = positions.empty() ? op->key_count() : positions.size();
   std::vector<std::vector<uint32_t>> by_server(current.servers.size());
   for (size_t i = 0; i < count; ++i) {
     const uint32_t position = positions.empty() ? static_cast<uint32_t>(i) : positions[i];
-    by_server[current.OwnerOf(op->table_id, op->keys[position])].push_back(position);
+    const Operation::Part& part = op->PartOf(position);
+    by_server[current.OwnerOf(part.table_id, part.keys[position - part.first])].push_back(
+        position);
   }
   const size_t max_keys = std::max<uint32_t>(options_.max_keys_per_message, 1);
   for (uint32_t server = 0; server < by_server.size(); ++server) {
@@ -189,25 +191,49 @@ void Client::Impl::Dispatch(const std::shared_ptr<Operation>& op,
   }
 }
 
+Frame Client::Impl::EncodePull(const Operation& op, const wire::RequestHeader& header,
+                               std::span<const uint32_t> positions) const {
+  if (positions.empty()) {  // every key of every table
+    std::vector<wire::KeysToSend> tables;
+    for (const Operation::Part& part : op.parts) tables.push_back({part.table->name, part.keys, {}});
+    return wire::EncodePullTables(header, tables, options_.row_format);
+  }
+  // Positions ascend: each table's are a run of them, numbered from the part's first key.
+  std::vector<wire::KeysToSend> tables;
+  std::vector<uint32_t> in_part(positions.size());
+  size_t run = 0;
+  while (run < positions.size()) {
+    const Operation::Part& part = op.PartOf(positions[run]);
+    size_t end = run;
+    while (end < positions.size() && &op.PartOf(positions[end]) == &part) {
+      in_part[end] = positions[end] - part.first;
+      ++end;
+    }
+    tables.push_back({part.table->name, part.keys,
+                      std::span<const uint32_t>(in_part).subspan(run, end - run)});
+    run = end;
+  }
+  return wire::EncodePullTables(header, tables, options_.row_format);
+}
+
 Frame Client::Impl::Encode(const Operation& op, uint64_t request_id,
                            std::span<const uint32_t> positions) const {
   const wire::RequestHeader header{request_id, routing_.epoch};
-  if (op.kind == Operation::Kind::kPull) {
-    return wire::EncodePullSubset(header, op.table->name, op.keys, positions, options_.row_format);
-  }
+  if (op.kind == Operation::Kind::kPull) return EncodePull(op, header, positions);
+  const Operation::Part& part = op.parts.front();  // the other kinds are of one table
   if (op.kind == Operation::Kind::kLookup) {
-    return wire::EncodeLookupSubset(header, op.table->name, op.keys, positions, options_.row_format,
-                                    op.missing);
+    return wire::EncodeLookupSubset(header, part.table->name, part.keys, positions,
+                                    options_.row_format, op.missing);
   }
   if (op.kind == Operation::Kind::kHint) {
-    return wire::EncodeHintSubset(header, op.table->name, op.keys, positions,
+    return wire::EncodeHintSubset(header, part.table->name, part.keys, positions,
                                   wire::HintId{op.hint, sender_id_}, op.hint_ttl_ms);
   }
   // Every request below the lowest one in flight was answered.
   const uint64_t lowest =
       in_flight_.empty() ? request_id : std::min(request_id, in_flight_.begin()->first);
-  return wire::EncodePushSubset(header, op.table->name, op.keys, op.gradients, op.table->dim,
-                                positions, op.clock, options_.row_format, trainer_id_, op.deferred,
+  return wire::EncodePushSubset(header, part.table->name, part.keys, op.gradients,
+                                part.table->dim, positions, op.clock, options_.row_format, trainer_id_, op.deferred,
                                 wire::PushSender{sender_id_, lowest}, op.hint);
 }
 
@@ -304,8 +330,8 @@ void Client::Impl::ExpireDeadlines() {
     for (const auto& [id, entry] : in_flight_) {
       if (entry.op == op) silent.push_back(entry.server);
     }
-    Fail(op, DeadlineExceeded(std::string(op->name()) + " of " + std::to_string(op->keys.size()) +
-                              " keys from '" + op->table->name + "' not answered within " +
+    Fail(op, DeadlineExceeded(std::string(op->name()) + " of " + std::to_string(op->key_count()) +
+                              " keys from " + op->TableNames() + " not answered within " +
                               std::to_string(options_.request_timeout.count()) + " ms by " +
                               links_.Name(std::move(silent))));
   }

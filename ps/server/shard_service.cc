@@ -167,33 +167,49 @@ Result<embedding::EmbeddingTable*> ShardService::FindTable(const std::string& na
 }
 
 Frame ShardService::HandlePull(const wire::RequestHeader& header,
-                                        const wire::PullRequest& pull) {
+                               const wire::PullRequest& pull) {
   counters_.Add(ShardCount::kPullRequests);
-  if (Status fits = CheckKeyCount("pull", pull.table, pull.keys.size()); !fits.ok()) {
+  size_t num_keys = 0;
+  size_t num_floats = 0;
+  std::vector<embedding::EmbeddingTable*> tables;
+  tables.reserve(pull.tables.size());
+  for (const wire::TableKeys& slice : pull.tables) {
+    auto table = FindTable(slice.table);
+    if (!table.ok()) return Error(header.request_id, table.status().WithContext("pull"));
+    tables.push_back(*table);
+    num_keys += slice.keys.size();
+    num_floats += slice.keys.size() * (*table)->spec().dim;
+  }
+  const std::string& first_table = pull.tables.front().table;
+  if (Status fits = CheckKeyCount("pull", first_table, num_keys); !fits.ok()) {
     return Error(header.request_id, fits);
   }
-  auto table = FindTable(pull.table);
-  if (!table.ok()) return Error(header.request_id, table.status().WithContext("pull"));
-  const size_t num_floats = pull.keys.size() * (*table)->spec().dim;
   if (Status fits = wire::CheckPullReplySize(num_floats, pull.row_format); !fits.ok()) {
     return Error(header.request_id,
-                 fits.WithContext("pull of " + std::to_string(pull.keys.size()) +
-                                  " keys of table '" + pull.table + "' (dim " +
-                                  std::to_string((*table)->spec().dim) + ")"));
+                 fits.WithContext("pull of " + std::to_string(num_keys) + " keys of table '" +
+                                  first_table + "'" +
+                                  (tables.size() > 1 ? " and others" : "") + " (dim " +
+                                  std::to_string(tables.front()->spec().dim) + ")"));
   }
   std::shared_lock moves(transfer_mutex_);
-  // The table hashes the keys to their partitions once, for the lookups and for the ownership
-  // check, and copies the rows straight into the reply frame.
+  // Each table hashes its keys to their partitions once, for the lookups and for the ownership
+  // check, and copies the rows straight into the reply frame, one table after the other.
   wire::PullReply reply(header.request_id, ownership_.epoch(), num_floats, pull.row_format);
-  Status status = (*table)->Pull(pull.keys, reply.rows(), ownership_.ServedCheck(pull.table));
-  const bool pulled = status.ok();
-  Frame response = pulled ? reply.Finish() : reply.Fail(status);
-  if (pulled) {
-    counters_.Add(ShardCount::kKeysPulled, pull.keys.size());
-  } else {
-    counters_.CountError();
+  Status status = Status::Ok();
+  size_t offset = 0;
+  for (size_t t = 0; t < tables.size() && status.ok(); ++t) {
+    const wire::TableKeys& slice = pull.tables[t];
+    const size_t floats = slice.keys.size() * tables[t]->spec().dim;
+    status = tables[t]->Pull(slice.keys, reply.rows().subspan(offset, floats),
+                             ownership_.ServedCheck(slice.table));
+    offset += floats;
   }
-  return response;
+  if (!status.ok()) {
+    counters_.CountError();
+    return reply.Fail(status);
+  }
+  counters_.Add(ShardCount::kKeysPulled, num_keys);
+  return reply.Finish();
 }
 
 Status ShardService::CheckKeyCount(std::string_view kind, const std::string& table, size_t keys) {

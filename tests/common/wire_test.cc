@@ -22,10 +22,33 @@ TEST(WireTest, PullSubsetRoundTrip) {
   EXPECT_EQ(decoded->header.request_id, 42u);
   EXPECT_EQ(decoded->header.epoch, 3u);
   const auto& pull = std::get<PullRequest>(decoded->body);
-  EXPECT_EQ(pull.table, "t");
-  ASSERT_EQ(pull.keys.size(), 2u);
-  EXPECT_EQ(pull.keys[0], ~uint64_t{0});
-  EXPECT_EQ(pull.keys[1], 20u);
+  ASSERT_EQ(pull.tables.size(), 1u);
+  EXPECT_EQ(pull.tables[0].table, "t");
+  ASSERT_EQ(pull.tables[0].keys.size(), 2u);
+  EXPECT_EQ(pull.tables[0].keys[0], ~uint64_t{0});
+  EXPECT_EQ(pull.tables[0].keys[1], 20u);
+}
+
+TEST(WireTest, PullOfSeveralTablesKeepsEachTablesKeysInOrder) {
+  const std::vector<uint64_t> users = {1, 2, 3};
+  const std::vector<uint64_t> items = {10, 20, 30, 40};
+  const std::vector<uint32_t> some_items = {3, 1};
+  const std::string long_name(300, 'x');  // names are small objects planned before the keys
+  const KeysToSend tables[] = {
+      {"user", users, {}}, {"item", items, some_items}, {long_name, {}, {}}, {"user", users, {}}};
+  auto decoded = DecodeRequest(EncodePullTables({5, 2}, tables, RowFormat::kF16));
+  ASSERT_TRUE(decoded.ok()) << decoded.status().ToString();
+  const auto& pull = std::get<PullRequest>(decoded->body);
+  EXPECT_EQ(pull.row_format, RowFormat::kF16);
+  ASSERT_EQ(pull.tables.size(), 4u);
+  EXPECT_EQ(pull.tables[0].table, "user");
+  EXPECT_EQ(std::vector<uint64_t>(pull.tables[0].keys.begin(), pull.tables[0].keys.end()), users);
+  EXPECT_EQ(pull.tables[1].table, "item");
+  EXPECT_EQ(std::vector<uint64_t>(pull.tables[1].keys.begin(), pull.tables[1].keys.end()),
+            (std::vector<uint64_t>{40, 20}));
+  EXPECT_EQ(pull.tables[2].table, long_name);
+  EXPECT_TRUE(pull.tables[2].keys.empty());
+  EXPECT_EQ(pull.tables[3].keys.size(), 3u);
 }
 
 TEST(WireTest, PushSubsetCarriesTheSelectedRows) {
@@ -128,7 +151,7 @@ TEST(WireTest, BulkMessagesAreFullyDefinedInRecycledMemory) {
       }
       auto pulled = DecodeRequest(EncodePullSubset({1, 1}, table, keys, {}));
       ASSERT_TRUE(pulled.ok()) << pulled.status().ToString();
-      EXPECT_EQ(std::get<PullRequest>(pulled->body).keys.size(), n);
+      EXPECT_EQ(std::get<PullRequest>(pulled->body).tables.at(0).keys.size(), n);
     }
   }
 }
@@ -280,7 +303,8 @@ TEST(WireTest, EveryRequestKindRoundTripsUnderItsName) {
   DecodedBody<ClusterStatusRequest>(EncodeClusterStatusRequest(h), h, "cluster-status");
   std::vector<uint64_t> keys = {3, 1, 4};
   std::vector<float> grads = {1, 2, 3};
-  EXPECT_EQ(DecodedBody<PullRequest>(EncodePull(h, "t", keys), h, "pull").keys.size(), 3u);
+  EXPECT_EQ(DecodedBody<PullRequest>(EncodePull(h, "t", keys), h, "pull").tables.at(0).keys.size(),
+            3u);
   EXPECT_EQ(DecodedBody<PushRequest>(EncodePush(h, "t", keys, grads, 5), h, "push").clock, 5u);
 
   const auto server = DecodedBody<RegisterServerRequest>(
@@ -528,6 +552,9 @@ TEST(WireTest, RequestsWithUnknownNumbersOrBadArraysAreRejected) {
       {[](R r) { r.initPull().setRowFormat(static_cast<schema::RowFormat>(2)); },
        "pull asks for an unknown row format"},
       {[](R r) { r.initPull().initKeys(12); }, "pull keys holds 12 bytes, not a multiple of 8"},
+      {[](R r) { r.initPull().initMoreTables(kMaxTablesPerPull); }, "a pull of 65 tables"},
+      {[](R r) { r.initPull().initMoreTables(1)[0].initKeys(4); },
+       "pull keys holds 4 bytes, not a multiple of 8"},
       {[](R r) {
          r.initPush().setGradientFormat(static_cast<schema::RowFormat>(5));
          r.getPush().initGradients(8);

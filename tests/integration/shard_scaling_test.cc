@@ -291,5 +291,60 @@ TEST(ShardScalingTest, APartitionOfMoreThanOneGibMovesWithEveryRow) {
   EXPECT_EQ(digests(), before);
 }
 
+// A pull of several tables from a client whose routing goes stale as partitions move: every
+// sub-request a server refuses is sent again to the new owner with its rows still landing at
+// their places in each table's output. Rows are made distinct first (row = key, or 2 * key).
+TEST(ShardScalingTest, PullOfSeveralTablesFindsEveryRowWhilePartitionsMove) {
+  std::vector<TableSpec> tables = CountingTable();
+  TableSpec wide = tables[0];
+  wide.name = "wide";
+  wide.dim = 2 * kDim;
+  wide.seed = HashName("wide");
+  tables.push_back(wide);
+  local::LocalCluster cluster(tables, {.num_servers = 2, .num_partitions = 32});
+  ASSERT_TRUE(cluster.status().ok()) << cluster.status().ToString();
+  auto client = cluster.Connect("trainer");
+  ASSERT_TRUE(client.ok()) << client.status().ToString();
+  std::vector<uint64_t> keys(kKeys);
+  for (uint32_t k = 0; k < kKeys; ++k) keys[k] = k;
+  const std::vector<uint64_t> backwards(keys.rbegin(), keys.rend());
+  std::vector<float> narrow_grads(kKeys * kDim), wide_grads(kKeys * 2 * kDim);
+  for (uint32_t k = 0; k < kKeys; ++k) {
+    std::fill_n(narrow_grads.begin() + k * kDim, kDim, -float(k));
+    std::fill_n(wide_grads.begin() + k * 2 * kDim, 2 * kDim, -2.0f * float(k));
+  }
+  ASSERT_TRUE((*client)->Push("count", keys, narrow_grads).Wait().ok());
+  ASSERT_TRUE((*client)->Push("wide", keys, wide_grads).Wait().ok());
+
+  std::vector<float> narrow(kKeys * kDim), wide_rows(kKeys * 2 * kDim);
+  const ps::TablePull pulls[] = {{"count", keys, narrow}, {"wide", backwards, wide_rows}};
+  const auto pull_and_check = [&]() -> Status {
+    RETURN_IF_ERROR((*client)->Pull(pulls).Wait());
+    for (uint32_t i = 0; i < kKeys; ++i) {
+      if (narrow[i * kDim] != float(keys[i]) || wide_rows[i * 2 * kDim] != 2.0f * backwards[i]) {
+        return DataLoss("position " + std::to_string(i) + ": " +
+                        std::to_string(narrow[i * kDim]) + " and " +
+                        std::to_string(wide_rows[i * 2 * kDim]));
+      }
+    }
+    return Status::Ok();
+  };
+  ASSERT_TRUE(pull_and_check().ok());
+  ASSERT_TRUE(cluster.AddServer().ok());
+  for (int poll = 0; poll < 600; ++poll) {  // while the moves go on (bounded)
+    Status pulled = pull_and_check();
+    ASSERT_TRUE(pulled.ok()) << pulled.ToString();
+    auto status = ClusterStatusOf(cluster);
+    if (status.ok() && status->moves_in_flight == 0 && status->moves_planned == 0 &&
+        status->servers.at(2).partitions > 0) {
+      break;
+    }
+    std::this_thread::sleep_for(milliseconds(20));
+  }
+  Status after = pull_and_check();
+  EXPECT_TRUE(after.ok()) << after.ToString();
+  EXPECT_GT(WaitForMoves(cluster).servers.at(2).partitions, 0u);
+}
+
 }  // namespace
 }  // namespace ember
