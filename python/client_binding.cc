@@ -12,6 +12,7 @@
 #include <atomic>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -188,6 +189,50 @@ class PythonClient {
         client->Pull(table, {key_array.data(), n}, {rows.mutable_data(), n * spec->dim});
     Remember(ticket, py::make_tuple(key_array, rows));
     return Future(std::move(ticket), rows, closing_);
+  }
+
+  // One pull of several tables, one request per server for all of them (Client::Pull of
+  // TablePulls): `requests` is a sequence of (table, keys) pairs, `outs` None or one array (or
+  // None) per pair. The result is the list of their rows, in order.
+  Future PullTablesAsync(const py::sequence& requests, const py::object& outs) {
+    std::shared_ptr<ps::Client> client = Connected();
+    const size_t count = py::len(requests);
+    std::optional<py::sequence> out_list;
+    if (!outs.is_none()) {
+      out_list = outs.cast<py::sequence>();
+      if (py::len(*out_list) != count) {
+        ThrowStatus(InvalidArgument("out: " + std::to_string(py::len(*out_list)) +
+                                    " arrays for " + std::to_string(count) + " tables"));
+      }
+    }
+    std::vector<std::string> names;
+    names.reserve(count);  // the pulls below point into these strings
+    std::vector<ps::TablePull> pulls;
+    py::list buffers, results;
+    for (size_t i = 0; i < count; ++i) {
+      py::object request = requests[i];
+      if (!py::isinstance<py::sequence>(request) || py::isinstance<py::str>(request) ||
+          py::len(request) != 2) {
+        ThrowStatus(InvalidArgument("requests[" + std::to_string(i) +
+                                    "]: expected a (table, keys) pair"));
+      }
+      names.push_back(request[py::int_(0)].cast<std::string>());
+      const TableSpec* spec = ValueOrThrow(client->FindTable(names.back()));
+      KeyArray key_array = ToKeys(request[py::int_(1)]);
+      const size_t n = static_cast<size_t>(key_array.size());
+      py::object out = out_list ? py::object((*out_list)[i]) : py::none();
+      FloatArray rows =
+          out.is_none()
+              ? FloatArray({static_cast<py::ssize_t>(n), static_cast<py::ssize_t>(spec->dim)})
+              : CheckedOut(out, n, spec->dim);
+      pulls.push_back({names.back(), {key_array.data(), n}, {rows.mutable_data(), n * spec->dim}});
+      buffers.append(key_array);
+      buffers.append(rows);
+      results.append(rows);
+    }
+    ps::Ticket ticket = client->Pull(pulls);
+    Remember(ticket, buffers);
+    return Future(std::move(ticket), results, closing_);
   }
 
   Future PushAsync(const std::string& table, const py::handle& keys, const py::handle& gradients) {
@@ -429,6 +474,18 @@ void BindClient(py::module_& module) {
            py::arg("out") = py::none(),
            "pull() without waiting: a Future whose result() is the rows. The arrays are kept "
            "alive until the pull finished; do not read `out` before that.")
+      .def("pull_tables", [](PythonClient& client, const py::sequence& requests,
+                             const py::object& out) {
+             return client.PullTablesAsync(requests, out).Result(std::nullopt);
+           },
+           py::arg("requests"), py::arg("out") = py::none(),
+           "One pull of several tables: `requests` is a list of (table, keys) pairs (a table may "
+           "come more than once); each server gets one request for its keys of all of them. "
+           "Returns the list of their rows, in order (filled into `out`, a list of arrays or "
+           "None, one per pair, when given).")
+      .def("pull_tables_async", &PythonClient::PullTablesAsync, py::arg("requests"),
+           py::arg("out") = py::none(),
+           "pull_tables() without waiting: a Future whose result() is the list of rows.")
       .def("push_async", &PythonClient::PushAsync, py::arg("table"), py::arg("keys"),
            py::arg("gradients"),
            "push() without waiting: a Future whose result() is None once the servers applied it.")
