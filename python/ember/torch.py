@@ -20,13 +20,15 @@ from . import _ember
 from ._torch_bags import BagConfig, EmbeddingBagCollection, JaggedIds, PooledEmbeddings
 from ._torch_ids import as_id_tensor as _as_id_tensor
 from ._torch_ids import unique_ids as _unique_ids
+from ._torch_state import ServerRowsState, load, save, set_state_dir, state_dir
 
-__all__ = ["BagConfig", "Embedding", "EmbeddingBagCollection", "JaggedIds", "PooledEmbeddings"]
+__all__ = ["BagConfig", "Embedding", "EmbeddingBagCollection", "JaggedIds", "PooledEmbeddings",
+           "ServerRowsState", "load", "save", "set_state_dir", "state_dir"]
 
 _Prefetch = collections.namedtuple("_Prefetch", "ids early_mask early_rows future")
 
 
-class Embedding(torch.nn.Module):
+class Embedding(ServerRowsState, torch.nn.Module):
     """Embedding(client, table, device=None, padding_idx=None, unsigned_ids=False)
 
     `client` is an ember.Client, `table` the name of one of its tables (NotFoundError if the
@@ -68,6 +70,14 @@ class Embedding(torch.nn.Module):
         if self.padding_idx is not None:
             text += ", padding_idx={}".format(self.padding_idx)
         return text + (", unsigned_ids=True" if self.unsigned_ids else "")
+
+    def _ember_tables(self):
+        """The table this layer uses (ServerRowsState: state_dict() refers to its rows)."""
+        return [self.table]
+
+    def _ember_rows_restored(self):
+        """Drops the prefetched rows: the servers' rows were restored since."""
+        self._prefetches.clear()
 
     # ---- forward and backward ----
 
