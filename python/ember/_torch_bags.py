@@ -16,6 +16,7 @@ import torch
 
 from . import _ember
 from ._torch_ids import as_id_tensor, unique_ids
+from ._torch_state import ServerRowsState
 
 __all__ = ["BagConfig", "EmbeddingBagCollection", "JaggedIds", "PooledEmbeddings"]
 
@@ -176,7 +177,7 @@ class PooledEmbeddings:
 _Feature = collections.namedtuple("_Feature", "name table dim pooling weighted")
 
 
-class EmbeddingBagCollection(torch.nn.Module):
+class EmbeddingBagCollection(ServerRowsState, torch.nn.Module):
     """EmbeddingBagCollection(client, tables, device=None, unsigned_ids=False)
 
     `tables` is a list of BagConfig: which ember table serves which features, and how their bags
@@ -185,7 +186,8 @@ class EmbeddingBagCollection(torch.nn.Module):
     the CPU). One forward pulls the rows of all of its tables in one request per server; backward
     pushes each table's gradient rows once. As with Embedding, a pull waits for this module's
     earlier pushes, so one process trains exactly as with local nn.EmbeddingBags under the same
-    optimizer. stats counts pulls, keys pulled and pushes.
+    optimizer. stats counts pulls, keys pulled and pushes. state_dict() refers to a cut of the
+    servers' rows, as Embedding's (ember.torch.set_state_dir).
     """
 
     def __init__(self, client, tables, device=None, unsigned_ids=False):
@@ -224,6 +226,10 @@ class EmbeddingBagCollection(torch.nn.Module):
         return ", ".join("{}: {}[{}] {}{}".format(f.name, f.table, f.dim, f.pooling,
                                                   " weighted" if f.weighted else "")
                          for f in self._features)
+
+    def _ember_tables(self):
+        """The tables this module uses (ServerRowsState: state_dict() refers to their rows)."""
+        return list(self.tables)
 
     def feature_names(self):
         """The features, in the order of the output's columns."""

@@ -217,3 +217,27 @@ def test_bad_configs_and_inputs_are_refused_naming_what_is_wrong(cluster):
             module({"g": [[1, -4]]})
         with pytest.raises(TypeError, match="KeyedJaggedTensor"):
             module(torch.tensor([1, 2]))
+
+
+def test_state_dict_brings_back_every_table_of_the_collection(cluster, tmp_path):
+    with cluster.client() as client:
+        ember.torch.set_state_dir(client, tmp_path)
+        module = ember.torch.EmbeddingBagCollection(client, configs("sgd"))
+        data = list(batches(steps=3, seed=21))
+        everything = numpy.arange(VOCABULARY)
+
+        def train(jagged):
+            module(jagged).values().sum().backward()
+            module.flush()
+
+        def rows():
+            return {name: client.pull(name + "_sgd", everything) for name in DIMS}
+
+        train(data[0][0])
+        state = module.state_dict()
+        at_cut = rows()
+        train(data[1][0])
+        assert not numpy.allclose(rows()["item"], at_cut["item"])
+        module.load_state_dict(state)
+        for name, expected in at_cut.items():
+            numpy.testing.assert_array_equal(rows()[name], expected, err_msg=name)
