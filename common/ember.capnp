@@ -158,6 +158,8 @@ struct PushRequest {
   ackedBelow @8 :UInt64;      # every request id of `sender` below this one was answered
   releaseHint @9 :UInt64;     # non-zero: the hint of `sender` that announced these keys (hint
                               # request); the server unpins its rows
+  learningRate @10 :Float32;  # > 0: the learning rate of this step (a trainer's schedule) in
+                              # place of the table's; 0: the table's own
 }
 
 # A trainer's look-ahead (train.lookahead): the keys of a batch it will pull and push a few steps

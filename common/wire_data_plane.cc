@@ -3,6 +3,7 @@
 // small messages (BuildMessage).
 #include "common/wire_data_plane.h"
 
+#include <cmath>
 #include <cstring>
 #include <iterator>
 #include <vector>
@@ -108,6 +109,11 @@ Result<PushRequest> ReadPush(schema::PushRequest::Reader push, FrameStorage& sto
   out.deferred = push.getDeferred();
   out.sender = PushSender{push.getSender(), push.getAckedBelow()};
   out.release_hint = push.getReleaseHint();
+  out.learning_rate = push.getLearningRate();
+  if (!(out.learning_rate >= 0) || !std::isfinite(out.learning_rate)) {
+    return InvalidArgument("push learning rate " + std::to_string(out.learning_rate) +
+                           ": must be finite and >= 0 (0: the table's)");
+  }
   return out;
 }
 
@@ -301,7 +307,7 @@ Frame EncodePushSubset(const RequestHeader& header, std::string_view table,
                        std::span<const uint64_t> keys, std::span<const float> gradients,
                        uint32_t dim, std::span<const uint32_t> positions, uint64_t clock,
                        RowFormat gradient_format, uint32_t trainer, bool deferred,
-                       const PushSender& sender, uint64_t release_hint) {
+                       const PushSender& sender, uint64_t release_hint, float learning_rate) {
   const size_t n = positions.empty() ? keys.size() : positions.size();
   const size_t grad_values = positions.empty() ? gradients.size() : n * dim;
   const size_t value_bytes = BytesPerValue(gradient_format);
@@ -319,6 +325,7 @@ Frame EncodePushSubset(const RequestHeader& header, std::string_view table,
         push.setSender(sender.id);
         push.setAckedBelow(sender.acked_below);
         push.setReleaseHint(release_hint);
+        push.setLearningRate(learning_rate);
         push.setGradientFormat(ToSchema<schema::RowFormat>(gradient_format));
         auto* key_dst = reinterpret_cast<uint64_t*>(
             builder.InitBulk(n * sizeof(uint64_t), [&](unsigned b) { return push.initKeys(b); }));

@@ -85,6 +85,7 @@ struct PushRequest {
   bool deferred = false;  // bsp: hold until an ApplyClockRequest for `clock`
   PushSender sender;
   uint64_t release_hint = 0;  // non-zero: the hint of sender.id that announced these keys
+  float learning_rate = 0;    // > 0: this step's learning rate in place of the table's
 };
 // Which hint: the sender's own id for it, and the sender (a client's random id), both non-zero.
 struct HintId {
@@ -131,7 +132,7 @@ Frame EncodePushSubset(const RequestHeader& header, std::string_view table,
                        uint32_t dim, std::span<const uint32_t> positions, uint64_t clock,
                        RowFormat gradient_format = RowFormat::kF32, uint32_t trainer = 0,
                        bool deferred = false, const PushSender& sender = {},
-                       uint64_t release_hint = 0);
+                       uint64_t release_hint = 0, float learning_rate = 0);
 // A hint of keys[positions[i]] (all keys when positions is empty), as EncodePullSubset.
 Frame EncodeHintSubset(const RequestHeader& header, std::string_view table,
                        std::span<const uint64_t> keys, std::span<const uint32_t> positions,

@@ -161,13 +161,13 @@ Status EmbeddingTable::Pull(std::span<const uint64_t> keys, std::span<float> out
 }
 
 Status EmbeddingTable::Push(std::span<const uint64_t> keys, std::span<const float> grads,
-                            const PushLogHook& also_log) {
+                            const PushLogHook& also_log, float learning_rate) {
   LogHookOnly check(also_log);
-  return Push(keys, grads, check);
+  return Push(keys, grads, check, learning_rate);
 }
 
 Status EmbeddingTable::Push(std::span<const uint64_t> keys, std::span<const float> grads,
-                            PushCheck& check) {
+                            PushCheck& check, float learning_rate) {
   const size_t dim = spec_.dim;
   if (grads.size() != keys.size() * dim) {
     return InvalidArgument("push to table '" + spec_.name + "': " + std::to_string(keys.size()) +
@@ -176,11 +176,12 @@ Status EmbeddingTable::Push(std::span<const uint64_t> keys, std::span<const floa
                            std::to_string(grads.size()));
   }
   const uint32_t state_floats = optimizer_.state_floats();
+  const float lr = learning_rate > 0 ? learning_rate : spec_.optimizer.learning_rate;
   return ForEachRequestRow(
       keys, floats_per_row_,
       [&](uint32_t position, float* row) {
         optimizer_.Apply(std::span<float>(row, dim), std::span<float>(row + dim, state_floats),
-                         grads.subspan(size_t{position} * dim, dim));
+                         grads.subspan(size_t{position} * dim, dim), lr);
         new_rows_.StampUpdate(row);
       },
       grads.data(), /*pull_check=*/nullptr, &check);

@@ -127,12 +127,14 @@ class EmbeddingTable {
   // Applies grads (keys.size() * dim floats, row after row) through the optimizer, creating
   // missing rows first. InvalidArgument when grads has the wrong size; nothing is applied then.
   // When logs_pushes(), `also_log` (if set) is called once with the batch of the push's rows
-  // and its records are written with them; otherwise it is not called.
+  // and its records are written with them; otherwise it is not called. `learning_rate` > 0
+  // takes the place of the optimizer's (a trainer's schedule); 0 keeps the table's.
   Status Push(std::span<const uint64_t> keys, std::span<const float> grads,
-              const PushLogHook& also_log = nullptr);
+              const PushLogHook& also_log = nullptr, float learning_rate = 0);
   // The same, with `check` deciding on the push first (after the size check) and adding the
   // records to log with its rows.
-  Status Push(std::span<const uint64_t> keys, std::span<const float> grads, PushCheck& check);
+  Status Push(std::span<const uint64_t> keys, std::span<const float> grads, PushCheck& check,
+              float learning_rate = 0);
   // Whether Push logs its rows before returning (a tier whose store keeps a push log).
   bool logs_pushes() const;
 

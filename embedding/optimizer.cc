@@ -58,35 +58,34 @@ void RowOptimizer::InitState(std::span<float> state) const {
 }
 
 void RowOptimizer::Apply(std::span<float> row, std::span<float> state,
-                         std::span<const float> grad) const {
+                         std::span<const float> grad, float learning_rate) const {
   EMBER_CHECK(row.size() == dim_ && grad.size() == dim_ && state.size() == state_floats_,
               "row", row.size(), "grad", grad.size(), "state", state.size(), "want dim", dim_,
               "state", state_floats_);
   switch (spec_.kind) {
     case OptimizerKind::kSgd:
-      ApplySgd(row.data(), grad.data());
+      ApplySgd(row.data(), grad.data(), learning_rate);
       return;
     case OptimizerKind::kAdagrad:
-      ApplyAdagrad(row.data(), state.data(), grad.data());
+      ApplyAdagrad(row.data(), state.data(), grad.data(), learning_rate);
       return;
     case OptimizerKind::kAdam:
-      ApplyAdam(row.data(), state.data(), grad.data());
+      ApplyAdam(row.data(), state.data(), grad.data(), learning_rate);
       return;
     case OptimizerKind::kFtrl:
-      ApplyFtrl(row.data(), state.data(), grad.data());
+      ApplyFtrl(row.data(), state.data(), grad.data(), learning_rate);
       return;
   }
 }
 
-EMBER_WITH_AVX2_CLONE void RowOptimizer::ApplySgd(float* __restrict row, const float* __restrict grad) const {
-  const float lr = spec_.learning_rate;
+EMBER_WITH_AVX2_CLONE void RowOptimizer::ApplySgd(float* __restrict row, const float* __restrict grad,
+                                              float lr) const {
   const float decay = spec_.weight_decay;
   for (uint32_t i = 0; i < dim_; ++i) row[i] -= lr * (grad[i] + decay * row[i]);
 }
 
 EMBER_WITH_AVX2_CLONE void RowOptimizer::ApplyAdagrad(float* __restrict row, float* __restrict acc,
-                                const float* __restrict grad) const {
-  const float lr = spec_.learning_rate;
+                                const float* __restrict grad, float lr) const {
   const float eps = spec_.epsilon;
   const float decay = spec_.weight_decay;
   for (uint32_t i = 0; i < dim_; ++i) {
@@ -97,7 +96,7 @@ EMBER_WITH_AVX2_CLONE void RowOptimizer::ApplyAdagrad(float* __restrict row, flo
 }
 
 EMBER_WITH_AVX2_CLONE void RowOptimizer::ApplyAdam(float* __restrict row, float* __restrict state,
-                             const float* __restrict grad) const {
+                             const float* __restrict grad, float lr) const {
   float* __restrict m = state;
   float* __restrict v = state + dim_;
   float& step = state[2 * dim_];
@@ -108,7 +107,6 @@ EMBER_WITH_AVX2_CLONE void RowOptimizer::ApplyAdam(float* __restrict row, float*
   const float v_scale = static_cast<float>(1.0 / (1.0 - std::pow(double{spec_.beta2}, t)));
   const float b1 = spec_.beta1;
   const float b2 = spec_.beta2;
-  const float lr = spec_.learning_rate;
   const float eps = spec_.epsilon;
   const float decay = spec_.weight_decay;
   for (uint32_t i = 0; i < dim_; ++i) {
@@ -120,10 +118,10 @@ EMBER_WITH_AVX2_CLONE void RowOptimizer::ApplyAdam(float* __restrict row, float*
 }
 
 EMBER_WITH_AVX2_CLONE void RowOptimizer::ApplyFtrl(float* __restrict row, float* __restrict state,
-                             const float* __restrict grad) const {
+                             const float* __restrict grad, float lr) const {
   float* __restrict z = state;
   float* __restrict n = state + dim_;
-  const float inv_alpha = 1.0f / spec_.learning_rate;
+  const float inv_alpha = 1.0f / lr;
   const float beta = spec_.ftrl_beta;
   const float l1 = spec_.l1;
   const float l2 = spec_.l2;

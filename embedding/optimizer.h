@@ -35,16 +35,21 @@ class RowOptimizer {
 
   // One update of `row` (dim floats) and its `state` (state_floats() floats) by `grad` (dim
   // floats). The sizes are checked: a mismatch is a caller bug and aborts.
-  void Apply(std::span<float> row, std::span<float> state, std::span<const float> grad) const;
+  void Apply(std::span<float> row, std::span<float> state, std::span<const float> grad) const {
+    Apply(row, state, grad, spec_.learning_rate);
+  }
+  // The same update with `learning_rate` (> 0) in place of the spec's (a trainer's schedule).
+  void Apply(std::span<float> row, std::span<float> state, std::span<const float> grad,
+             float learning_rate) const;
 
  private:
   RowOptimizer(const OptimizerSpec& spec, uint32_t dim, uint32_t state_floats)
       : spec_(spec), dim_(dim), state_floats_(state_floats) {}
 
-  void ApplySgd(float* row, const float* grad) const;
-  void ApplyAdagrad(float* row, float* state, const float* grad) const;
-  void ApplyAdam(float* row, float* state, const float* grad) const;
-  void ApplyFtrl(float* row, float* state, const float* grad) const;
+  void ApplySgd(float* row, const float* grad, float lr) const;
+  void ApplyAdagrad(float* row, float* state, const float* grad, float lr) const;
+  void ApplyAdam(float* row, float* state, const float* grad, float lr) const;
+  void ApplyFtrl(float* row, float* state, const float* grad, float lr) const;
 
   OptimizerSpec spec_;
   uint32_t dim_;

@@ -35,7 +35,7 @@ std::optional<Frame> Encode(const wire::DecodedRequest& request) {
             // Widened fp16 gradients travel back as fp32: the second trip compares fp32 frames.
             return EncodePushSubset(h, push.table, push.keys, push.gradients, 0, {}, push.clock,
                                     RowFormat::kF32, push.trainer, push.deferred, push.sender,
-                                    push.release_hint);
+                                    push.release_hint, push.learning_rate);
           },
           [&](const HintRequest& hint) {
             return EncodeHintSubset(h, hint.table, hint.keys, {}, {hint.hint, hint.sender},

@@ -170,8 +170,9 @@ class PythonClient {
   py::object Pull(const std::string& table, const py::handle& keys, const py::object& out) {
     return PullAsync(table, keys, out).Result(std::nullopt);
   }
-  void Push(const std::string& table, const py::handle& keys, const py::handle& gradients) {
-    PushAsync(table, keys, gradients).Result(std::nullopt);
+  void Push(const std::string& table, const py::handle& keys, const py::handle& gradients,
+            float learning_rate) {
+    PushAsync(table, keys, gradients, learning_rate).Result(std::nullopt);
   }
 
   Future PullAsync(const std::string& table, const py::handle& keys, const py::object& out) {
@@ -235,13 +236,16 @@ class PythonClient {
     return Future(std::move(ticket), results, closing_);
   }
 
-  Future PushAsync(const std::string& table, const py::handle& keys, const py::handle& gradients) {
+  Future PushAsync(const std::string& table, const py::handle& keys, const py::handle& gradients,
+                   float learning_rate) {
     std::shared_ptr<ps::Client> client = Connected();
     const TableSpec* spec = ValueOrThrow(client->FindTable(table));
     KeyArray key_array = ToKeys(keys);
     const size_t n = static_cast<size_t>(key_array.size());
     FloatArray rows = CheckedRows(gradients, n, spec->dim, "gradients");
-    ps::Ticket ticket = client->Push(table, {key_array.data(), n}, {rows.data(), n * spec->dim});
+    ps::Ticket ticket = client->Push(table, {key_array.data(), n}, {rows.data(), n * spec->dim},
+                                     /*clock=*/0, /*deferred=*/false, /*release_hint=*/0,
+                                     learning_rate);
     Remember(ticket, py::make_tuple(key_array, rows));
     return Future(std::move(ticket), py::none(), closing_);
   }
@@ -468,8 +472,10 @@ void BindClient(py::module_& module) {
            "float32 array (n, dim), created on first pull; filled into `out` when given (a "
            "C-contiguous, writable float32 array of that shape; a strided view is refused).")
       .def("push", &PythonClient::Push, py::arg("table"), py::arg("keys"), py::arg("gradients"),
+           py::arg("learning_rate") = 0.0f,
            "Applies one gradient row per key (float32, (n, dim)) with the table's server-side "
-           "optimizer; sum the gradients of duplicate keys first.")
+           "optimizer; sum the gradients of duplicate keys first. `learning_rate` > 0 replaces "
+           "the table's for this push (a schedule); 0 keeps the table's.")
       .def("pull_async", &PythonClient::PullAsync, py::arg("table"), py::arg("keys"),
            py::arg("out") = py::none(),
            "pull() without waiting: a Future whose result() is the rows. The arrays are kept "
@@ -487,7 +493,7 @@ void BindClient(py::module_& module) {
            py::arg("out") = py::none(),
            "pull_tables() without waiting: a Future whose result() is the list of rows.")
       .def("push_async", &PythonClient::PushAsync, py::arg("table"), py::arg("keys"),
-           py::arg("gradients"),
+           py::arg("gradients"), py::arg("learning_rate") = 0.0f,
            "push() without waiting: a Future whose result() is None once the servers applied it.")
       .def("lookup", &PythonClient::Lookup, py::arg("table"), py::arg("keys"),
            py::arg("missing") = "initial",

@@ -2,6 +2,7 @@
 #include "ps/client/client.h"
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 #include <random>
 
@@ -174,9 +175,15 @@ Ticket Client::Lookup(std::string_view table, std::span<const uint64_t> keys, st
 
 Ticket Client::Push(std::string_view table, std::span<const uint64_t> keys,
                     std::span<const float> gradients, uint64_t clock, bool deferred,
-                    uint64_t release_hint) {
+                    uint64_t release_hint, float learning_rate) {
+  if (!(learning_rate >= 0) || !std::isfinite(learning_rate)) {
+    return Ticket::Done(InvalidArgument("push to '" + std::string(table) + "': learning rate " +
+                                        std::to_string(learning_rate) +
+                                        " (must be finite and >= 0; 0: the table's)"));
+  }
   auto op = Operation::New(*this, Operation::Kind::kPush, table, keys, gradients.size());
   if (!op.ok()) return Ticket::Done(op.status());
+  (*op)->learning_rate = learning_rate;
   (*op)->gradients = gradients;
   (*op)->clock = clock;
   (*op)->deferred = deferred;

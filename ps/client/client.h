@@ -119,9 +119,11 @@ class Client {
   // unique (sum duplicates first); `clock` is the trainer's step. `deferred` (bsp): the servers
   // hold the push until ApplyClock(clock) instead of applying it on arrival.
   // `release_hint` (non-zero): the Hint that announced these keys, whose pins the servers drop.
+  // `learning_rate` > 0: the servers apply it in place of the table's (a trainer's schedule; in
+  // bsp every push of one clock to one table must carry the same); 0: the table's own.
   Ticket Push(std::string_view table, std::span<const uint64_t> keys,
               std::span<const float> gradients, uint64_t clock = 0, bool deferred = false,
-              uint64_t release_hint = 0);
+              uint64_t release_hint = 0, float learning_rate = 0);
   // Look-ahead: tells the servers that `keys` of `table` will be pulled and pushed a few steps
   // from now, under `hint` (non-zero, one per batch of this client), so that a tiered server
   // reads their rows into memory in the background and pins them until the push naming the hint

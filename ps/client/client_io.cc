@@ -234,7 +234,7 @@ Frame Client::Impl::Encode(const Operation& op, uint64_t request_id,
       in_flight_.empty() ? request_id : std::min(request_id, in_flight_.begin()->first);
   return wire::EncodePushSubset(header, part.table->name, part.keys, op.gradients,
                                 part.table->dim, positions, op.clock, options_.row_format, trainer_id_, op.deferred,
-                                wire::PushSender{sender_id_, lowest}, op.hint);
+                                wire::PushSender{sender_id_, lowest}, op.hint, op.learning_rate);
 }
 
 bool Client::Impl::Send(const std::shared_ptr<Operation>& op, uint32_t server, uint64_t request_id,

@@ -69,7 +69,8 @@ struct Operation {
   MissingRows missing = MissingRows::kInitial;  // lookup
   std::span<const float> gradients;             // push source
   uint64_t clock = 0;
-  bool deferred = false;  // bsp push held by the servers until its clock is applied
+  bool deferred = false;    // bsp push held by the servers until its clock is applied
+  float learning_rate = 0;  // a push's: > 0 in place of the table's
   // A hint: its id; a push: the hint it releases (0: none).
   uint64_t hint = 0;
   uint32_t hint_ttl_ms = 0;          // a hint's lifetime on the servers

@@ -39,7 +39,8 @@ class RowSum {
 }  // namespace
 
 Status PushAccumulator::Add(uint64_t clock, uint32_t trainer, const std::string& table,
-                            std::span<const uint64_t> keys, std::span<const float> gradients) {
+                            std::span<const uint64_t> keys, std::span<const float> gradients,
+                            float learning_rate) {
   std::lock_guard lock(mutex_);
   if (clock <= applied_clock_) {
     return FailedPrecondition("deferred push of trainer " + std::to_string(trainer) +
@@ -62,8 +63,17 @@ Status PushAccumulator::Add(uint64_t clock, uint32_t trainer, const std::string&
                              std::to_string(clock) + ": " + std::to_string(pieces_) +
                              " pushes are held already");
   }
+  if (auto same = held_.lower_bound(Slot{clock, table, 0});
+      same != held_.end() && std::get<0>(same->first) == clock &&
+      std::get<1>(same->first) == table && same->second.front().learning_rate != learning_rate) {
+    return InvalidArgument("deferred push of trainer " + std::to_string(trainer) + " for clock " +
+                           std::to_string(clock) + " to table '" + table + "' with learning rate " +
+                           std::to_string(learning_rate) + ", but that clock's pushes so far use " +
+                           std::to_string(same->second.front().learning_rate) +
+                           " (0: the table's)");
+  }
   held_[Slot{clock, table, trainer}].push_back(
-      Piece{{keys.begin(), keys.end()}, {gradients.begin(), gradients.end()}});
+      Piece{{keys.begin(), keys.end()}, {gradients.begin(), gradients.end()}, learning_rate});
   ++pieces_;
   return Status::Ok();
 }
@@ -90,6 +100,7 @@ Status PushAccumulator::Apply(uint64_t clock, std::span<const uint32_t> trainers
   }
   while (it != held_.end() && std::get<0>(it->first) == clock) {
     const std::string table = std::get<1>(it->first);
+    const float learning_rate = it->second.front().learning_rate;  // one per (clock, table)
     RowSum sum;
     for (; it != held_.end() && std::get<0>(it->first) == clock && std::get<1>(it->first) == table;
          pieces_ -= it->second.size(), it = held_.erase(it)) {
@@ -101,7 +112,7 @@ Status PushAccumulator::Apply(uint64_t clock, std::span<const uint32_t> trainers
     }
     if (sum.keys().empty()) continue;
     sum.Scale(factor);
-    Status applied = apply(table, sum.keys(), sum.sums());
+    Status applied = apply(table, sum.keys(), sum.sums(), learning_rate);
     if (!applied.ok() && first_error.ok()) first_error = applied;
   }
   // Pushes held for clocks beyond the next one (taken before any clock was applied, after a

@@ -35,14 +35,18 @@ class PushAccumulator {
   explicit PushAccumulator(uint32_t max_pushes = Limits{}.deferred_pushes_per_clock)
       : max_pushes_(max_pushes) {}
 
-  // Applies one combined push (unique keys, keys.size() * dim gradient values) to a table.
+  // Applies one combined push (unique keys, keys.size() * dim gradient values) to a table, with
+  // the learning rate its pushes carried (0: the table's).
   using ApplyFn = std::function<Status(const std::string& table, std::span<const uint64_t> keys,
-                                       std::span<const float> gradients)>;
+                                       std::span<const float> gradients, float learning_rate)>;
 
   // Holds a copy of a deferred push. FailedPrecondition if `clock` was already applied;
-  // ResourceExhausted (LimitExceeded) when max_pushes are held.
+  // ResourceExhausted (LimitExceeded) when max_pushes are held; InvalidArgument when its
+  // `learning_rate` differs from that of the pushes to `table` held for `clock` already (one
+  // step has one learning rate).
   Status Add(uint64_t clock, uint32_t trainer, const std::string& table,
-             std::span<const uint64_t> keys, std::span<const float> gradients);
+             std::span<const uint64_t> keys, std::span<const float> gradients,
+             float learning_rate = 0);
 
   // Combines and applies the pushes of `clock` from `trainers` (table by table, in name order),
   // and drops that clock's other pushes and those of older clocks still held. InvalidArgument
@@ -63,6 +67,7 @@ class PushAccumulator {
   struct Piece {
     std::vector<uint64_t> keys;
     std::vector<float> gradients;
+    float learning_rate = 0;
   };
   using Slot = std::tuple<uint64_t, std::string, uint32_t>;  // clock, table, trainer
 

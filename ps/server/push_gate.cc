@@ -39,7 +39,8 @@ Result<PushGate::Verdict> PushGate::Check(std::span<const uint64_t> keys,
   outcome_ = Outcome::kPassed;
   if (!push_.deferred) return Verdict::kApply;
   // Held in memory only, and so is its record.
-  Status held = deferred_.Add(push_.clock, push_.trainer, push_.table, keys, push_.gradients);
+  Status held = deferred_.Add(push_.clock, push_.trainer, push_.table, keys, push_.gradients,
+                              push_.learning_rate);
   if (held.code() == StatusCode::kResourceExhausted) refused_by_ = Limit::kDeferredPushesPerClock;
   RETURN_IF_ERROR(held);
   return Verdict::kSkip;

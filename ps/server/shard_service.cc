@@ -258,7 +258,7 @@ Frame ShardService::ApplyPush(const wire::RequestHeader& header, const wire::Pus
   // takes transfer_mutex_ exclusively: a push is wholly before a copy begins (its rows in the
   // copy) or after (its keys noted by the tables for the hand-over).
   PushGate gate(ownership_, *ledger_, deferred_, header.request_id, push, peer.public_key);
-  Status applied = table.Push(push.keys, push.gradients, gate);
+  Status applied = table.Push(push.keys, push.gradients, gate, push.learning_rate);
   if (push.release_hint != 0 && hints_ != nullptr && table.tiered()) {
     hints_->Release(table, peer, push.sender.id, push.release_hint);
   }

@@ -28,9 +28,9 @@ Frame ShardService::HandleApplyClock(const wire::RequestHeader& header,
   Status applied = deferred_.Apply(
       apply.clock, apply.trainers, apply.combine,
       [this](const std::string& name, std::span<const uint64_t> keys,
-             std::span<const float> gradients) -> Status {
+             std::span<const float> gradients, float learning_rate) -> Status {
         ASSIGN_OR_RETURN(embedding::EmbeddingTable * table, FindTable(name));
-        return table->Push(keys, gradients);
+        return table->Push(keys, gradients, nullptr, learning_rate);
       });
   if (!applied.ok()) {
     return Error(header.request_id,

@@ -306,6 +306,11 @@ TEST(WireTest, EveryRequestKindRoundTripsUnderItsName) {
   EXPECT_EQ(DecodedBody<PullRequest>(EncodePull(h, "t", keys), h, "pull").tables.at(0).keys.size(),
             3u);
   EXPECT_EQ(DecodedBody<PushRequest>(EncodePush(h, "t", keys, grads, 5), h, "push").clock, 5u);
+  EXPECT_EQ(DecodedBody<PushRequest>(EncodePushSubset(h, "t", keys, grads, 1, {}, 5,
+                                                      RowFormat::kF32, 0, false, {}, 0, 0.125f),
+                                     h, "push")
+                .learning_rate,
+            0.125f);
 
   const auto server = DecodedBody<RegisterServerRequest>(
       EncodeRegisterServer(h, "tcp://10.0.0.1:5000", true), h, "register-server");
@@ -553,6 +558,8 @@ TEST(WireTest, RequestsWithUnknownNumbersOrBadArraysAreRejected) {
        "pull asks for an unknown row format"},
       {[](R r) { r.initPull().initKeys(12); }, "pull keys holds 12 bytes, not a multiple of 8"},
       {[](R r) { r.initPull().initMoreTables(kMaxTablesPerPull); }, "a pull of 65 tables"},
+      {[](R r) { r.initPush().setLearningRate(-0.5f); }, "push learning rate -0.5"},
+      {[](R r) { r.initPush().setLearningRate(std::nanf("")); }, "push learning rate nan"},
       {[](R r) { r.initPull().initMoreTables(1)[0].initKeys(4); },
        "pull keys holds 4 bytes, not a multiple of 8"},
       {[](R r) {

@@ -286,5 +286,35 @@ TEST(RowOptimizerTest, AdamStepCountSaturatesAtTwoToTheTwentyFour) {
   EXPECT_LT(row[0], 0.0f);
 }
 
+// A step's learning rate (a trainer's schedule) does exactly what the spec's would: the same
+// rows and state, step after step, as an optimizer configured with that rate.
+TEST(RowOptimizerTest, AStepsLearningRateActsAsTheSpecsWould) {
+  for (OptimizerKind kind : {OptimizerKind::kSgd, OptimizerKind::kAdagrad, OptimizerKind::kAdam,
+                             OptimizerKind::kFtrl}) {
+    SCOPED_TRACE(OptimizerKindName(kind));
+    OptimizerSpec configured;
+    configured.kind = kind;
+    configured.learning_rate = 0.05f;
+    OptimizerSpec scheduled = configured;
+    scheduled.learning_rate = 0.2f;
+    auto base = RowOptimizer::Create(configured, kDim);
+    auto reference = RowOptimizer::Create(scheduled, kDim);
+    ASSERT_TRUE(base.ok() && reference.ok());
+    std::vector<float> row(kDim), state(base->state_floats());
+    base->InitState(state);
+    for (uint32_t i = 0; i < kDim; ++i) row[i] = static_cast<float>(InitialWeight(0, i));
+    std::vector<float> expected_row = row, expected_state = state;
+    for (int step = 0; step < 5; ++step) {
+      std::vector<float> grad(kDim);
+      for (uint32_t i = 0; i < kDim; ++i) grad[i] = static_cast<float>(Gradient(0, step, i));
+      base->Apply(row, state, grad, 0.2f);
+      reference->Apply(expected_row, expected_state, grad);
+    }
+    EXPECT_EQ(row, expected_row);
+    EXPECT_EQ(state, expected_state);
+    EXPECT_NE(row[1], static_cast<float>(InitialWeight(0, 1)));
+  }
+}
+
 }  // namespace
 }  // namespace ember::embedding

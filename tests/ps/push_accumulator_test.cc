@@ -8,14 +8,17 @@
 namespace ember::ps {
 namespace {
 
-// Collects what an apply hands to the tables: key -> gradient row (dim 2).
+// Collects what an apply hands to the tables: key -> gradient row (dim 2), and the learning
+// rate of each table.
 struct Applied {
   std::map<uint64_t, std::vector<float>> rows;
+  std::map<std::string, float> learning_rates;
   int calls = 0;
   PushAccumulator::ApplyFn Fn() {
-    return [this](const std::string&, std::span<const uint64_t> keys,
-                  std::span<const float> gradients) {
+    return [this](const std::string& table, std::span<const uint64_t> keys,
+                  std::span<const float> gradients, float learning_rate) {
       ++calls;
+      learning_rates[table] = learning_rate;
       for (size_t i = 0; i < keys.size(); ++i) {
         rows[keys[i]] = {gradients[2 * i], gradients[2 * i + 1]};
       }
@@ -36,6 +39,24 @@ TEST(PushAccumulatorTest, MeanDividesTheSumPerKeyByTheNumberOfTrainers) {
   EXPECT_EQ(applied.rows[1], (std::vector<float>{0.5f, 0.5f}));
   EXPECT_EQ(applied.rows[2], (std::vector<float>{3.0f, 4.0f}));
   EXPECT_EQ(accumulator.pending_pushes(), 0u);
+}
+
+TEST(PushAccumulatorTest, AClocksPushesToATableShareOneLearningRate) {
+  PushAccumulator accumulator;
+  std::vector<uint64_t> keys = {1};
+  std::vector<float> gradient = {1, 1};
+  ASSERT_TRUE(accumulator.Add(1, 0, "t", keys, gradient, 0.25f).ok());
+  ASSERT_TRUE(accumulator.Add(1, 1, "t", keys, gradient, 0.25f).ok());
+  ASSERT_TRUE(accumulator.Add(1, 1, "u", keys, gradient).ok());  // another table: its own
+  const Status other = accumulator.Add(1, 2, "t", keys, gradient, 0.5f);
+  EXPECT_EQ(other.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(other.message().find("learning rate 0.5"), std::string::npos) << other.ToString();
+  Applied applied;
+  std::vector<uint32_t> trainers = {0, 1, 2};
+  ASSERT_TRUE(accumulator.Apply(1, trainers, Combine::kSum, applied.Fn()).ok());
+  EXPECT_EQ(applied.learning_rates["t"], 0.25f);
+  EXPECT_EQ(applied.learning_rates["u"], 0.0f);
+  EXPECT_EQ(applied.rows[1], (std::vector<float>{1.0f, 1.0f}));  // "u" applied after "t"
 }
 
 TEST(PushAccumulatorTest, PushesOfUnlistedTrainersAreDroppedAndApplyIsIdempotent) {

@@ -148,7 +148,7 @@ TEST_F(PushGateTest, DeferredPushIsHeldNotApplied) {
   ASSERT_TRUE(deferred_
                   .Apply(1, std::vector<uint32_t>{0}, Combine::kSum,
                          [](const std::string&, std::span<const uint64_t>,
-                            std::span<const float>) { return Status::Ok(); })
+                            std::span<const float>, float) { return Status::Ok(); })
                   .ok());
   const Pushed late = Push(9, keys, true);
   EXPECT_EQ(late.status.code(), StatusCode::kFailedPrecondition);
