@@ -219,6 +219,7 @@ class EmbeddingBagCollection(ServerRowsState, torch.nn.Module):
             raise _invalid("tables: no feature to pool")
         self.tables = list(dict.fromkeys(feature.table for feature in self._features))
         self._pushes = []  # futures of pushes not known to be applied
+        self._server_optimizer = None  # a ServerOptimizer pushes the gradients, when attached
         self.stats = collections.Counter()
 
     def extra_repr(self):
@@ -273,8 +274,11 @@ class EmbeddingBagCollection(ServerRowsState, torch.nn.Module):
             if torch.is_grad_enabled():
                 table_rows.requires_grad_(True)
                 ids = unique[table]
-                table_rows.register_hook(
-                    lambda grad, table=table, ids=ids: self._push(table, ids, grad))
+                if self._server_optimizer is not None:  # its step() pushes the gradient
+                    self._server_optimizer.track(self, table, ids, table_rows)
+                else:
+                    table_rows.register_hook(
+                        lambda grad, table=table, ids=ids: self._push(table, ids, grad))
             rows[table] = table_rows
         return rows
 
@@ -296,7 +300,11 @@ class EmbeddingBagCollection(ServerRowsState, torch.nn.Module):
 
     def _push(self, table, ids, grad):
         gradients = grad.detach().to("cpu", torch.float32).contiguous().numpy()
-        self._pushes.append(self.client.push_async(table, ids.numpy(), gradients))
+        self._note_push(self.client.push_async(table, ids.numpy(), gradients), ids)
+
+    def _note_push(self, future, unique):
+        """A push of this module's rows is in flight (its own, or its optimizer's)."""
+        self._pushes.append(future)
         self.stats["pushes"] += 1
 
     def flush(self):

@@ -1,14 +1,20 @@
-"""ember.torch.Embedding: an embedding layer whose rows live in an ember table.
+"""ember.torch: PyTorch modules whose rows live in ember tables.
 
-Forward dedups the batch's ids, pulls their rows from the servers and gathers them back to the
-batch's shape; backward sums the gradients of duplicate ids (autograd's own index backward) and
-pushes one gradient row per unique id, which the table's server-side optimizer applies. The rest
-of the model trains with any torch optimizer as usual; the layer has no torch parameters.
+Embedding (here) is an embedding layer of one table. Forward dedups the batch's ids, pulls their
+rows from the servers and gathers them back to the batch's shape; backward sums the gradients of
+duplicate ids (autograd's own index backward) and pushes one gradient row per unique id, which the
+table's server-side optimizer applies. The rest of the model trains with any torch optimizer as
+usual; the layer has no torch parameters.
 
 Ordering: a pull waits until this layer's earlier pushes were applied, so one process training
 with one layer gets exactly what a local nn.Embedding with the same optimizer gets. prefetch()
 keeps that exactness: ids that a batch still to be pushed may change are pulled later, at
 forward, and only the others ahead of time.
+
+Beside it: EmbeddingBagCollection (_torch_bags.py, pooled multi-id features of several tables in
+one pull), ServerOptimizer (_torch_optim.py, the servers' optimizers as a torch optimizer:
+schedules, accumulation, loss scaling, clipping) and state dicts with save/load
+(_torch_state.py).
 """
 
 import collections
@@ -20,10 +26,11 @@ from . import _ember
 from ._torch_bags import BagConfig, EmbeddingBagCollection, JaggedIds, PooledEmbeddings
 from ._torch_ids import as_id_tensor as _as_id_tensor
 from ._torch_ids import unique_ids as _unique_ids
+from ._torch_optim import ServerOptimizer
 from ._torch_state import ServerRowsState, load, save, set_state_dir, state_dir
 
 __all__ = ["BagConfig", "Embedding", "EmbeddingBagCollection", "JaggedIds", "PooledEmbeddings",
-           "ServerRowsState", "load", "save", "set_state_dir", "state_dir"]
+           "ServerOptimizer", "ServerRowsState", "load", "save", "set_state_dir", "state_dir"]
 
 _Prefetch = collections.namedtuple("_Prefetch", "ids early_mask early_rows future")
 
@@ -62,6 +69,7 @@ class Embedding(ServerRowsState, torch.nn.Module):
         self._unpushed = {}  # token -> ids of forwards whose gradient is still to come
         self._tokens = 0
         self._prefetches = collections.deque()
+        self._server_optimizer = None  # a ServerOptimizer pushes the gradients, when attached
         self.stats = collections.Counter()
 
     def extra_repr(self):
@@ -97,7 +105,10 @@ class Embedding(ServerRowsState, torch.nn.Module):
             rows.requires_grad_(True)
             token = self._note_unpushed(served, rows)
             keep = None if len(served) == len(unique) else (unique != self.padding_idx)
-            rows.register_hook(lambda grad: self._push(token, served, grad, keep))
+            if self._server_optimizer is not None:  # its step() pushes the gradient
+                self._server_optimizer.track(self, self.table, served, rows, keep)
+            else:
+                rows.register_hook(lambda grad: self._push(token, served, grad, keep))
         inverse = inverse.to(self.device, non_blocking=True)
         return rows[inverse].reshape(*ids[0].shape, self.dim)
 
@@ -122,10 +133,13 @@ class Embedding(ServerRowsState, torch.nn.Module):
         if len(unique) == 0:
             return None
         gradients = grad.detach().to("cpu", torch.float32).contiguous().numpy()
-        future = self.client.push_async(self.table, unique.numpy(), gradients)
+        self._note_push(self.client.push_async(self.table, unique.numpy(), gradients), unique)
+        return None
+
+    def _note_push(self, future, unique):
+        """A push of this layer's rows of `unique` is in flight (its own, or its optimizer's)."""
         self._pushes.append((future, unique))
         self.stats["pushes"] += 1
-        return None
 
     # ---- pulls ----
 
