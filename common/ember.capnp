@@ -396,6 +396,21 @@ struct Registration {
   routing @2 :RoutingTable;
   clock @3 :UInt64;           # trainers: the clock to start from (a late joiner joins here)
   grantKey @4 :Data;          # servers: the key clock grants are signed with (empty: unsigned)
+  sync @5 :SyncSettings;      # trainers: how the run's steps are synchronised
+}
+
+# How a run's trainers synchronise their steps (common/sync_options.h), as a trainer must follow.
+struct SyncSettings {
+  mode @0 :Mode;
+  staleness @1 :UInt32;       # ssp: clocks a trainer may run ahead of the slowest
+  combine @2 :ApplyClock.Combine;  # bsp: how a clock's pushes combine
+  trainers @3 :UInt32;        # trainers the run expects
+  clockTimeoutMs @4 :UInt32;  # the longest wait of a trainer for its clock
+  enum Mode {
+    asp @0;
+    bsp @1;
+    ssp @2;
+  }
 }
 
 struct Response {

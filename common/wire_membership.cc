@@ -3,6 +3,10 @@
 // routing-table codec the moves topic shares.
 #include "common/wire_membership.h"
 
+#include <algorithm>
+#include <chrono>
+#include <limits>
+
 #include "common/wire_internal.h"
 
 namespace ember::wire {
@@ -82,6 +86,13 @@ void WriteRegistration(schema::Registration::Builder out, const Registration& re
   WriteRouting(out.initRouting(), registration.routing);
   out.setClock(registration.clock);
   out.setGrantKey(DataOf(std::string_view(registration.grant_key)));
+  auto sync = out.initSync();
+  sync.setMode(ToSchema<schema::SyncSettings::Mode>(registration.sync.mode));
+  sync.setStaleness(registration.sync.staleness);
+  sync.setCombine(ToSchema<schema::ApplyClock::Combine>(registration.sync.combine));
+  sync.setTrainers(registration.sync.trainers);
+  sync.setClockTimeoutMs(static_cast<uint32_t>(std::clamp<int64_t>(
+      registration.sync.clock_timeout.count(), 0, std::numeric_limits<uint32_t>::max())));
 }
 
 Result<Registration> ReadRegistration(schema::Registration::Reader in) {
@@ -94,6 +105,15 @@ Result<Registration> ReadRegistration(schema::Registration::Reader in) {
   ASSIGN_OR_RETURN(registration.routing, ReadRouting(in.getRouting()));
   registration.clock = in.getClock();
   registration.grant_key = BytesOf(in.getGrantKey());
+  const auto sync = in.getSync();
+  const auto mode = FromSchema(sync.getMode(), SyncMode::kSsp);
+  const auto combine = FromSchema(sync.getCombine(), Combine::kSum);
+  if (!mode || !combine) return InvalidArgument("a registration names an unknown sync mode");
+  registration.sync.mode = *mode;
+  registration.sync.staleness = sync.getStaleness();
+  registration.sync.combine = *combine;
+  registration.sync.trainers = sync.getTrainers();
+  registration.sync.clock_timeout = std::chrono::milliseconds(sync.getClockTimeoutMs());
   return registration;
 }
 

@@ -96,6 +96,9 @@ struct Registration {
   RoutingTable routing;
   uint64_t clock = 0;  // trainers: the clock to start from
   std::string grant_key;  // servers: the key clock grants are signed with (empty: unsigned)
+  // Trainers: how the run synchronises (mode, staleness, combine, trainers, clock_timeout; the
+  // other fields are the scheduler's own and keep their defaults here).
+  SyncOptions sync;
 };
 
 // The responses that carry a routing table carry its epoch as theirs.

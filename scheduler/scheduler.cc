@@ -200,6 +200,7 @@ wire::Registration Scheduler::RegistrationFor(uint32_t member_id) const {
   wire::Registration registration{member_id, options_.tables, routing_};
   if (clocks_.is_member(member_id)) registration.clock = clocks_.clock_of(member_id);
   if (grant_signer_) registration.grant_key = grant_signer_->public_key();
+  registration.sync = options_.sync;
   return registration;
 }
 

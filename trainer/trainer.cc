@@ -45,7 +45,8 @@ Status CheckTables(const ps::Client& client, const std::vector<std::string>& tab
 Trainer::Trainer(ps::Client* client, Backend* backend, DataSource* data, const ModelConfig& model,
                  TrainOptions options)
     : client_(client), backend_(backend), data_(data), model_(model),
-      options_(std::move(options)), clock_(client->start_clock()) {
+      options_(std::move(options)), clock_(client->start_clock()),
+      sync_(*client, options_.sync, options_.rank) {
   if (options_.dense_on_servers()) dense_ = std::make_unique<DenseTable>(model_);
   if (options_.lookahead > 0) {
     lookahead_ = std::make_unique<LookaheadSource>(
@@ -112,16 +113,6 @@ Result<std::unique_ptr<Trainer>> Trainer::Create(ps::Client* client, Backend* ba
   return std::unique_ptr<Trainer>(new Trainer(client, backend, data, model, std::move(options)));
 }
 
-Status Trainer::SynchroniseClock() {
-  ASSIGN_OR_RETURN(ClockGrant grant,
-                   client_->scheduler().ReportClock(client_->trainer_id(), clock_,
-                                                    options_.sync.clock_timeout));
-  if (grant.cut.clock > clock_) pending_cut_ = grant.cut;
-  if (options_.sync.mode != SyncMode::kBsp) return Status::Ok();
-  return client_->ApplyClock(clock_, grant.trainers, options_.sync.combine,
-                             options_.sync.clock_timeout, grant.signature);
-}
-
 Result<DenseState> Trainer::CurrentDenseState() {
   if (!dense_) return backend_->GetState();
   std::vector<float> rows(dense_->buffer_floats());
@@ -163,73 +154,11 @@ Status Trainer::WriteCheckpoint(const std::string& dir) {
   cut.dir = dir;
   cut.clock = clock_;
   CutRecord record;
-  return CompleteCut(cut, &record);
+  return sync_.CompleteCut(cut, &record);
 }
 
 Status Trainer::TakeCheckpoint(const Result<std::string>& data_position) {
-  const CutInfo cut = pending_cut_;
-  pending_cut_ = CutInfo{};
-  const Status written = WriteOwnFile(cut.dir, data_position);
-  if (!written.ok()) {
-    spdlog::error("trainer {}: cannot write its part of the checkpoint after step {}: {}",
-                  options_.rank, clock_, written.ToString());
-  }
-  // Arrive even without a file, so the others learn at once that this cut fails.
-  auto arrived = client_->scheduler().ArriveAtCut(client_->trainer_id(), cut.clock,
-                                                  options_.sync.clock_timeout);
-  if (!arrived.ok()) {
-    spdlog::warn("trainer {}: checkpoint after step {} into {} failed: {}; training goes on",
-                 options_.rank, cut.clock, cut.dir, arrived.status().ToString());
-    return Status::Ok();
-  }
-  if (!arrived->coordinate) return Status::Ok();
-  const auto start = Clock::now();
-  CutRecord record{.step = cut.clock};
-  const Status outcome = written.ok() ? CompleteCut(*arrived, &record) : written;
-  if (outcome.ok()) {
-    record.seconds = std::chrono::duration<double>(Clock::now() - start).count();
-    cuts_.push_back(record);
-    const std::string kind = record.chain_place < 0    ? std::string("full")
-                             : record.chain_place == 0 ? std::string("the base of a chain")
-                                                       : "increment " +
-                                                             std::to_string(record.chain_place) +
-                                                             " of its chain";
-    spdlog::info("trainer {}: checkpoint after step {} written to {} in {:.2f} s ({}, {:.1f} MB "
-                 "of partition files)",
-                 options_.rank, cut.clock, cut.dir, record.seconds, kind, record.bytes / 1e6);
-  } else {
-    spdlog::error("trainer {}: checkpoint after step {} into {} failed: {}; training goes on",
-                  options_.rank, cut.clock, cut.dir, outcome.ToString());
-  }
-  return client_->scheduler().FinishCut(client_->trainer_id(), cut.clock, outcome,
-                                        options_.sync.clock_timeout);
-}
-
-Status Trainer::CompleteCut(const CutInfo& cut, CutRecord* record) {
-  ASSIGN_OR_RETURN(const ps::CheckpointChaining chaining,
-                   ps::ChainingOf(cut, client_->routing().num_partitions));
-  ASSIGN_OR_RETURN(Manifest manifest, ps::CheckpointServers(*client_, cut.dir, cut.clock,
-                                                                options_.sync.clock_timeout,
-                                                                chaining));
-  manifest.trainers = options_.sync.trainers;
-  for (uint32_t rank = 0; rank < manifest.trainers; ++rank) {
-    const std::string path = TrainerFilePath(cut.dir, rank);
-    if (!std::filesystem::exists(path)) {
-      return FailedPrecondition("'" + path + "' is missing: trainer " + std::to_string(rank) +
-                                " did not take part in the cut (it left, died or failed to "
-                                "write it)");
-    }
-  }
-  RETURN_IF_ERROR(WriteManifest(cut.dir, manifest));
-  ASSIGN_OR_RETURN(const Manifest written, ReadManifest(cut.dir));
-  for (const ManifestFile& file : written.files) {
-    if (file.path.rfind("tables/", 0) == 0) record->bytes += file.bytes;
-  }
-  record->chain_place = chaining.chained ? static_cast<int64_t>(written.chain.sequence) : -1;
-  if (cut.keep > 0) {
-    return PruneCheckpoints(std::filesystem::path(cut.dir).parent_path().string(), cut.keep);
-  }
-  return Status::Ok();
+  return sync_.TakeCut(WriteOwnFile(sync_.pending_cut().dir, data_position));
 }
 
 Status Trainer::Restore(const std::string& dir) {

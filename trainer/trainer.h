@@ -36,6 +36,7 @@
 #include <vector>
 
 #include "common/clock_grant.h"
+#include "trainer/step_sync.h"
 #include "ps/client/client.h"
 #include "trainer/backend.h"
 #include "trainer/data_source.h"
@@ -58,14 +59,6 @@ struct WindowStats {
   double wait_ms = 0;     // waiting for the other trainers (clock grant, bsp apply), per step
   double unique_keys = 0; // rows pulled per step, all slots
   double device_busy = 0; // share of wall time the backend's device was busy (GPU busy share)
-};
-
-// A checkpoint cut this trainer coordinated.
-struct CutRecord {
-  uint64_t step = 0;
-  double seconds = 0;       // from this trainer's arrival until the manifest was written
-  uint64_t bytes = 0;       // of the partition files written
-  int64_t chain_place = -1; // -1: a full checkpoint; 0: the base of a chain; N: its Nth increment
 };
 
 struct TrainSummary {
@@ -125,18 +118,11 @@ class Trainer {
 
   Trainer(ps::Client* client, Backend* backend, DataSource* data, const ModelConfig& model,
           TrainOptions options);
-  // After step clock_'s pushes were acknowledged: the clock report (noting an announced cut)
-  // and, in bsp, its apply.
-  Status SynchroniseClock();
   // At the cut after clock_: writes this trainer's file (with the data position noted before the
-  // next batch was drawn), meets the others and, as coordinator, completes the cut. A failed cut
-  // is logged and training goes on; only a broken connection to the scheduler is an error.
+  // next batch was drawn) and takes the cut (StepSync::TakeCut).
   Status TakeCheckpoint(const Result<std::string>& data_position);
   // This trainer's file of a checkpoint in `dir`: step, data position and dense state.
   Status WriteOwnFile(const std::string& dir, const Result<std::string>& data_position);
-  // The coordinator's part: the servers' partitions, every trainer file present, the manifest,
-  // and pruning of older periodic checkpoints.
-  Status CompleteCut(const CutInfo& cut, CutRecord* record);
   // With look-ahead: tells the servers the keys of the batch `id` just drawn ahead (a hint per
   // table), for its push to release.
   void AnnounceBatch(const Batch& batch, uint64_t id);
@@ -156,8 +142,7 @@ class Trainer {
   uint32_t completed_steps_ = 0;
   std::unique_ptr<DenseTable> dense_;  // when the dense weights live on the servers
   ClockObserver observer_;
-  CutInfo pending_cut_;  // announced cut (clock 0: none)
-  std::vector<CutRecord> cuts_;  // coordinated in this run
+  StepSync sync_;  // clock reports, bsp applies and cuts after each step
   // The data position after step noted_position_clock_, noted for a cut or the step hook.
   Result<std::string> noted_position_ = FailedPrecondition("no data position was noted");
   uint64_t noted_position_clock_ = 0;

@@ -156,7 +156,7 @@ Status Trainer::StepLoop::DrainAll() {
 }
 
 void Trainer::StepLoop::NotePosition(uint64_t step_clock) {
-  if (t_.pending_cut_.clock != step_clock && !after_step_) return;
+  if (!t_.sync_.CutAfter(step_clock) && !after_step_) return;
   t_.noted_position_ = t_.data_->SavePosition();
   t_.noted_position_clock_ = step_clock;
 }
@@ -232,8 +232,8 @@ Status Trainer::StepLoop::AwaitPushesAndClock(uint32_t step, const std::string& 
         WaitAll(previous.pushes).WithContext("step " + std::to_string(step - 1) + " push"));
     figures.push_ms = MillisSince(phase);
     phase = Clock::now();
-    RETURN_IF_ERROR(t_.SynchroniseClock().WithContext(where));  // asp: answered at once
-    if (t_.pending_cut_.clock == t_.clock_) {
+    RETURN_IF_ERROR(t_.sync_.EndStep(t_.clock_).WithContext(where));  // asp: answered at once
+    if (t_.sync_.CutAfter(t_.clock_)) {
       RETURN_IF_ERROR(WaitAll(current.pushes).WithContext(where + " push"));
     }
   } else {
@@ -246,9 +246,9 @@ Status Trainer::StepLoop::AwaitPushesAndClock(uint32_t step, const std::string& 
     figures.push_ms = MillisSince(phase);
     if (t_.observer_.step_done) t_.observer_.step_done(t_.clock_);
     phase = Clock::now();
-    RETURN_IF_ERROR(t_.SynchroniseClock().WithContext(where));
+    RETURN_IF_ERROR(t_.sync_.EndStep(t_.clock_).WithContext(where));
   }
-  if (t_.pending_cut_.clock == t_.clock_) {
+  if (t_.sync_.CutAfter(t_.clock_)) {
     if (step == steps_) NotePosition(t_.clock_);  // no batch was drawn after it
     RETURN_IF_ERROR(t_.TakeCheckpoint(t_.noted_position_).WithContext(where + " checkpoint"));
   }
@@ -305,8 +305,7 @@ Result<TrainSummary> Trainer::Run(uint32_t steps,
   summary.steps = last_step - (first_step - 1);
   summary.seconds = std::chrono::duration<double>(Clock::now() - run_start).count();
   summary.samples_per_second = summary.seconds > 0 ? summary.samples / summary.seconds : 0;
-  summary.cuts = std::move(cuts_);
-  cuts_.clear();
+  summary.cuts = sync_.TakeRecords();
   if (!summary.windows.empty()) {
     summary.first_window = summary.windows.front();
     summary.last_window = summary.windows.back();

@@ -59,6 +59,7 @@ Status Client::Impl::Register() {
                    scheduler_.RegisterTrainer(options_.name, options_.register_timeout));
   trainer_id_ = registration.trainer_id;
   start_clock_ = registration.start_clock;
+  sync_ = registration.sync;
   tables_ = std::move(registration.tables);
   routing_ = std::move(registration.routing);
   return Status::Ok();
@@ -130,6 +131,7 @@ Result<std::unique_ptr<Client>> Client::Connect(ClientOptions options) {
 
 uint32_t Client::trainer_id() const { return impl_->trainer_id_; }
 uint64_t Client::start_clock() const { return impl_->start_clock_; }
+const SyncOptions& Client::sync() const { return impl_->sync_; }
 const std::vector<TableSpec>& Client::tables() const { return impl_->tables_; }
 SchedulerClient& Client::scheduler() { return impl_->scheduler_; }
 uint64_t Client::sender_id() const { return impl_->sender_id_; }

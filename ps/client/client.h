@@ -96,6 +96,9 @@ class Client {
   uint32_t trainer_id() const;
   // The clock this trainer starts from (non-zero for a late joiner of a bsp/ssp run).
   uint64_t start_clock() const;
+  // How the run synchronises its trainers' steps, as the scheduler said at registration (mode,
+  // staleness, combine, trainers, clock_timeout).
+  const SyncOptions& sync() const;
   const std::vector<TableSpec>& tables() const;
   Result<const TableSpec*> FindTable(std::string_view name) const;
   RoutingTable routing() const;

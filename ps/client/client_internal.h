@@ -99,6 +99,7 @@ struct Client::Impl {
   SchedulerClient scheduler_;  // thread-safe
   uint32_t trainer_id_ = 0;
   uint64_t start_clock_ = 0;
+  SyncOptions sync_;
   std::vector<TableSpec> tables_;
 
   mutable std::mutex routing_mutex_;  // guards routing_ (written by the I/O thread only)

@@ -80,7 +80,8 @@ Result<TrainerRegistration> SchedulerClient::RegisterTrainer(std::string_view na
         return Internal("scheduler answered a trainer registration without a ready routing table");
       }
       return TrainerRegistration{registration->id, registration->clock,
-                                 std::move(registration->tables), std::move(registration->routing)};
+                                 std::move(registration->tables), std::move(registration->routing),
+                                 registration->sync};
     }
     // Not reachable or no answer (the cluster still forming): ask again.
     const StatusCode code = registration.status().code();

@@ -25,6 +25,7 @@
 
 #include "common/transport_security.h"
 #include "common/clock_grant.h"
+#include "common/sync_options.h"
 #include "common/cluster_status.h"
 #include "common/millis.h"
 #include "common/routing_table.h"
@@ -43,6 +44,7 @@ struct TrainerRegistration {
   uint64_t start_clock = 0;  // non-zero for a late joiner of a bsp/ssp run
   std::vector<TableSpec> tables;
   RoutingTable routing;  // ready
+  SyncOptions sync;      // how the run's trainers synchronise (the scheduler's)
 };
 
 class SchedulerClient {

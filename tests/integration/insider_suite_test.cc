@@ -105,7 +105,11 @@ void FillField(DynamicStruct::Builder out, capnp::StructSchema::Field field, uin
     out.set(field, Primitive(type, value));
     return;
   }
-  const size_t size = SizeFor(value);
+  // Inside a member of a list of structs (depth 2 and more) everything is smaller, and so is a
+  // list of structs, so that a case stays a fast message (a list of 4096 structs of 800 KB each
+  // would be 3 GB).
+  const size_t size = depth >= 2 ? std::min<size_t>(SizeFor(value), 1000) : SizeFor(value);
+  const size_t list_limit = type.isList() && type.asList().getElementType().isStruct() ? 100 : 4096;
   switch (type.which()) {
     case capnp::schema::Type::VOID: out.set(field, capnp::VOID); return;
     case capnp::schema::Type::TEXT:
@@ -118,7 +122,7 @@ void FillField(DynamicStruct::Builder out, capnp::StructSchema::Field field, uin
       return;
     }
     case capnp::schema::Type::LIST:
-      FillList(out.init(field, static_cast<uint32_t>(std::min<size_t>(size, 4096)))
+      FillList(out.init(field, static_cast<uint32_t>(std::min(size, list_limit)))
                    .as<capnp::DynamicList>(),
                value, depth);
       return;
