@@ -6,6 +6,7 @@ are refused, close() stops serving, and a torch loop's module counters are logge
 import json
 import queue
 import re
+import shutil
 import signal
 import socket
 import subprocess
@@ -259,7 +260,12 @@ def test_metrics_serve_ember_trains_families_with_the_windows_figures(cpp_scrape
         for step in range(1, 6):  # windows end at 2 and 4; step 5 is not scraped yet
             log.step(step, loss=float(step), pull_ms=2.0, compute_ms=4.0, push_ms=1.0,
                      rows=10 * step)
-        families = parse_exposition(scrape(log.url))
+        text = scrape(log.url)
+    families = parse_exposition(text)
+    if shutil.which("promtool"):  # Debian package prometheus
+        checked = subprocess.run(["promtool", "check", "metrics"], input=text,
+                                 capture_output=True, text=True, timeout=TIMEOUT_S)
+        assert checked.returncode == 0, checked.stdout + checked.stderr
 
     assert set(families) == set(cpp_scrape)
     for name, family in cpp_scrape.items():
