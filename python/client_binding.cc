@@ -35,7 +35,8 @@ void BindClient(py::module_& module) {
       .def("take_cut", &PythonClient::TakeCut, py::arg("error") = "",
            "Takes the cut end_step() announced, once this trainer's file is written (or with "
            "`error` saying why it could not be): the trainers meet, and one has the servers "
-           "write their rows and the manifest.")
+           "write their rows and the manifest. Whether the cut was written whole (a failed one "
+           "is logged, and training goes on).")
       .def("pull", &PythonClient::Pull, py::arg("table"), py::arg("keys"),
            py::arg("out") = py::none(),
            "The rows of `keys` (uint64 ids, or int64 ones read as their unsigned bit pattern) as a "

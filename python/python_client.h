@@ -125,7 +125,8 @@ class PythonClient {
   py::object EndStep();
   // After writing its file for the due cut (or failing to: `error` says why): meets the other
   // trainers at the cut; the coordinator has the servers write their part and the manifest.
-  void TakeCut(const std::string& error);
+  // Whether the cut was written whole (a failed one is logged, and training goes on).
+  bool TakeCut(const std::string& error);
 
   uint32_t trainer_id() { return Connected()->trainer_id(); }
   uint32_t rank() const { return rank_; }

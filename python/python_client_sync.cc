@@ -38,7 +38,7 @@ py::object PythonClient::EndStep() {
   return cut;
 }
 
-void PythonClient::TakeCut(const std::string& error) {
+bool PythonClient::TakeCut(const std::string& error) {
   std::shared_ptr<ps::Client> client = Connected();
   std::shared_ptr<trainer::StepSync> sync = step_sync_;
   if (!sync->CutAfter(clock())) {
@@ -47,6 +47,7 @@ void PythonClient::TakeCut(const std::string& error) {
   }
   const Status own_file = error.empty() ? Status::Ok() : Internal(error);
   ThrowIfError(WithoutGil([&] { return sync->TakeCut(own_file); }));
+  return sync->last_cut_written();
 }
 
 }  // namespace ember::python

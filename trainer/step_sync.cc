@@ -37,6 +37,7 @@ Status StepSync::EndStep(uint64_t clock) {
 Status StepSync::TakeCut(const Status& own_file) {
   const CutInfo cut = pending_cut_;
   pending_cut_ = CutInfo{};
+  last_cut_written_ = false;
   if (!own_file.ok()) {
     spdlog::error("trainer {}: cannot write its part of the checkpoint after step {}: {}", rank_,
                   cut.clock, own_file.ToString());
@@ -49,7 +50,10 @@ Status StepSync::TakeCut(const Status& own_file) {
                  rank_, cut.clock, cut.dir, arrived.status().ToString());
     return Status::Ok();
   }
-  if (!arrived->coordinate) return Status::Ok();
+  if (!arrived->coordinate) {  // the cut is over: written, or its error came back
+    last_cut_written_ = true;
+    return Status::Ok();
+  }
   const auto start = std::chrono::steady_clock::now();
   CutRecord record{.step = cut.clock};
   const Status outcome = own_file.ok() ? CompleteCut(*arrived, &record) : own_file;
@@ -57,6 +61,7 @@ Status StepSync::TakeCut(const Status& own_file) {
     record.seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     records_.push_back(record);
+    last_cut_written_ = true;
     spdlog::info("trainer {}: checkpoint after step {} written to {} in {:.2f} s ({}, {:.1f} MB "
                  "of partition files)",
                  rank_, cut.clock, cut.dir, record.seconds, ChainPlaceText(record.chain_place),

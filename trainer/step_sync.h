@@ -49,6 +49,9 @@ class StepSync {
   // the others and, as coordinator, completes the cut. A failed cut is logged and training goes
   // on; only a broken connection to the scheduler is an error.
   Status TakeCut(const Status& own_file);
+  // Whether the last cut taken was written whole (every trainer's file, the servers' part and
+  // the manifest).
+  bool last_cut_written() const { return last_cut_written_; }
   // The coordinator's part: the servers' partitions, every trainer file present, the manifest,
   // and pruning of older periodic checkpoints (also a checkpoint of a run of one trainer, taken
   // without the scheduler).
@@ -61,6 +64,7 @@ class StepSync {
   const SyncOptions sync_;
   const uint32_t rank_;
   CutInfo pending_cut_;
+  bool last_cut_written_ = false;
   std::vector<CutRecord> records_;
 };
 

@@ -53,8 +53,10 @@ Result<TrainOptions> TrainOptionsFromYaml(const YAML::Node& node, std::string_vi
   RETURN_IF_ERROR(config::ReadOptional(node, path, "batch_size", &options.batch_size));
   RETURN_IF_ERROR(config::ReadOptional(node, path, "backend", &options.backend));
   RETURN_IF_ERROR(config::ReadOptional(node, path, "log_every", &options.log_every));
-  RETURN_IF_ERROR(config::ReadRequired(node, path, "user_tables", &options.user_tables));
-  RETURN_IF_ERROR(config::ReadRequired(node, path, "item_tables", &options.item_tables));
+  // Optional here: a cluster that only serves (Python trainers) has no C++ towers to feed;
+  // Trainer::Create checks them against the model.
+  RETURN_IF_ERROR(config::ReadOptional(node, path, "user_tables", &options.user_tables));
+  RETURN_IF_ERROR(config::ReadOptional(node, path, "item_tables", &options.item_tables));
   RETURN_IF_ERROR(config::ReadOptional(node, path, "pipeline", &options.pipeline));
   RETURN_IF_ERROR(config::ReadOptional(node, path, "lookahead", &options.lookahead));
   RETURN_IF_ERROR(config::ReadOptional(node, path, "wire_fp16", &options.wire_fp16));
@@ -99,9 +101,6 @@ Result<TrainOptions> TrainOptionsFromYaml(const YAML::Node& node, std::string_vi
   if (options.backend != "cpu" && options.backend != "cuda" && options.backend != "auto") {
     return InvalidArgument(where + ".backend: '" + options.backend +
                            "' is not one of cpu, cuda, auto");
-  }
-  if (options.user_tables.empty() || options.item_tables.empty()) {
-    return InvalidArgument(where + ": user_tables and item_tables must name at least one table");
   }
   if (options.eval_k == 0 || options.eval_batch_users == 0) {
     return InvalidArgument(where + ": eval_k and eval_batch_users must be > 0");

@@ -42,7 +42,7 @@ class Client(_ember.Client):
     """A trainer's connection to an ember cluster (a thin binding of ember's C++ client).
 
     Client(scheduler, key="", scheduler_key="", name=None, timeout=30.0, register_timeout=60.0,
-           heartbeat_interval=1.0, max_keys_per_message=4096)
+           heartbeat_interval=1.0, max_keys_per_message=4096, rank=0)
 
     `scheduler` is the scheduler's endpoint (tcp://host:port). On an authenticated cluster, `key`
     is this client's key file (ember keygen) and `scheduler_key` the scheduler's public key (a
@@ -52,8 +52,12 @@ class Client(_ember.Client):
     pull(table, keys, out=None) -> float32 array (n, dim); push(table, keys, gradients);
     pull_async / push_async return a Future (result(timeout=None), done()); tables(), status(),
     stats(), checkpoint(dir, step=0), restore(dir), barrier(name, count),
-    close(leave=True, reason=""), initial_rows(table, keys), lookup(table, keys). Keys are uint64 arrays, or int64 ones read as their unsigned bit
-    pattern (torch has no uint64), or anything numpy turns into one (a CPU torch tensor too).
+    close(leave=True, reason=""), initial_rows(table, keys), lookup(table, keys),
+    pull_tables([(table, keys), ...]) (one request per server for several tables), and for
+    synchronised runs sync, clock, end_step() and take_cut() (see ember.torch.TrainingRun; `rank`
+    names this trainer's file in checkpoint cuts). Keys are uint64 arrays, or int64 ones read as
+    their unsigned bit pattern (torch has no uint64), or anything numpy turns into one (a CPU
+    torch tensor too).
     Waits release the GIL, and Ctrl-C interrupts them within 0.1 s.
     """
 

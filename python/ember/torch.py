@@ -24,13 +24,15 @@ import torch
 
 from . import _ember
 from ._torch_bags import BagConfig, EmbeddingBagCollection, JaggedIds, PooledEmbeddings
+from ._torch_dist import TrainingRun, rank_and_world_size
 from ._torch_ids import as_id_tensor as _as_id_tensor
 from ._torch_ids import unique_ids as _unique_ids
 from ._torch_optim import ServerOptimizer
 from ._torch_state import ServerRowsState, load, save, set_state_dir, state_dir
 
 __all__ = ["BagConfig", "Embedding", "EmbeddingBagCollection", "JaggedIds", "PooledEmbeddings",
-           "ServerOptimizer", "ServerRowsState", "load", "save", "set_state_dir", "state_dir"]
+           "ServerOptimizer", "ServerRowsState", "TrainingRun", "load", "rank_and_world_size",
+           "save", "set_state_dir", "state_dir"]
 
 _Prefetch = collections.namedtuple("_Prefetch", "ids early_mask early_rows future")
 
