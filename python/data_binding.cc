@@ -85,14 +85,21 @@ class InteractionData {
     return py::make_tuple(users, items);
   }
 
+  // The keys of users (or items), checking that `slot` exists.
+  const trainer::EntityKeys& SlotKeys(bool users, uint32_t slot) const {
+    const trainer::EntityKeys& keys = users ? dataset_->users() : dataset_->items();
+    if (slot >= keys.slots()) {
+      ThrowStatus(InvalidArgument(std::string(users ? "user" : "item") + " slot " +
+                                  std::to_string(slot) + " does not exist (" +
+                                  std::to_string(keys.slots()) + " slots)"));
+    }
+    return keys;
+  }
+
   // The key of every user (or item) in `slot`, as a uint64 array indexed by dense index.
   py::array_t<uint64_t> Keys(bool users, uint32_t slot) const {
-    const trainer::EntityKeys& keys = users ? dataset_->users() : dataset_->items();
+    const trainer::EntityKeys& keys = SlotKeys(users, slot);
     const char* what = users ? "user" : "item";
-    if (slot >= keys.slots()) {
-      ThrowStatus(InvalidArgument(std::string(what) + " slot " + std::to_string(slot) +
-                                  " does not exist (" + std::to_string(keys.slots()) + " slots)"));
-    }
     if (keys.multi_valued(slot)) {
       ThrowStatus(InvalidArgument(std::string(what) + " slot " + std::to_string(slot) +
                                   " is multi-valued; it has no single key per entity"));
@@ -101,6 +108,50 @@ class InteractionData {
     py::array_t<uint64_t> out(static_cast<py::ssize_t>(n));
     for (size_t e = 0; e < n; ++e) out.mutable_data()[e] = keys.keys(e, slot)[0];
     return out;
+  }
+
+  // Every user's (or item's) keys in `slot` (any number: a multi-valued slot such as genres or a
+  // user's history): (values, offsets), entity e's keys being values[offsets[e]:offsets[e+1]].
+  py::tuple Bags(bool users, uint32_t slot) const {
+    const trainer::EntityKeys& keys = SlotKeys(users, slot);
+    const size_t n = users ? num_users() : num_items();
+    py::array_t<int64_t> offsets(static_cast<py::ssize_t>(n + 1));
+    offsets.mutable_data()[0] = 0;
+    for (size_t e = 0; e < n; ++e) {
+      offsets.mutable_data()[e + 1] =
+          offsets.data()[e] + static_cast<int64_t>(keys.keys(e, slot).size());
+    }
+    py::array_t<uint64_t> values(static_cast<py::ssize_t>(offsets.data()[n]));
+    for (size_t e = 0; e < n; ++e) {
+      const std::span<const uint64_t> bag = keys.keys(e, slot);
+      std::copy(bag.begin(), bag.end(), values.mutable_data() + offsets.data()[e]);
+    }
+    return py::make_tuple(values, offsets);
+  }
+
+  // With causal_history: each training pair's history keys (its user's latest distinct
+  // training items before it), as (values, offsets) by training pair.
+  py::tuple TrainHistories() const {
+    if (!dataset_->history_slot() || !dataset_->options().causal_history) {
+      ThrowStatus(FailedPrecondition(
+          "train_histories: the data has no causal user history (data.interactions."
+          "user_history and causal_history); without causal_history every sample of a user has "
+          "the history user_bags(history_slot) gives"));
+    }
+    const size_t n = dataset_->train().size();
+    py::array_t<int64_t> offsets(static_cast<py::ssize_t>(n + 1));
+    std::vector<uint64_t> values;
+    offsets.mutable_data()[0] = 0;
+    for (size_t i = 0; i < n; ++i) {
+      dataset_->AppendHistoryBefore(i, &values);
+      offsets.mutable_data()[i + 1] = static_cast<int64_t>(values.size());
+    }
+    return py::make_tuple(ToArray(std::span<const uint64_t>(values)), offsets);
+  }
+
+  py::object HistorySlot() const {
+    const std::optional<uint32_t> slot = dataset_->history_slot();
+    return slot ? py::object(py::int_(*slot)) : py::object(py::none());
   }
 
   py::array_t<uint32_t> ItemTrainCounts() const { return ToArray(dataset_->item_train_counts()); }
@@ -191,9 +242,11 @@ void BindData(py::module_& module) {
       .def_property_readonly("num_train", &InteractionData::num_train,
                              "Training interactions (after the held-out ones).")
       .def_property_readonly("user_slots", &InteractionData::user_slots,
-                             "The user tower's feature slots (user_keys(slot) per slot).")
+                             "The user tower's feature slots (user_keys(slot), or user_bags(slot) "
+                             "for multi-valued ones).")
       .def_property_readonly("item_slots", &InteractionData::item_slots,
-                             "The item tower's feature slots (item_keys(slot) per slot).")
+                             "The item tower's feature slots (item_keys(slot), or item_bags(slot) "
+                             "for multi-valued ones).")
       .def_property_readonly("users_without_validation",
                              &InteractionData::users_without_validation,
                              "Evaluated users who keep their one training interaction (no validation item).")
@@ -207,6 +260,22 @@ void BindData(py::module_& module) {
           "item_keys",
           [](const InteractionData& data, uint32_t slot) { return data.Keys(false, slot); },
           py::arg("slot") = 0, "The key of every item in `slot` (uint64, by dense index).")
+      .def(
+          "user_bags",
+          [](const InteractionData& data, uint32_t slot) { return data.Bags(true, slot); },
+          py::arg("slot"),
+          "Every user's keys in `slot`, any number each (a multi-valued slot: a history): "
+          "(values, offsets), user u's keys being values[offsets[u]:offsets[u + 1]].")
+      .def(
+          "item_bags",
+          [](const InteractionData& data, uint32_t slot) { return data.Bags(false, slot); },
+          py::arg("slot"), "Every item's keys in `slot`, as user_bags.")
+      .def_property_readonly("history_slot", &InteractionData::HistorySlot,
+                             "The user slot of the training history (data.interactions."
+                             "user_history), or None.")
+      .def("train_histories", &InteractionData::TrainHistories,
+           "With causal_history: each training pair's history keys (its user's latest distinct "
+           "items before it), as (values, offsets) in train_pairs() order.")
       .def("item_train_counts", &InteractionData::ItemTrainCounts,
            "Training interactions per item (by dense index).")
       .def("cases", &InteractionData::Cases, py::arg("split") = "test",

@@ -112,3 +112,28 @@ def test_bad_arguments_raise(data, data_config):
                       "interactions": {"path": "/nonexistent/ratings.tsv"}}
     with pytest.raises(ember.EmberError, match="/nonexistent/ratings.tsv"):
         ember.InteractionData(config)
+
+
+def test_bags_of_single_and_multi_valued_slots(data, data_config):
+    values, offsets = data.user_bags(0)
+    assert offsets.tolist() == list(range(data.num_users + 1))
+    assert values.tolist() == data.user_keys(0).tolist()
+    assert data.history_slot is None
+    with pytest.raises(ember.EmberError, match="no causal user history"):
+        data.train_histories()
+    config = dict(data_config)
+    config["data"] = {"kind": "interactions", "interactions": dict(
+        data_config["data"]["interactions"], user_history=3, causal_history=True)}
+    with_history = ember.InteractionData(config)
+    slot = with_history.history_slot
+    assert slot == 1
+    with pytest.raises(ValueError, match="multi-valued"):
+        with_history.user_keys(slot)
+    values, offsets = with_history.user_bags(slot)
+    lengths = numpy.diff(offsets)
+    assert len(lengths) == with_history.num_users and lengths.min() >= 1 and lengths.max() == 3
+    assert len(values) == offsets[-1]
+    values, offsets = with_history.train_histories()
+    lengths = numpy.diff(offsets)
+    assert len(lengths) == with_history.num_train
+    assert lengths.min() == 1 and lengths.max() == 3  # a user's first pair: the empty-history key
