@@ -15,11 +15,12 @@ void BindClient(py::module_& module) {
 
   py::class_<PythonClient>(module, "Client", "A trainer's connection to an ember cluster.")
       .def(py::init<const std::string&, const std::string&, const std::string&, const std::string&,
-                    double, double, double, uint32_t, uint32_t>(),
+                    double, double, double, uint32_t, uint32_t, bool>(),
            py::arg("scheduler"), py::arg("key") = "", py::arg("scheduler_key") = "",
            py::arg("name") = "python", py::arg("timeout") = 30.0,
            py::arg("register_timeout") = 60.0, py::arg("heartbeat_interval") = 1.0,
-           py::arg("max_keys_per_message") = 4096, py::arg("rank") = 0)
+           py::arg("max_keys_per_message") = 4096, py::arg("rank") = 0,
+           py::arg("wire_fp16") = false)
       .def_property_readonly("sync", &PythonClient::SyncDict,
                              "How the run synchronises its trainers (the scheduler's word): mode "
                              "('asp', 'bsp', 'ssp'), staleness, combine, trainers, clock_timeout.")

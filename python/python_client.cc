@@ -80,7 +80,7 @@ py::object Future::Result(std::optional<double> timeout) {
 PythonClient::PythonClient(const std::string& scheduler, const std::string& key,
              const std::string& scheduler_key, const std::string& name, double timeout_s,
              double register_timeout_s, double heartbeat_s, uint32_t max_keys_per_message,
-             uint32_t rank)
+             uint32_t rank, bool wire_fp16)
     : rank_(rank) {
   for (const auto& [what, seconds] :
        {std::pair{"timeout", timeout_s}, std::pair{"register_timeout", register_timeout_s}}) {
@@ -99,6 +99,7 @@ PythonClient::PythonClient(const std::string& scheduler, const std::string& key,
   options.register_timeout = Millis(static_cast<int64_t>(register_timeout_s * 1000));
   options.heartbeat_interval = Millis(static_cast<int64_t>(heartbeat_s * 1000));
   options.max_keys_per_message = max_keys_per_message;
+  options.row_format = wire_fp16 ? RowFormat::kF16 : RowFormat::kF32;
   if (!key.empty() || !scheduler_key.empty()) {
     options.security = ValueOrThrow(local::BuildTransportSecurity(
         {.key_file = key, .scheduler_key = scheduler_key}, "", /*insecure=*/false));

@@ -16,6 +16,7 @@ import torch
 
 from . import _ember
 from ._torch_ids import as_id_tensor, unique_ids
+from ._torch_prefetch import PrefetchQueue
 from ._torch_state import ServerRowsState
 
 __all__ = ["BagConfig", "EmbeddingBagCollection", "JaggedIds", "PooledEmbeddings"]
@@ -219,8 +220,10 @@ class EmbeddingBagCollection(ServerRowsState, torch.nn.Module):
             raise _invalid("tables: no feature to pool")
         self.tables = list(dict.fromkeys(feature.table for feature in self._features))
         self._pushes = []  # futures of pushes not known to be applied
-        self._server_optimizer = None  # a ServerOptimizer pushes the gradients, when attached
         self.stats = collections.Counter()
+        self._prefetched = PrefetchQueue(client, {t: self._dim(t) for t in self.tables}, self.stats,
+                                         pin_memory=self.device.type == "cuda")
+        self._server_optimizer = None  # a ServerOptimizer pushes the gradients, when attached
 
     def extra_repr(self):
         """Each feature with its table, dim and pooling."""
@@ -232,6 +235,10 @@ class EmbeddingBagCollection(ServerRowsState, torch.nn.Module):
         """The tables this module uses (ServerRowsState: state_dict() refers to their rows)."""
         return list(self.tables)
 
+    def _ember_rows_restored(self):
+        """Drops the prefetched rows: the servers' rows were restored since."""
+        self._prefetched.clear()
+
     def feature_names(self):
         """The features, in the order of the output's columns."""
         return [feature.name for feature in self._features]
@@ -240,36 +247,44 @@ class EmbeddingBagCollection(ServerRowsState, torch.nn.Module):
         """The pooled rows of each feature's bags: PooledEmbeddings of (batch, sum of dims)."""
         jagged = as_jagged(features)
         bags = {f.name: jagged.feature(f.name) for f in self._features}
-        # Per table: the unique ids of all of its features, and where each feature's ids are.
+        unique, inverse = self._unique_ids(bags)
+        rows = self._rows_of(unique)
+        pooled = [self._pool(f, rows.get(f.table), inverse[f.name], bags[f.name], jagged.batch_size)
+                  for f in self._features]
+        return PooledEmbeddings([f.name for f in self._features], [f.dim for f in self._features],
+                                torch.cat(pooled, dim=1))
+
+    def prefetch(self, features):
+        """Starts pulling the rows of a batch to be forwarded soon (all tables in one request per
+        server; see Embedding.prefetch: results stay exact whatever the order of calls)."""
+        jagged = as_jagged(features)
+        unique, _ = self._unique_ids({f.name: jagged.feature(f.name) for f in self._features})
+        self._prefetched.issue(unique)
+
+    def _unique_ids(self, bags):
+        """Per table with ids in `bags`: its unique ids over all of its features; per feature:
+        where its ids are among its table's."""
         unique, inverse = {}, {}
         for table in self.tables:
             names = [f.name for f in self._features if f.table == table]
             ids = [bags[name][0] for name in names]
             from_uint64 = any(flag for _, flag in ids)
             flat = torch.cat([tensor.reshape(-1).to("cpu", torch.int64) for tensor, _ in ids])
-            unique[table], positions = unique_ids(flat, self.unsigned_ids or from_uint64)
+            table_unique, positions = unique_ids(flat, self.unsigned_ids or from_uint64)
+            if len(table_unique):
+                unique[table] = table_unique
             inverse.update(zip(names, torch.split(positions, [len(t) for t, _ in ids])))
-        rows = self._pull(unique)
-        pooled = [self._pool(f, rows.get(f.table), inverse[f.name], bags[f.name], jagged.batch_size)
-                  for f in self._features]
-        return PooledEmbeddings([f.name for f in self._features], [f.dim for f in self._features],
-                                torch.cat(pooled, dim=1))
+        return unique, inverse
 
-    def _pull(self, unique):
-        """Each table's rows of its unique ids (all tables in one pull), on the module's device;
-        with grad enabled, each pushes its gradient rows after backward."""
+    def _rows_of(self, unique):
+        """Each table's rows of its unique ids (prefetched, or all tables in one pull), on the
+        module's device; with grad enabled, each pushes its gradient rows after backward."""
+        entry = self._prefetched.take(unique)
         self.flush()  # earlier pushes first: a pull sees them
-        wanted = [table for table in self.tables if len(unique[table])]
-        pin = self.device.type == "cuda"
-        outs = [torch.empty((len(unique[table]), self._dim(table)), dtype=torch.float32,
-                            pin_memory=pin) for table in wanted]
-        if wanted:
-            self.client.pull_tables([(table, unique[table].numpy()) for table in wanted],
-                                    out=[out.numpy() for out in outs])
-            self.stats["pulls"] += 1
-            self.stats["keys_pulled"] += sum(len(unique[table]) for table in wanted)
+        pulled = (self._pull_tables(unique) if entry is None
+                  else self._prefetched.rows(entry, self._pull_tables))
         rows = {}
-        for table, out in zip(wanted, outs):
+        for table, out in pulled.items():
             table_rows = out.to(self.device, non_blocking=True)
             if torch.is_grad_enabled():
                 table_rows.requires_grad_(True)
@@ -281,6 +296,19 @@ class EmbeddingBagCollection(ServerRowsState, torch.nn.Module):
                         lambda grad, table=table, ids=ids: self._push(table, ids, grad))
             rows[table] = table_rows
         return rows
+
+    def _pull_tables(self, ids):
+        """table -> the rows of `ids` (table -> unique ids), all tables in one pull."""
+        if not ids:
+            return {}
+        pin = self.device.type == "cuda"
+        outs = {table: torch.empty((len(keys), self._dim(table)), dtype=torch.float32,
+                                   pin_memory=pin) for table, keys in ids.items()}
+        self.client.pull_tables([(table, keys.numpy()) for table, keys in ids.items()],
+                                out=[outs[table].numpy() for table in ids])
+        self.stats["pulls"] += 1
+        self.stats["keys_pulled"] += sum(len(keys) for keys in ids.values())
+        return outs
 
     def _dim(self, table):
         return next(f.dim for f in self._features if f.table == table)
@@ -300,11 +328,13 @@ class EmbeddingBagCollection(ServerRowsState, torch.nn.Module):
 
     def _push(self, table, ids, grad):
         gradients = grad.detach().to("cpu", torch.float32).contiguous().numpy()
-        self._note_push(self.client.push_async(table, ids.numpy(), gradients), ids)
+        self._note_push(self.client.push_async(table, ids.numpy(), gradients), table, ids)
 
-    def _note_push(self, future, unique):
-        """A push of this module's rows is in flight (its own, or its optimizer's)."""
+    def _note_push(self, future, table, unique):
+        """A push of this module's rows of `unique` in `table` is in flight (its own, or its
+        optimizer's)."""
         self._pushes.append(future)
+        self._prefetched.note_push(future, table, unique)
         self.stats["pushes"] += 1
 
     def flush(self):

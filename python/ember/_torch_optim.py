@@ -120,7 +120,7 @@ class ServerOptimizer(torch.optim.Optimizer):
                                         learning_rate=learning_rate)
         self.stats["pushes"] += 1
         for module in dict.fromkeys(entry.module for entry in entries):
-            module._note_push(future, unique)
+            module._note_push(future, table, unique)
 
     def state_dict(self):
         """Each group's table and hyper-parameters (the rows and their optimizer state are the

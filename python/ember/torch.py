@@ -28,13 +28,12 @@ from ._torch_dist import TrainingRun, rank_and_world_size
 from ._torch_ids import as_id_tensor as _as_id_tensor
 from ._torch_ids import unique_ids as _unique_ids
 from ._torch_optim import ServerOptimizer
+from ._torch_prefetch import PrefetchQueue, prefetching
 from ._torch_state import ServerRowsState, load, save, set_state_dir, state_dir
 
 __all__ = ["BagConfig", "Embedding", "EmbeddingBagCollection", "JaggedIds", "PooledEmbeddings",
-           "ServerOptimizer", "ServerRowsState", "TrainingRun", "load", "rank_and_world_size",
-           "save", "set_state_dir", "state_dir"]
-
-_Prefetch = collections.namedtuple("_Prefetch", "ids early_mask early_rows future")
+           "ServerOptimizer", "ServerRowsState", "TrainingRun", "load", "prefetching",
+           "rank_and_world_size", "save", "set_state_dir", "state_dir"]
 
 
 class Embedding(ServerRowsState, torch.nn.Module):
@@ -70,9 +69,10 @@ class Embedding(ServerRowsState, torch.nn.Module):
         self._pushes = []  # (future, ids) of pushes not known to be applied
         self._unpushed = {}  # token -> ids of forwards whose gradient is still to come
         self._tokens = 0
-        self._prefetches = collections.deque()
-        self._server_optimizer = None  # a ServerOptimizer pushes the gradients, when attached
         self.stats = collections.Counter()
+        self._prefetched = PrefetchQueue(client, {table: self.dim}, self.stats,
+                                         pin_memory=self.device.type == "cuda")
+        self._server_optimizer = None  # a ServerOptimizer pushes the gradients, when attached
 
     def extra_repr(self):
         """The table, its dim, the device of the rows (and padding_idx, unsigned_ids if set)."""
@@ -87,7 +87,7 @@ class Embedding(ServerRowsState, torch.nn.Module):
 
     def _ember_rows_restored(self):
         """Drops the prefetched rows: the servers' rows were restored since."""
-        self._prefetches.clear()
+        self._prefetched.clear()
 
     # ---- forward and backward ----
 
@@ -135,12 +135,14 @@ class Embedding(ServerRowsState, torch.nn.Module):
         if len(unique) == 0:
             return None
         gradients = grad.detach().to("cpu", torch.float32).contiguous().numpy()
-        self._note_push(self.client.push_async(self.table, unique.numpy(), gradients), unique)
+        self._note_push(self.client.push_async(self.table, unique.numpy(), gradients), self.table,
+                        unique)
         return None
 
-    def _note_push(self, future, unique):
+    def _note_push(self, future, table, unique):
         """A push of this layer's rows of `unique` is in flight (its own, or its optimizer's)."""
         self._pushes.append((future, unique))
+        self._prefetched.note_push(future, self.table, unique)
         self.stats["pushes"] += 1
 
     # ---- pulls ----
@@ -164,52 +166,27 @@ class Embedding(ServerRowsState, torch.nn.Module):
         return rows
 
     def _rows_of(self, unique):
-        prefetch = self._take_prefetch(unique)
+        entry = self._prefetched.take({self.table: unique})
         self.flush()  # earlier pushes first: a pull sees them
-        if prefetch is not None:
-            self.stats["prefetched"] += 1
-        if prefetch is None or prefetch.future is None:
+        if entry is None:
             self.stats["pulls"] += 1
             return self._pull(unique)
-        prefetch.future.result()  # fills early_rows
-        early = len(prefetch.early_rows)
-        self.stats["keys_prefetched"] += early
-        if early == len(unique):
-            return prefetch.early_rows
-        self.stats["pulls"] += 1
-        rows = self._empty_rows(len(unique))
-        rows[prefetch.early_mask] = prefetch.early_rows
-        late = ~prefetch.early_mask
-        rows[late] = self._pull(unique[late])
-        return rows
+        return self._prefetched.rows(entry, self._pull_late)[self.table]
 
-    def _take_prefetch(self, unique):
-        if not self._prefetches:
-            return None
-        prefetch = self._prefetches.popleft()
-        if torch.equal(prefetch.ids, unique):
-            return prefetch
-        # Batches came in another order than prefetched: drop the look-ahead.
-        self.stats["prefetch_misses"] += 1 + len(self._prefetches)
-        self._prefetches.clear()
-        return None
+    def _pull_late(self, late):
+        """The rows of what a prefetch left for forward (`late`: table -> ids)."""
+        if not late:
+            return {}
+        self.stats["pulls"] += 1
+        return {self.table: self._pull(late[self.table])}
 
     def prefetch(self, next_ids):
-        """Starts pulling the rows of a batch to be forwarded after those already prefetched.
-        Ids that an earlier batch may still update (not pushed yet) are left for forward."""
+        """Starts pulling the rows of a batch to be forwarded soon (before or after the current
+        one's forward: a forward finds its batch anywhere in the queue). Rows that a push may
+        change before that batch's forward are read again then, so results stay exact."""
         unique, _ = self._unique(_as_id_tensor(next_ids))
         if self.padding_idx is not None:
             unique = unique[unique != self.padding_idx]
-        hazards = [ids for ids in self._unpushed.values()]
-        hazards += [prefetch.ids for prefetch in self._prefetches]
-        hazards += [ids for future, ids in self._pushes if not future.done()]
-        if hazards:
-            early_mask = ~torch.isin(unique, torch.cat(hazards))
-        else:
-            early_mask = torch.ones(len(unique), dtype=torch.bool)
-        early = unique[early_mask]
-        early_rows = self._empty_rows(len(early))
-        future = None
-        if len(early):
-            future = self.client.pull_async(self.table, early.numpy(), out=early_rows.numpy())
-        self._prefetches.append(_Prefetch(unique, early_mask, early_rows, future))
+        # Forwarded batches still to push will change their ids: not worth reading early.
+        self._prefetched.issue({self.table: unique},
+                               avoid={self.table: list(self._unpushed.values())})

@@ -240,3 +240,17 @@ def test_ctrl_c_during_a_pull_returns_within_a_second(cluster):
     finally:
         timer.cancel()
         connected.close()
+
+
+def test_fp16_on_the_wire_rounds_rows_and_gradients_to_half_precision(cluster):
+    keys = numpy.arange(500, 520, dtype=numpy.uint64)
+    with cluster.client() as exact, cluster.client(wire_fp16=True) as half:
+        rows = exact.pull("user", keys)
+        halved = half.pull("user", keys)
+        numpy.testing.assert_array_equal(halved, rows.astype(numpy.float16).astype(numpy.float32))
+        assert not numpy.array_equal(halved, rows)  # it did travel as fp16
+        gradients = numpy.full((len(keys), 8), 1.0 / 3.0, dtype=numpy.float32)
+        half.push("user", keys, gradients)  # SGD, lr 0.1: each row moves by 0.1 * fp16(1/3)
+        moved = rows - exact.pull("user", keys)
+        numpy.testing.assert_allclose(moved, 0.1 * numpy.float32(numpy.float16(1.0 / 3.0)),
+                                      rtol=1e-6)

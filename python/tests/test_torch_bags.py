@@ -21,7 +21,7 @@ BATCH = 8
 @pytest.fixture(scope="module")
 def cluster():
     tables = [table("{}_{}".format(name, kind), dim=dim, optimizer=optimizer, seed=11)
-              for kind, optimizer in (("sgd", SGD), ("adagrad", ADAGRAD))
+              for kind, optimizer in (("sgd", SGD), ("adagrad", ADAGRAD), ("ahead", ADAGRAD))
               for name, dim in DIMS.items()]
     with ember.LocalCluster(cluster_config(tables, servers=2)) as local:
         yield local
@@ -96,12 +96,17 @@ def reference_history(kind, initial):
 
 
 def ember_history(client, kind):
+    """The rows after each step; kind "ahead" (Adagrad) draws the batches through
+    ember.torch.prefetching, one ahead."""
     module = ember.torch.EmbeddingBagCollection(client, configs(kind))
     dense = dense_layer()
     dense_optimizer = torch.optim.SGD(dense.parameters(), lr=0.1)
     everything = numpy.arange(VOCABULARY)
     history = []
-    for jagged, targets in batches():
+    data = batches()
+    if kind == "ahead":
+        data = ember.torch.prefetching(data, {module: lambda batch: batch[0]})
+    for jagged, targets in data:
         pooled = module(jagged)
         assert pooled.keys() == ["user", "genres", "item", "history"]
         loss = torch.nn.functional.mse_loss(dense(pooled.values()).squeeze(-1), targets)
@@ -114,14 +119,20 @@ def ember_history(client, kind):
     return history, module
 
 
-@pytest.mark.parametrize("kind", ["sgd", "adagrad"])
+@pytest.mark.parametrize("kind", ["sgd", "adagrad", "ahead"])
 def test_bags_follow_local_embedding_bags_step_for_step(cluster, kind):
     with cluster.client() as client:
         initial = {name: client.initial_rows("{}_{}".format(name, kind), numpy.arange(VOCABULARY))
                    for name in DIMS}
-        expected = reference_history(kind, initial)
+        expected = reference_history("sgd" if kind == "sgd" else "adagrad", initial)
         got, module = ember_history(client, kind)
-        assert module.stats["pulls"] == len(expected)
+        if kind == "ahead":  # every batch prefetched; what pushes changed since was pulled again
+            assert module.stats["prefetched"] == len(expected)
+            assert module.stats["prefetch_misses"] == 0
+            assert 0 < module.stats["keys_prefetched"] < module.stats["keys_pulled"] + \
+                module.stats["keys_prefetched"]
+        else:
+            assert module.stats["pulls"] == len(expected)
         assert module.stats["pushes"] == 3 * len(expected)  # one per table per step
         for step, ((loss, rows), (expected_loss, expected_rows)) in enumerate(zip(got, expected)):
             assert loss == pytest.approx(expected_loss, rel=1e-5), step
