@@ -13,7 +13,7 @@
 #   --timeout S      one input running longer than S seconds is a finding (default 10)
 #   --rss-mb M       a target using more than M MiB of memory is a finding (default 2048)
 #   --update-corpus  merge what the run found new into fuzz/corpus/<target>/ (minimised)
-#   --write-corpus   rewrite the seeds that ember's own writers make (fuzz/corpus_writer.cc)
+#   --write-corpus   rewrite the seeds that ember's own writers make (fuzz/corpus_writer.h)
 #   --build-only     build, run nothing
 #   TARGET           wire_request, server_handler, ... (default: all of fuzz/*_fuzzer.cc)
 #
