@@ -6,38 +6,13 @@
 
 namespace ember::python {
 
-void BindClient(py::module_& module) {
-  py::class_<Future>(module, "Future", "An asynchronous pull or push.")
-      .def("result", &Future::Result, py::arg("timeout") = py::none(),
-           "Waits for the operation (Ctrl-C interrupts the wait); the rows of a pull, None for a "
-           "push. Raises the operation's error.")
-      .def("done", &Future::Done, "Whether the operation finished.");
+namespace {
 
-  py::class_<PythonClient>(module, "Client", "A trainer's connection to an ember cluster.")
-      .def(py::init<const std::string&, const std::string&, const std::string&, const std::string&,
-                    double, double, double, uint32_t, uint32_t, bool>(),
-           py::arg("scheduler"), py::arg("key") = "", py::arg("scheduler_key") = "",
-           py::arg("name") = "python", py::arg("timeout") = 30.0,
-           py::arg("register_timeout") = 60.0, py::arg("heartbeat_interval") = 1.0,
-           py::arg("max_keys_per_message") = 4096, py::arg("rank") = 0,
-           py::arg("wire_fp16") = false)
-      .def_property_readonly("sync", &PythonClient::SyncDict,
-                             "How the run synchronises its trainers (the scheduler's word): mode "
-                             "('asp', 'bsp', 'ssp'), staleness, combine, trainers, clock_timeout.")
-      .def_property_readonly("clock", &PythonClient::clock,
-                             "Steps this trainer completed (end_step() counts them); pushes "
-                             "belong to step clock + 1.")
-      .def_property_readonly("rank", &PythonClient::rank, "This trainer's rank in its run.")
-      .def("end_step", &PythonClient::EndStep,
-           "Ends the step under way, once its pushes were applied or acknowledged: reports it to "
-           "the scheduler (bsp and ssp wait for the other trainers there) and, in bsp, has the "
-           "servers apply its pushes. Returns the checkpoint cut due now ({'clock', 'dir', "
-           "'file'}: write this trainer's state into 'file', then call take_cut()) or None.")
-      .def("take_cut", &PythonClient::TakeCut, py::arg("error") = "",
-           "Takes the cut end_step() announced, once this trainer's file is written (or with "
-           "`error` saying why it could not be): the trainers meet, and one has the servers "
-           "write their rows and the manifest. Whether the cut was written whole (a failed one "
-           "is logged, and training goes on).")
+using ClientClass = py::class_<PythonClient>;
+
+// Pulls, pushes and lookups.
+void BindDataPlane(ClientClass& client) {
+  client
       .def("pull", &PythonClient::Pull, py::arg("table"), py::arg("keys"),
            py::arg("out") = py::none(),
            "The rows of `keys` (uint64 ids, or int64 ones read as their unsigned bit pattern) as a "
@@ -52,15 +27,16 @@ void BindClient(py::module_& module) {
            py::arg("out") = py::none(),
            "pull() without waiting: a Future whose result() is the rows. The arrays are kept "
            "alive until the pull finished; do not read `out` before that.")
-      .def("pull_tables", [](PythonClient& client, const py::sequence& requests,
-                             const py::object& out) {
-             return client.PullTablesAsync(requests, out).Result(std::nullopt);
-           },
-           py::arg("requests"), py::arg("out") = py::none(),
-           "One pull of several tables: `requests` is a list of (table, keys) pairs (a table may "
-           "come more than once); each server gets one request for its keys of all of them. "
-           "Returns the list of their rows, in order (filled into `out`, a list of arrays or "
-           "None, one per pair, when given).")
+      .def(
+          "pull_tables",
+          [](PythonClient& client, const py::sequence& requests, const py::object& out) {
+            return client.PullTablesAsync(requests, out).Result(std::nullopt);
+          },
+          py::arg("requests"), py::arg("out") = py::none(),
+          "One pull of several tables: `requests` is a list of (table, keys) pairs (a table may "
+          "come more than once); each server gets one request for its keys of all of them. "
+          "Returns the list of their rows, in order (filled into `out`, a list of arrays or "
+          "None, one per pair, when given).")
       .def("pull_tables_async", &PythonClient::PullTablesAsync, py::arg("requests"),
            py::arg("out") = py::none(),
            "pull_tables() without waiting: a Future whose result() is the list of rows.")
@@ -74,7 +50,12 @@ void BindClient(py::module_& module) {
            "row (missing='initial'), or zeros (missing='flag', which returns (rows, found) with "
            "found a bool array, False for keys without a row).")
       .def("initial_rows", &PythonClient::InitialRows, py::arg("table"), py::arg("keys"),
-           "The rows `keys` start with (the table's deterministic initialiser), computed locally.")
+           "The rows `keys` start with (the table's deterministic initialiser), computed locally.");
+}
+
+// The calls to the cluster as a whole, and the client's own figures.
+void BindClusterCalls(ClientClass& client) {
+  client
       .def("tables", &PythonClient::Tables,
            "The cluster's tables: a list of dicts (name, dim, optimizer, learning_rate, "
            "initializer, seed, admit_after, ttl_seconds).")
@@ -104,6 +85,50 @@ void BindClient(py::module_& module) {
                              "Requests sent again after a server's connection came back.")
       .def_property_readonly("timeout", &PythonClient::timeout,
                              "Seconds a request may take before DeadlineExceededError.");
+}
+
+// The steps of a synchronised run.
+void BindSyncedSteps(ClientClass& client) {
+  client
+      .def_property_readonly("sync", &PythonClient::SyncDict,
+                             "How the run synchronises its trainers (the scheduler's word): mode "
+                             "('asp', 'bsp', 'ssp'), staleness, combine, trainers, clock_timeout.")
+      .def_property_readonly("clock", &PythonClient::clock,
+                             "Steps this trainer completed (end_step() counts them); pushes "
+                             "belong to step clock + 1.")
+      .def_property_readonly("rank", &PythonClient::rank, "This trainer's rank in its run.")
+      .def("end_step", &PythonClient::EndStep,
+           "Ends the step under way, once its pushes were applied or acknowledged: reports it to "
+           "the scheduler (bsp and ssp wait for the other trainers there) and, in bsp, has the "
+           "servers apply its pushes. Returns the checkpoint cut due now ({'clock', 'dir', "
+           "'file'}: write this trainer's state into 'file', then call take_cut()) or None.")
+      .def("take_cut", &PythonClient::TakeCut, py::arg("error") = "",
+           "Takes the cut end_step() announced, once this trainer's file is written (or with "
+           "`error` saying why it could not be): the trainers meet, and one has the servers "
+           "write their rows and the manifest. Whether the cut was written whole (a failed one "
+           "is logged, and training goes on).");
+}
+
+}  // namespace
+
+void BindClient(py::module_& module) {
+  py::class_<Future>(module, "Future", "An asynchronous pull or push.")
+      .def("result", &Future::Result, py::arg("timeout") = py::none(),
+           "Waits for the operation (Ctrl-C interrupts the wait); the rows of a pull, None for a "
+           "push. Raises the operation's error.")
+      .def("done", &Future::Done, "Whether the operation finished.");
+
+  ClientClass client(module, "Client", "A trainer's connection to an ember cluster.");
+  client.def(py::init<const std::string&, const std::string&, const std::string&,
+                      const std::string&, double, double, double, uint32_t, uint32_t, bool>(),
+             py::arg("scheduler"), py::arg("key") = "", py::arg("scheduler_key") = "",
+             py::arg("name") = "python", py::arg("timeout") = 30.0,
+             py::arg("register_timeout") = 60.0, py::arg("heartbeat_interval") = 1.0,
+             py::arg("max_keys_per_message") = 4096, py::arg("rank") = 0,
+             py::arg("wire_fp16") = false);
+  BindDataPlane(client);
+  BindClusterCalls(client);
+  BindSyncedSteps(client);
 }
 
 }  // namespace ember::python
