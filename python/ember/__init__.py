@@ -88,7 +88,9 @@ class InteractionData(_ember.InteractionData):
     num_users, num_items, num_train, user_slots, item_slots, users_without_validation;
     train_pairs() -> (users, items) dense indices; user_keys(slot=0), item_keys(slot=0) -> uint64
     keys by dense index (the keys ember's trainer uses; .view(numpy.int64) for torch);
-    item_train_counts(); user_id(i), item_id(i), describe(); cases(split="test");
+    user_bags(slot), item_bags(slot) -> (values, offsets) of any slot, multi-valued ones (genres,
+    a history) included; history_slot and train_histories() (each training pair's causal
+    history, as the trainer feeds it); item_train_counts(); user_id(i), item_id(i), describe(); cases(split="test");
     evaluate(user_vectors, item_vectors, k=10, protocol="sampled" | "full", split="test" |
     "validation") -> dict of figures; popularity(k=10, protocol).
     """

@@ -110,9 +110,13 @@ class ServerOptimizer(torch.optim.Optimizer):
             grads.append(grad.to("cpu", torch.float32))
         if not ids or sum(len(i) for i in ids) == 0:
             return
-        unique, inverse = torch.unique(torch.cat(ids), sorted=True, return_inverse=True)
-        summed = torch.zeros((len(unique), grads[0].shape[1]), dtype=torch.float32)
-        summed.index_add_(0, inverse, torch.cat(grads))
+        if len(ids) == 1:  # one forward: its ids are unique already
+            # A copy: the push reads it after step() returns, when zero_grad() may zero .grad.
+            unique, summed = ids[0], grads[0].clone(memory_format=torch.contiguous_format)
+        else:
+            unique, inverse = torch.unique(torch.cat(ids), sorted=True, return_inverse=True)
+            summed = torch.zeros((len(unique), grads[0].shape[1]), dtype=torch.float32)
+            summed.index_add_(0, inverse, torch.cat(grads))
         if learning_rate <= 0:
             raise _ember.InvalidArgumentError("table '{}': lr {} (must be > 0)".format(
                 table, learning_rate))
