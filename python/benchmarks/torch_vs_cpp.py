@@ -26,13 +26,12 @@ import json
 import os
 import resource
 import shutil
-import signal
-import socket
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
+
+import ember.launch
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 EXAMPLES = os.path.join(HERE, os.pardir, "examples")
@@ -67,13 +66,6 @@ def parse_args():
     return args
 
 
-def free_port():
-    """A free loopback port for torchrun's store."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
 def children_cpu():
     """CPU seconds of every child process waited for so far (and of their waited children)."""
     usage = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -83,15 +75,7 @@ def children_cpu():
 def run_measured(argv, timeout, log_path):
     """Runs argv in its own process group (killed on timeout); (wall s, CPU s of the tree)."""
     cpu, started = children_cpu(), time.perf_counter()
-    with open(log_path, "w") as log:
-        process = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT,
-                                   start_new_session=True)
-        try:
-            code = process.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
-            process.wait()
-            code = "killed after {} s".format(timeout)
+    code = ember.launch.run_bounded(argv, log_path, timeout)
     if code != 0:
         with open(log_path) as log:
             tail = log.read()[-3000:]
@@ -121,9 +105,7 @@ def run_python(args, epochs, work, ranks=2, embeddings="ember", profile=None):
     if profile:
         example += ["--profile", profile]
     if ranks > 1:
-        argv = [sys.executable, "-m", "torch.distributed.run", "--redirects=1", "--tee=1",
-                "--nproc_per_node={}".format(ranks), "--master_addr=127.0.0.1",
-                "--master_port={}".format(free_port())] + example
+        argv = ember.launch.torchrun_argv(example[0], example[1:], ranks=ranks)
     else:
         argv = [sys.executable] + example
     wall, cpu = run_measured(argv, args.timeout, os.path.join(work, "python.log"))

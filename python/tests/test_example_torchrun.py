@@ -6,9 +6,6 @@ and its process group killed if it overruns."""
 
 import json
 import os
-import signal
-import socket
-import subprocess
 import sys
 
 import numpy
@@ -19,16 +16,11 @@ from conftest import SOURCE_DIR, ember
 pytest.importorskip("torch")
 pytest.importorskip("torch.distributed.run")
 pytest.importorskip("yaml")
+import ember.launch  # noqa: E402
 
 EXAMPLE = SOURCE_DIR / "python" / "examples" / "movielens_torchrun.py"
 USERS, ITEMS, GROUPS, PER_USER = 48, 80, 4, 12
 SERVERS = 2
-
-
-def free_port():
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 def write_data(folder):
@@ -88,21 +80,10 @@ def run_example(tmp_path, name, ranks, timeout=120):
                "--results", str(results)]
     argv = [sys.executable] + example
     if ranks > 1:
-        # --redirects/--tee 1: torchrun's default of 0 fails under Python 3.11 with torch 1.13.
-        argv = [sys.executable, "-m", "torch.distributed.run", "--redirects=1", "--tee=1",
-                "--nproc_per_node={}".format(ranks), "--master_addr=127.0.0.1",
-                "--master_port={}".format(free_port())] + example
+        argv = ember.launch.torchrun_argv(example[0], example[1:], ranks=ranks)
     env = dict(os.environ, PYTHONPATH=str(os.path.dirname(os.path.dirname(ember.__file__))))
     log_path = tmp_path / (name + ".log")
-    with open(log_path, "w") as log:
-        process = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, env=env,
-                                   start_new_session=True, cwd=tmp_path)
-        try:
-            code = process.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
-            process.wait()
-            code = "killed after {} s".format(timeout)
+    code = ember.launch.run_bounded(argv, log_path, timeout, env=env, cwd=tmp_path)
     if code != 0:
         pytest.fail("{} ended with {}:\n{}".format(name, code, log_path.read_text()[-4000:]))
     return json.loads(results.read_text())

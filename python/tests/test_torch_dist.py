@@ -6,10 +6,6 @@ rank's file. Every torchrun is bounded and its process group killed if it overru
 import json
 import os
 import pathlib
-import signal
-import socket
-import subprocess
-import sys
 
 import numpy
 import pytest
@@ -18,6 +14,7 @@ from conftest import cluster_config, ember, table
 
 torch = pytest.importorskip("torch")
 pytest.importorskip("torch.distributed.run")
+import ember.launch  # noqa: E402
 import ember.torch  # noqa: E402  (needs torch)
 import torchrun_worker  # noqa: E402
 
@@ -26,36 +23,18 @@ LEARNING_RATE = 0.1
 STEPS = 6
 
 
-def free_port():
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
 def torchrun(tmp_path, config, steps, loss, ranks=2, timeout=240):
     """Runs the worker on `ranks` ranks; their results, by rank."""
     config_path = tmp_path / "config.json"
     config_path.write_text(json.dumps(config))
     out = tmp_path / "out"
     out.mkdir()
-    # --redirects/--tee 1: torchrun's default of 0 fails under Python 3.11 with torch 1.13 (its
-    # Std flag enum has no member 0 to iterate there).
-    argv = [sys.executable, "-m", "torch.distributed.run", "--redirects=1", "--tee=1",
-            "--nproc_per_node={}".format(ranks),
-            "--master_addr=127.0.0.1", "--master_port={}".format(free_port()), str(WORKER),
-            str(config_path), str(out), str(steps), loss]
-    with open(tmp_path / "torchrun.log", "w") as log:
-        # The ranks import the ember package this test imported, wherever they run.
-        env = dict(os.environ, PYTHONPATH=os.pathsep.join(
-            [str(pathlib.Path(ember.__file__).resolve().parents[1]), str(WORKER.parent)]))
-        process = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, env=env,
-                                   start_new_session=True, cwd=tmp_path)
-        try:
-            code = process.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
-            process.wait()
-            code = "killed after {} s".format(timeout)
+    argv = ember.launch.torchrun_argv(WORKER, [config_path, out, steps, loss], ranks=ranks)
+    # The ranks import the ember package this test imported, wherever they run.
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+        [str(pathlib.Path(ember.__file__).resolve().parents[1]), str(WORKER.parent)]))
+    code = ember.launch.run_bounded(argv, tmp_path / "torchrun.log", timeout, env=env,
+                                    cwd=tmp_path)
     if code != 0:
         pytest.fail("torchrun ended with {}:\n{}".format(
             code, (tmp_path / "torchrun.log").read_text()[-4000:]))
