@@ -114,10 +114,10 @@ struct Processes {
   }
 };
 
-// Makes the cluster's throwaway keys in `dir`: a keyring of scheduler, server-I, trainer-R and
-// admin key files.
+// Makes the cluster's throwaway keys in `dir`: a keyring of scheduler, server-I, trainer-R, admin
+// and reader key files.
 Status MakeThrowawayKeys(const std::string& dir, uint32_t servers, uint32_t trainers) {
-  std::vector<std::string> names = {"scheduler", "admin"};
+  std::vector<std::string> names = {"scheduler", "admin", "reader"};
   for (uint32_t i = 0; i < servers; ++i) names.push_back("server-" + std::to_string(i));
   for (uint32_t r = 0; r < trainers; ++r) names.push_back("trainer-" + std::to_string(r));
   for (const std::string& name : names) RETURN_IF_ERROR(WriteKeyFiles(dir, name).status());
@@ -165,6 +165,7 @@ std::string ConnectionInfo(const std::string& endpoint, const std::string& keys,
                            uint32_t servers) {
   nlohmann::json info = {{"scheduler", endpoint},
                          {"key", keys + "/admin.key"},
+                         {"reader_key", keys + "/reader.key"},
                          {"scheduler_key", keys + "/scheduler.pub"},
                          {"servers", servers},
                          {"pid", ::getpid()}};
@@ -301,8 +302,8 @@ int RunCluster(const ClusterFlags& flags) {
     return PrintError("cluster", Unavailable("the scheduler did not start"));
   }
   spdlog::info("cluster: authenticated with throwaway keys; while it runs, tools connect with "
-               "--scheduler {} --key {}/admin.key --scheduler-key {}/scheduler.pub",
-               endpoint, keys, keys);
+               "--scheduler {0} --key {1}/admin.key --scheduler-key {1}/scheduler.pub (lookups "
+               "with --key {1}/reader.key)", endpoint, keys);
   for (uint32_t i = 0; i < config->cluster.servers; ++i) {
     auto args = ServerArgs(*config, flags, endpoint, i);
     if (!args.ok()) return PrintError("cluster", args.status(), 2);

@@ -104,15 +104,10 @@ int RunLookup(const LookupFlags& flags) {
   options.request_timeout = Millis(static_cast<int64_t>(flags.timeout_s) * 1000);
   options.register_timeout = options.request_timeout;
   options.security = *security;
-  // Alive to the scheduler while it works, and gone when done (a bsp/ssp run waits for no one
-  // that only looks rows up, but declares silent members dead).
-  options.heartbeat_interval = Millis(1'000);
+  // A reader: no trainer slot, nothing for the scheduler to track or wait for.
+  options.read_only = true;
   auto client = ps::Client::Connect(std::move(options));
   if (!client.ok()) return Fail(client.status());
-  struct LeaveWhenDone {
-    ps::Client& client;
-    ~LeaveWhenDone() { (void)client.scheduler().Leave(client.trainer_id(), 0, Millis(2'000)); }
-  } leave{**client};
   auto table = (*client)->FindTable(flags.table);
   if (!table.ok()) return Fail(table.status(), 2);
   const uint32_t dim = (*table)->dim;

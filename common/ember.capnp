@@ -337,6 +337,10 @@ struct RegisterTrainer {
   name @0 :Text;              # free-form, for logs
 }
 
+struct RegisterReader {
+  name @0 :Text;              # free-form, for logs
+}
+
 struct Barrier {
   name @0 :Text;              # barriers with the same name meet each other
   count @1 :UInt32;           # how many participants release it
@@ -387,6 +391,7 @@ struct Request {
     partitionTransfer @21 :PartitionTransfer;  # to a server
     lookup @22 :LookupRequest;         # to a server
     hint @23 :HintRequest;             # to a server
+    registerReader @24 :RegisterReader;  # to the scheduler: a read-only client (lookups)
   }
 }
 

@@ -14,6 +14,7 @@ enum class PeerRole : uint8_t {
   kTrainer,    // pulls and pushes rows, reports clocks
   kServer,     // registers as a server, heartbeats, takes move orders, copies partitions
   kAdmin,      // may do anything: drain, checkpoint, restore, verify, and a trainer's requests
+  kReader,     // serving: looks rows up, reads the routing table and status; changes nothing
   kInsecure,   // authentication is off (loopback tests, --insecure): every role at once
   // Authentication is on, but the message carries no authenticated identity: it may send
   // nothing (a keyed process has no insecure peer).
@@ -25,6 +26,7 @@ inline std::string_view PeerRoleName(PeerRole role) {
     case PeerRole::kTrainer: return "trainer";
     case PeerRole::kServer: return "server";
     case PeerRole::kAdmin: return "admin";
+    case PeerRole::kReader: return "reader";
     case PeerRole::kInsecure: return "insecure";
     case PeerRole::kUnauthenticated: return "unauthenticated";
   }
@@ -38,12 +40,16 @@ constexpr PeerRoles RoleBit(PeerRole role) { return PeerRoles(1u << static_cast<
 inline constexpr PeerRoles kTrainers = RoleBit(PeerRole::kTrainer);
 inline constexpr PeerRoles kServers = RoleBit(PeerRole::kServer);
 inline constexpr PeerRoles kAdmins = RoleBit(PeerRole::kAdmin);
-inline constexpr PeerRoles kAnyRole = kTrainers | kServers | kAdmins;
+inline constexpr PeerRoles kReaders = RoleBit(PeerRole::kReader);
+inline constexpr PeerRoles kAnyRole = kTrainers | kServers | kAdmins | kReaders;
+// The roles a key may be given in a config, in the order errors list them.
+inline constexpr PeerRole kKeyRoles[] = {PeerRole::kTrainer, PeerRole::kServer, PeerRole::kAdmin,
+                                         PeerRole::kReader};
 
 // "trainer or admin", for errors.
 inline std::string DescribeRoles(PeerRoles roles) {
   std::string text;
-  for (PeerRole role : {PeerRole::kTrainer, PeerRole::kServer, PeerRole::kAdmin}) {
+  for (PeerRole role : kKeyRoles) {
     if ((roles & RoleBit(role)) == 0) continue;
     if (!text.empty()) text += " or ";
     text += PeerRoleName(role);

@@ -373,7 +373,7 @@ Peer PeerOf(std::vector<Frame>& frames) {
     const char* key = zmq_msg_gets(message, "User-Id");
     const char* role = zmq_msg_gets(message, kRoleProperty);
     if (key == nullptr || role == nullptr) continue;
-    for (PeerRole candidate : {PeerRole::kTrainer, PeerRole::kServer, PeerRole::kAdmin}) {
+    for (PeerRole candidate : kKeyRoles) {
       if (PeerRoleName(candidate) == role) return Peer{candidate, key};
     }
   }

@@ -103,7 +103,9 @@ Result<PeerRole> ParseTrustedRole(std::string_view name) {
   if (name == "server") return PeerRole::kServer;
   if (name == "trainer") return PeerRole::kTrainer;
   if (name == "admin") return PeerRole::kAdmin;
-  return InvalidArgument("role " + QuoteForError(name) + ": expected server, trainer or admin");
+  if (name == "reader") return PeerRole::kReader;
+  return InvalidArgument("role " + QuoteForError(name) +
+                         ": expected server, trainer, admin or reader");
 }
 
 Result<KeyPair> WriteKeyFiles(const std::string& dir, const std::string& name) {

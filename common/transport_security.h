@@ -45,7 +45,7 @@ struct TransportSecurity {
 Result<KeyPair> GenerateKeyPair();
 // InvalidArgument naming `what` unless `key` is a well-formed Z85 key of 32 bytes.
 Status CheckKey(std::string_view key, std::string_view what);
-// "server", "trainer" or "admin" (the roles a config may give a key).
+// "server", "trainer", "admin" or "reader" (the roles a config may give a key).
 Result<PeerRole> ParseTrustedRole(std::string_view name);
 
 // Writes DIR/NAME.key (0600, never overwriting an existing file) and DIR/NAME.pub; returns the

@@ -39,7 +39,8 @@ using RequestBody =
                  RegisterTrainerRequest, GetRoutingRequest, BarrierRequest, ApplyClockRequest,
                  TrainerClockRequest, HeartbeatRequest, CheckpointRequest, CheckpointCutRequest,
                  CheckpointNowRequest, ServerHeartbeatRequest, MoveDecisionRequest, DrainRequest,
-                 ClusterStatusRequest, PartitionTransferRequest, LookupRequest, HintRequest>;
+                 ClusterStatusRequest, PartitionTransferRequest, LookupRequest, HintRequest,
+                 RegisterReaderRequest>;
 
 // A decoded request. Spans inside `body` point into storage this object owns; it is movable and
 // the spans stay valid across moves.

@@ -56,11 +56,11 @@ struct PullRequest {
   std::vector<TableKeys> tables;           // 1 to kMaxTablesPerPull
   RowFormat row_format = RowFormat::kF32;  // of the reply's rows
 };
-// A read-only pull (serving): trainers may send it (and admins, who act as trainers); there is no
-// read-only role. The server reads rows without creating, admitting or loading them into memory.
+// A read-only pull (serving): readers and trainers may send it (and admins, who act as trainers).
+// The server reads rows without creating, admitting or loading them into memory.
 struct LookupRequest {
   static constexpr std::string_view kName = "lookup";
-  static constexpr PeerRoles kSenders = kTrainers;
+  static constexpr PeerRoles kSenders = kTrainers | kReaders;
   std::string table;
   std::span<const uint64_t> keys;          // points into the decoded frame
   RowFormat row_format = RowFormat::kF32;  // of the reply's rows

@@ -260,6 +260,9 @@ std::optional<Result<RequestBody>> ReadMembershipRequest(schema::Request::Reader
     case schema::Request::REGISTER_TRAINER:
       return AsBody<RequestBody>(
           RegisterTrainerRequest{ToString(request.getRegisterTrainer().getName())});
+    case schema::Request::REGISTER_READER:
+      return AsBody<RequestBody>(
+          RegisterReaderRequest{ToString(request.getRegisterReader().getName())});
     case schema::Request::GET_ROUTING:
       return AsBody<RequestBody>(GetRoutingRequest{});
     case schema::Request::BARRIER: {
@@ -313,6 +316,12 @@ Frame EncodeRegisterServer(const RequestHeader& header, std::string_view endpoin
 Frame EncodeRegisterTrainer(const RequestHeader& header, std::string_view name) {
   return BuildMessage(header, name.size(), [&](schema::Request::Builder request) {
     request.initRegisterTrainer().setName(TextOf(name));
+  });
+}
+
+Frame EncodeRegisterReader(const RequestHeader& header, std::string_view name) {
+  return BuildMessage(header, name.size(), [&](schema::Request::Builder request) {
+    request.initRegisterReader().setName(TextOf(name));
   });
 }
 

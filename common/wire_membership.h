@@ -37,6 +37,13 @@ struct RegisterTrainerRequest {
   static constexpr PeerRoles kSenders = kTrainers;
   std::string name;
 };
+// A read-only client (serving, `ember lookup`): answered with the tables and routing table like a
+// trainer's registration, but it takes no trainer slot, reports no clock and is not waited for.
+struct RegisterReaderRequest {
+  static constexpr std::string_view kName = "register-reader";
+  static constexpr PeerRoles kSenders = kTrainers | kReaders;
+  std::string name;
+};
 struct GetRoutingRequest {
   static constexpr std::string_view kName = "get-routing";
   static constexpr PeerRoles kSenders = kAnyRole;
@@ -80,6 +87,7 @@ struct ClusterStatusRequest {
 Frame EncodeRegisterServer(const RequestHeader& header, std::string_view endpoint,
                            bool join = false);
 Frame EncodeRegisterTrainer(const RequestHeader& header, std::string_view name);
+Frame EncodeRegisterReader(const RequestHeader& header, std::string_view name);
 Frame EncodeGetRouting(const RequestHeader& header);
 Frame EncodeBarrier(const RequestHeader& header, std::string_view name, uint32_t count);
 Frame EncodeApplyClock(const RequestHeader& header, const ApplyClockRequest& apply);
@@ -90,8 +98,11 @@ Frame EncodeClusterStatusRequest(const RequestHeader& header);
 
 // ---- Responses (decoded as these structs, RoutingTable and ClockGrant) ----
 
+// The id in a reader's registration: readers are not members and have none of their own.
+constexpr uint32_t kReaderId = ~uint32_t{0};
+
 struct Registration {
-  uint32_t id = 0;
+  uint32_t id = 0;  // a server's or trainer's id; kReaderId for a reader
   std::vector<TableSpec> tables;
   RoutingTable routing;
   uint64_t clock = 0;  // trainers: the clock to start from

@@ -70,6 +70,7 @@ std::vector<std::pair<std::string, Frame>> Requests() {
   add("register-server", wire::EncodeRegisterServer(h, "tcp://127.0.0.1:5000"));
   add("register-server-join", wire::EncodeRegisterServer(h, "tcp://127.0.0.1:5002", true));
   add("register-trainer", wire::EncodeRegisterTrainer(h, "trainer-a"));
+  add("register-reader", wire::EncodeRegisterReader(h, "lookup"));
   add("get-routing", wire::EncodeGetRouting(h));
   add("barrier", wire::EncodeBarrier(h, "start", 2));
   add("apply-clock", wire::EncodeApplyClock(h, {.clock = 1, .trainers = {0, 1}}));
@@ -215,6 +216,11 @@ void WriteServerConversations(CorpusWriter& out) {
             JoinRecords({Record(PeerRole::kTrainer, push), Record(PeerRole::kTrainer, lookup),
                          Record(PeerRole::kServer, lookup), Record(PeerRole::kTrainer, pull),
                          Record(PeerRole::kAdmin, wire::EncodeStatsRequest(h))}));
+  // A reader looks up, asks for stats, and tries a pull and a push it may not send.
+  out.Write(target, "reader-lookup-refused-push",
+            JoinRecords({Record(PeerRole::kReader, lookup), Record(PeerRole::kReader, pull),
+                         Record(PeerRole::kReader, push),
+                         Record(PeerRole::kReader, wire::EncodeStatsRequest(h))}));
   // A hint, the pull and the push that releases it; and a hint a server may not send.
   const Frame hint = wire::EncodeHintSubset(h, "user", kKeys, {}, {1, 9}, 1000);
   const Frame releasing = wire::EncodePushSubset(h, "user", kKeys, grads, tables[0].dim, {}, 0,
@@ -306,6 +312,15 @@ void WriteSchedulerConversations(CorpusWriter& out) {
       PeerRole::kServer, 8, wire::EncodeMoveDecision(formed, {.move = {8, 1, 0}, .commit = true}),
       2));
   out.Write(target, "other-identities", JoinRecords(impostors));
+  // A reader registers, reads the routing table and status, and tries what it may not.
+  std::vector<std::string> reader(run.begin(), run.begin() + 2);
+  reader.push_back(Record(PeerRole::kReader, 9, wire::EncodeRegisterReader(h, "lookup")));
+  reader.push_back(Record(PeerRole::kReader, 9, wire::EncodeGetRouting(formed)));
+  reader.push_back(Record(PeerRole::kReader, 9, wire::EncodeClusterStatusRequest(formed)));
+  reader.push_back(Record(PeerRole::kReader, 9, wire::EncodeRegisterTrainer(h, "trainer-a")));
+  reader.push_back(Record(PeerRole::kReader, 9, wire::EncodeHeartbeat(formed, 0)));
+  reader.push_back(Record(PeerRole::kReader, 9, wire::EncodeDrain(formed, 1)));
+  out.Write(target, "reader-reads-and-is-refused", JoinRecords(reader));
   out.Write(target, "edge-extra-frame", Record(PeerRole::kInsecure, 0xff, wire::EncodePing(h)));
 }
 

@@ -16,7 +16,7 @@ namespace ember::fuzz {
 namespace {
 
 constexpr PeerRole kRoles[] = {PeerRole::kInsecure, PeerRole::kTrainer, PeerRole::kServer,
-                               PeerRole::kAdmin};
+                               PeerRole::kAdmin, PeerRole::kReader};
 
 // Fixed, well-formed keys (Z85, 40 characters) for the authenticated roles: several, so that a
 // conversation holds several identities of one role (one trainer key speaking for another's

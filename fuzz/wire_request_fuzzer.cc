@@ -45,6 +45,7 @@ std::optional<Frame> Encode(const wire::DecodedRequest& request) {
             return EncodeRegisterServer(h, r.endpoint, r.join);
           },
           [&](const RegisterTrainerRequest& r) { return EncodeRegisterTrainer(h, r.name); },
+          [&](const RegisterReaderRequest& r) { return EncodeRegisterReader(h, r.name); },
           [&](const GetRoutingRequest&) { return EncodeGetRouting(h); },
           [&](const BarrierRequest& b) { return EncodeBarrier(h, b.name, b.count); },
           [&](const ApplyClockRequest& apply) { return EncodeApplyClock(h, apply); },

@@ -19,13 +19,16 @@ Status LocalCluster::MakeKeys() {
   ASSIGN_OR_RETURN(KeyPair server, GenerateKeyPair());
   ASSIGN_OR_RETURN(KeyPair admin, GenerateKeyPair());
   ASSIGN_OR_RETURN(KeyPair trainer, GenerateKeyPair());
+  ASSIGN_OR_RETURN(KeyPair reader, GenerateKeyPair());
   const std::vector<TrustedKey> trusted = {{"servers", server.public_key, PeerRole::kServer},
                                            {"admin", admin.public_key, PeerRole::kAdmin},
-                                           {"trainers", trainer.public_key, PeerRole::kTrainer}};
+                                           {"trainers", trainer.public_key, PeerRole::kTrainer},
+                                           {"readers", reader.public_key, PeerRole::kReader}};
   scheduler_security_ = TransportSecurity{scheduler, "", trusted, false};
   server_security_ = TransportSecurity{server, scheduler.public_key, trusted, false};
   client_security_ = TransportSecurity{admin, scheduler.public_key, {}, false};
   trainer_security_ = TransportSecurity{trainer, scheduler.public_key, {}, false};
+  reader_security_ = TransportSecurity{reader, scheduler.public_key, {}, false};
   return Status::Ok();
 }
 

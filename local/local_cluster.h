@@ -60,10 +60,11 @@ class LocalCluster {
   // What a client of this cluster connects with: the admin key pair and the scheduler's key when
   // it authenticates, else nothing.
   const TransportSecurity& client_security() const { return client_security_; }
-  // The key pair its servers share, and a trainer key pair it trusts (when it authenticates):
-  // what an insider with a server or trainer key holds, for tests of what such keys cannot do.
+  // The key pair its servers share, and a trainer and a reader key pair it trusts (when it
+  // authenticates): what an insider with such a key holds, for tests of what it cannot do.
   const TransportSecurity& server_security() const { return server_security_; }
   const TransportSecurity& trainer_security() const { return trainer_security_; }
+  const TransportSecurity& reader_security() const { return reader_security_; }
 
   // A client of this cluster registered under `name`, with the cluster's limits and keys.
   Result<std::unique_ptr<ps::Client>> Connect(const std::string& name = "client") const;
@@ -82,7 +83,8 @@ class LocalCluster {
 
   const LocalClusterOptions options_;
   Status status_;
-  TransportSecurity scheduler_security_, server_security_, client_security_, trainer_security_;
+  TransportSecurity scheduler_security_, server_security_, client_security_, trainer_security_,
+      reader_security_;
   std::unique_ptr<scheduler::Scheduler> scheduler_;
   std::thread scheduler_thread_;
   std::vector<std::unique_ptr<ps::Server>> servers_;

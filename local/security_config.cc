@@ -47,7 +47,7 @@ Status ReadKeyring(const std::string& dir, TransportSecurity* security) {
     auto role = ParseTrustedRole(name.substr(0, name.find('-')));
     if (!role.ok()) {
       return InvalidArgument("keyring file '" + file.string() +
-                             "': its name must start with server, trainer or admin (or be "
+                             "': its name must start with server, trainer, admin or reader (or be "
                              "scheduler.pub)");
     }
     security->trusted.push_back(TrustedKey{name, key, *role});

@@ -120,12 +120,13 @@ void BindClient(py::module_& module) {
 
   ClientClass client(module, "Client", "A trainer's connection to an ember cluster.");
   client.def(py::init<const std::string&, const std::string&, const std::string&,
-                      const std::string&, double, double, double, uint32_t, uint32_t, bool>(),
+                      const std::string&, double, double, double, uint32_t, uint32_t, bool,
+                      bool>(),
              py::arg("scheduler"), py::arg("key") = "", py::arg("scheduler_key") = "",
              py::arg("name") = "python", py::arg("timeout") = 30.0,
              py::arg("register_timeout") = 60.0, py::arg("heartbeat_interval") = 1.0,
              py::arg("max_keys_per_message") = 4096, py::arg("rank") = 0,
-             py::arg("wire_fp16") = false);
+             py::arg("wire_fp16") = false, py::arg("read_only") = false);
   BindDataPlane(client);
   BindClusterCalls(client);
   BindSyncedSteps(client);

@@ -80,7 +80,7 @@ py::object Future::Result(std::optional<double> timeout) {
 PythonClient::PythonClient(const std::string& scheduler, const std::string& key,
              const std::string& scheduler_key, const std::string& name, double timeout_s,
              double register_timeout_s, double heartbeat_s, uint32_t max_keys_per_message,
-             uint32_t rank, bool wire_fp16)
+             uint32_t rank, bool wire_fp16, bool read_only)
     : rank_(rank) {
   for (const auto& [what, seconds] :
        {std::pair{"timeout", timeout_s}, std::pair{"register_timeout", register_timeout_s}}) {
@@ -100,6 +100,7 @@ PythonClient::PythonClient(const std::string& scheduler, const std::string& key,
   options.heartbeat_interval = Millis(static_cast<int64_t>(heartbeat_s * 1000));
   options.max_keys_per_message = max_keys_per_message;
   options.row_format = wire_fp16 ? RowFormat::kF16 : RowFormat::kF32;
+  options.read_only = read_only;
   if (!key.empty() || !scheduler_key.empty()) {
     options.security = ValueOrThrow(local::BuildTransportSecurity(
         {.key_file = key, .scheduler_key = scheduler_key}, "", /*insecure=*/false));
@@ -118,7 +119,9 @@ void PythonClient::Close(bool leave, const std::string& reason) {
   closing_->closed.store(true, std::memory_order_release);
   {
     py::gil_scoped_release release;
-    if (leave) (void)client->scheduler().Leave(client->trainer_id(), clock(), Millis(2'000));
+    if (leave && !client->read_only()) {
+      (void)client->scheduler().Leave(client->trainer_id(), clock(), Millis(2'000));
+    }
     client.reset();  // unless another thread's call still holds it
   }
   in_flight_.clear();

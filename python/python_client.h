@@ -64,7 +64,7 @@ class PythonClient {
   PythonClient(const std::string& scheduler, const std::string& key,
                const std::string& scheduler_key, const std::string& name, double timeout_s,
                double register_timeout_s, double heartbeat_s, uint32_t max_keys_per_message,
-               uint32_t rank, bool wire_fp16);
+               uint32_t rank, bool wire_fp16, bool read_only);
 
   ~PythonClient() { Close(/*leave=*/true, ""); }
 

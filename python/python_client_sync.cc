@@ -21,6 +21,9 @@ py::dict PythonClient::SyncDict() {
 py::object PythonClient::EndStep() {
   std::shared_ptr<ps::Client> client = Connected();
   std::shared_ptr<trainer::StepSync> sync = step_sync_;
+  if (client->read_only()) {
+    ThrowStatus(PermissionDenied("end_step() on a read-only client (a reader): it takes no steps"));
+  }
   if (sync->pending_cut().clock != 0 && sync->pending_cut().clock <= clock()) {
     ThrowStatus(FailedPrecondition("the checkpoint cut after step " +
                                    std::to_string(sync->pending_cut().clock) +

@@ -173,6 +173,8 @@ void Scheduler::Dispatch(Frame identity, const wire::DecodedRequest& request, co
     HandleClusterStatus(identity, id);
   } else if (auto* trainer = std::get_if<wire::RegisterTrainerRequest>(&request.body)) {
     HandleRegisterTrainer(std::move(identity), id, trainer->name, peer);
+  } else if (auto* reader = std::get_if<wire::RegisterReaderRequest>(&request.body)) {
+    HandleRegisterReader(identity, id, reader->name, peer);
   } else if (std::holds_alternative<wire::GetRoutingRequest>(request.body)) {
     Reply(identity, wire::EncodeRoutingResponse(id, routing_));
   } else if (auto* barrier = std::get_if<wire::BarrierRequest>(&request.body)) {
@@ -291,6 +293,22 @@ void Scheduler::HandleRegisterTrainer(Frame identity, uint64_t request_id,
     return;
   }
   waiting_trainers_.push_back(Waiter{std::move(identity), request_id, it->second});
+}
+
+void Scheduler::HandleRegisterReader(const Frame& identity, uint64_t request_id,
+                                     const std::string& name, const Peer& peer) {
+  // A reader is not a member: nothing is stored for it, so it needs no slot and no bound. Before
+  // the cluster forms it is told to ask again (its client retries until its register timeout).
+  if (!routing_.ready()) {
+    Reply(identity, wire::EncodeStatusResponse(
+                        request_id, routing_.epoch,
+                        Unavailable("registration of reader " + QuoteForError(name) +
+                                    ": the cluster has not formed yet; ask again")));
+    return;
+  }
+  spdlog::debug("scheduler: reader {} ({}) registered", QuoteForError(name), peer.Describe());
+  Reply(identity,
+        wire::EncodeRegistrationResponse(request_id, RegistrationFor(wire::kReaderId)));
 }
 
 void Scheduler::FormCluster() {

@@ -108,6 +108,8 @@ class Scheduler {
   void HandleClusterStatus(const Frame& identity, uint64_t request_id);
   void HandleRegisterTrainer(Frame identity, uint64_t request_id, const std::string& name,
                              const Peer& peer);
+  void HandleRegisterReader(const Frame& identity, uint64_t request_id, const std::string& name,
+                            const Peer& peer);
   void HandleBarrier(Frame identity, uint64_t request_id, const wire::BarrierRequest&);
   void HandleTrainerClock(Frame identity, uint64_t request_id,
                           const wire::TrainerClockRequest& clock);

@@ -4,20 +4,13 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
-#include <random>
 
+#include "common/random_id.h"
 #include "common/thread_name.h"
 #include "ps/client/client_internal.h"
 
 namespace ember::ps {
 namespace {
-
-uint64_t RandomSenderId() {
-  std::random_device device;
-  uint64_t id = 0;
-  while (id == 0) id = (uint64_t{device()} << 32) ^ device();
-  return id;
-}
 
 // The client's ZeroMQ context: its keys, and its sockets queue at most `queue_limit` messages
 // per direction.
@@ -31,7 +24,7 @@ std::shared_ptr<Context> MakeContext(uint32_t queue_limit, const TransportSecuri
 
 Client::Impl::Impl(ClientOptions options)
     : options_(std::move(options)),
-      sender_id_(RandomSenderId()),
+      sender_id_(RandomId()),
       context_(MakeContext(options_.limits.socket_queue, options_.security)),
       scheduler_(options_.scheduler_endpoint, context_),
       links_(*context_) {}
@@ -56,7 +49,9 @@ Client::Impl::~Impl() {
 
 Status Client::Impl::Register() {
   ASSIGN_OR_RETURN(TrainerRegistration registration,
-                   scheduler_.RegisterTrainer(options_.name, options_.register_timeout));
+                   options_.read_only
+                       ? scheduler_.RegisterReader(options_.name, options_.register_timeout)
+                       : scheduler_.RegisterTrainer(options_.name, options_.register_timeout));
   trainer_id_ = registration.trainer_id;
   start_clock_ = registration.start_clock;
   sync_ = registration.sync;
@@ -75,7 +70,7 @@ Status Client::Impl::Start() {
     SetThreadName("ps-client-io");
     IoLoop();
   });
-  if (options_.heartbeat_interval.count() > 0) {
+  if (options_.heartbeat_interval.count() > 0 && !options_.read_only) {
     heartbeat_thread_ = std::thread([this] {
       SetThreadName("ps-client-beat");
       HeartbeatLoop();
@@ -98,6 +93,11 @@ void Client::Impl::HeartbeatLoop() {
 }
 
 Ticket Client::Impl::Submit(std::shared_ptr<Operation> op) {
+  if (options_.read_only && op->kind != Operation::Kind::kLookup) {
+    return Ticket::Done(PermissionDenied(
+        std::string(op->name()) + " of " + op->TableNames() + " from a read-only client " +
+        "(registered as a reader): it may only look rows up; refused, nothing sent"));
+  }
   if (op->key_count() == 0) return Ticket::Done(Status::Ok());
   op->deadline = Clock::now() + options_.request_timeout;
   Ticket ticket = op->ticket;
@@ -130,6 +130,7 @@ Result<std::unique_ptr<Client>> Client::Connect(ClientOptions options) {
 }
 
 uint32_t Client::trainer_id() const { return impl_->trainer_id_; }
+bool Client::read_only() const { return impl_->options_.read_only; }
 uint64_t Client::start_clock() const { return impl_->start_clock_; }
 const SyncOptions& Client::sync() const { return impl_->sync_; }
 const std::vector<TableSpec>& Client::tables() const { return impl_->tables_; }

@@ -75,6 +75,10 @@ struct ClientOptions {
   // limits.keys_per_message, and the client's sockets queue at most limits.socket_queue messages.
   Limits limits;
   Millis heartbeat_interval{0};  // > 0: tell the scheduler this often that the trainer lives
+  // Register as a reader (serving, `ember lookup`): the client may only look rows up and read the
+  // routing table and status. It takes no trainer slot, sends no heartbeats and has no trainer
+  // id (trainer_id() is wire::kReaderId); a reader key needs it.
+  bool read_only = false;
   TransportSecurity security;    // this process's key and the scheduler's (none: plain)
 };
 
@@ -93,7 +97,8 @@ class Client {
   Client(const Client&) = delete;
   Client& operator=(const Client&) = delete;
 
-  uint32_t trainer_id() const;
+  uint32_t trainer_id() const;  // wire::kReaderId for a read-only client
+  bool read_only() const;       // registered as a reader (ClientOptions::read_only)
   // The clock this trainer starts from (non-zero for a late joiner of a bsp/ssp run).
   uint64_t start_clock() const;
   // How the run synchronises its trainers' steps, as the scheduler said at registration (mode,

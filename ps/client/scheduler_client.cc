@@ -65,6 +65,16 @@ Result<Body> SchedulerClient::Call(std::string_view what, Millis timeout, Encode
 
 Result<TrainerRegistration> SchedulerClient::RegisterTrainer(std::string_view name,
                                                              Millis timeout) {
+  return Register(name, /*reader=*/false, timeout);
+}
+
+Result<TrainerRegistration> SchedulerClient::RegisterReader(std::string_view name,
+                                                            Millis timeout) {
+  return Register(name, /*reader=*/true, timeout);
+}
+
+Result<TrainerRegistration> SchedulerClient::Register(std::string_view name, bool reader,
+                                                      Millis timeout) {
   using Clock = std::chrono::steady_clock;
   const auto deadline = Clock::now() + timeout;
   Status last = Unavailable("never tried");
@@ -73,11 +83,12 @@ Result<TrainerRegistration> SchedulerClient::RegisterTrainer(std::string_view na
     auto registration =
         Call<wire::Registration>("registering with the scheduler", std::min(left, kRegisterRetry),
                                  [&](const wire::RequestHeader& header) {
-                                   return wire::EncodeRegisterTrainer(header, name);
+                                   return reader ? wire::EncodeRegisterReader(header, name)
+                                                 : wire::EncodeRegisterTrainer(header, name);
                                  });
     if (registration.ok()) {
       if (!registration->routing.ready()) {
-        return Internal("scheduler answered a trainer registration without a ready routing table");
+        return Internal("scheduler answered a registration without a ready routing table");
       }
       return TrainerRegistration{registration->id, registration->clock,
                                  std::move(registration->tables), std::move(registration->routing),

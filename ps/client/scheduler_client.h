@@ -65,6 +65,9 @@ class SchedulerClient {
   // cluster has formed, asking again every second while the scheduler does not answer;
   // DeadlineExceeded after `timeout`.
   Result<TrainerRegistration> RegisterTrainer(std::string_view name, Millis timeout);
+  // The same for a read-only client (lookups): it takes no trainer slot and reports no clock; its
+  // trainer_id is wire::kReaderId.
+  Result<TrainerRegistration> RegisterReader(std::string_view name, Millis timeout);
   // The current routing table; Unavailable while the cluster has not formed.
   Result<RoutingTable> GetRouting(Millis timeout);
   Result<ClusterStatus> GetClusterStatus(Millis timeout);
@@ -99,6 +102,7 @@ class SchedulerClient {
 
  private:
   class Channels;
+  Result<TrainerRegistration> Register(std::string_view name, bool reader, Millis timeout);
   // One call on a connection of its own: CallAndCheck (common/rpc_channel.h).
   template <typename Body, typename Encode>
   Result<Body> Call(std::string_view what, Millis timeout, Encode&& encode);

@@ -42,14 +42,17 @@ class Client(_ember.Client):
     """A trainer's connection to an ember cluster (a thin binding of ember's C++ client).
 
     Client(scheduler, key="", scheduler_key="", name=None, timeout=30.0, register_timeout=60.0,
-           heartbeat_interval=1.0, max_keys_per_message=4096, rank=0, wire_fp16=False)
+           heartbeat_interval=1.0, max_keys_per_message=4096, rank=0, wire_fp16=False,
+           read_only=False)
 
     `scheduler` is the scheduler's endpoint (tcp://host:port). On an authenticated cluster, `key`
     is this client's key file (ember keygen) and `scheduler_key` the scheduler's public key (a
     .pub file or its 40 characters). A pull or push not answered within `timeout` seconds fails
     with DeadlineExceededError. `wire_fp16` sends rows and gradients as float16 on the wire (half
     the bytes; the servers keep float32, values round to fp16's 11 significant bits), as the C++
-    trainer's train.wire_fp16.
+    trainer's train.wire_fp16. `read_only` registers a reader (serving): it may only lookup(),
+    read tables(), status() and stats(); it takes no trainer slot and sends no heartbeats, and
+    pulls, pushes and steps raise PermissionDeniedError. A reader key (role reader) needs it.
 
     pull(table, keys, out=None) -> float32 array (n, dim); push(table, keys, gradients);
     pull_async / push_async return a Future (result(timeout=None), done()); tables(), status(),

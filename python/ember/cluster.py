@@ -191,6 +191,16 @@ class LocalCluster:
         self._clients.add(client)
         return client
 
+    def reader(self, name=None, **options):
+        """A read-only Client of this cluster (the reader key: lookups, tables, status only)."""
+        from . import Client
+        if self._process is None:
+            raise _ember.EmberError("the local cluster is stopped")
+        client = Client(self.scheduler, key=self.info["reader_key"],
+                        scheduler_key=self.scheduler_key, name=name, read_only=True, **options)
+        self._clients.add(client)
+        return client
+
     def running(self):
         """Whether the cluster's processes still run."""
         return self._process is not None and self._process.running()

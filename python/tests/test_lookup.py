@@ -53,3 +53,28 @@ def test_bad_mode_and_unknown_table_raise(client):
         client.lookup("user", keys_from(5_000, 2), missing="zeros")
     with pytest.raises(ember.NotFoundError, match="'nope'"):
         client.lookup("nope", keys_from(5_000, 2))
+
+
+def test_a_reader_looks_up_and_may_do_nothing_else(cluster, client):
+    keys = keys_from(6_000, 8)
+    trained = client.pull("user", keys)
+    with cluster.reader() as reader:
+        numpy.testing.assert_array_equal(reader.lookup("user", keys), trained)
+        assert {t["name"] for t in reader.tables()} == {"user", "item"}
+        assert reader.status()["servers"]
+        assert len(reader.stats()) == 2
+        before = rows_on_servers(client)
+        with pytest.raises(ember.PermissionDeniedError, match="read-only"):
+            reader.pull("user", keys_from(7_000, 2))
+        with pytest.raises(ember.PermissionDeniedError, match="read-only"):
+            reader.push("user", keys, numpy.ones((len(keys), 8), dtype=numpy.float32))
+        with pytest.raises(ember.PermissionDeniedError, match="read-only"):
+            reader.end_step()
+        assert rows_on_servers(client) == before
+    numpy.testing.assert_array_equal(client.pull("user", keys), trained)
+
+
+def test_a_reader_key_cannot_register_as_a_trainer(cluster):
+    with pytest.raises(ember.PermissionDeniedError, match="needs the role trainer"):
+        ember.Client(cluster.scheduler, key=cluster.info["reader_key"],
+                     scheduler_key=cluster.scheduler_key, register_timeout=5.0)

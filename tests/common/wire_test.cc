@@ -320,6 +320,10 @@ TEST(WireTest, EveryRequestKindRoundTripsUnderItsName) {
                                                 "register-trainer")
                 .name,
             "worker-3");
+  EXPECT_EQ(DecodedBody<RegisterReaderRequest>(EncodeRegisterReader(h, "lookup"), h,
+                                               "register-reader")
+                .name,
+            "lookup");
   const auto barrier = DecodedBody<BarrierRequest>(EncodeBarrier(h, "start", 4), h, "barrier");
   EXPECT_EQ(barrier.name, "start");
   EXPECT_EQ(barrier.count, 4u);

@@ -1,5 +1,5 @@
-// The insider suite: for each role's key (server, trainer, admin) and for no key, every request
-// kind the schema defines, with boundary values (0, 1, 2^31, 2^63, 2^64-1, empty and huge
+// The insider suite: for each role's key (server, trainer, admin, reader) and for no key, every
+// request kind the schema defines, with boundary values (0, 1, 2^31, 2^63, 2^64-1, empty and huge
 // lists and data, other members' ids) in every field, sent to a live authenticated cluster on
 // loopback: its scheduler and each of its servers. The requests are generated from the schema by
 // Cap'n Proto's reflection, so a new request kind, or a new field, is covered without editing
@@ -278,6 +278,16 @@ TEST_F(InsiderSuiteTest, AServerKeyAndNoKeyChangeNothing) {
   EXPECT_GT(sent, 0);
   // A server key: every request is answered (refused, or harmless), and changes nothing.
   EXPECT_EQ(SendAll(cluster_->server_security(), Millis(5000), kNone, &sent), sent);
+  EXPECT_EQ(Rows(), rows);
+  EXPECT_EQ(Owned(), owned);
+  ExpectTheClusterStillWorks();
+}
+
+TEST_F(InsiderSuiteTest, AReaderKeyChangesNothing) {
+  const std::vector<float> rows = Rows();
+  const std::vector<uint32_t> owned = Owned();
+  int sent = 0;
+  EXPECT_EQ(SendAll(cluster_->reader_security(), Millis(5000), kNone, &sent), sent);
   EXPECT_EQ(Rows(), rows);
   EXPECT_EQ(Owned(), owned);
   ExpectTheClusterStillWorks();

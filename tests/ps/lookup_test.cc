@@ -60,7 +60,7 @@ TEST(LookupWireTest, RequestAndReplyRoundTrip) {
             (std::vector<uint64_t>{5, 3}));
   EXPECT_EQ(lookup.row_format, RowFormat::kF16);
   EXPECT_EQ(lookup.missing, MissingRows::kFlag);
-  EXPECT_EQ(wire::SendersOf(request->body), kTrainers);
+  EXPECT_EQ(wire::SendersOf(request->body), kTrainers | kReaders);
 
   auto reply = wire::DecodeResponse(
       wire::EncodeLookupResponse(7, 9, 4, 2, [](std::span<float> rows, std::span<uint8_t> found) {

@@ -26,6 +26,7 @@ const Peer kTrainer{PeerRole::kTrainer, "trainer-key-trainer-key-trainer-key-123
 const Peer kAdmin{PeerRole::kAdmin, "admin-key-admin-key-admin-key-admin-1234"};
 const Peer kServerA{PeerRole::kServer, "server-a-server-a-server-a-server-a-1234"};
 const Peer kServerB{PeerRole::kServer, "server-b-server-b-server-b-server-b-1234"};
+const Peer kReader{PeerRole::kReader, "reader-key-reader-key-reader-key-read-12"};
 
 TEST(RequestRolesTest, EachKindNamesWhoMaySendIt) {
   using wire::RequestBody;
@@ -53,6 +54,35 @@ TEST(RequestRolesTest, EachKindNamesWhoMaySendIt) {
       << refused.ToString();
   EXPECT_NE(refused.message().find("trainer key 'trainer-...'"), std::string::npos)
       << refused.ToString();
+}
+
+TEST(RequestRolesTest, AReaderMayLookUpAndReadTheRoutingAndStatusOnly) {
+  using wire::RequestBody;
+  const std::vector<RequestBody> allowed = {
+      wire::LookupRequest{}, wire::RegisterReaderRequest{}, wire::GetRoutingRequest{},
+      wire::ClusterStatusRequest{}, wire::StatsRequest{}, wire::PingRequest{}};
+  for (const RequestBody& body : allowed) {
+    EXPECT_TRUE(wire::CheckSender(kReader, body).ok()) << wire::RequestKindName(body);
+  }
+  // Trainers may read too (and admins, as trainers); servers may not register as readers.
+  EXPECT_TRUE(wire::CheckSender(kTrainer, RequestBody{wire::RegisterReaderRequest{}}).ok());
+  EXPECT_TRUE(wire::CheckSender(kAdmin, RequestBody{wire::LookupRequest{}}).ok());
+  EXPECT_FALSE(wire::CheckSender(kServerA, RequestBody{wire::RegisterReaderRequest{}}).ok());
+  const std::vector<RequestBody> refused = {
+      wire::PullRequest{}, wire::PushRequest{}, wire::HintRequest{},
+      wire::RegisterTrainerRequest{}, wire::RegisterServerRequest{}, wire::BarrierRequest{},
+      wire::TrainerClockRequest{}, wire::HeartbeatRequest{}, wire::ApplyClockRequest{},
+      wire::DrainRequest{}, wire::CheckpointNowRequest{}, wire::CheckpointCutRequest{},
+      wire::CheckpointRequest{"/c", CheckpointAction::kWrite},
+      wire::CheckpointRequest{"/c", CheckpointAction::kRestore}, wire::PartitionTransferRequest{},
+      wire::ServerHeartbeatRequest{}, wire::MoveDecisionRequest{}};
+  for (const RequestBody& body : refused) {
+    const Status status = wire::CheckSender(kReader, body);
+    EXPECT_EQ(status.code(), StatusCode::kPermissionDenied) << wire::RequestKindName(body);
+    EXPECT_NE(status.message().find("this connection is reader key 'reader-k...'"),
+              std::string::npos)
+        << status.ToString();
+  }
 }
 
 // Server 0 owns every partition; servers 1 (kServerA's key) and 2 (kServerB's) own none.
@@ -125,6 +155,33 @@ TEST_F(ShardRolesTest, AServerRefusesKindsTheSendersRoleMayNotSendAndChangesNoth
   ASSERT_TRUE(restore.ok());
   EXPECT_EQ(restore->status.code(), StatusCode::kPermissionDenied);
   EXPECT_EQ(Pull(kAdmin), before);
+}
+
+TEST_F(ShardRolesTest, AReaderLooksRowsUpAndCanNeitherCreateNorChangeThem) {
+  const std::vector<uint64_t> fresh = {101, 102};
+  auto lookup = Call(wire::EncodeLookupSubset({1, 1}, "item", fresh, {}, wire::RowFormat::kF32,
+                                              MissingRows::kFlag),
+                     kReader);
+  ASSERT_TRUE(lookup.ok() && lookup->status.ok()) << (lookup.ok() ? lookup->status.ToString() : "");
+  const std::vector<float> grads(fresh.size() * Spec().dim, 1.0f);
+  const std::vector<Frame> writes = [&] {
+    std::vector<Frame> frames;
+    frames.push_back(wire::EncodePull({2, 1}, "item", fresh));
+    frames.push_back(wire::EncodePushSubset({3, 1}, "item", fresh, grads, Spec().dim, {}, 0,
+                                            wire::RowFormat::kF32, 0, false, {}));
+    frames.push_back(wire::EncodeHintSubset({4, 1}, "item", fresh, {}, {1, 9}, 1000));
+    frames.push_back(wire::EncodeCheckpoint({5, 1}, {"/nowhere", CheckpointAction::kWrite}));
+    return frames;
+  }();
+  for (const Frame& frame : writes) {
+    auto reply = Call(Frame(frame.data(), frame.size()), kReader);
+    ASSERT_TRUE(reply.ok());
+    EXPECT_EQ(reply->status.code(), StatusCode::kPermissionDenied) << reply->status.ToString();
+  }
+  EXPECT_EQ(service_->Stats().tables.at(0).rows, 0u);  // none created: lookup, refused pull
+  auto stats = Call(wire::EncodeStatsRequest({6, 1}), kReader);
+  ASSERT_TRUE(stats.ok());
+  EXPECT_TRUE(stats->status.ok()) << stats->status.ToString();
 }
 
 TEST_F(ShardRolesTest, AServerKeyCanStartNoMoveTheSchedulerDidNotPlan) {
