@@ -337,6 +337,26 @@ struct RegisterTrainer {
   name @0 :Text;              # free-form, for logs
 }
 
+# To a server, from a serving replica: the rows of `table` changed since this follower's last
+# follow request (common/wire_follow.h). A partition the follower starts (or starts again) comes
+# whole. Answered with followReply.
+struct FollowRequest {
+  follower @0 :UInt64;        # the replica's own random id, non-zero
+  table @1 :Text;
+  start @2 :List(UInt32);     # partitions to follow from now, every row of them first
+  maxRows @3 :UInt32;         # rows in the reply at most (0: the server's default)
+  leave @4 :Bool;             # the follower stops: the server forgets it for this table
+}
+
+struct FollowReply {
+  keys @0 :Data;              # n little-endian uint64 keys whose rows changed
+  rows @1 :Data;              # n * dim little-endian float32 rows (weights only), in key order
+  deleted @2 :Data;           # little-endian uint64 keys whose rows no longer exist
+  following @3 :List(UInt32); # the partitions this server streams to the follower now
+  lost @4 :List(UInt32);      # partitions it stopped streaming (no longer owned here)
+  more @5 :Bool;              # changed rows beyond maxRows wait for the next request
+}
+
 struct RegisterReader {
   name @0 :Text;              # free-form, for logs
 }
@@ -392,6 +412,7 @@ struct Request {
     lookup @22 :LookupRequest;         # to a server
     hint @23 :HintRequest;             # to a server
     registerReader @24 :RegisterReader;  # to the scheduler: a read-only client (lookups)
+    follow @25 :FollowRequest;         # to a server, from a serving replica
   }
 }
 
@@ -435,6 +456,7 @@ struct Response {
     clusterStatus @13 :ClusterStatus;
     partitionData @14 :Data;  # partitionTransfer: a chunk of rows (layout in ps/server/shard_service_moves.cc)
     lookup @15 :LookupReply;
+    followReply @16 :FollowReply;
   }
   rowFormat @9 :RowFormat;    # format of `pull` and of `lookup.rows`
 }

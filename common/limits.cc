@@ -11,7 +11,7 @@ namespace {
 constexpr std::array<std::string_view, kLimitCount> kNames = {
     "keys_per_message", "tables_per_server", "deferred_pushes_per_clock",
     "push_ledger_senders", "trainers", "open_barriers", "barrier_name_bytes", "waiters",
-    "socket_queue", "queued_hints"};
+    "socket_queue", "queued_hints", "followers"};
 
 }  // namespace
 
@@ -46,7 +46,7 @@ Result<Limits> LimitsFromYaml(const YAML::Node& node, std::string_view path) {
       node, path,
       {"keys_per_message", "tables_per_server", "deferred_pushes_per_clock",
        "push_ledger_senders", "push_ledger_idle_seconds", "trainers", "open_barriers",
-       "barrier_name_bytes", "waiters", "socket_queue", "queued_hints"}));
+       "barrier_name_bytes", "waiters", "socket_queue", "queued_hints", "followers"}));
   struct Field {
     const char* key;
     uint32_t* value;
@@ -61,7 +61,8 @@ Result<Limits> LimitsFromYaml(const YAML::Node& node, std::string_view path) {
                           {"barrier_name_bytes", &limits.barrier_name_bytes},
                           {"waiters", &limits.waiters},
                           {"socket_queue", &limits.socket_queue},
-                          {"queued_hints", &limits.queued_hints}};
+                          {"queued_hints", &limits.queued_hints},
+                          {"followers", &limits.followers}};
   for (const Field& field : fields) {
     RETURN_IF_ERROR(config::ReadOptional(node, path, field.key, field.value));
     if (*field.value == 0) {

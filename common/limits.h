@@ -1,7 +1,7 @@
 // Limits: the bounds on what peers may make a process hold (keys per message, tables, held bsp
-// pushes, push-ledger senders, trainers, barriers, waiters, queued messages and hints), read from
-// the job config's `limits:` section, and how a process refuses and counts a request that would
-// pass one.
+// pushes, push-ledger senders, trainers, barriers, waiters, queued messages, hints and
+// followers), read from the job config's `limits:` section, and how a process refuses and counts
+// a request that would pass one.
 //
 // A request over a limit is answered ResourceExhausted by LimitExceeded (naming the limit, its
 // value and the config key that raises it), changes nothing, and is counted in a LimitCounters
@@ -55,6 +55,9 @@ struct Limits {
   // Look-ahead hints a server holds waiting for its prefetch thread, over all its tables and
   // trainers; a hint beyond them is refused (and costs only speed).
   uint32_t queued_hints = 1024;
+  // Followers a server streams changed rows to at once (a serving replica is one per table it
+  // follows); one idle for a minute is forgotten.
+  uint32_t followers = 64;
 };
 
 // Each limit, for counting and naming.
@@ -69,8 +72,9 @@ enum class Limit : uint8_t {
   kWaiters,
   kSocketQueue,
   kQueuedHints,
+  kFollowers,
 };
-inline constexpr size_t kLimitCount = 10;
+inline constexpr size_t kLimitCount = 11;
 
 // The limit's key in the `limits:` section, e.g. "keys_per_message".
 std::string_view LimitName(Limit limit);

@@ -57,9 +57,10 @@ std::optional<Result<ResponseBody>> ReadNoPayload(schema::Response::Reader respo
 
 // Every topic's readers; each kind belongs to one.
 constexpr RequestReader* kRequestReaders[] = {&ReadDataPlaneRequest, &ReadMembershipRequest,
-                                              &ReadMovesRequest};
+                                              &ReadMovesRequest, &ReadFollowRequest};
 constexpr ResponseReader* kResponseReaders[] = {&ReadNoPayload, &ReadDataPlaneResponse,
-                                                &ReadMembershipResponse, &ReadMovesResponse};
+                                                &ReadMembershipResponse, &ReadMovesResponse,
+                                                &ReadFollowResponse};
 
 // The body, from the reader that knows its kind.
 template <typename Body, typename Root, typename Reader, size_t N>

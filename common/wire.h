@@ -27,6 +27,7 @@
 #include "common/status.h"
 #include "common/wire_data_plane.h"
 #include "common/wire_header.h"
+#include "common/wire_follow.h"
 #include "common/wire_membership.h"
 #include "common/wire_moves.h"
 
@@ -40,7 +41,7 @@ using RequestBody =
                  TrainerClockRequest, HeartbeatRequest, CheckpointRequest, CheckpointCutRequest,
                  CheckpointNowRequest, ServerHeartbeatRequest, MoveDecisionRequest, DrainRequest,
                  ClusterStatusRequest, PartitionTransferRequest, LookupRequest, HintRequest,
-                 RegisterReaderRequest>;
+                 RegisterReaderRequest, FollowRequest>;
 
 // A decoded request. Spans inside `body` point into storage this object owns; it is movable and
 // the spans stay valid across moves.
@@ -68,7 +69,8 @@ Result<DecodedRequest> DecodeRequest(Frame frame, uint64_t* request_id = nullptr
 struct NoPayload {};
 using ResponseBody =
     std::variant<NoPayload, std::span<const float>, ServerStats, Registration, RoutingTable,
-                 ClockGrant, CutInfo, ServerOrders, ClusterStatus, PartitionData, LookupRows>;
+                 ClockGrant, CutInfo, ServerOrders, ClusterStatus, PartitionData, LookupRows,
+                 FollowedRows>;
 
 struct DecodedResponse {
   uint64_t request_id = 0;

@@ -61,8 +61,9 @@ using RequestReader = std::optional<Result<RequestBody>>(schema::Request::Reader
                                                          FrameStorage& storage);
 using ResponseReader = std::optional<Result<ResponseBody>>(schema::Response::Reader response,
                                                            FrameStorage& storage);
-RequestReader ReadDataPlaneRequest, ReadMembershipRequest, ReadMovesRequest;
-ResponseReader ReadDataPlaneResponse, ReadMembershipResponse, ReadMovesResponse;
+RequestReader ReadDataPlaneRequest, ReadMembershipRequest, ReadMovesRequest, ReadFollowRequest;
+ResponseReader ReadDataPlaneResponse, ReadMembershipResponse, ReadMovesResponse,
+    ReadFollowResponse;
 
 // A reader's answer for a kind it knows: `value` (a T or a Result<T>) as the Body variant.
 template <typename Body, typename T>

@@ -49,6 +49,42 @@ void ChangeTracker::Reset(uint32_t partition, uint64_t cut) {
   segments.push_back(Segment{.since = cut, .keys = {}});
 }
 
+void ChangeTracker::NoteForFollowers(uint32_t partition, uint64_t key) {
+  for (Follower& follower : partitions_[partition].followers) {
+    if (follower.whole || !follower.keys.Add(key)) continue;
+    if (follower.keys.size() > ChangedKeys::kFirstCompaction &&
+        follower.keys.size() > rows_of_(partition) / 2) {
+      // Most of the partition changed: sending it whole costs about as much, and needs no keys.
+      follower.whole = true;
+      follower.keys = ChangedKeys();
+    }
+  }
+}
+
+void ChangeTracker::Follow(uint32_t partition, uint64_t follower) {
+  Unfollow(partition, follower);
+  partitions_[partition].followers.push_back(Follower{.id = follower, .whole = true, .keys = {}});
+}
+
+void ChangeTracker::Unfollow(uint32_t partition, uint64_t follower) {
+  std::erase_if(partitions_[partition].followers,
+                [&](const Follower& f) { return f.id == follower; });
+}
+
+ChangeTracker::FollowerTake ChangeTracker::TakeFollowed(uint32_t partition, uint64_t follower) {
+  FollowerTake take;
+  for (Follower& f : partitions_[partition].followers) {
+    if (f.id != follower) continue;
+    take.following = true;
+    take.whole = f.whole;
+    if (!f.whole) take.keys = f.keys.Sorted();
+    f.whole = false;
+    f.keys = ChangedKeys();
+    break;
+  }
+  return take;
+}
+
 std::vector<uint64_t> ChangeTracker::MoveChanges(uint32_t partition) const {
   const std::optional<ChangedKeys>& move = partitions_[partition].move;
   return move ? move->Sorted() : std::vector<uint64_t>{};
@@ -58,6 +94,7 @@ uint64_t ChangeTracker::keys_held(uint32_t partition) const {
   const Partition& held = partitions_[partition];
   uint64_t total = held.move ? held.move->size() : 0;
   for (const Segment& segment : held.segments) total += segment.keys.size();
+  for (const Follower& follower : held.followers) total += follower.keys.size();
   return total;
 }
 

@@ -15,8 +15,12 @@
 // after it, whatever the cuts do, until EndMove. It is never dropped for its size: a move is
 // short, and its hand-over needs the keys.
 //
-// A segment's keys, and a move's, are ChangedKeys (changed_keys.h): memory stays within about two
-// keys per changed row.
+// Followers (serving replicas, ps/server/followers.h) have marks of their own: each follower of a
+// partition collects the keys changed since it last took them (TakeFollowed), or, when it just
+// started or its keys passed half the partition's rows, is due every row ("whole").
+//
+// A segment's keys, a move's and a follower's are ChangedKeys (changed_keys.h): memory stays
+// within about two keys per changed row.
 //
 // Not thread-safe: the owner (EmbeddingTable) guards each partition with its stripe lock.
 #pragma once
@@ -41,6 +45,7 @@ class ChangeTracker {
   void Note(uint32_t partition, uint64_t key) {
     if (tracked(partition)) Append(partition, key);
     if (partitions_[partition].move) partitions_[partition].move->Add(key);
+    if (!partitions_[partition].followers.empty()) NoteForFollowers(partition, key);
   }
   // Forgets the partition's changes since its cuts: its next cut writes it whole. (A move's
   // changes stay.)
@@ -61,10 +66,28 @@ class ChangeTracker {
   // The move ended (handed over and released, or aborted): its changes are dropped.
   void EndMove(uint32_t partition) { partitions_[partition].move.reset(); }
 
-  // Keys the partition's segments and move hold (for tests and memory accounting).
+  // `follower` follows `partition` from now on (again), due every row first.
+  void Follow(uint32_t partition, uint64_t follower);
+  void Unfollow(uint32_t partition, uint64_t follower);
+  // The partition is gone from this server (erased): nobody follows it here any more.
+  void DropFollowers(uint32_t partition) { partitions_[partition].followers.clear(); }
+  struct FollowerTake {
+    bool following = false;  // false: `follower` does not follow the partition
+    bool whole = false;      // due every row of the partition (keys empty)
+    std::vector<uint64_t> keys;  // else the keys changed since its last take, ascending
+  };
+  // What `follower` is due of `partition`; its mark starts empty again.
+  FollowerTake TakeFollowed(uint32_t partition, uint64_t follower);
+
+  // Keys the partition's segments, move and followers hold (for tests and memory accounting).
   uint64_t keys_held(uint32_t partition) const;
 
  private:
+  struct Follower {
+    uint64_t id = 0;
+    bool whole = true;
+    ChangedKeys keys;
+  };
   struct Segment {
     uint64_t since = 0;  // the cut the segment's changes follow
     ChangedKeys keys;
@@ -72,9 +95,11 @@ class ChangeTracker {
   struct Partition {
     std::vector<Segment> segments;     // oldest first; the last one collects new changes
     std::optional<ChangedKeys> move;  // since BeginMove, while the partition moves out
+    std::vector<Follower> followers;  // a few at most (limits.followers per server)
   };
 
   void Append(uint32_t partition, uint64_t key);
+  void NoteForFollowers(uint32_t partition, uint64_t key);
 
   std::vector<Partition> partitions_;
   const std::function<uint64_t(uint32_t)> rows_of_;

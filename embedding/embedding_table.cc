@@ -241,6 +241,10 @@ Status EmbeddingTable::Restore(uint64_t key, std::span<const float> row,
 Result<uint64_t> EmbeddingTable::Erase(uint32_t partition) {
   EMBER_CHECK(partition < num_partitions(), "partition", partition, "of table", spec_.name,
               "out of range");
+  {
+    std::lock_guard<std::mutex> lock(memory_.LockOf(partition));
+    changes_.DropFollowers(partition);
+  }
   if (tier_ != nullptr) return tier_->Erase(partition);
   std::lock_guard<std::mutex> lock(memory_.LockOf(partition));
   changes_.Forget(partition);

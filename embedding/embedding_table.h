@@ -51,6 +51,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -215,6 +216,22 @@ class EmbeddingTable {
   void BeginMoveChanges(uint32_t partition);
   std::vector<uint64_t> MoveChanges(uint32_t partition) const;
   void EndMoveChanges(uint32_t partition);
+
+  // Followers (serving replicas; embedding_table_follow.cc): `follower` follows `partition` from
+  // now on (again), due every row first; Unfollow forgets it. Erase drops a partition's followers.
+  void Follow(uint32_t partition, uint64_t follower);
+  void Unfollow(uint32_t partition, uint64_t follower);
+  // The keys of `partition` whose rows changed (were created, updated or deleted) since `follower`
+  // last took them, ascending: every key of the partition when it is due every row. nullopt when
+  // it does not follow the partition. Errors come from the disk tier only.
+  Result<std::optional<std::vector<uint64_t>>> TakeFollowedKeys(uint32_t partition,
+                                                                uint64_t follower);
+  // Visits the rows of `keys` (all of `partition`) that exist, under the partition's lock, and
+  // lists the others in `absent`.
+  Status VisitKeys(uint32_t partition, std::span<const uint64_t> keys, const RowVisitor& visit,
+                   std::vector<uint64_t>& absent) const;
+  // Deletes the rows of `keys` (those that exist; returns how many); in memory only.
+  Result<uint64_t> EraseKeys(std::span<const uint64_t> keys);
 
  private:
   EmbeddingTable(const TableSpec& spec, uint32_t num_partitions, bool tiered);

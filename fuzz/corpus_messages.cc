@@ -71,6 +71,11 @@ std::vector<std::pair<std::string, Frame>> Requests() {
   add("register-server-join", wire::EncodeRegisterServer(h, "tcp://127.0.0.1:5002", true));
   add("register-trainer", wire::EncodeRegisterTrainer(h, "trainer-a"));
   add("register-reader", wire::EncodeRegisterReader(h, "lookup"));
+  add("follow-start", wire::EncodeFollow(h, {.follower = 77, .table = tables[0].name,
+                                             .start = {0, 1, 5}, .max_rows = 100}));
+  add("follow", wire::EncodeFollow(h, {.follower = 77, .table = tables[0].name}));
+  add("follow-leave",
+      wire::EncodeFollow(h, {.follower = 77, .table = tables[1].name, .leave = true}));
   add("get-routing", wire::EncodeGetRouting(h));
   add("barrier", wire::EncodeBarrier(h, "start", 2));
   add("apply-clock", wire::EncodeApplyClock(h, {.clock = 1, .trainers = {0, 1}}));
@@ -175,6 +180,12 @@ void WriteWireResponses(CorpusWriter& out) {
             Bytes(wire::EncodePartitionDataResponse(11, 1, data.size(), [&](std::span<uint8_t> d) {
               std::copy(data.begin(), data.end(), d.begin());
             })));
+  const std::vector<uint64_t> changed = {3, 7, 11};
+  const std::vector<uint64_t> deleted = {5};
+  out.Write(target, "follow-reply",
+            Bytes(wire::EncodeFollowResponse(
+                12, 2, {.keys = changed, .rows = rows, .deleted = deleted,
+                        .following = {0, 1, 2}, .lost = {3}, .more = true})));
 }
 
 // ---- Conversations with the handlers ----

@@ -46,6 +46,7 @@ std::optional<Frame> Encode(const wire::DecodedRequest& request) {
           },
           [&](const RegisterTrainerRequest& r) { return EncodeRegisterTrainer(h, r.name); },
           [&](const RegisterReaderRequest& r) { return EncodeRegisterReader(h, r.name); },
+          [&](const FollowRequest& follow) { return EncodeFollow(h, follow); },
           [&](const GetRoutingRequest&) { return EncodeGetRouting(h); },
           [&](const BarrierRequest& b) { return EncodeBarrier(h, b.name, b.count); },
           [&](const ApplyClockRequest& apply) { return EncodeApplyClock(h, apply); },

@@ -43,6 +43,7 @@ std::optional<Frame> Encode(const wire::DecodedResponse& response) {
                   return Status::Ok();
                 });
           },
+          [&](const FollowedRows& followed) { return EncodeFollowResponse(id, epoch, followed); },
           [&](const ServerStats& stats) { return EncodeStatsResponse(id, epoch, stats); },
           [&](const Registration& r) { return EncodeRegistrationResponse(id, r); },
           [&](const RoutingTable& routing) { return EncodeRoutingResponse(id, routing); },

@@ -77,6 +77,7 @@ ShardService::ShardService(uint32_t server_id, const RoutingTable& routing,
       outgoing_moves_(ownership_),
       plan_(server_id),
       deferred_(policy.limits.deferred_pushes_per_clock),
+      followers_(policy.limits.followers, kFollowerIdleTimeout),
       transfer_source_({.id = server_id,
                         .chunk_bytes = policy.transfer_chunk_bytes,
                         .tables = &tables_,
@@ -134,6 +135,7 @@ Frame ShardService::HandleDecoded(const wire::DecodedRequest& request, const Pee
       Overloaded{
           [&](const wire::PullRequest& pull) { return HandlePull(header, pull); },
           [&](const wire::LookupRequest& lookup) { return HandleLookup(header, lookup); },
+          [&](const wire::FollowRequest& follow) { return HandleFollow(header, follow); },
           [&](const wire::PushRequest& push) { return HandlePush(header, push, peer); },
           [&](const wire::HintRequest& hint) { return HandleHint(header, hint, peer); },
           [&](const wire::ApplyClockRequest& apply) {

@@ -34,6 +34,7 @@
 #include "common/table_spec.h"
 #include "common/wire.h"
 #include "embedding/embedding_table.h"
+#include "ps/server/followers.h"
 #include "ps/server/lookahead_hints.h"
 #include "ps/server/move_plan.h"
 #include "ps/server/moves_out.h"
@@ -139,8 +140,10 @@ class ShardService {
   // The dispatcher: checks that `peer` may send the request, then calls its kind's handler.
   Frame HandleDecoded(const wire::DecodedRequest& request, const Peer& peer);
   Frame HandlePull(const wire::RequestHeader& header, const wire::PullRequest& pull);
-  // In shard_service_lookup.cc: a read-only pull; checked as a pull, changes nothing.
+  // In shard_service_lookup.cc: a read-only pull; checked as a pull, changes nothing. And the
+  // stream of changed rows to a serving replica (followers.h).
   Frame HandleLookup(const wire::RequestHeader& header, const wire::LookupRequest& lookup);
+  Frame HandleFollow(const wire::RequestHeader& header, const wire::FollowRequest& follow);
   Frame HandlePush(const wire::RequestHeader& header, const wire::PushRequest& push,
                    const Peer& peer);
   // In shard_service_hints.cc: look-ahead (tiered servers: lookahead_hints.h). A hint is queued
@@ -177,6 +180,8 @@ class ShardService {
   // The moves out of this server that the scheduler planned, as its last heartbeat said.
   MovePlan plan_;
   PushAccumulator deferred_;  // bsp pushes waiting for their clock
+  static constexpr std::chrono::milliseconds kFollowerIdleTimeout{60'000};
+  Followers followers_;       // serving replicas' streams of changed rows
   std::unique_ptr<PushLedger> ledger_;  // which pushes were applied, by sender and request id
 
   ShardCounters counters_;
