@@ -12,6 +12,7 @@ std::vector<Command> AddCommands(CLI::App& ember) {
       MakeTuneCommand(ember),
       MakeSchedulerCommand(ember),
       MakeServerCommand(ember),
+      MakeReplicaCommand(ember),
       MakeTrainCommand(ember),
       MakeBenchCommand(ember),
       MakeDenseBenchCommand(ember),

@@ -63,6 +63,16 @@ struct ServerFlags {
   std::optional<std::string> metrics_bind;  // HOST:PORT; unset: the config's metrics.servers
 };
 
+// `ember replica`.
+struct ReplicaFlags {
+  ConfigFlags config;  // optional: the security: and limits: sections
+  std::string scheduler, bind = "tcp://127.0.0.1:*", advertise, data_dir, checkpoint;
+  std::string endpoint_file;  // once serving: where clients connect
+  uint32_t poll_ms = 20;
+  uint32_t save_s = 60;
+  SecurityFlags security;
+};
+
 // `ember train`.
 struct TrainFlags {
   ConfigFlags config;

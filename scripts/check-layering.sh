@@ -44,7 +44,9 @@ forbid common 'embedding/|ps/|scheduler/|trainer/|app/|bench/|local/' "common de
 forbid embedding 'ps/|scheduler/|trainer/|app/|bench/|local/|common/(transport|rpc_channel|wire)' \
   "embedding knows no network"
 forbid ps/server 'ps/client/|scheduler/|trainer/|app/|bench/|local/' "the server never includes the client"
-forbid ps/client 'ps/server/|scheduler/|trainer/|app/|bench/|local/' "the client never includes the server"
+forbid ps/client 'ps/server/|ps/replica/|scheduler/|trainer/|app/|bench/|local/' "the client never includes the server"
+forbid ps/replica 'ps/server/|scheduler/|trainer/|app/|bench/|local/' \
+  "a replica follows the servers over the wire, as a client does"
 forbid scheduler 'embedding/|ps/|trainer/|app/|bench/|local/' "the scheduler meets the others only on the wire"
 forbid trainer 'ps/server/|scheduler/|app/|bench/|local/|common/(transport|rpc_channel|wire|frame)' \
   "the trainer reaches servers only through the client's API"
