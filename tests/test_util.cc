@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <thread>
 
 namespace ember::testing {
 
@@ -31,6 +32,16 @@ std::string ReadFile(const std::string& path) {
   std::stringstream ss;
   ss << in.rdbuf();
   return ss.str();
+}
+
+std::string WaitForLine(const std::string& path, std::chrono::milliseconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (std::chrono::steady_clock::now() < deadline) {
+    const std::string text = ReadFile(path);
+    if (const size_t end = text.find('\n'); end != std::string::npos) return text.substr(0, end);
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return "";
 }
 
 }  // namespace ember::testing

@@ -2,6 +2,7 @@
 // environment variables set for one test (child processes are common/child_process.h).
 #pragma once
 
+#include <chrono>
 #include <cstdlib>
 #include <string>
 
@@ -28,6 +29,9 @@ std::string SharedDataDir();
 
 // Reads a whole file into a string (empty when missing).
 std::string ReadFile(const std::string& path);
+// The first line of `path` once it holds a whole one (a process writing where it listens), waiting
+// up to `timeout`; empty if it never did.
+std::string WaitForLine(const std::string& path, std::chrono::milliseconds timeout);
 
 // Sets an environment variable for one test (the processes it starts inherit it) and unsets it
 // when the test ends, also when an assertion ends it early.

@@ -52,16 +52,6 @@ std::string ConfigFor(uint32_t servers) {
   return "cluster:\n  servers: " + std::to_string(servers) + kConfigRest;
 }
 
-std::string WaitForLine(const std::string& path, std::chrono::milliseconds timeout) {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (std::chrono::steady_clock::now() < deadline) {
-    std::string text = testing::ReadFile(path);
-    if (!text.empty() && text.back() == '\n') return text.substr(0, text.size() - 1);
-    std::this_thread::sleep_for(milliseconds(20));
-  }
-  return "";
-}
-
 // Step `step`'s unique keys (a skewed draw from 5000 ids) and gradients.
 void MakeStep(int step, std::vector<uint64_t>* keys, std::vector<float>* grads, uint32_t dim) {
   std::mt19937_64 rng(1000 + step);
@@ -86,7 +76,7 @@ class RecoveryTest : public ::testing::TestWithParam<const char*> {
         std::vector<std::string>{EMBER_BINARY, "scheduler", "--config", config, "--endpoint-file",
                                  endpoint_file},
         log_);
-    endpoint_ = WaitForLine(endpoint_file, seconds(20));
+    endpoint_ = testing::WaitForLine(endpoint_file, seconds(20));
     ASSERT_FALSE(endpoint_.empty()) << testing::ReadFile(log_);
     for (uint32_t i = 0; i < servers; ++i) {
       server_argv_.push_back({EMBER_BINARY, "server", "--scheduler", endpoint_, "--threads", "2",
@@ -335,7 +325,7 @@ int ServeOnce(const std::string& scratch, const std::string& data_dir, const std
   const std::string endpoint_file = scratch + "/scheduler-" + std::to_string(std::rand());
   ChildProcess scheduler(
       {EMBER_BINARY, "scheduler", "--config", config, "--endpoint-file", endpoint_file}, log);
-  const std::string endpoint = WaitForLine(endpoint_file, seconds(20));
+  const std::string endpoint = testing::WaitForLine(endpoint_file, seconds(20));
   if (endpoint.empty()) return -2;
   ChildProcess server({EMBER_BINARY, "server", "--scheduler", endpoint, "--data-dir", data_dir},
                       log);
