@@ -18,6 +18,7 @@ std::vector<Command> AddCommands(CLI::App& ember) {
       MakeDenseBenchCommand(ember),
       MakeTierBenchCommand(ember),
       MakeCheckpointBenchCommand(ember),
+      MakeReplicaBenchCommand(ember),
       MakePlanCommand(ember),
       MakeCheckpointCommand(ember),
       MakeStatusCommand(ember),

@@ -14,6 +14,7 @@
 #include "bench/bench_options.h"
 #include "bench/checkpoint_bench.h"
 #include "bench/dense_bench.h"
+#include "bench/replica_bench.h"
 #include "bench/tier_bench.h"
 
 namespace ember::app {
@@ -115,6 +116,12 @@ struct TierBenchFlags {
 struct CheckpointBenchFlags {
   bench::CheckpointBenchOptions options;
   uint32_t budget_percent = 25;
+};
+
+// `ember bench-replica`.
+struct ReplicaBenchFlags {
+  bench::ReplicaBenchOptions options;
+  std::string json;  // the report as JSON into this file
 };
 
 // `ember checkpoint`.

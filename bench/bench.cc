@@ -14,23 +14,21 @@
 #include "bench/internal/echo_traffic.h"
 #include "bench/internal/key_batches.h"
 #include "bench/internal/phase.h"
+#include "bench/internal/populate.h"
 #include "bench/internal/process_usage.h"
 #include "bench/internal/request_driver.h"
 #include "bench/internal/rounds.h"
 #include "bench/internal/row_gather.h"
-#include "common/progress_meter.h"
 #include "embedding/embedding_table.h"
 #include "embedding/optimizer.h"
 #include "embedding/table_config.h"
 #include "local/local_cluster.h"
 #include "ps/client/client.h"
 #include "scheduler/scheduler.h"
-#include "trainer/zipf.h"
 
 namespace ember::bench {
 namespace {
 
-using Clock = std::chrono::steady_clock;
 using local::LocalCluster;
 using local::LocalClusterOptions;
 
@@ -45,40 +43,6 @@ Result<TableSpec> BenchTable(const BenchOptions& config) {
   table.optimizer.learning_rate = static_cast<float>(config.learning_rate);
   RETURN_IF_ERROR(embedding::ValidateTableSpec(table));
   return table;
-}
-
-// Creates the rows of the config.populate most popular keys by pulling them, the drivers in
-// parallel, each a contiguous range of ranks in requests of config.keys_per_request keys.
-Result<PopulateFigures> Populate(const BenchOptions& config,
-                                 std::vector<std::unique_ptr<RequestDriver>>& pull_drivers) {
-  const trainer::ZipfSampler sampler(config.vocabulary, config.exponent, true, config.seed);
-  const auto start = Clock::now();
-  ProgressMeter meter({.label = "populating", .unit = "rows", .total = config.populate});
-  std::vector<Status> statuses(pull_drivers.size());
-  std::vector<std::thread> threads;
-  for (size_t d = 0; d < pull_drivers.size(); ++d) {
-    threads.emplace_back([&, d] {
-      const uint64_t end = ShareStart(config.populate, d + 1, pull_drivers.size());
-      KeyBatch keys;
-      for (uint64_t rank = ShareStart(config.populate, d, pull_drivers.size());
-           rank < end && statuses[d].ok(); rank += keys.size()) {
-        keys.clear();
-        for (uint64_t i = rank; i < std::min<uint64_t>(end, rank + config.keys_per_request); ++i) {
-          keys.push_back(sampler.KeyOfRank(i));
-        }
-        statuses[d] = pull_drivers[d]->Request(keys);
-        meter.Add(keys.size());
-      }
-    });
-  }
-  for (auto& thread : threads) thread.join();
-  meter.Finish();
-  for (const Status& status : statuses) RETURN_IF_ERROR(status.WithContext("populating"));
-  PopulateFigures figures;
-  figures.rows = config.populate;
-  figures.seconds = std::chrono::duration<double>(Clock::now() - start).count();
-  figures.rows_per_second = figures.seconds > 0 ? figures.rows / figures.seconds : 0;
-  return figures;
 }
 
 // Runs the first client's requests straight against an EmbeddingTable holding the same rows as

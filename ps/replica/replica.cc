@@ -140,7 +140,12 @@ void Replica::Shutdown() {
   if (save_thread_.joinable()) save_thread_.join();
   feed_->Leave();
   if (Status saved = Save(); !saved.ok()) spdlog::warn("replica: {}", saved.ToString());
-  spdlog::info("replica: stopped after {} rounds of the stream", store_->rounds());
+  const FeedStats stats = feed_->stats();
+  spdlog::info("replica: stopped after {} rounds; stream: {} rows, {} deletions, {} bytes ({:.1f} "
+               "bytes per row), {} streams started again, {} failed requests",
+               stats.rounds, stats.rows, stats.deleted, stats.bytes,
+               stats.rows > 0 ? static_cast<double>(stats.bytes) / stats.rows : 0.0,
+               stats.restarts, stats.failures);
 }
 
 }  // namespace ember::ps
