@@ -25,6 +25,7 @@ std::vector<Command> AddCommands(CLI::App& ember) {
       MakeDrainCommand(ember),
       MakeExportCommand(ember),
       MakeLookupCommand(ember),
+      MakeRecommendCommand(ember),
       MakePlotCommand(ember),
       MakeKeygenCommand(ember),
   };

@@ -16,6 +16,7 @@
 #include "bench/dense_bench.h"
 #include "bench/replica_bench.h"
 #include "bench/tier_bench.h"
+#include "trainer/retrieval/item_index.h"
 
 namespace ember::app {
 
@@ -116,6 +117,18 @@ struct TierBenchFlags {
 struct CheckpointBenchFlags {
   bench::CheckpointBenchOptions options;
   uint32_t budget_percent = 25;
+};
+
+// `ember recommend`.
+struct RecommendFlags {
+  ConfigFlags config;
+  std::string checkpoint, scheduler, json;
+  std::vector<std::string> users;
+  bool evaluate = false;
+  uint32_t k = 10;
+  uint32_t queries = 2000;
+  trainer::IndexOptions index;
+  SecurityFlags security;
 };
 
 // `ember bench-replica`.

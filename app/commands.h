@@ -25,6 +25,7 @@ Command MakeStatusCommand(CLI::App& ember);
 Command MakeDrainCommand(CLI::App& ember);
 Command MakeExportCommand(CLI::App& ember);
 Command MakeLookupCommand(CLI::App& ember);
+Command MakeRecommendCommand(CLI::App& ember);
 Command MakePlotCommand(CLI::App& ember);
 Command MakeKeygenCommand(CLI::App& ember);
 
@@ -44,6 +45,7 @@ int RunStatus(const StatusFlags& flags);
 int RunDrain(const DrainFlags& flags);
 int RunExport(const ExportFlags& flags);
 int RunLookup(const LookupFlags& flags);
+int RunRecommend(const RecommendFlags& flags);
 int RunKeygen(const KeygenFlags& flags);
 int RunPlot(const PlotFlags& flags);
 int RunPlan(const PlanFlags& flags);

@@ -13,6 +13,8 @@ PACKAGES=(
   librocksdb-dev libgtest-dev zlib1g-dev
   libopenblas-dev libyaml-cpp-dev libspdlog-dev
   libcli11-dev nlohmann-json3-dev
+  # ember recommend: the approximate nearest-neighbour index (FAISS, HNSW).
+  libfaiss-dev
   # The Python module (python/): pybind11 and Debian's python3 with numpy, torch and pytest.
   python3-dev pybind11-dev python3-numpy python3-pytest python3-torch python3-yaml
   python3-matplotlib  # ember plot

@@ -11,24 +11,19 @@
 namespace ember::trainer {
 namespace {
 
-// Encodes `entities` (users or items, as `tower` says) with one tower; out is entities x
-// output_dim.
+// Encodes `entities` (users or items, as `tower` says) with one tower, their rows pulled from
+// the cluster; out is entities x output_dim.
 Status EncodeTower(ps::Client& client, Backend& backend, Tower tower,
                    const EntityKeys& entity_keys, std::span<const uint32_t> entities,
                    const std::vector<std::string>& tables, const ModelConfig& model,
                    std::vector<float>* out) {
-  const uint32_t samples = static_cast<uint32_t>(entities.size());
-  std::vector<std::vector<uint64_t>> keys;
-  std::vector<std::vector<uint32_t>> offsets;
-  entity_keys.StartBatch(&keys, &offsets);
-  for (const uint32_t entity : entities) entity_keys.AppendSample(entity, &keys, &offsets);
-  TowerBatch batch;
-  batch.Prepare(keys, model.embedding_dim, offsets);
-  std::vector<ps::Ticket> pulls;
-  batch.StartPull(client, tables, &pulls);
-  RETURN_IF_ERROR(WaitAll(pulls).WithContext("evaluation pull"));
-  out->resize(size_t{samples} * model.output_dim);
-  return backend.Encode(tower, samples, batch.Input(), *out);
+  return EncodeEntities(backend, tower, entity_keys, entities, model,
+                        [&](TowerBatch& batch) {
+                          std::vector<ps::Ticket> pulls;
+                          batch.StartPull(client, tables, &pulls);
+                          return WaitAll(pulls).WithContext("evaluation pull");
+                        },
+                        out);
 }
 
 // Ranks test items against a whole encoded catalogue (items x dim): each batch of users is scored

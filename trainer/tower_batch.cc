@@ -30,6 +30,29 @@ void TowerBatch::StartPull(ps::Client& client, const std::vector<std::string>& t
   }
 }
 
+Status TowerBatch::ReadRows(const RowReader& reader, const std::vector<std::string>& tables) {
+  for (size_t s = 0; s < unique_.size(); ++s) {
+    RETURN_IF_ERROR(reader(tables[s], unique_[s].keys, rows_[s]));
+  }
+  return Status::Ok();
+}
+
+Status EncodeEntities(Backend& backend, Tower tower, const EntityKeys& entity_keys,
+                      std::span<const uint32_t> entities, const ModelConfig& model,
+                      const std::function<Status(TowerBatch&)>& fill_rows,
+                      std::vector<float>* out) {
+  const uint32_t samples = static_cast<uint32_t>(entities.size());
+  std::vector<std::vector<uint64_t>> keys;
+  std::vector<std::vector<uint32_t>> offsets;
+  entity_keys.StartBatch(&keys, &offsets);
+  for (const uint32_t entity : entities) entity_keys.AppendSample(entity, &keys, &offsets);
+  TowerBatch batch;
+  batch.Prepare(keys, model.embedding_dim, offsets);
+  RETURN_IF_ERROR(fill_rows(batch));
+  out->resize(size_t{samples} * model.output_dim);
+  return backend.Encode(tower, samples, batch.Input(), *out);
+}
+
 void TowerBatch::StartPush(ps::Client& client, const std::vector<std::string>& tables,
                            uint64_t clock, bool deferred, uint64_t release_hint,
                            std::vector<ps::Ticket>* tickets) {

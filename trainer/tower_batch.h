@@ -7,12 +7,16 @@
 // until those tickets complete.
 #pragma once
 
+#include <functional>
+#include <span>
 #include <string>
 #include <vector>
 
 #include "ps/client/client.h"
 #include "trainer/backend.h"
+#include "trainer/entity_keys.h"
 #include "trainer/key_dedup.h"
+#include "trainer/model_config.h"
 
 namespace ember::trainer {
 
@@ -27,6 +31,11 @@ class TowerBatch {
   // Starts pulling every slot's unique rows from tables[slot]; appends the tickets.
   void StartPull(ps::Client& client, const std::vector<std::string>& tables,
                  std::vector<ps::Ticket>* tickets);
+  // Reads every slot's unique rows from tables[slot] with `reader`, which changes nothing where
+  // the rows are (serving: a lookup of a cluster or replica, or a copy in this process).
+  using RowReader = std::function<Status(const std::string& table, std::span<const uint64_t> keys,
+                                         std::span<float> out)>;
+  Status ReadRows(const RowReader& reader, const std::vector<std::string>& tables);
   // Starts pushing every slot's unique-row gradients (held until the clock is applied when
   // `deferred`), releasing the look-ahead hint `release_hint` (0: none); appends the tickets.
   void StartPush(ps::Client& client, const std::vector<std::string>& tables, uint64_t clock,
@@ -46,5 +55,12 @@ class TowerBatch {
 
 // Waits for every ticket; the first error, if any (all are waited for regardless).
 Status WaitAll(std::vector<ps::Ticket>& tickets);
+
+// Encodes `entities` (users or items, as `tower` says; their keys in `entity_keys`) with one
+// tower, the batch's rows filled by `fill_rows`; out is entities x output_dim.
+Status EncodeEntities(Backend& backend, Tower tower, const EntityKeys& entity_keys,
+                      std::span<const uint32_t> entities, const ModelConfig& model,
+                      const std::function<Status(TowerBatch&)>& fill_rows,
+                      std::vector<float>* out);
 
 }  // namespace ember::trainer
