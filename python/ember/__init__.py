@@ -22,12 +22,13 @@ from ._ember import (DeadlineExceededError, EmberError, Future, InvalidArgumentE
                      NotFoundError, PermissionDeniedError, UnavailableError)
 from ._config import config_file
 from .cluster import LocalCluster
+from ._recommend import evaluate_retrieval, recommend
 from ._run_log import RunLog
 
 __all__ = [
     "Client", "Future", "InteractionData", "LocalCluster", "EmberError", "InvalidArgumentError",
     "NotFoundError", "DeadlineExceededError", "UnavailableError", "PermissionDeniedError",
-    "RunLog",
+    "RunLog", "recommend", "evaluate_retrieval",
 ]
 
 _client_numbers = itertools.count()
