@@ -7,11 +7,6 @@
 namespace ember::wire {
 namespace {
 
-template <typename T>
-void SetData(::capnp::Data::Builder out, std::span<const T> values) {
-  if (!values.empty()) std::memcpy(out.begin(), values.data(), values.size_bytes());
-}
-
 template <typename List>
 void SetList(List out, const std::vector<uint32_t>& values) {
   for (size_t i = 0; i < values.size(); ++i) out.set(static_cast<unsigned>(i), values[i]);
@@ -83,20 +78,30 @@ Frame EncodeFollow(const RequestHeader& header, const FollowRequest& follow) {
   });
 }
 
+// The rows are written once, into the frame (BuildInPlace): the small fields first, then the
+// three blobs.
 Frame EncodeFollowResponse(uint64_t request_id, uint64_t epoch, const FollowedRows& followed) {
-  const size_t bytes = followed.keys.size_bytes() + followed.rows.size_bytes() +
-                       followed.deleted.size_bytes() +
-                       4 * (followed.following.size() + followed.lost.size());
-  return BuildMessage(ResponseHead{request_id, epoch}, bytes,
-                      [&](schema::Response::Builder response) {
-                        auto out = response.initFollowReply();
-                        SetData(out.initKeys(followed.keys.size_bytes()), followed.keys);
-                        SetData(out.initRows(followed.rows.size_bytes()), followed.rows);
-                        SetData(out.initDeleted(followed.deleted.size_bytes()), followed.deleted);
-                        SetList(out.initFollowing(followed.following.size()), followed.following);
-                        SetList(out.initLost(followed.lost.size()), followed.lost);
-                        out.setMore(followed.more);
-                      });
+  constexpr size_t kWord = sizeof(::capnp::word);
+  const auto padded = [](size_t bytes) { return (bytes + kWord - 1) / kWord * kWord; };
+  const size_t bulk = padded(followed.keys.size_bytes()) + padded(followed.rows.size_bytes()) +
+                      padded(followed.deleted.size_bytes());
+  const size_t small = padded(4 * followed.following.size()) + padded(4 * followed.lost.size());
+  return BuildInPlace(
+      ResponseHead{request_id, epoch}, bulk, small,
+      [&](schema::Response::Builder response, FrameBuilder& builder) {
+        auto out = response.initFollowReply();
+        SetList(out.initFollowing(static_cast<unsigned>(followed.following.size())),
+                followed.following);
+        SetList(out.initLost(static_cast<unsigned>(followed.lost.size())), followed.lost);
+        out.setMore(followed.more);
+        const auto blob = [&](auto values, auto init) {
+          kj::byte* data = builder.InitBulk(values.size_bytes(), init);
+          if (!values.empty()) std::memcpy(data, values.data(), values.size_bytes());
+        };
+        blob(followed.keys, [&](unsigned b) { return out.initKeys(b); });
+        blob(followed.rows, [&](unsigned b) { return out.initRows(b); });
+        blob(followed.deleted, [&](unsigned b) { return out.initDeleted(b); });
+      });
 }
 
 }  // namespace ember::wire

@@ -50,14 +50,10 @@ void ChangeTracker::Reset(uint32_t partition, uint64_t cut) {
 }
 
 void ChangeTracker::NoteForFollowers(uint32_t partition, uint64_t key) {
+  // Unlike a cut's, a follower's keys never turn into "whole": sending the partition whole would
+  // send its unchanged rows too, and the keys, deduplicated, are at most the partition's own.
   for (Follower& follower : partitions_[partition].followers) {
-    if (follower.whole || !follower.keys.Add(key)) continue;
-    if (follower.keys.size() > ChangedKeys::kFirstCompaction &&
-        follower.keys.size() > rows_of_(partition) / 2) {
-      // Most of the partition changed: sending it whole costs about as much, and needs no keys.
-      follower.whole = true;
-      follower.keys = ChangedKeys();
-    }
+    if (!follower.whole) follower.keys.Add(key);
   }
 }
 

@@ -17,7 +17,8 @@
 //
 // Followers (serving replicas, ps/server/followers.h) have marks of their own: each follower of a
 // partition collects the keys changed since it last took them (TakeFollowed), or, when it just
-// started or its keys passed half the partition's rows, is due every row ("whole").
+// started, is due every row ("whole"). Its keys stay within about two per row of the partition
+// (plus the keys deleted since), however long it takes them to come.
 //
 // A segment's keys, a move's and a follower's are ChangedKeys (changed_keys.h): memory stays
 // within about two keys per changed row.

@@ -4,9 +4,9 @@
 // started that this server serves; each follow request answers with the rows of those partitions
 // changed since the previous one (weights only, no optimizer state), and the keys deleted since,
 // up to a number of rows: the table's change marks (EmbeddingTable::Follow) say which keys
-// changed, and a partition just started, or one with more changed keys than half its rows, comes
-// whole. Keys taken from the marks but not sent yet wait in the stream, so nothing is lost
-// between requests: a row that changes again after being taken is marked again and sent again.
+// changed, and a partition just started comes whole. Keys taken from the marks but not sent yet
+// wait in the stream, so nothing is lost between requests: a row that changes again after being
+// taken is marked again and sent again.
 //
 // A partition this server stops serving (moved away) is reported lost, once, and dropped from the
 // stream: its new owner streams it when the replica starts it there. One being handed over is
