@@ -3,7 +3,7 @@
 A local cluster (`ember cluster --serve`, authenticated with its throwaway keys) trains tt-bench
 on synthetic data with `ember train`, round by round without a replica and with an `ember replica`
 following it (the side that goes first alternates; the replica is started afresh each time and
-copies the tables first). While training runs on either side, a probe pushes to keys of its own
+copies the tables first), after a first run that is not measured. While training runs on either side, a probe pushes to keys of its own
 every `--probe-ms`; with the replica it then reads the key there (with the reader key) until the
 row is the one the cluster acknowledged: the time from the push's acknowledgement to then is one
 lag sample. Prints the medians of the rounds' samples/s and their ratio, the lag's p50 and p99,
@@ -76,6 +76,23 @@ class Probe(threading.Thread):
             self.stop.wait(self.interval)
 
 
+def cpu_seconds(pid):
+    """User + system CPU seconds of a process so far (0 when it is gone)."""
+    try:
+        with open("/proc/{}/stat".format(pid)) as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, IndexError, ValueError):
+        return 0.0
+
+
+def cluster_cpu_seconds(cluster):
+    """CPU seconds of the cluster's scheduler and servers (the children of `ember cluster`)."""
+    children = subprocess.run(["ps", "--ppid", str(cluster.pid), "-o", "pid="],
+                              stdout=subprocess.PIPE, text=True).stdout.split()
+    return sum(cpu_seconds(int(pid)) for pid in children)
+
+
 def train(cluster, binary, config, steps, work, name):
     summary = os.path.join(work, name + ".json")
     argv = [binary, "train", "--config", config, "--scheduler", cluster.scheduler,
@@ -137,9 +154,13 @@ def main():
     binary = os.environ.get("EMBER_BINARY", os.path.join(ROOT, "build", "ember"))
 
     without, with_replica, lags, lost, copies, streams = [], [], [], 0, [], []
+    cluster_cpu = {False: [], True: []}  # per side: the servers' CPU seconds per sample
+    replica_cpu = []  # the replica's CPU seconds per second of training
     next_key = FIRST_PROBE_KEY
     with tempfile.TemporaryDirectory() as work, ember.LocalCluster(args.config) as cluster:
         trainer = cluster.client(name="probe")
+        # One run first, not measured: the tables' first rows are created here, not in a round.
+        train(cluster, binary, args.config, args.steps, work, "warm-up")
         for round_index in range(args.rounds):
             for half in range(2):
                 replica_side = (round_index + half) % 2 == 1
@@ -151,7 +172,15 @@ def main():
                 probe = Probe(trainer, reader, args.probe_ms / 1000.0, next_key)
                 probe.start()
                 name = "train-{}-{}".format(round_index, half)
+                cpu_before = cluster_cpu_seconds(cluster)
+                replica_before = cpu_seconds(process.pid) if process else 0.0
+                started = time.monotonic()
                 rate = train(cluster, binary, args.config, args.steps, work, name)
+                elapsed = time.monotonic() - started
+                cluster_cpu[replica_side].append(
+                    (cluster_cpu_seconds(cluster) - cpu_before) / (rate * elapsed))
+                if process:
+                    replica_cpu.append((cpu_seconds(process.pid) - replica_before) / elapsed)
                 probe.stop.set()
                 probe.join()
                 next_key = probe.next_key
@@ -176,6 +205,9 @@ def main():
         "lag_ms_max": lags[-1] if lags else None,
         "lag_samples": len(lags), "lag_lost": lost,
         "copy_seconds": statistics.median(copies), "streams": streams,
+        "server_cpu_per_sample_without": statistics.median(cluster_cpu[False]),
+        "server_cpu_per_sample_with": statistics.median(cluster_cpu[True]),
+        "replica_cpu_cores": statistics.median(replica_cpu),
         "rounds": args.rounds, "steps": args.steps, "poll_ms": args.poll_ms,
     }
     print(json.dumps(figures, indent=2))
