@@ -25,7 +25,9 @@ std::vector<Command> AddCommands(CLI::App& ember) {
       MakeDrainCommand(ember),
       MakeExportCommand(ember),
       MakeLookupCommand(ember),
+#ifdef EMBER_HAVE_RETRIEVAL
       MakeRecommendCommand(ember),
+#endif
       MakePlotCommand(ember),
       MakeKeygenCommand(ember),
   };

@@ -70,7 +70,7 @@ fi
 C_COMPILER="${CXX_COMPILER/clang++/clang}"
 launcher=()
 if command -v ccache >/dev/null; then launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache); fi
-if [[ ! -f "$BUILD_DIR/CMakeCache.txt" ]]; then
+if [[ ! -f "$BUILD_DIR/build.ninja" ]]; then  # (a configure that failed is run again)
   cmake -S "$ROOT" -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
     -DCMAKE_CXX_COMPILER="$CXX_COMPILER" -DCMAKE_C_COMPILER="$C_COMPILER" "${launcher[@]}" \
     -DEMBER_FUZZ=ON -DEMBER_BUILD_TESTS=OFF -DEMBER_WITH_CUDA=OFF >/dev/null
