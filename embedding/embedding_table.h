@@ -232,6 +232,11 @@ class EmbeddingTable {
                    std::vector<uint64_t>& absent) const;
   // Deletes the rows of `keys` (those that exist; returns how many); in memory only.
   Result<uint64_t> EraseKeys(std::span<const uint64_t> keys);
+  // Inserts or overwrites the rows of `keys` (`rows` holds keys.size() * dim() floats), as
+  // Restore does one by one, in a table without optimizer state (a replica's); a key given twice
+  // ends with its last row. InvalidArgument (and nothing written) when the sizes do not match or
+  // the table has optimizer state.
+  Status RestoreRows(std::span<const uint64_t> keys, std::span<const float> rows);
 
  private:
   EmbeddingTable(const TableSpec& spec, uint32_t num_partitions, bool tiered);

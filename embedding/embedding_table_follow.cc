@@ -1,6 +1,6 @@
 // EmbeddingTable, followers: the marks of serving replicas that follow a partition's changes
-// (change_tracker.h), the rows they are due, and erasing single rows (what a replica does with
-// the deletions it is streamed).
+// (change_tracker.h), the rows they are due, and what a replica does with what it is streamed:
+// writing rows in batches and erasing single rows.
 #include <algorithm>
 #include <mutex>
 #include <vector>
@@ -68,6 +68,44 @@ Result<uint64_t> EmbeddingTable::EraseKeys(std::span<const uint64_t> keys) {
   }
   row_count_.fetch_sub(erased, std::memory_order_relaxed);
   return erased;
+}
+
+Status EmbeddingTable::RestoreRows(std::span<const uint64_t> keys, std::span<const float> rows) {
+  const uint32_t dim = spec_.dim;
+  if (rows.size() != keys.size() * dim || optimizer_.state_floats() != 0) {
+    return InvalidArgument("restoring " + std::to_string(keys.size()) + " rows of " +
+                           std::to_string(rows.size()) + " floats into table '" + spec_.name +
+                           "' (dim " + std::to_string(dim) + ", " +
+                           std::to_string(optimizer_.state_floats()) +
+                           " floats of optimizer state): want rows of weights only");
+  }
+  if (tier_ != nullptr) {
+    for (size_t i = 0; i < keys.size(); ++i) {
+      RETURN_IF_ERROR(Restore(keys[i], rows.subspan(i * dim, dim), {}));
+    }
+    return Status::Ok();
+  }
+  // A stream's rows are mostly cold here: one lock per stripe, and each key's index entry
+  // prefetched 2 * kPrefetchDistance keys ahead of its write (as a push does).
+  RequestGroups& groups = GroupByStripe(keys, table_id_, memory_);
+  const std::span<const RowStore> stores = memory_.stores();
+  uint64_t inserted_rows = 0;
+  for (uint32_t s = 0; s < memory_.num_stripes(); ++s) {
+    if (groups.empty(s)) continue;
+    std::lock_guard<std::mutex> lock(memory_.StripeMutex(s));
+    for (uint32_t j = groups.begin(s); j < groups.end(s); ++j) {
+      groups.PrefetchEntriesBelow(j + 2 * kPrefetchDistance + 1, keys, stores);
+      const uint32_t at = groups.order[j];
+      const uint32_t partition = groups.partition[at];
+      auto [stored, inserted] = memory_.store(partition).FindOrInsert(keys[at]);
+      inserted_rows += inserted ? 1 : 0;
+      changes_.Note(partition, keys[at]);
+      std::copy_n(rows.data() + size_t{at} * dim, dim, stored);
+      new_rows_.StampUpdate(stored);
+    }
+  }
+  row_count_.fetch_add(inserted_rows, std::memory_order_relaxed);
+  return Status::Ok();
 }
 
 }  // namespace ember::embedding

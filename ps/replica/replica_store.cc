@@ -64,10 +64,7 @@ Status ReplicaStore::Apply(const std::vector<TableChanges>& round) {
   std::unique_lock lock(mutex_);
   for (const TableChanges& changes : round) {
     embedding::EmbeddingTable& table = *tables_.at(changes.table);
-    const uint32_t dim = table.dim();
-    for (size_t i = 0; i < changes.keys.size(); ++i) {
-      RETURN_IF_ERROR(table.Restore(changes.keys[i], {changes.rows.data() + i * dim, dim}, {}));
-    }
+    RETURN_IF_ERROR(table.RestoreRows(changes.keys, changes.rows));
     RETURN_IF_ERROR(table.EraseKeys(changes.deleted).status());
   }
   rounds_.fetch_add(1, std::memory_order_relaxed);

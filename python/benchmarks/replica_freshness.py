@@ -49,9 +49,10 @@ def wait_for_line(path, timeout):
 class Probe(threading.Thread):
     """Pushes to its own keys; with a replica client, times each row's arrival there."""
 
-    def __init__(self, trainer, replica, interval, first_key):
+    def __init__(self, trainer, replica, interval, read_interval, first_key):
         super().__init__(daemon=True)
         self.trainer, self.replica, self.interval = trainer, replica, interval
+        self.read_interval = read_interval
         self.next_key = first_key
         self.lags_ms, self.lost = [], 0
         self.stop = threading.Event()
@@ -70,7 +71,7 @@ class Probe(threading.Thread):
                     if numpy.array_equal(self.replica.lookup(PROBE_TABLE, key), expected):
                         self.lags_ms.append(1000 * (time.monotonic() - acknowledged))
                         break
-                    time.sleep(0.002)
+                    time.sleep(self.read_interval)
                 else:
                     self.lost += 1
             self.stop.wait(self.interval)
@@ -149,6 +150,9 @@ def main():
     parser.add_argument("--steps", type=int, default=150, help="training steps per side")
     parser.add_argument("--poll-ms", type=int, default=100)
     parser.add_argument("--probe-ms", type=int, default=50)
+    parser.add_argument("--probe-read-ms", type=int, default=10,
+                        help="how often the probe reads its key on the replica until it arrives"
+                             " (the lag's resolution; its lookups load the shared cores)")
     parser.add_argument("--json", help="also write the figures here")
     args = parser.parse_args()
     binary = os.environ.get("EMBER_BINARY", os.path.join(ROOT, "build", "ember"))
@@ -169,7 +173,8 @@ def main():
                     process, reader, copy, log = start_replica(
                         cluster, binary, args.config, args.poll_ms, work, round_index)
                     copies.append(copy)
-                probe = Probe(trainer, reader, args.probe_ms / 1000.0, next_key)
+                probe = Probe(trainer, reader, args.probe_ms / 1000.0, args.probe_read_ms / 1000.0,
+                              next_key)
                 probe.start()
                 name = "train-{}-{}".format(round_index, half)
                 cpu_before = cluster_cpu_seconds(cluster)
