@@ -2,6 +2,7 @@
 // each stripe's lock once, like a pull, but only finds rows: memory first, then (tiered tables)
 // the stripe's misses from disk in one MultiGet, copied out and not kept.
 #include <algorithm>
+#include <array>
 #include <mutex>
 #include <string>
 #include <utility>
@@ -33,15 +34,29 @@ Status EmbeddingTable::Lookup(std::span<const uint64_t> keys, std::span<float> o
   const auto set_found = [&](uint32_t position, bool has_row) {
     if (!found.empty()) found[position] = has_row ? 1 : 0;
   };
+  const std::span<const RowStore> stores = memory_.stores();
   for (uint32_t s = 0; s < memory_.num_stripes(); ++s) {
     const uint32_t begin = groups.bounds[s];
     const uint32_t end = groups.bounds[s + 1];
     if (begin == end) continue;
     std::lock_guard<std::mutex> lock(memory_.StripeMutex(s));
     missed.clear();
-    for (uint32_t j = begin; j < end; ++j) {
+    // Three stages kPrefetchDistance keys apart, as in a pull: a key's index entry is prefetched,
+    // then its row found and prefetched, then copied out; so the misses of cold rows overlap.
+    std::array<const float*, kPrefetchDistance> ahead{};
+    const auto find = [&](uint32_t j) {
       const uint32_t at = groups.order[j];
       const float* row = memory_.store(groups.partition[at]).Find(keys[at]);
+      if (row != nullptr) PrefetchRow(row, dim);
+      ahead[j % kPrefetchDistance] = row;
+    };
+    groups.PrefetchEntriesBelow(begin + 2 * kPrefetchDistance, keys, stores);
+    for (uint32_t j = begin; j < std::min(end, begin + kPrefetchDistance); ++j) find(j);
+    for (uint32_t j = begin; j < end; ++j) {
+      const float* row = ahead[j % kPrefetchDistance];
+      groups.PrefetchEntriesBelow(j + 2 * kPrefetchDistance + 1, keys, stores);
+      if (j + kPrefetchDistance < end) find(j + kPrefetchDistance);
+      const uint32_t at = groups.order[j];
       if (row == nullptr) {
         missed.push_back(at);
         continue;

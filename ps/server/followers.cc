@@ -77,6 +77,7 @@ Result<FollowBatch> Followers::Follow(
   const uint32_t asked = request.max_rows == 0 ? kDefaultMaxRows : request.max_rows;
   const auto budget = static_cast<uint32_t>(std::min<uint64_t>(asked, fit));
   RETURN_IF_ERROR(Gather(stream, id.first, budget, partition_state, batch));
+  RETURN_IF_ERROR(ReadRows(table, batch));
   for (const auto& [partition, keys] : stream.due) batch.following.push_back(partition);
   return batch;
 }
@@ -114,8 +115,7 @@ Status Followers::Gather(Stream& stream, uint64_t follower, uint32_t budget,
       }
       due = std::move(*taken);
     }
-    RETURN_IF_ERROR(Send(*stream.table, partition, due, static_cast<uint32_t>(budget - sent),
-                         batch));
+    Send(due, static_cast<uint32_t>(budget - sent), batch);
     if (!due.empty()) {
       batch.more = true;
       stream.next = partition;
@@ -126,18 +126,32 @@ Status Followers::Gather(Stream& stream, uint64_t follower, uint32_t budget,
   return Status::Ok();
 }
 
-Status Followers::Send(embedding::EmbeddingTable& table, uint32_t partition,
-                       std::vector<uint64_t>& keys, uint32_t budget, FollowBatch& batch) {
-  const size_t count = std::min<size_t>(keys.size(), budget);
-  const std::span<const uint64_t> chunk(keys.data(), count);
-  RETURN_IF_ERROR(table.VisitKeys(
-      partition, chunk,
-      [&](uint64_t key, std::span<const float> row, std::span<const float>) {
-        batch.keys.push_back(key);
-        batch.rows.insert(batch.rows.end(), row.begin(), row.end());
-      },
-      batch.deleted));
-  keys.erase(keys.begin(), keys.begin() + static_cast<std::ptrdiff_t>(count));
+void Followers::Send(std::vector<uint64_t>& keys, uint32_t budget, FollowBatch& batch) {
+  const auto count = static_cast<std::ptrdiff_t>(std::min<size_t>(keys.size(), budget));
+  batch.keys.insert(batch.keys.end(), keys.begin(), keys.begin() + count);
+  keys.erase(keys.begin(), keys.begin() + count);
+}
+
+Status Followers::ReadRows(const embedding::EmbeddingTable& table, FollowBatch& batch) {
+  const size_t dim = table.dim();
+  std::vector<uint8_t> found(batch.keys.size());
+  batch.rows.resize(batch.keys.size() * dim);
+  RETURN_IF_ERROR(table.Lookup(batch.keys, batch.rows, MissingRows::kFlag, found));
+  size_t kept = 0;
+  for (size_t i = 0; i < batch.keys.size(); ++i) {
+    if (!found[i]) {
+      batch.deleted.push_back(batch.keys[i]);
+      continue;
+    }
+    if (kept != i) {
+      batch.keys[kept] = batch.keys[i];
+      std::copy_n(batch.rows.begin() + static_cast<std::ptrdiff_t>(i * dim), dim,
+                  batch.rows.begin() + static_cast<std::ptrdiff_t>(kept * dim));
+    }
+    ++kept;
+  }
+  batch.keys.resize(kept);
+  batch.rows.resize(kept * dim);
   return Status::Ok();
 }
 

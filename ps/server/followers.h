@@ -85,9 +85,12 @@ class Followers {
   static Status Gather(Stream& stream, uint64_t follower, uint32_t budget,
                        const std::function<FollowedPartition(uint32_t)>& partition_state,
                        FollowBatch& batch);
-  // Sends up to `budget` of `keys` (of `partition`) into the batch; erases them from `keys`.
-  static Status Send(embedding::EmbeddingTable& table, uint32_t partition,
-                     std::vector<uint64_t>& keys, uint32_t budget, FollowBatch& batch);
+  // Moves up to `budget` of `keys` into the batch's keys, to be read by ReadRows.
+  static void Send(std::vector<uint64_t>& keys, uint32_t budget, FollowBatch& batch);
+  // Reads the rows of the batch's keys in one lookup (a partition's rows under its stripe's lock
+  // at once; a row changed since its key was taken is marked again, so it comes again); keys
+  // without a row move to the batch's deleted keys.
+  static Status ReadRows(const embedding::EmbeddingTable& table, FollowBatch& batch);
 
   const uint32_t max_streams_;
   const std::chrono::milliseconds idle_timeout_;
