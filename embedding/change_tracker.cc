@@ -73,9 +73,9 @@ ChangeTracker::FollowerTake ChangeTracker::TakeFollowed(uint32_t partition, uint
     if (f.id != follower) continue;
     take.following = true;
     take.whole = f.whole;
-    if (!f.whole) take.keys = f.keys.Sorted();
+    take.keys = f.keys.TakeSorted();
+    if (f.whole) take.keys.clear();
     f.whole = false;
-    f.keys = ChangedKeys();
     break;
   }
   return take;

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 namespace ember::embedding {
@@ -37,6 +38,14 @@ class ChangedKeys {
   // The keys, ascending, each once.
   std::vector<uint64_t> Sorted() const {
     std::vector<uint64_t> keys = keys_;
+    SortUnique(keys);
+    return keys;
+  }
+
+  // The keys, ascending, each once; the notes start empty again.
+  std::vector<uint64_t> TakeSorted() {
+    std::vector<uint64_t> keys = std::move(keys_);
+    *this = ChangedKeys();
     SortUnique(keys);
     return keys;
   }

@@ -20,6 +20,17 @@ TEST(ChangedKeysTest, ReturnsEachNotedKeyOnceInAscendingOrder) {
   EXPECT_EQ(keys.size(), 6u);  // not deduplicated yet
 }
 
+TEST(ChangedKeysTest, TakeSortedEmptiesTheNotesAndStartsCompactingAfresh) {
+  ChangedKeys keys;
+  for (uint64_t key = 0; key < 3 * ChangedKeys::kFirstCompaction; ++key) keys.Add(key % 300);
+  EXPECT_EQ(keys.TakeSorted().size(), 300u);
+  EXPECT_TRUE(keys.empty());
+  for (uint64_t key : {4, 2, 4}) keys.Add(key);
+  EXPECT_EQ(keys.size(), 3u);  // below the first compaction again
+  EXPECT_EQ(keys.TakeSorted(), std::vector<uint64_t>({2, 4}));
+  EXPECT_TRUE(keys.TakeSorted().empty());
+}
+
 TEST(ChangedKeysTest, NotesOfFewKeysStayWithinTwicePerKey) {
   ChangedKeys keys;
   std::mt19937_64 rng(5);
