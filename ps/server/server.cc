@@ -2,6 +2,8 @@
 #include "ps/server/server.h"
 
 #include <sched.h>
+#include <sys/resource.h>
+#include <unistd.h>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -38,6 +40,25 @@ Peer PeerFromFrame(const Frame& frame) {
   const auto* bytes = static_cast<const char*>(frame.data());
   if (frame.size() == 0) return Peer{PeerRole::kInsecure, ""};
   return Peer{static_cast<PeerRole>(bytes[0]), std::string(bytes + 1, frame.size() - 1)};
+}
+
+// Whether a request (as the workers get it) comes from a reader key: the readers' worker serves
+// it.
+bool FromReader(const std::vector<Frame>& request) {
+  const Frame& peer = request.front();
+  return peer.size() > 0 &&
+         static_cast<PeerRole>(static_cast<const char*>(peer.data())[0]) == PeerRole::kReader;
+}
+
+// The readers' worker's queue.
+constexpr const char* kReadersEndpoint = "inproc://ember-server-readers";
+
+// The calling thread runs at the lowest CPU priority (nice 19: Linux sets it per thread), or as
+// it was where it may not.
+void LowestThreadPriority() {
+  if (setpriority(PRIO_PROCESS, static_cast<id_t>(gettid()), 19) != 0) {
+    spdlog::debug("server: the readers' worker keeps its priority: setpriority failed");
+  }
 }
 
 // The next request from the frontend, as the workers get it: the peer frame, then its frames.
@@ -110,19 +131,28 @@ Status Server::Start() {
   backend_endpoint_ = "inproc://ember-server-workers";
   ASSIGN_OR_RETURN(std::string bound_backend, BindSocket(backend_, backend_endpoint_));
   (void)bound_backend;
+  ASSIGN_OR_RETURN(readers_backend_, MakeSocket(context_, SocketKind::kDealer));
+  RETURN_IF_ERROR(BindSocket(readers_backend_, kReadersEndpoint).status());
   // The workers' sockets connect before registration: a client may send as soon as the cluster
-  // forms, and the DEALER drops what it cannot hand to a connected worker.
+  // forms, and the DEALER drops what it cannot hand to a connected worker. The last worker is
+  // the readers'.
   std::vector<Socket> worker_sockets;
-  for (uint32_t w = 0; w < options_.worker_threads; ++w) {
+  for (uint32_t w = 0; w <= options_.worker_threads; ++w) {
     ASSIGN_OR_RETURN(Socket socket, MakeSocket(context_, SocketKind::kDealer));
-    RETURN_IF_ERROR(ConnectSocket(socket, backend_endpoint_));
+    const bool readers = w == options_.worker_threads;
+    RETURN_IF_ERROR(ConnectSocket(socket, readers ? kReadersEndpoint : backend_endpoint_));
     worker_sockets.push_back(std::move(socket));
   }
   RETURN_IF_ERROR(Register());
-  for (uint32_t w = 0; w < options_.worker_threads; ++w) {
+  for (uint32_t w = 0; w <= options_.worker_threads; ++w) {
     // A socket may change threads with a full barrier in between; starting a thread is one.
     workers_.emplace_back([this, w, socket = std::move(worker_sockets[w])]() mutable {
-      SetThreadName("ps-worker-" + std::to_string(w));
+      if (w == options_.worker_threads) {
+        SetThreadName("ps-readers");
+        LowestThreadPriority();
+      } else {
+        SetThreadName("ps-worker-" + std::to_string(w));
+      }
       WorkerLoop(w, socket);
     });
   }
@@ -229,7 +259,9 @@ void Server::Run() {
   Poller both, replies_only;
   const size_t frontend = both.Add(frontend_);
   const size_t backend = both.Add(backend_);
+  const size_t readers = both.Add(readers_backend_);
   const size_t backend_alone = replies_only.Add(backend_);
+  const size_t readers_alone = replies_only.Add(readers_backend_);
   std::vector<Frame> waiting;  // a request no worker had room for yet
   while (!stop_requested_.load(std::memory_order_relaxed)) {
     const bool holding = !waiting.empty();
@@ -240,12 +272,15 @@ void Server::Run() {
     }
     const bool reply_ready = holding ? replies_only.Readable(backend_alone)
                                      : both.Readable(backend);
+    const bool reader_reply_ready = holding ? replies_only.Readable(readers_alone)
+                                            : both.Readable(readers);
     if (!holding && both.Readable(frontend)) {
       waiting = ReceiveRequest(frontend_);
     }
     // A send refused for a full queue leaves the frames as they were: tried again later.
     if (!waiting.empty()) {
-      Status sent = SendFrames(backend_, waiting);
+      Socket& lane = FromReader(waiting) ? readers_backend_ : backend_;
+      Status sent = SendFrames(lane, waiting);
       if (sent.ok()) {
         waiting.clear();
       } else if (sent.code() != StatusCode::kResourceExhausted) {
@@ -253,13 +288,14 @@ void Server::Run() {
         waiting.clear();
       }
     }
-    if (reply_ready) ForwardReply();
+    if (reply_ready) ForwardReply(backend_);
+    if (reader_reply_ready) ForwardReply(readers_backend_);
   }
   Shutdown();
 }
 
-void Server::ForwardReply() {
-  auto frames = ReceiveFrames(backend_, Millis(0));
+void Server::ForwardReply(Socket& lane) {
+  auto frames = ReceiveFrames(lane, Millis(0));
   if (!frames.ok() || frames->empty()) return;
   Status sent = SendFrames(frontend_, *frames);
   if (sent.ok()) return;
@@ -328,6 +364,7 @@ void Server::Shutdown() {
   if (expiry_thread_.joinable()) expiry_thread_.join();
   frontend_.Close();
   backend_.Close();
+  readers_backend_.Close();
   if (service_ != nullptr && store_ != nullptr) {
     Status flushed = service_->Flush();
     if (flushed.ok()) flushed = store_->Flush();

@@ -95,8 +95,9 @@ class Server {
   Status RecordIdentity(uint32_t server_id);
   // Opens the data directory's row store for `tables` (no-op without a data directory).
   Result<ShardStorage> OpenStorage(const std::vector<TableSpec>& tables);
-  // Moves one reply from a worker to its peer; counts one dropped for a full queue.
-  void ForwardReply();
+  // Moves one reply from a worker (through `lane`) to its peer; counts one dropped for a full
+  // queue.
+  void ForwardReply(Socket& lane);
   // Serves requests arriving on `socket` (connected to the dispatcher) until Shutdown().
   void WorkerLoop(uint32_t worker, Socket& socket);
   // Deletes expired rows every options_.expiry_sweep until Shutdown().
@@ -107,6 +108,10 @@ class Server {
   Context context_;
   Socket frontend_;  // ROUTER, peers connect here
   Socket backend_;   // DEALER, inproc fan-out to workers
+  // DEALER, inproc to the readers' worker: requests from reader keys (lookups, serving replicas'
+  // follow streams) are served by a worker of their own at the lowest CPU priority (nice 19), so
+  // serving traffic takes a training server's cores only when training leaves them idle.
+  Socket readers_backend_;
   std::string endpoint_;        // advertised: what the scheduler and clients know it by
   std::string bound_endpoint_;  // what the data socket is bound at (recorded in the data dir)
   std::string backend_endpoint_;

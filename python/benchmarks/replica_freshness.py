@@ -105,7 +105,7 @@ def train(cluster, binary, config, steps, work, name):
         return json.load(f)["samples_per_second"]
 
 
-def start_replica(cluster, binary, config, poll_ms, work, n):
+def start_replica(cluster, binary, config, poll_ms, work, n, niceness):
     keys = os.path.dirname(cluster.key)
     endpoint_file = os.path.join(work, "replica-{}.endpoint".format(n))
     log = open(os.path.join(work, "replica-{}.log".format(n)), "w")
@@ -114,7 +114,8 @@ def start_replica(cluster, binary, config, poll_ms, work, n):
             "--scheduler-key", cluster.scheduler_key, "--poll-ms", str(poll_ms),
             "--endpoint-file", endpoint_file]
     started = time.monotonic()
-    process = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT)
+    process = subprocess.Popen(["nice", "-n", str(niceness)] + argv if niceness else argv,
+                               stdout=log, stderr=subprocess.STDOUT)
     endpoint = wait_for_line(endpoint_file, 120)
     reader = ember.Client(endpoint, key=cluster.info["reader_key"],
                           scheduler_key=os.path.join(keys, "reader.pub"), read_only=True,
@@ -153,6 +154,9 @@ def main():
     parser.add_argument("--probe-read-ms", type=int, default=10,
                         help="how often the probe reads its key on the replica until it arrives"
                              " (the lag's resolution; its lookups load the shared cores)")
+    parser.add_argument("--replica-nice", type=int, default=0,
+                        help="run the replica at this niceness (a replica sharing the training"
+                             " machine's cores yields them to training)")
     parser.add_argument("--json", help="also write the figures here")
     args = parser.parse_args()
     binary = os.environ.get("EMBER_BINARY", os.path.join(ROOT, "build", "ember"))
@@ -171,7 +175,8 @@ def main():
                 process = reader = None
                 if replica_side:
                     process, reader, copy, log = start_replica(
-                        cluster, binary, args.config, args.poll_ms, work, round_index)
+                        cluster, binary, args.config, args.poll_ms, work, round_index,
+                        args.replica_nice)
                     copies.append(copy)
                 probe = Probe(trainer, reader, args.probe_ms / 1000.0, args.probe_read_ms / 1000.0,
                               next_key)
@@ -214,6 +219,7 @@ def main():
         "server_cpu_per_sample_with": statistics.median(cluster_cpu[True]),
         "replica_cpu_cores": statistics.median(replica_cpu),
         "rounds": args.rounds, "steps": args.steps, "poll_ms": args.poll_ms,
+        "replica_nice": args.replica_nice,
     }
     print(json.dumps(figures, indent=2))
     if args.json:
