@@ -12,17 +12,25 @@
 #include "embedding/initializer.h"
 
 namespace ember::embedding {
+namespace {
+
+Status SizesRefused(const std::string& table, size_t keys, size_t dim, size_t floats,
+                    size_t flags) {
+  return InvalidArgument("lookup in table '" + table + "': " + std::to_string(keys) +
+                         " keys of dim " + std::to_string(dim) + " need " +
+                         std::to_string(keys * dim) + " floats and " + std::to_string(keys) +
+                         " or no found flags, got " + std::to_string(floats) + " and " +
+                         std::to_string(flags));
+}
+
+}  // namespace
 
 Status EmbeddingTable::Lookup(std::span<const uint64_t> keys, std::span<float> out,
                               MissingRows missing, std::span<uint8_t> found,
                               const RequestCheck& check) const {
   const size_t dim = spec_.dim;
   if (out.size() != keys.size() * dim || (!found.empty() && found.size() != keys.size())) {
-    return InvalidArgument("lookup in table '" + spec_.name + "': " + std::to_string(keys.size()) +
-                           " keys of dim " + std::to_string(dim) + " need " +
-                           std::to_string(keys.size() * dim) + " floats and " +
-                           std::to_string(keys.size()) + " or no found flags, got " +
-                           std::to_string(out.size()) + " and " + std::to_string(found.size()));
+    return SizesRefused(spec_.name, keys.size(), dim, out.size(), found.size());
   }
   RequestGroups& groups = GroupByStripe(keys, table_id_, memory_);
   if (check) RETURN_IF_ERROR(check(keys, groups.partition));
