@@ -73,8 +73,7 @@ ChangeTracker::FollowerTake ChangeTracker::TakeFollowed(uint32_t partition, uint
     if (f.id != follower) continue;
     take.following = true;
     take.whole = f.whole;
-    take.keys = f.keys.TakeSorted();
-    if (f.whole) take.keys.clear();
+    take.keys = f.keys.TakeSorted();  // none when whole: NoteForFollowers skips it
     f.whole = false;
     break;
   }

@@ -226,10 +226,6 @@ class EmbeddingTable {
   // it does not follow the partition. Errors come from the disk tier only.
   Result<std::optional<std::vector<uint64_t>>> TakeFollowedKeys(uint32_t partition,
                                                                 uint64_t follower);
-  // Visits the rows of `keys` (all of `partition`) that exist, under the partition's lock, and
-  // lists the others in `absent`.
-  Status VisitKeys(uint32_t partition, std::span<const uint64_t> keys, const RowVisitor& visit,
-                   std::vector<uint64_t>& absent) const;
   // Deletes the rows of `keys` (those that exist; returns how many); in memory only.
   Result<uint64_t> EraseKeys(std::span<const uint64_t> keys);
   // Inserts or overwrites the rows of `keys` (`rows` holds keys.size() * dim() floats), as

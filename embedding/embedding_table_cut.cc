@@ -1,7 +1,6 @@
 // EmbeddingTable, checkpoint cuts: the rows of a partition a full or incremental cut writes; and
 // the keys changed in a partition moving out of the server.
 #include <algorithm>
-#include <array>
 #include <mutex>
 
 #include "common/check.h"
@@ -34,30 +33,11 @@ Status EmbeddingTable::VisitKeysLocked(uint32_t partition, std::span<const uint6
   const uint32_t dim = spec_.dim;
   const uint32_t state_floats = optimizer_.state_floats();
   std::vector<uint64_t> not_resident;
-  // The keys are mostly cold (changed since a cut or a follower's last take): each passes three
-  // stages kPrefetchDistance keys apart, as in a pull (its index entry prefetched, its row found
-  // and its weights prefetched, then visited), so the misses overlap.
-  const RowStore& store = memory_.store(partition);
-  const size_t count = keys.size();
-  std::array<const float*, kPrefetchDistance> ahead{};
-  const auto find = [&](size_t j) {
-    const float* row = store.Find(keys[j]);
-    if (row != nullptr) PrefetchRow(row, dim);
-    ahead[j % kPrefetchDistance] = row;
-  };
-  for (size_t j = 0; j < std::min<size_t>(count, 2 * kPrefetchDistance); ++j) {
-    store.Prefetch(keys[j]);
-  }
-  for (size_t j = 0; j < std::min<size_t>(count, kPrefetchDistance); ++j) find(j);
-  for (size_t j = 0; j < count; ++j) {
-    const float* row = ahead[j % kPrefetchDistance];
-    if (j + 2 * kPrefetchDistance < count) store.Prefetch(keys[j + 2 * kPrefetchDistance]);
-    if (j + kPrefetchDistance < count) find(j + kPrefetchDistance);
-    if (row != nullptr) {
-      visit(keys[j], std::span<const float>(row, dim),
-            std::span<const float>(row + dim, state_floats));
+  for (uint64_t key : keys) {
+    if (const float* row = memory_.store(partition).Find(key); row != nullptr) {
+      visit(key, std::span<const float>(row, dim), std::span<const float>(row + dim, state_floats));
     } else {
-      not_resident.push_back(keys[j]);
+      not_resident.push_back(key);
     }
   }
   if (tier_ == nullptr || not_resident.empty()) {

@@ -45,14 +45,6 @@ Result<std::optional<std::vector<uint64_t>>> EmbeddingTable::TakeFollowedKeys(ui
   return std::optional<std::vector<uint64_t>>(std::move(every_key));
 }
 
-Status EmbeddingTable::VisitKeys(uint32_t partition, std::span<const uint64_t> keys,
-                                 const RowVisitor& visit, std::vector<uint64_t>& absent) const {
-  EMBER_CHECK(partition < num_partitions(), "partition", partition, "of table", spec_.name,
-              "out of range");
-  std::lock_guard<std::mutex> lock(memory_.LockOf(partition));
-  return VisitKeysLocked(partition, keys, visit, absent);
-}
-
 Result<uint64_t> EmbeddingTable::EraseKeys(std::span<const uint64_t> keys) {
   if (tier_ != nullptr) {
     return FailedPrecondition("erasing single rows of table '" + spec_.name +

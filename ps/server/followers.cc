@@ -115,7 +115,7 @@ Status Followers::Gather(Stream& stream, uint64_t follower, uint32_t budget,
       }
       due = std::move(*taken);
     }
-    Send(due, static_cast<uint32_t>(budget - sent), batch);
+    MoveDueKeys(due, static_cast<uint32_t>(budget - sent), batch);
     if (!due.empty()) {
       batch.more = true;
       stream.next = partition;
@@ -126,7 +126,7 @@ Status Followers::Gather(Stream& stream, uint64_t follower, uint32_t budget,
   return Status::Ok();
 }
 
-void Followers::Send(std::vector<uint64_t>& keys, uint32_t budget, FollowBatch& batch) {
+void Followers::MoveDueKeys(std::vector<uint64_t>& keys, uint32_t budget, FollowBatch& batch) {
   const auto count = static_cast<std::ptrdiff_t>(std::min<size_t>(keys.size(), budget));
   batch.keys.insert(batch.keys.end(), keys.begin(), keys.begin() + count);
   keys.erase(keys.begin(), keys.begin() + count);

@@ -86,7 +86,7 @@ class Followers {
                        const std::function<FollowedPartition(uint32_t)>& partition_state,
                        FollowBatch& batch);
   // Moves up to `budget` of `keys` into the batch's keys, to be read by ReadRows.
-  static void Send(std::vector<uint64_t>& keys, uint32_t budget, FollowBatch& batch);
+  static void MoveDueKeys(std::vector<uint64_t>& keys, uint32_t budget, FollowBatch& batch);
   // Reads the rows of the batch's keys in one lookup (a partition's rows under its stripe's lock
   // at once; a row changed since its key was taken is marked again, so it comes again); keys
   // without a row move to the batch's deleted keys.

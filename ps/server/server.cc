@@ -36,18 +36,21 @@ Frame PeerFrame(const Peer& peer) {
   return Frame(bytes);
 }
 
+PeerRole RoleInFrame(const Frame& frame) {
+  if (frame.size() == 0) return PeerRole::kInsecure;
+  return static_cast<PeerRole>(static_cast<const char*>(frame.data())[0]);
+}
+
 Peer PeerFromFrame(const Frame& frame) {
-  const auto* bytes = static_cast<const char*>(frame.data());
   if (frame.size() == 0) return Peer{PeerRole::kInsecure, ""};
-  return Peer{static_cast<PeerRole>(bytes[0]), std::string(bytes + 1, frame.size() - 1)};
+  const auto* bytes = static_cast<const char*>(frame.data());
+  return Peer{RoleInFrame(frame), std::string(bytes + 1, frame.size() - 1)};
 }
 
 // Whether a request (as the workers get it) comes from a reader key: the readers' worker serves
 // it.
 bool FromReader(const std::vector<Frame>& request) {
-  const Frame& peer = request.front();
-  return peer.size() > 0 &&
-         static_cast<PeerRole>(static_cast<const char*>(peer.data())[0]) == PeerRole::kReader;
+  return RoleInFrame(request.front()) == PeerRole::kReader;
 }
 
 // The readers' worker's queue.
