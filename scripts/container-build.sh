@@ -6,9 +6,13 @@
 #   container-build.sh install BUILD_DIR PREFIX cmake --install BUILD_DIR into PREFIX, plus
 #                                               deploy/ember-pod.sh, and PREFIX/share/ember/
 #                                               runtime-packages: the Debian packages owning the
-#                                               shared libraries PREFIX/bin/ember loads
+#                                               shared libraries PREFIX/bin/ember loads;
+#                                               libraries no package owns (a CUDA toolkit's)
+#                                               are copied into PREFIX/lib
 #   container-build.sh runtime PREFIX           installs (apt) those packages where missing, then
 #                                               checks every library of PREFIX/bin/ember resolves
+#                                               (PREFIX/lib on the loader's path, as the image's
+#                                               LD_LIBRARY_PATH puts it)
 #
 # The Dockerfile's build stage runs `build`, its runtime stage `runtime` on the copied PREFIX; the
 # launch test runs `install` and `runtime` on the existing build folder (no second build).
@@ -25,7 +29,7 @@ usage() {
 # libraries of PREFIX/bin/ember, asked of dpkg in one call. A library is looked up by the path ldd
 # printed, its /usr twin (merged /usr: dpkg may know /usr/lib/x/libz.so.1 where ldd says
 # /lib/x/libz.so.1) and its resolved path. Libraries no package owns (a CUDA toolkit under
-# /usr/local, say) are named on stderr.
+# /usr/local, say) are copied into PREFIX/lib under the name the binary asks for.
 write_runtime_packages() {
   local prefix="$1" lib candidate path owner found
   local -a libs=() candidates=() packages=()
@@ -53,7 +57,9 @@ write_runtime_packages() {
     if [[ -n "$found" ]]; then
       packages+=("$found")
     else
-      echo "container-build: $lib belongs to no Debian package; the image needs it some other way" >&2
+      echo "container-build: $lib belongs to no Debian package; copied into $prefix/lib" >&2
+      mkdir -p "$prefix/lib"
+      cp -L "$lib" "$prefix/lib/$(basename "$lib")"
     fi
   done
   mkdir -p "$prefix/share/ember"
@@ -84,9 +90,11 @@ runtime() {
     DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "${missing[@]}"
     rm -rf /var/lib/apt/lists/*
   fi
-  if ldd "$prefix/bin/ember" | grep -q "not found"; then
+  local libraries
+  libraries="$(LD_LIBRARY_PATH="$prefix/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" ldd "$prefix/bin/ember")"
+  if grep -q "not found" <<<"$libraries"; then
     echo "container-build: libraries of $prefix/bin/ember not found:" >&2
-    ldd "$prefix/bin/ember" | grep "not found" >&2
+    grep "not found" <<<"$libraries" >&2
     exit 1
   fi
 }
