@@ -26,7 +26,8 @@ Client::Impl::Impl(ClientOptions options)
     : options_(std::move(options)),
       sender_id_(RandomId()),
       context_(MakeContext(options_.limits.socket_queue, options_.security)),
-      scheduler_(options_.scheduler_endpoint, context_),
+      scheduler_context_(MakeContext(options_.limits.socket_queue, options_.security)),
+      scheduler_(options_.scheduler_endpoint, scheduler_context_),
       links_(*context_) {}
 
 Client::Impl::~Impl() {
@@ -38,6 +39,7 @@ Client::Impl::~Impl() {
   // A thread waiting on a peer that is gone (the I/O thread refreshing the routing from a
   // scheduler that died, say) would hold up the joins for as long as its call's timeout.
   context_->Shutdown();
+  scheduler_context_->Shutdown();
   if (heartbeat_thread_.joinable()) heartbeat_thread_.join();
   if (io_thread_.joinable()) io_thread_.join();
   // Anything still queued or in flight fails rather than hanging its waiters.

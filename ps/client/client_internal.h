@@ -96,6 +96,10 @@ struct Client::Impl {
   const ClientOptions options_;
   const uint64_t sender_id_;  // random, never 0
   const std::shared_ptr<Context> context_;
+  // The scheduler's sockets run on an I/O thread of their own: ZeroMQ resolves a peer's host name
+  // on its context's I/O thread, so a slow DNS answer for a server that went away (reconnecting)
+  // would otherwise hold up heartbeats until the scheduler declared this trainer dead.
+  const std::shared_ptr<Context> scheduler_context_;
   SchedulerClient scheduler_;  // thread-safe
   uint32_t trainer_id_ = 0;
   uint64_t start_clock_ = 0;
