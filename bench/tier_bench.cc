@@ -13,10 +13,9 @@
 #include <fstream>
 #include <memory>
 #include <mutex>
-#include <random>
 #include <thread>
-#include <unordered_set>
 
+#include "bench/tier_requests.h"
 #include "common/child_process.h"
 #include "common/progress_meter.h"
 #include "common/string_printf.h"
@@ -94,13 +93,11 @@ Status BulkLoad(const TierBenchOptions& config, embedding::RocksTable& disk,
   return disk.Write(writes);
 }
 
-constexpr uint64_t kSamplerSalt = 7;
-
 // Pulls the `count` most popular keys, most popular first, as a server that has run for a while
 // holds them.
 Status PullHottest(const TierBenchOptions& config, embedding::EmbeddingTable& table,
                    uint64_t count) {
-  const trainer::ZipfSampler sampler(config.rows, config.exponent, true, kSamplerSalt);
+  const trainer::ZipfSampler sampler(config.rows, config.exponent, true, kTierSamplerSalt);
   std::vector<uint64_t> keys;
   std::vector<float> rows;
   for (uint64_t first = 0; first < count; first += config.keys_per_request) {
@@ -115,26 +112,6 @@ Status PullHottest(const TierBenchOptions& config, embedding::EmbeddingTable& ta
 }
 
 enum class Phase { kPull, kPush, kPullThenPush };
-
-// One request's distinct Zipf keys, and how many are among the `hot_rows` hottest.
-struct Batch {
-  std::vector<uint64_t> keys;
-  uint64_t hot = 0;
-};
-
-Batch DrawBatch(const TierBenchOptions& config, const trainer::ZipfSampler& sampler,
-                uint64_t hot_rows, std::mt19937_64& rng) {
-  std::unordered_set<uint64_t> unique, hot;
-  // Bounded: at most 4x the request size in draws.
-  for (uint32_t draw = 0;
-       draw < 4 * config.keys_per_request && unique.size() < config.keys_per_request; ++draw) {
-    const uint64_t rank = sampler.Rank(trainer::UniformDouble(rng));
-    const uint64_t key = sampler.KeyOfRank(rank) % config.rows;
-    unique.insert(key);
-    if (rank < hot_rows) hot.insert(key);
-  }
-  return Batch{std::vector<uint64_t>(unique.begin(), unique.end()), hot.size()};
-}
 
 // Hints of one request thread's coming batches, prefetched in order by a thread of their own
 // (as a server's prefetching runs beside its requests); stops with the queue.
@@ -188,14 +165,13 @@ class Prefetcher {
   std::thread thread_;
 };
 
-// Runs Zipf requests from config.threads threads for `seconds`: pulls, pushes, or (as training
+// Replays the requests from config.threads threads for `seconds`: pulls, pushes, or (as training
 // does) a pull of each request's keys and then a push of gradients for them. With lookahead > 0
-// each thread hints the keys of its next `lookahead` requests as soon as it draws them (it draws
+// each thread hints the keys of its next `lookahead` requests as soon as it takes them (it takes
 // that far ahead) and releases a request's hint after its push.
 Result<TierPhaseFigures> RunPhase(const TierBenchOptions& config, embedding::EmbeddingTable& table,
-                                  Phase phase, double seconds, uint64_t hot_rows = 0,
+                                  const TierRequests& requests, Phase phase, double seconds,
                                   uint32_t lookahead = 0) {
-  const trainer::ZipfSampler sampler(config.rows, config.exponent, true, kSamplerSalt);
   std::atomic<bool> stop{false};
   std::vector<std::vector<double>> latencies(config.threads);
   std::vector<uint64_t> keys_done(config.threads, 0);
@@ -206,21 +182,21 @@ Result<TierPhaseFigures> RunPhase(const TierBenchOptions& config, embedding::Emb
   const auto start = Clock::now();
   for (uint32_t t = 0; t < config.threads; ++t) {
     threads.emplace_back([&, t] {
-      std::mt19937_64 rng(100 + t);
       std::vector<float> values(size_t{config.keys_per_request} * config.dim, 1e-3f);
       std::unique_ptr<Prefetcher> prefetcher;
       if (lookahead > 0) prefetcher = std::make_unique<Prefetcher>(table);
-      std::deque<Batch> coming;  // this request's batch, then the ones hinted
+      std::deque<const KeyBatch*> coming;  // this request's batch, then the ones hinted
       const uint64_t hint_base = uint64_t{t} << 40;
       uint64_t next_hint = hint_base;
+      uint64_t next_batch = 0;
       for (uint64_t request = hint_base; !stop.load(std::memory_order_relaxed) && statuses[t].ok();
            ++request) {
         while (coming.size() < 1 + lookahead) {
-          coming.push_back(DrawBatch(config, sampler, hot_rows, rng));
-          if (prefetcher) prefetcher->Hint(next_hint, coming.back().keys);
+          coming.push_back(&requests.Batch(t, next_batch++));
+          if (prefetcher) prefetcher->Hint(next_hint, coming.back()->keys);
           ++next_hint;
         }
-        const Batch batch = std::move(coming.front());
+        const KeyBatch& batch = *coming.front();
         coming.pop_front();
         const std::vector<uint64_t>& keys = batch.keys;
         hot_keys[t] += batch.hot;
@@ -305,8 +281,8 @@ uint64_t BudgetBytes(const TierBenchOptions& config) {
 }
 
 // The same table all in memory: created by pulling every row, then the two phases.
-Status MeasureInMemory(const TierBenchOptions& config, TierBenchReport* report,
-                       const Progress& progress) {
+Status MeasureInMemory(const TierBenchOptions& config, const TierRequests& requests,
+                       TierBenchReport* report, const Progress& progress) {
   embedding::EmbeddingTable memory(BenchSpec(config), 1024);
   const auto start = Clock::now();
   std::vector<uint64_t> keys;
@@ -326,10 +302,10 @@ Status MeasureInMemory(const TierBenchOptions& config, TierBenchReport* report,
   report->memory_bytes = static_cast<double>(memory.bytes());
   progress(StringPrintf("in memory: populated in %.1f s, %.2f GB held",
                         report->memory_populate_seconds, report->memory_bytes / 1e9));
-  ASSIGN_OR_RETURN(report->memory_pull, RunPhase(config, memory, Phase::kPull, config.seconds));
-  ASSIGN_OR_RETURN(report->memory_push, RunPhase(config, memory, Phase::kPush, config.seconds));
+  ASSIGN_OR_RETURN(report->memory_pull, RunPhase(config, memory, requests, Phase::kPull, config.seconds));
+  ASSIGN_OR_RETURN(report->memory_push, RunPhase(config, memory, requests, Phase::kPush, config.seconds));
   ASSIGN_OR_RETURN(report->memory_pair,
-                   RunPhase(config, memory, Phase::kPullThenPush, config.seconds));
+                   RunPhase(config, memory, requests, Phase::kPullThenPush, config.seconds));
   progress(PhaseLine("pull, in memory", report->memory_pull));
   progress(PhaseLine("push, in memory", report->memory_push));
   progress(PhaseLine("pull+push, in memory", report->memory_pair));
@@ -377,7 +353,8 @@ void ReportPushLog(const TierBenchOptions& config, const TierBenchReport& report
 }
 
 // The training-shaped pull+push pair on the tiered table, once per look-ahead depth.
-Status RunLookaheadPairs(const TierBenchOptions& config, embedding::EmbeddingTable& tiered,
+Status RunLookaheadPairs(const TierBenchOptions& config, const TierRequests& requests,
+                         embedding::EmbeddingTable& tiered,
                          TierBenchReport* report, const Progress& progress) {
   const std::string durability = DurabilityName(config.durability);
   for (uint32_t lookahead : config.lookaheads) {
@@ -385,8 +362,8 @@ Status RunLookaheadPairs(const TierBenchOptions& config, embedding::EmbeddingTab
     const uint64_t prefetched_before = tiered.prefetch_stats().prefetched_rows;
     TierBenchReport::LookaheadRun run;
     run.lookahead = lookahead;
-    ASSIGN_OR_RETURN(run.pair, RunPhase(config, tiered, Phase::kPullThenPush, config.seconds,
-                                        report->hot_rows, lookahead));
+    ASSIGN_OR_RETURN(run.pair, RunPhase(config, tiered, requests, Phase::kPullThenPush,
+                                        config.seconds, lookahead));
     const embedding::TierStats stats = tiered.tier_stats();
     const double lookups = static_cast<double>(stats.hits + stats.misses - stats_before.hits -
                                                stats_before.misses);
@@ -431,11 +408,9 @@ Status ReportDisk(const TierBenchOptions& config, embedding::RocksStore& store,
 
 // Tiered, a budget of budget_fraction of the rows: bulk load, warm up with the hottest rows (as a
 // running server's memory would hold them), the two phases, and what is on disk after.
-Status MeasureTiered(const TierBenchOptions& config, TierBenchReport* report,
-                     const Progress& progress) {
+Status MeasureTiered(const TierBenchOptions& config, const TierRequests& requests,
+                     TierBenchReport* report, const Progress& progress) {
   ASSIGN_OR_RETURN(auto store, OpenStore(config));
-  report->budget_bytes = BudgetBytes(config);
-  report->hot_rows = report->budget_bytes / RowBytes(config);
   embedding::MemoryBudget budget(report->budget_bytes);
   RETURN_IF_ERROR(BulkLoadTiered(config, *store, report, progress));
   ASSIGN_OR_RETURN(auto tiered, OpenTiered(config, *store, &budget));
@@ -446,11 +421,11 @@ Status MeasureTiered(const TierBenchOptions& config, TierBenchReport* report,
                         static_cast<double>(report->hot_rows), report->warm_up_seconds));
   const embedding::TierStats before = tiered->tier_stats();
   ASSIGN_OR_RETURN(report->tiered_pull,
-                   RunPhase(config, *tiered, Phase::kPull, config.seconds, report->hot_rows));
+                   RunPhase(config, *tiered, requests, Phase::kPull, config.seconds));
   const embedding::PushLog* log = store->push_log();
   const embedding::PushLog::Stats log_before = log ? log->stats() : embedding::PushLog::Stats{};
   ASSIGN_OR_RETURN(report->tiered_push,
-                   RunPhase(config, *tiered, Phase::kPush, config.seconds, report->hot_rows));
+                   RunPhase(config, *tiered, requests, Phase::kPush, config.seconds));
   const embedding::PushLog::Stats log_after = log ? log->stats() : embedding::PushLog::Stats{};
   const embedding::TierStats after = tiered->tier_stats();
   const std::string durability = DurabilityName(config.durability);
@@ -461,7 +436,7 @@ Status MeasureTiered(const TierBenchOptions& config, TierBenchReport* report,
       TierRatio(report->tiered_pull.keys_per_second, report->memory_pull.keys_per_second),
       TierRatio(report->tiered_push.keys_per_second, report->memory_push.keys_per_second)));
   ReportPushLog(config, *report, log_before, log_after, progress);
-  RETURN_IF_ERROR(RunLookaheadPairs(config, *tiered, report, progress));
+  RETURN_IF_ERROR(RunLookaheadPairs(config, requests, *tiered, report, progress));
   const double lookups =
       static_cast<double>(after.hits + after.misses - before.hits - before.misses);
   report->hit_rate = lookups > 0 ? (after.hits - before.hits) / lookups : 0.0;
@@ -552,8 +527,14 @@ Result<TierBenchReport> RunTierBench(const TierBenchOptions& config,
                    config.optimizer.c_str(), FloatsPerRow(spec), config.exponent,
                    config.keys_per_request, config.threads, config.seconds));
   TierBenchReport report;
-  RETURN_IF_ERROR(MeasureInMemory(config, &report, progress));
-  RETURN_IF_ERROR(MeasureTiered(config, &report, progress));
+  report.budget_bytes = BudgetBytes(config);
+  report.hot_rows = report.budget_bytes / RowBytes(config);
+  const auto drawing = Clock::now();
+  const TierRequests requests(config, report.hot_rows, kTierRequestsPerThread);
+  progress(StringPrintf("requests: %u a thread drawn in %.1f s, replayed by every phase",
+                        kTierRequestsPerThread, SecondsSince(drawing)));
+  RETURN_IF_ERROR(MeasureInMemory(config, requests, &report, progress));
+  RETURN_IF_ERROR(MeasureTiered(config, requests, &report, progress));
   if (!config.pusher_command.empty()) RETURN_IF_ERROR(MeasureRecovery(config, &report, progress));
   return report;
 }
@@ -564,7 +545,8 @@ Status PushUntilKilled(const TierBenchOptions& config) {
   embedding::MemoryBudget budget(BudgetBytes(config));
   ASSIGN_OR_RETURN(auto table, OpenTiered(config, *store, &budget));
   std::ofstream(config.data_dir + "/pushing") << "1\n";
-  return RunPhase(config, *table, Phase::kPush, 60).status();
+  const TierRequests requests(config, 0, 64);
+  return RunPhase(config, *table, requests, Phase::kPush, 60).status();
 }
 
 }  // namespace ember::bench
