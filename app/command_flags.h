@@ -48,6 +48,7 @@ struct SchedulerFlags {
   std::optional<std::string> bind;  // unset: the config's
   std::string advertise;            // HOST[:PORT] written to the endpoint file and logged
   std::string endpoint_file;        // internal: how `ember cluster` learns where it listens
+  std::string data_dir;             // where its state survives a restart; empty: memory only
   SecurityFlags security;
   std::optional<std::string> metrics_bind;  // HOST:PORT; unset: the config's metrics.scheduler
 };

@@ -34,6 +34,10 @@ int ServeUntilStopped(std::string_view command, Service& service,
     if (Status status = started(); !status.ok()) return PrintError(command, status);
   }
   service.Run();
+  if constexpr (requires { service.failure(); }) {
+    // A service that stopped by itself says why.
+    if (!service.failure().ok()) return PrintError(command, service.failure());
+  }
   return 0;
 }
 

@@ -32,6 +32,10 @@ void AddSchedulerFlags(CLI::App* command, SchedulerFlags* flags) {
   AddValue(command, "--advertise", &flags->advertise, "HOST[:PORT]",
            "the address others reach it at, when not the bind address (logged; default: the "
            "bind address, or this machine's host name for a wildcard bind)");
+  AddValue(command, "--data-dir", &flags->data_dir, "DIR",
+           "keep the scheduler's state here (membership, routing table, moves, clocks, cuts), "
+           "so that started again on it the scheduler goes on and the job with it; with a "
+           "wildcard --bind port it binds the port it had (default: state in memory only)");
   // Internal: how `ember cluster` learns where its scheduler listens.
   command->add_option("--endpoint-file", flags->endpoint_file)->group("");
   AddSyncFlags(command, &flags->config);
@@ -68,6 +72,11 @@ int RunScheduler(const SchedulerFlags& flags) {
   if (!security.ok()) return PrintError("scheduler", security.status(), 2);
   options.security = std::move(*security);
   options.limits = config->limits;
+  if (!flags.data_dir.empty()) {
+    auto data_dir = CanonicalDirectory(flags.data_dir, "--data-dir");
+    if (!data_dir.ok()) return PrintError("scheduler", data_dir.status(), 2);
+    options.data_dir = std::move(*data_dir);
+  }
   scheduler::Scheduler scheduler(std::move(options));
   // Bound before the scheduler starts, so that a port in use fails at once; the loop publishes
   // its state to the collector after every turn.

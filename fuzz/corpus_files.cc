@@ -17,6 +17,7 @@
 #include "embedding/rocks_store.h"
 #include "fuzz/fuzz_model.h"
 #include "fuzz/fuzz_support.h"
+#include "scheduler/scheduler_state.h"
 #include "trainer/dense_weights.h"
 #include "trainer/trainer_checkpoint.h"
 #include "fuzz/corpus_writer.h"
@@ -262,6 +263,38 @@ void WriteDelimited(CorpusWriter& out) {
   out.Write("delimited_file", "edge-unclosed-quote", 1 | 8, "u1,i1,4,1\nu2,\"i2,5,2\n");
   out.Write("delimited_file", "csv-multi-valued", 1 | 8 | 64,
             "u1,i1,\"a|b\",1\nu1,i2,b,2\nu2,i1,|,3\nu2,i3,\"a | |c\",4\n");
+}
+
+// A scheduler's saved state mid-run: two servers, one draining with a move in flight, two
+// trainers, a requested cut and one under way; as a payload (mode 0) and as the file (1, 2).
+void WriteSchedulerStates(CorpusWriter& out, const std::string& scratch) {
+  scheduler::SchedulerState state;
+  state.endpoint = "tcp://127.0.0.1:7000";
+  state.num_partitions = 4;
+  state.tables_fingerprint = scheduler::TablesFingerprint(FuzzTables());
+  state.servers = {{0, "tcp://127.0.0.1:7001", ""}, {1, "tcp://127.0.0.1:7002", ""}};
+  state.epoch = 3;
+  state.owners = {0, 0, 1, 1};
+  state.moves.states = {scheduler::ServerState::kLive, scheduler::ServerState::kDraining};
+  state.moves.in_flight = {{2, 1, 0}};
+  state.trainers = {{"trainer-0", 0, ""}, {"trainer-1", 1, ""}};
+  state.clocks.members = {{0, "trainer-0", scheduler::TrainerClocks::State::kLive, 1, 12, true},
+                          {1, "trainer-1", scheduler::TrainerClocks::State::kLeft, 1, 9, true}};
+  state.clocks.joined = 2;
+  state.clocks.highest_clock = 12;
+  state.cuts.requested = wire::CutInfo{14, "/ckpt/now", 0, false, 0, ""};
+  state.cuts.active = wire::CutInfo{12, "/ckpt/step-000000012", 3, false, 0, ""};
+  state.cuts.arrived = {0};
+  const std::string payload = scheduler::EncodeSchedulerState(state);
+  out.Write("scheduler_state", "mid-run", 0, payload);
+  out.Write("scheduler_state", "edge-truncated", 0, payload.substr(0, payload.size() / 2));
+  const std::string dir = scratch + "/scheduler-state";
+  EMBER_CHECK(MakeDirectories(dir).ok());
+  EMBER_CHECK(scheduler::SaveSchedulerState(dir, payload, Flush::kLater).ok());
+  auto file = ReadWholeFile(scheduler::SchedulerStatePath(dir));
+  EMBER_CHECK(file.ok());
+  out.Write("scheduler_state", "mid-run-file", 2, *file);
+  out.Write("scheduler_state", "mid-run-file-sealed", 1, *file);
 }
 
 }  // namespace ember::fuzz

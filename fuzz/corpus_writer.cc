@@ -29,6 +29,7 @@ int main(int argc, char** argv) {
   WriteMetricsRequests(out);
   WriteKeyFiles(out, ScratchDir() + "/keys");
   WritePushLogs(out, ScratchDir() + "/push-log");
+  WriteSchedulerStates(out, ScratchDir());
   std::printf("wrote %d seeds under %s\n", out.written(), argv[1]);
   return 0;
 }

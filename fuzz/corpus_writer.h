@@ -63,6 +63,7 @@ void WriteKeyFiles(CorpusWriter& out, const std::string& dir);
 void WriteKeyLists(CorpusWriter& out);
 void WriteMetricsRequests(CorpusWriter& out);
 void WritePushLogs(CorpusWriter& out, const std::string& dir);
+void WriteSchedulerStates(CorpusWriter& out, const std::string& scratch);
 void WriteDelimited(CorpusWriter& out);
 
 }  // namespace ember::fuzz

@@ -106,4 +106,39 @@ wire::CutInfo CheckpointCuts::Finish(bool* requested) {
   return cut;
 }
 
+wire::CutInfo CheckpointCuts::requested_cut() const {
+  if (requested_) return *requested_;
+  if (active_ && active_->requested) return active_->cut;
+  return wire::CutInfo{};
+}
+
+wire::CutInfo CheckpointCuts::active_cut() const {
+  if (!active_) return wire::CutInfo{};
+  wire::CutInfo cut = active_->cut;
+  cut.coordinate = active_->coordinating;
+  return cut;
+}
+
+CheckpointCuts::Saved CheckpointCuts::Save() const {
+  Saved saved;
+  saved.requested = requested_;
+  if (active_) {
+    saved.active = active_->cut;
+    saved.active_requested = active_->requested;
+    saved.coordinating = active_->coordinating;
+    saved.arrived.assign(active_->arrived.begin(), active_->arrived.end());
+  }
+  return saved;
+}
+
+void CheckpointCuts::Restore(const Saved& saved, TimePoint now) {
+  requested_ = saved.requested;
+  active_.reset();
+  if (saved.active) {
+    active_ = Active{*saved.active, saved.active_requested,
+                     std::set<uint32_t>(saved.arrived.begin(), saved.arrived.end()),
+                     saved.coordinating, now};
+  }
+}
+
 }  // namespace ember::scheduler

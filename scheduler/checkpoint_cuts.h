@@ -72,11 +72,28 @@ class CheckpointCuts {
 
   bool active() const { return active_.has_value(); }
   uint64_t active_clock() const { return active_ ? active_->cut.clock : 0; }
+  // The active cut as its coordinator was told it (clock 0: none).
+  wire::CutInfo active_cut() const;
   bool coordinating() const { return active_ && active_->coordinating; }
   // The requested cut not yet reached (clock 0: none).
   uint64_t requested_clock() const { return requested_ ? requested_->clock : 0; }
   // Drops the requested cut that was not reached (the run ended first).
   void CancelRequest() { requested_.reset(); }
+  // The cut `ember checkpoint` asked for, pending or under way (clock 0: none).
+  wire::CutInfo requested_cut() const;
+
+  // What a restarted scheduler needs (scheduler/scheduler_state.h): the requested cut and the
+  // active one, with who arrived at it and whether a coordinator has it.
+  struct Saved {
+    std::optional<wire::CutInfo> requested;
+    std::optional<wire::CutInfo> active;
+    bool active_requested = false;
+    bool coordinating = false;
+    std::vector<uint32_t> arrived;
+  };
+  Saved Save() const;
+  // Replaces both cuts with `saved`'s; an active one counts as started at `now`.
+  void Restore(const Saved& saved, TimePoint now);
 
  private:
   struct Active {

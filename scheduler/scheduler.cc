@@ -64,9 +64,11 @@ Status Scheduler::Start() {
   if (options_.security.enabled()) {
     ASSIGN_OR_RETURN(grant_signer_, GrantSigner::FromSecretKey(options_.security.own.secret_key));
   }
-  ASSIGN_OR_RETURN(socket_, MakeSocket(context_, SocketKind::kRouter));
-  ASSIGN_OR_RETURN(endpoint_, BindSocket(socket_, options_.bind));
   routing_.num_partitions = options_.num_partitions;
+  ASSIGN_OR_RETURN(const std::string bind, RestoreState());
+  ASSIGN_OR_RETURN(socket_, MakeSocket(context_, SocketKind::kRouter));
+  ASSIGN_OR_RETURN(endpoint_, BindSocket(socket_, bind));
+  SendReplies();  // saves the state at once: the endpoint a restart binds again
   spdlog::info("scheduler: listening on {}, waiting for {} servers, {} partitions, {} tables",
                endpoint_, options_.num_servers, options_.num_partitions, options_.tables.size());
   return Status::Ok();
@@ -87,16 +89,14 @@ void Scheduler::Run() {
       }
     }
     ServeCut();
+    SendReplies();
+    if (!failure_.ok()) return;
     if (metrics_ != nullptr) metrics_->Publish(MetricsSnapshot());
   }
 }
 
 void Scheduler::Reply(const Frame& identity, Frame payload) {
-  std::vector<Frame> frames;
-  frames.push_back(CopyFrame(identity));
-  frames.push_back(std::move(payload));
-  Status sent = SendFrames(socket_, frames);
-  if (!sent.ok()) spdlog::warn("scheduler: reply dropped: {}", sent.ToString());
+  outbox_.emplace_back(CopyFrame(identity), std::move(payload));
 }
 
 void Scheduler::RefuseForLimit(const Frame& identity, uint64_t request_id, Limit limit,
@@ -123,6 +123,11 @@ bool Scheduler::AdmitWaiter(const Frame& identity, uint64_t request_id, const st
 }
 
 void Scheduler::HandleMessage(std::vector<Frame> frames, const Peer& peer) {
+  HandleRequest(std::move(frames), peer);
+  SendReplies();
+}
+
+void Scheduler::HandleRequest(std::vector<Frame> frames, const Peer& peer) {
   if (frames.size() < 2) return;
   Frame identity = std::move(frames.front());
   if (frames.size() > 2) {
@@ -388,6 +393,11 @@ void Scheduler::HandleTrainerClock(Frame identity, uint64_t request_id,
     }
     return;
   }
+  // A report sent again (the scheduler restarted, or the answer was slow) replaces the earlier one,
+  // whose sender no longer listens for it.
+  std::erase_if(clock_waiters_, [&](const Waiter& waiter) {
+    return waiter.member_id == clock.trainer && waiter.clock == clock.clock;
+  });
   clock_waiters_.push_back(Waiter{std::move(identity), request_id, clock.trainer, clock.clock});
   ServeClockWaiters();
 }
@@ -426,112 +436,6 @@ void Scheduler::ServeClockWaiters() {
     }
   }
   clock_waiters_ = std::move(still_waiting);
-}
-
-void Scheduler::HandleCheckpointNow(Frame identity, uint64_t request_id,
-                                    const wire::CheckpointNowRequest& now) {
-  const std::string& dir = now.dir;
-  if (clocks_.live_trainers().empty()) {
-    Reply(identity, wire::EncodeStatusResponse(
-                        request_id, routing_.epoch,
-                        FailedPrecondition("no trainer is training (none has completed a step "
-                                           "yet, or all have finished)")));
-    return;
-  }
-  if (!AdmitWaiter(identity, request_id, "checkpoint into " + QuoteForError(dir))) return;
-  auto clock = cuts_.Request(dir, now.after, now.chain, clocks_.highest_clock());
-  if (!clock.ok()) {
-    Reply(identity, wire::EncodeStatusResponse(request_id, routing_.epoch, clock.status()));
-    return;
-  }
-  spdlog::info("scheduler: checkpoint into {} requested; the trainers meet after clock {}", dir,
-               *clock);
-  checkpoint_waiters_.push_back(Waiter{std::move(identity), request_id, 0, *clock});
-  ServeCut();
-}
-
-void Scheduler::HandleCheckpointCut(Frame identity, uint64_t request_id,
-                                    const wire::CheckpointCutRequest& cut) {
-  const auto now = std::chrono::steady_clock::now();
-  if (cut.done) {
-    if (!cuts_.coordinating() || cut.clock != cuts_.active_clock() ||
-        cut.trainer != cut_coordinator_) {
-      Reply(identity, wire::EncodeStatusResponse(
-                          request_id, routing_.epoch,
-                          FailedPrecondition("trainer " + std::to_string(cut.trainer) +
-                                             " does not coordinate a cut at clock " +
-                                             std::to_string(cut.clock))));
-      return;
-    }
-    FinishCut(cut.error.empty() ? Status::Ok() : Aborted("checkpoint cut failed: " + cut.error));
-    Reply(identity, wire::EncodeStatusResponse(request_id, routing_.epoch, Status::Ok()));
-    return;
-  }
-  if (!AdmitWaiter(identity, request_id, "checkpoint cut of trainer " +
-                                            std::to_string(cut.trainer))) {
-    return;
-  }
-  Status alive = clocks_.Heartbeat(cut.trainer, now);
-  if (alive.ok()) alive = cuts_.Arrive(cut.trainer, cut.clock, now);
-  if (!alive.ok()) {
-    Reply(identity, wire::EncodeStatusResponse(request_id, routing_.epoch, alive));
-    return;
-  }
-  cut_waiters_.push_back(Waiter{std::move(identity), request_id, cut.trainer, cut.clock});
-  ServeCut();
-}
-
-void Scheduler::ServeCut() {
-  const auto now = std::chrono::steady_clock::now();
-  if (cuts_.requested_clock() != 0 && clocks_.live_trainers().empty() &&
-      clocks_.highest_clock() > 0) {
-    // Every trainer that was at work left or died: nobody will reach the requested cut.
-    const Status gone = FailedPrecondition("no trainer is left to reach the checkpoint cut");
-    for (Waiter& waiter : checkpoint_waiters_) {
-      Reply(waiter.identity, wire::EncodeStatusResponse(waiter.request_id, routing_.epoch, gone));
-    }
-    checkpoint_waiters_.clear();
-    cuts_.CancelRequest();
-  }
-  if (!cuts_.active() || cuts_.coordinating()) return;
-  if (Status progress = cuts_.CheckProgress(now); !progress.ok()) {
-    FinishCut(progress);
-    return;
-  }
-  if (cut_waiters_.empty()) return;
-  auto ready = cuts_.ReadyToCoordinate(clocks_.live_trainers());
-  if (!ready) return;
-  // The last arrival coordinates; it is the newest waiter.
-  Waiter& coordinator = cut_waiters_.back();
-  cut_coordinator_ = coordinator.member_id;
-  spdlog::info("scheduler: every trainer is at the checkpoint cut after clock {}; trainer {} "
-               "writes {}", ready->clock, cut_coordinator_, ready->dir);
-  Reply(coordinator.identity,
-        wire::EncodeCutInfoResponse(coordinator.request_id, routing_.epoch, *ready));
-  cut_waiters_.pop_back();
-}
-
-void Scheduler::FinishCut(const Status& outcome) {
-  bool requested = false;
-  wire::CutInfo cut = cuts_.Finish(&requested);
-  ++(outcome.ok() ? cuts_completed_ : cuts_failed_);
-  if (outcome.ok()) {
-    spdlog::info("scheduler: checkpoint after clock {} complete in {}", cut.clock, cut.dir);
-  } else {
-    spdlog::error("scheduler: checkpoint after clock {} into {} failed: {}", cut.clock, cut.dir,
-                  outcome.ToString());
-  }
-  auto answer = [&](std::vector<Waiter>& waiters) {
-    for (Waiter& waiter : waiters) {
-      Reply(waiter.identity,
-            outcome.ok()
-                ? wire::EncodeCutInfoResponse(waiter.request_id, routing_.epoch, cut)
-                : wire::EncodeStatusResponse(waiter.request_id, routing_.epoch, outcome));
-    }
-    waiters.clear();
-  };
-  answer(cut_waiters_);
-  if (requested) answer(checkpoint_waiters_);
 }
 
 }  // namespace ember::scheduler

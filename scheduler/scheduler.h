@@ -11,6 +11,10 @@
 // servers heartbeat and get their orders in the answer; a server may join (`--join`) or be
 // drained, and ShardMoves plans the partition moves, which the target servers run and commit
 // (in scheduler_moves.cc); each commit bumps the routing epoch.
+// With a data directory it survives its own death (scheduler_state.h): it writes what it must
+// remember there before any answer that depends on it leaves (answers wait in an outbox for that),
+// and, started again on the same directory, binds the same endpoint and goes on; servers and
+// trainers ask again until it answers, and it treats a request sent again as the same request.
 //
 // Every request gets an answer (an error naming the problem for anything it cannot do); nothing a
 // peer sends stops the loop. What peers make it hold is bounded (SchedulerOptions::limits):
@@ -24,6 +28,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "common/grant_signature.h"
@@ -44,6 +49,7 @@ namespace ember::scheduler {
 
 class SchedulerMetrics;
 struct SchedulerSnapshot;
+struct SchedulerState;
 
 struct SchedulerOptions {
   std::string bind = "tcp://127.0.0.1:*";
@@ -55,6 +61,7 @@ struct SchedulerOptions {
   Millis server_timeout{10'000};    // a server silent this long (no heartbeat) is dead
   uint32_t moves_per_server = 4;    // partition moves a target server runs at a time
   TransportSecurity security;       // keys (common/transport_security.h); none: plain
+  std::string data_dir;             // where its state survives a restart; empty: memory only
   Limits limits;  // tables, trainers, barriers, waiters, and its socket's queues
 };
 
@@ -65,8 +72,11 @@ class Scheduler {
   Scheduler(const Scheduler&) = delete;
   Scheduler& operator=(const Scheduler&) = delete;
 
-  Status Start();  // validates the options and binds
-  void Run();      // serves until RequestStop()
+  // Validates the options, restores the state saved in data_dir (if any) and binds.
+  Status Start();
+  void Run();      // serves until RequestStop(), or until its state cannot be saved
+  // Why Run() stopped by itself: its state could not be written to data_dir. OK otherwise.
+  const Status& failure() const { return failure_; }
   void RequestStop() { stop_requested_.store(true, std::memory_order_relaxed); }
   // The flag RequestStop() sets, for a signal handler to set directly.
   std::atomic<bool>* stop_flag() { return &stop_requested_; }
@@ -90,6 +100,8 @@ class Scheduler {
     uint64_t clock = 0;      // clock waiters: the clock the trainer completed
   };
 
+  // HandleMessage but for sending the answers.
+  void HandleRequest(std::vector<Frame> frames, const Peer& peer);
   // Answers barrier arrivals (released, refused or expired).
   void AnswerBarriers(std::vector<Barriers::Answer> answers);
   // Runs the handler of one decoded request; HandleMessage answers an exception escaping it.
@@ -127,7 +139,19 @@ class Scheduler {
   // Answers every clock waiter that may proceed (or must fail) now.
   void ServeClockWaiters();
   void FormCluster();
+  // Queues an answer; SendReplies() sends it once the state it reflects is saved.
   void Reply(const Frame& identity, Frame payload);
+  // In scheduler_persistence.cc: saves the state if it changed (flushed to disk when more than
+  // clocks changed), then sends the queued answers. A state that cannot be saved stops the
+  // scheduler (failure()) without answering: nothing is promised that a restart would forget.
+  void SendReplies();
+  SchedulerState CurrentState() const;
+  // Takes over the state saved in data_dir, if there is one; the endpoint to bind.
+  Result<std::string> RestoreState();
+  // A cut arrival or finish for the cut that already ended (sent again after a restart):
+  // answers it with that cut's outcome and returns true.
+  bool AnswerEndedCut(const Frame& identity, uint64_t request_id,
+                      const wire::CheckpointCutRequest& cut);
   // Answers a request refused for `limit` (of `value`) and counts it.
   void RefuseForLimit(const Frame& identity, uint64_t request_id, Limit limit, uint64_t value,
                       const std::string& what);
@@ -144,6 +168,10 @@ class Scheduler {
   Socket socket_;  // ROUTER
   std::string endpoint_;
   std::atomic<bool> stop_requested_{false};
+  std::vector<std::pair<Frame, Frame>> outbox_;  // answers (identity, payload) not yet sent
+  std::string saved_state_;            // the state payload last written to data_dir
+  std::string saved_structure_;        // the same without clocks: what was last flushed
+  Status failure_;
 
   RoutingTable routing_;  // epoch 0 until every server registered
   std::vector<ServerInfo> servers_;
@@ -164,6 +192,8 @@ class Scheduler {
   std::optional<GrantSigner> grant_signer_;
   uint64_t cuts_completed_ = 0;  // checkpoint cuts that ended well
   uint64_t cuts_failed_ = 0;
+  uint64_t last_cut_clock_ = 0;  // the last cut that ended (0: none), and its outcome
+  Status last_cut_outcome_;
   SchedulerMetrics* metrics_ = nullptr;  // borrowed; null: no metrics
 };
 

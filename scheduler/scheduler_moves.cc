@@ -59,7 +59,10 @@ void Scheduler::HandleMoveDecision(const Frame& identity, uint64_t request_id,
     return;
   }
   if (Status committed = moves_.Commit(move); !committed.ok()) {
-    Reply(identity, wire::EncodeStatusResponse(request_id, routing_.epoch, committed));
+    // A commit sent again (its answer was lost, or the scheduler restarted) finds it done.
+    const bool done_before = routing_.ready() && routing_.owners[move.partition] == move.to;
+    Reply(identity, done_before ? wire::EncodeRoutingResponse(request_id, routing_)
+                                : wire::EncodeStatusResponse(request_id, routing_.epoch, committed));
     return;
   }
   routing_.owners[move.partition] = move.to;

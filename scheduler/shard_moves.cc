@@ -175,4 +175,23 @@ bool ShardMoves::DrainedNow(uint32_t server, const RoutingTable& routing) {
   return true;
 }
 
+ShardMoves::Saved ShardMoves::Save() const {
+  Saved saved;
+  for (const Server& server : servers_) saved.states.push_back(server.state);
+  for (const auto& [partition, move] : in_flight_) saved.in_flight.push_back(move);
+  saved.done = done_;
+  return saved;
+}
+
+void ShardMoves::Restore(const Saved& saved, const RoutingTable& routing, TimePoint now) {
+  servers_.clear();
+  for (ServerState state : saved.states) servers_.push_back(Server{state, now, true});
+  in_flight_.clear();
+  for (const PartitionMove& move : saved.in_flight) in_flight_[move.partition] = move;
+  told_.clear();
+  done_ = saved.done;
+  planned_.clear();
+  if (!servers_.empty()) Replan(routing);
+}
+
 }  // namespace ember::scheduler

@@ -85,6 +85,19 @@ class ShardMoves {
   size_t moves_planned() const { return planned_.size(); }
   uint64_t moves_done() const { return done_; }
 
+  // What a restarted scheduler needs (scheduler/scheduler_state.h): each server's state, the
+  // moves in flight (their targets may still commit them) and the count of moves done. The plan
+  // is made again from the routing table, and sources are told their moves again.
+  struct Saved {
+    std::vector<ServerState> states;  // by server id
+    std::vector<PartitionMove> in_flight;
+    uint64_t done = 0;
+  };
+  Saved Save() const;
+  // Replaces everything with `saved`; every server counts as heard from at `now`, so one that
+  // does not heartbeat within server_timeout of the restart is declared dead.
+  void Restore(const Saved& saved, const RoutingTable& routing, TimePoint now);
+
  private:
   struct Server {
     ServerState state = ServerState::kLive;

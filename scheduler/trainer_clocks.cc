@@ -111,6 +111,10 @@ Status TrainerClocks::Report(uint32_t trainer, uint64_t clock, TimePoint now) {
 }
 
 Status TrainerClocks::Leave(uint32_t trainer, uint64_t clock, TimePoint now) {
+  if (is_member(trainer) && members_[trainer]->state == State::kLeft &&
+      members_[trainer]->clock == clock) {
+    return Status::Ok();  // a resent leave (its answer was lost)
+  }
   RETURN_IF_ERROR(Report(trainer, clock, now));
   members_[trainer]->state = State::kLeft;
   spdlog::info("scheduler: {} left after clock {}", Describe(trainer), clock);
@@ -168,6 +172,29 @@ Result<std::optional<wire::ClockGrant>> TrainerClocks::TryGrant(uint64_t clock) 
     }
   }
   return std::optional<wire::ClockGrant>(std::move(grant));
+}
+
+TrainerClocks::Saved TrainerClocks::Save() const {
+  Saved saved{{}, joined_, highest_clock_, failure_.ok() ? std::string() : std::string(failure_.message())};
+  for (uint32_t id = 0; id < members_.size(); ++id) {
+    const auto& member = members_[id];
+    if (!member) continue;
+    saved.members.push_back(SavedMember{id, member->name, member->state, member->first_clock,
+                                        member->clock, member->reported});
+  }
+  return saved;
+}
+
+void TrainerClocks::Restore(const Saved& saved, TimePoint now) {
+  members_.clear();
+  for (const SavedMember& member : saved.members) {
+    if (member.id >= members_.size()) members_.resize(member.id + 1);
+    members_[member.id] =
+        Member{member.name, member.state, member.first_clock, member.clock, now, member.reported};
+  }
+  joined_ = saved.joined;
+  highest_clock_ = saved.highest_clock;
+  failure_ = saved.failure.empty() ? Status::Ok() : Aborted(saved.failure);
 }
 
 }  // namespace ember::scheduler

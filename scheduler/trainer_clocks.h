@@ -67,8 +67,29 @@ class TrainerClocks {
   // stays live, but is not active).
   uint32_t CountActive(TimePoint now) const;
 
+  enum class State : uint8_t { kLive, kLeft, kDead };
+  // What a restarted scheduler needs of the members (scheduler/scheduler_state.h): all of it but
+  // when each was last heard from.
+  struct SavedMember {
+    uint32_t id = 0;
+    std::string name;
+    State state = State::kLive;
+    uint64_t first_clock = 1;
+    uint64_t clock = 0;
+    bool reported = false;
+  };
+  struct Saved {
+    std::vector<SavedMember> members;
+    uint32_t joined = 0;
+    uint64_t highest_clock = 0;
+    std::string failure;  // the message of the run's failure; empty: none
+  };
+  Saved Save() const;
+  // Replaces every member with the saved ones, each heard from at `now`: a trainer has its
+  // trainer_timeout from the restart to reach the scheduler again.
+  void Restore(const Saved& saved, TimePoint now);
+
  private:
-  enum class State { kLive, kLeft, kDead };
   struct Member {
     std::string name;
     State state = State::kLive;
