@@ -166,6 +166,7 @@ struct Context::Impl {
 
   TransportSecurity security;
   zmq::context_t context;
+  std::atomic<bool> shut_down{false};
   std::unique_ptr<ZapHandler> zap;
   int queue_limit = 10'000;
 };
@@ -240,7 +241,12 @@ Context::Context(int io_threads, TransportSecurity security)
 Context::~Context() = default;
 const TransportSecurity& Context::security() const { return impl_->security; }
 void Context::set_queue_limit(int messages) { impl_->queue_limit = messages; }
-void Context::Shutdown() { impl_->context.shutdown(); }
+void Context::Shutdown() {
+  impl_->shut_down = true;
+  impl_->context.shutdown();
+}
+
+bool Context::shut_down() const { return impl_->shut_down.load(); }
 
 Socket::Socket() = default;
 Socket::Socket(Socket&& other) noexcept = default;

@@ -49,6 +49,8 @@ class Context {
   // every later one: for an owner closing down while a thread still waits on a peer that is gone.
   // Its sockets must still be closed before the context goes.
   void Shutdown();
+  // Whether Shutdown() was called: calls failing now fail for good, asking again is pointless.
+  bool shut_down() const;
 
  private:
   friend struct TransportAccess;

@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "common/random_id.h"
+#include "common/silence_log.h"
 #include "common/thread_name.h"
 #include "ps/client/client_internal.h"
 
@@ -82,12 +83,14 @@ Status Client::Impl::Start() {
 }
 
 void Client::Impl::HeartbeatLoop() {
+  SilenceLog silence("trainer " + std::to_string(trainer_id_),
+                     "the scheduler at " + options_.scheduler_endpoint);
   std::unique_lock lock(heartbeat_mutex_);
   while (!stopping_.load()) {
     lock.unlock();
     // A failed heartbeat needs no action here: the scheduler's verdict reaches the trainer
-    // through its next clock report.
-    (void)scheduler_.Heartbeat(trainer_id_, options_.heartbeat_interval);
+    // through its next clock report, and a restarting scheduler is waited for by the calls.
+    silence.Record(scheduler_.Heartbeat(trainer_id_, options_.heartbeat_interval));
     lock.lock();
     heartbeat_wake_.wait_for(lock, options_.heartbeat_interval,
                              [this] { return stopping_.load(); });

@@ -9,7 +9,14 @@ void EveryServerCalls::Start(const std::shared_ptr<Call>& call, const RoutingTab
                              uint64_t& next_request_id, const Send& send) {
   call->bodies.resize(routing.servers.size());
   active_.push_back(call);
+  // A server that owns no partition holds nothing to apply or write (a bsp source hands a
+  // partition over only once it applied its pushes), and one drained has exited: not asked.
+  std::vector<uint32_t> owned(routing.servers.size(), 0);
+  for (uint32_t owner : routing.owners) {
+    if (owner < owned.size()) ++owned[owner];
+  }
   for (const ServerInfo& server : routing.servers) {
+    if (!routing.owners.empty() && owned[server.id] == 0) continue;
     const uint64_t id = next_request_id++;
     Status sent = send(server.id, call->encode({id, routing.epoch}));
     if (!sent.ok()) {

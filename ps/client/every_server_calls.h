@@ -1,5 +1,6 @@
 // EveryServerCalls: the calls a client makes to every server at once (apply a clock, checkpoints,
-// stats), as its I/O thread runs them: one request to each server of the routing table, and the
+// stats), as its I/O thread runs them: one request to each server of the routing table that owns
+// a partition (one that owns none has nothing to give, and a drained one has exited), and the
 // call completes when every server answered, on the first error, or at its deadline. These
 // requests are never sent again after a reconnection.
 //

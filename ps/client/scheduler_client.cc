@@ -2,7 +2,9 @@
 #include "ps/client/scheduler_client.h"
 
 #include <algorithm>
+#include <chrono>
 #include <mutex>
+#include <thread>
 #include <vector>
 
 #include "common/rpc_channel.h"
@@ -13,6 +15,16 @@ namespace {
 
 // How long one registration attempt waits before asking again.
 constexpr Millis kRegisterRetry{1000};
+// How long a call waits for its answer before it sends the request again: a scheduler restarted
+// meanwhile never saw it.
+constexpr Millis kResendEvery{2000};
+// The pause before sending again after an attempt that failed at once.
+constexpr Millis kResendPause{100};
+
+bool SchedulerMayBeRestarting(const Status& status) {
+  return status.code() == StatusCode::kUnavailable ||
+         status.code() == StatusCode::kDeadlineExceeded;
+}
 
 }  // namespace
 
@@ -31,6 +43,8 @@ class SchedulerClient::Channels {
     idle_.pop_back();
     return channel;
   }
+  // The context was shut down (the client closes): nothing is sent any more.
+  bool shut_down() const { return context_->shut_down(); }
   void Give(std::unique_ptr<RpcChannel> channel) {
     std::lock_guard lock(mutex_);
     idle_.push_back(std::move(channel));
@@ -54,10 +68,26 @@ SchedulerClient::~SchedulerClient() = default;
 
 template <typename Body, typename Encode>
 Result<Body> SchedulerClient::Call(std::string_view what, Millis timeout, Encode&& encode) {
+  using Clock = std::chrono::steady_clock;
+  const auto deadline = Clock::now() + timeout;
+  // One connection for every attempt: the scheduler knows a barrier's participant by it.
   std::unique_ptr<RpcChannel> channel = channels_->Take();
-  Result<Body> result =
-      CallAndCheck<Body>(*channel, what, timeout, std::forward<Encode>(encode));
+  Result<Body> result = Unavailable("never sent");
+  for (;;) {
+    const auto sent = Clock::now();
+    const Millis left = std::chrono::ceil<Millis>(deadline - sent);
+    if (left.count() <= 0) break;
+    result = CallAndCheck<Body>(*channel, what, std::min(left, kResendEvery), encode);
+    if (!SchedulerMayBeRestarting(result.status()) || channels_->shut_down()) break;
+    if (Clock::now() - sent < kResendPause) std::this_thread::sleep_for(kResendPause);
+  }
   channels_->Give(std::move(channel));
+  if (SchedulerMayBeRestarting(result.status()) && Clock::now() >= deadline &&
+      !channels_->shut_down()) {
+    return DeadlineExceeded(std::string(what) + ": no answer from the scheduler at " + endpoint_ +
+                            " within " + std::to_string(timeout.count()) + " ms (last: " +
+                            result.status().ToString() + ")");
+  }
   return result;
 }
 

@@ -5,7 +5,9 @@
 //   cuts        ArriveAtCut, FinishCut, CheckpointNow (protocol in scheduler/checkpoint_cuts.h)
 //   barriers    Barrier
 //
-// Every call sends one request and waits for its answer up to `timeout`. Errors: Unavailable or
+// Every call sends one request and waits for its answer up to `timeout`, sending it again every
+// 2 s until answered, on the same connection, so that a scheduler restarted meanwhile (which
+// treats a request sent again as the same one) answers it. Errors: Unavailable or
 // DeadlineExceeded when the scheduler cannot be reached or does not answer in time, otherwise
 // the scheduler's own status (its code kept); each names the call. The ps::Client owns one for
 // its registration, routing refreshes and heartbeats, and lends it to the trainer
@@ -103,7 +105,8 @@ class SchedulerClient {
  private:
   class Channels;
   Result<TrainerRegistration> Register(std::string_view name, bool reader, Millis timeout);
-  // One call on a connection of its own: CallAndCheck (common/rpc_channel.h).
+  // One call on a connection of its own: CallAndCheck (common/rpc_channel.h), sent again every
+  // kResendEvery until answered or `timeout` passed.
   template <typename Body, typename Encode>
   Result<Body> Call(std::string_view what, Millis timeout, Encode&& encode);
 

@@ -20,6 +20,8 @@ constexpr Millis kCopyRetry{20};
 constexpr int kCopyAttempts = 50;
 // How long a drained server keeps answering before it stops.
 constexpr Millis kDrainedGrace{2000};
+// A commit with no answer is asked again after this pause.
+constexpr Millis kCommitRetry{200};
 
 }  // namespace
 
@@ -29,7 +31,9 @@ PartitionMover::PartitionMover(ShardService& service, Context& context,
       context_(context),
       options_(std::move(options)),
       on_exit_(std::move(on_exit)),
-      scheduler_(context, options_.scheduler_endpoint, context.security().scheduler_key) {}
+      scheduler_(context, options_.scheduler_endpoint, context.security().scheduler_key),
+      scheduler_silence_("server " + std::to_string(service.server_id()),
+                         "the scheduler at " + options_.scheduler_endpoint) {}
 
 void PartitionMover::Pause(Millis duration, const std::atomic<bool>& stop) {
   const auto until = std::chrono::steady_clock::now() + duration;
@@ -47,6 +51,7 @@ Result<wire::ServerOrders> PartitionMover::Heartbeat() {
       [&](const wire::RequestHeader& header) {
         return wire::EncodeServerHeartbeat(header, service_.server_id());
       });
+  scheduler_silence_.Record(orders.status());
   if (orders.ok()) service_.ApplyOrders(*orders, asked_at);
   return orders;
 }
@@ -91,6 +96,22 @@ Result<RoutingTable> PartitionMover::Decide(const wire::MoveOrder& move, bool co
       [&](const wire::RequestHeader& header) {
         return wire::EncodeMoveDecision(header, {move, commit, reason});
       });
+}
+
+Result<RoutingTable> PartitionMover::Commit(const wire::MoveOrder& move) {
+  const auto deadline = std::chrono::steady_clock::now() + options_.transfer_timeout;
+  for (;;) {
+    auto committed = Decide(move, true, "");
+    const StatusCode code = committed.status().code();
+    if (committed.ok() || (code != StatusCode::kUnavailable &&
+                           code != StatusCode::kDeadlineExceeded) ||
+        std::chrono::steady_clock::now() >= deadline) {
+      return committed;
+    }
+    spdlog::warn("server {}: no answer to the commit of partition {}: {}; asking again",
+                 service_.server_id(), move.partition, committed.status().ToString());
+    std::this_thread::sleep_for(kCommitRetry);
+  }
 }
 
 Status PartitionMover::RunMove(const wire::MoveOrder& move, const RoutingTable& routing) {
@@ -153,7 +174,7 @@ Status PartitionMover::RunMove(const wire::MoveOrder& move, const RoutingTable& 
   // after the commit comes back with them.
   if (moved.ok()) moved = service_.Flush();
   if (moved.ok()) {
-    auto committed = Decide(move, true, "");
+    auto committed = Commit(move);
     if (committed.ok()) {
       service_.Adopt(move.partition, committed->epoch);
       (void)transfer(wire::TransferPhase::kRelease, 0);  // the source also learns it by itself

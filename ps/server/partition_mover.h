@@ -37,6 +37,7 @@
 
 #include "common/status.h"
 #include "common/rpc_channel.h"
+#include "common/silence_log.h"
 #include "common/transport.h"
 #include "common/wire.h"
 #include "ps/server/shard_service.h"
@@ -68,6 +69,9 @@ class PartitionMover {
   void HeartbeatIfDue();
   // Runs one move as its target; errors are returned after the move was aborted.
   Status RunMove(const wire::MoveOrder& move, const RoutingTable& routing);
+  // Asks the scheduler to commit, again while it does not answer (it may be restarting), for up
+  // to transfer_timeout: rows whose commit may have been made must not be dropped on silence.
+  Result<RoutingTable> Commit(const wire::MoveOrder& move);
   // Asks the scheduler for a decision; returns its routing table.
   Result<RoutingTable> Decide(const wire::MoveOrder& move, bool commit, const std::string& reason);
   // As the source: asks to abort moves whose hold outlasted handover_timeout (or whose copy
@@ -82,6 +86,7 @@ class PartitionMover {
   const MoverOptions options_;
   std::function<void()> on_exit_;
   RpcChannel scheduler_;
+  SilenceLog scheduler_silence_;
   std::chrono::steady_clock::time_point last_heartbeat_{};
 };
 
