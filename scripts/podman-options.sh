@@ -4,8 +4,9 @@
 #
 # podman's defaults ask for more open files (1048576) than a process without CAP_SYS_RESOURCE may
 # raise its limit to, and crun refuses cgroup v1 hybrid hosts. Where a plain run fails, the options
-# become runc with the ulimits this shell already has. Needs an image to try: $EMBER_BASE_IMAGE
-# (default localhost/debian:bookworm, made by scripts/podman-base-image.sh).
+# become runc with the open-files limits this shell already has and at most 4096 processes. Needs
+# an image to try: $EMBER_BASE_IMAGE (default localhost/debian:bookworm, made by
+# scripts/podman-base-image.sh).
 
 podman_options_probe() {
   local image="${EMBER_BASE_IMAGE:-localhost/debian:bookworm}" error
@@ -21,8 +22,13 @@ podman_options_probe() {
   fi
   if error="$(podman run --rm "$image" true 2>&1)"; then return 0; fi
   if command -v runc >/dev/null; then
+    # Processes: at most 4096 (ember's processes need far fewer), since runc's own limit may be
+    # below this shell's and only lowering it is permitted.
+    local nproc
+    nproc="$(ulimit -Su)"
+    if [[ "$nproc" == unlimited ]] || ((nproc > 4096)); then nproc=4096; fi
     PODMAN_OPTIONS=(--runtime runc --ulimit "nofile=$(ulimit -Sn):$(ulimit -Hn)"
-                    --ulimit "nproc=$(ulimit -Su):$(ulimit -Hu)")
+                    --ulimit "nproc=$nproc:$nproc")
     if podman run --rm "${PODMAN_OPTIONS[@]}" "$image" true >/dev/null 2>&1; then return 0; fi
   fi
   PODMAN_OPTIONS=()

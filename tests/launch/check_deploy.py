@@ -26,7 +26,7 @@ import tempfile
 import yaml
 
 API_VERSIONS = {"Deployment": "apps/v1", "StatefulSet": "apps/v1", "Job": "batch/v1",
-                "Service": "v1", "ConfigMap": "v1", "Secret": "v1"}
+                "Service": "v1", "ConfigMap": "v1", "Secret": "v1", "PersistentVolumeClaim": "v1"}
 WORKLOADS = ("Deployment", "StatefulSet", "Job")
 problems = []
 
@@ -167,6 +167,9 @@ def main():
                     problem(where, f"volume {volume_name}: no ConfigMap {volume['configMap']['name']}")
                 if "secret" in volume and volume["secret"]["secretName"] not in secrets:
                     problem(where, f"volume {volume_name}: no Secret {volume['secret']['secretName']}")
+                claim = volume.get("persistentVolumeClaim", {}).get("claimName")
+                if claim is not None and claim not in objects.get("PersistentVolumeClaim", {}):
+                    problem(where, f"volume {volume_name}: no PersistentVolumeClaim {claim}")
             for container in containers:
                 cwhere = f"{where} container {container.get('name')}"
                 for field in ("name", "image"):
@@ -251,6 +254,17 @@ def main():
                 if kind in ("Deployment", "StatefulSet") and not container.get("readinessProbe"):
                     problem(cwhere, "no readiness probe")
 
+    scheduler = objects.get("Deployment", {}).get("ember-scheduler")
+    if scheduler:
+        pod = scheduler["spec"]["template"]["spec"]
+        claimed = {v["name"] for v in pod.get("volumes", []) if "persistentVolumeClaim" in v}
+        container = pod["containers"][0]
+        data_dir = flag_value(container.get("args", []), "data-dir") or ""
+        on_claim = [m for m in container.get("volumeMounts", []) if m["name"] in claimed and
+                    (data_dir + "/").startswith(m["mountPath"].rstrip("/") + "/")]
+        if not on_claim:
+            problem("Deployment/ember-scheduler", f"--data-dir {data_dir or '(none)'} is not on a "
+                    "PersistentVolumeClaim's mount: a restarted scheduler would forget the job")
     statefulset = objects.get("StatefulSet", {}).get("ember-server")
     if statefulset:
         spec = statefulset["spec"]

@@ -4,8 +4,9 @@ trainers' indexed Job, keys as secrets. Checks, in order:
 
 1. every pod's readiness probe (GET /metrics) answers, and /metrics of each running container
    (scheduler, servers, trainers) serves ember's metrics;
-2. a server container SIGKILLed mid-training and started again on its volume: the servers come
-   back, the trainers finish (restartPolicy OnFailure is applied, restarts counted);
+2. a server container SIGKILLed mid-training and started again on its volume, then the
+   scheduler's likewise on its own volume (its state there): the trainers finish
+   (restartPolicy OnFailure is applied, restarts counted);
 3. `ember status` and `ember lookup` from one-off containers on the network;
 4. a server pod deleted as Kubernetes would (its preStop hook drains it, then SIGTERM): the other
    server holds every partition and every row reads as before.
@@ -191,6 +192,16 @@ def main(rendered, secrets, image, scratch, prefix):
         kube.wait_ready(victim)
         check(any(kube.running(p) for p in trainers),
               f"{victim.name} started again on its volume, the trainers still training")
+        kube.kill(scheduler)
+        check(not kube.running(scheduler), "the scheduler SIGKILLed mid-training")
+        time.sleep(2)
+        kube.start(scheduler)
+        kube.wait_ready(scheduler)
+        restored = [line for line in kube.logs(scheduler, tail=200).splitlines()
+                    if "restarted from" in line]
+        check(restored, f"the scheduler went on from its state ({restored[-1][-150:] if restored else ''})")
+        check(any(kube.running(p) for p in trainers),
+              "the scheduler started again on its volume, the trainers still training")
 
         restarts = finish_job(kube, trainers, trainer_job["spec"].get("backoffLimit", 6), scheduler)
         for pod in trainers:

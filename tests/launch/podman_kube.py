@@ -157,6 +157,10 @@ class PodmanKube:
                 volume = f"{self.prefix}-{name}-{pod.name}"
                 self.volumes.add(volume)
                 options += ["-v", f"{volume}:{path}"]
+            elif "persistentVolumeClaim" in volumes[name]:
+                volume = f"{self.prefix}-{volumes[name]['persistentVolumeClaim']['claimName']}"
+                self.volumes.add(volume)
+                options += ["-v", f"{volume}:{path}"]
             elif "configMap" in volumes[name]:
                 options += ["-v", f"{self.configmap_dirs[volumes[name]['configMap']['name']]}:{path}:ro"]
             elif "secret" in volumes[name]:

@@ -4,8 +4,9 @@
 # running its own slurmd, with slurmctld on a fourth namespace and one munged. Phase 1 trains a
 # small synthetic model with a scheduler, 3 servers and 2 trainers spread over the nodes (bound to
 # every interface, advertising host names, with the job's keys) and checks placement, exit status
-# and the trainers' summaries. Phase 2 starts a longer job and kills every process of one server's
-# node (its slurmd included) mid-job, and checks that the job fails with an error naming the lost
+# and the trainers' summaries. Phase 2 starts a longer job, SIGKILLs its scheduler (the batch
+# script starts it again on its state and the trainers go on), then kills every process of one
+# server's node (its slurmd included) mid-job, and checks that the job fails with an error naming the lost
 # server. Everything started is stopped by PID at the end (also on failure) and the namespaces
 # deleted. Exits 77 (skipped) where it cannot run: not root, a tool missing, no namespaces.
 #
@@ -347,6 +348,30 @@ if as_host "$CTL_NS" controller timeout 60 "$EMBER" status --scheduler tcp://nod
   fail "ember status without keys was answered"
 fi
 cat "$SCRATCH/status-no-keys.out"
+
+# The scheduler SIGKILLed mid-job (its node stays): the batch script's step starts it again on its
+# state in the job folder, and the trainers go on.
+scheduler_pid=""
+for pid in $(ip netns pids "$TAG-node1"); do
+  [[ "$(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null)" == "$EMBER scheduler "* ]] &&
+    scheduler_pid="$pid"
+done
+[[ -n "$scheduler_pid" ]] || fail "no scheduler process on node1"
+logged_before="$(wc -l <"$DIR/trainer-0.jsonl")"
+kill -KILL "$scheduler_pid"
+echo "killed the scheduler (pid $scheduler_pid) at $(date +%T)"
+for ((t = 0; t < 600; ++t)); do
+  grep -q "restarted from" "$DIR/logs/scheduler.log" &&
+    (($(wc -l <"$DIR/trainer-0.jsonl") > logged_before + 1)) && break
+  sleep 0.2
+done
+grep -q "the scheduler died (status 137); starting it again" "$DIR/logs/scheduler.log" ||
+  fail "the batch script did not start the killed scheduler again"
+grep "restarted from" "$DIR/logs/scheduler.log" || fail "the scheduler did not restart on its state"
+(($(wc -l <"$DIR/trainer-0.jsonl") > logged_before + 1)) ||
+  fail "the trainers made no progress after the scheduler's restart"
+echo "the trainers went on: trainer 0 logged $(($(wc -l <"$DIR/trainer-0.jsonl") - logged_before))" \
+  "progress lines since the kill"
 
 lost="$(sed -n "s|.*server \([0-9]*\) registered at tcp://$VICTIM:.*|\1|p" \
   "$DIR/logs/scheduler.log")"
