@@ -284,6 +284,15 @@ void Scheduler::HandleRegisterTrainer(Frame identity, uint64_t request_id,
                        std::to_string(options_.sync.trainer_timeout.count()) + " ms)");
     return;
   }
+  if (!known && clocks_.any_stale()) {
+    // Its starting clock would come from clocks the restart may have set back.
+    Reply(identity, wire::EncodeStatusResponse(
+                        request_id, routing_.epoch,
+                        Unavailable("registration of trainer " + QuoteForError(name) +
+                                    ": the scheduler restarted and waits for the trainers' clocks; "
+                                    "ask again")));
+    return;
+  }
   if (!routing_.ready() &&
       !AdmitWaiter(identity, request_id, "registration of trainer " + QuoteForError(name))) {
     return;

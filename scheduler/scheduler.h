@@ -141,9 +141,9 @@ class Scheduler {
   void FormCluster();
   // Queues an answer; SendReplies() sends it once the state it reflects is saved.
   void Reply(const Frame& identity, Frame payload);
-  // In scheduler_persistence.cc: saves the state if it changed (flushed to disk when more than
-  // clocks changed), then sends the queued answers. A state that cannot be saved stops the
-  // scheduler (failure()) without answering: nothing is promised that a restart would forget.
+  // In scheduler_persistence.cc: saves the state (flushed to disk) if more than clocks changed,
+  // then sends the queued answers. A state that cannot be saved stops the scheduler (failure())
+  // without answering: nothing is promised that a restart would forget.
   void SendReplies();
   SchedulerState CurrentState() const;
   // Takes over the state saved in data_dir, if there is one; the endpoint to bind.
@@ -169,8 +169,7 @@ class Scheduler {
   std::string endpoint_;
   std::atomic<bool> stop_requested_{false};
   std::vector<std::pair<Frame, Frame>> outbox_;  // answers (identity, payload) not yet sent
-  std::string saved_state_;            // the state payload last written to data_dir
-  std::string saved_structure_;        // the same without clocks: what was last flushed
+  std::string saved_structure_;  // the state last written to data_dir, without its clocks
   Status failure_;
 
   RoutingTable routing_;  // epoch 0 until every server registered

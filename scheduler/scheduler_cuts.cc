@@ -18,6 +18,14 @@ void Scheduler::HandleCheckpointNow(Frame identity, uint64_t request_id,
                                            "yet, or all have finished)")));
     return;
   }
+  if (clocks_.any_stale()) {
+    // The cut's clock would come from clocks the restart may have set back.
+    Reply(identity, wire::EncodeStatusResponse(
+                        request_id, routing_.epoch,
+                        Unavailable("checkpoint into " + QuoteForError(dir) + ": the scheduler "
+                                    "restarted and waits for the trainers' clocks; ask again")));
+    return;
+  }
   if (!AdmitWaiter(identity, request_id, "checkpoint into " + QuoteForError(dir))) return;
   const wire::CutInfo pending = cuts_.requested_cut();
   if (pending.clock != 0 && pending.dir == dir && pending.after == now.after) {

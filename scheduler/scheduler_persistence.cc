@@ -44,14 +44,14 @@ SchedulerState Scheduler::CurrentState() const {
 
 void Scheduler::SendReplies() {
   if (!options_.data_dir.empty() && failure_.ok() && !endpoint_.empty()) {
+    // Clocks change at every step and are not worth a write of their own: a restarted scheduler
+    // takes the clocks saved with the last other change as stale (TrainerClocks::Restore) until
+    // the trainers report again. Anything else is on disk before the answers leave.
     const SchedulerState state = CurrentState();
-    std::string payload = EncodeSchedulerState(state);
-    if (payload != saved_state_) {
-      // Clocks change at every step: written, but flushed to disk only with the rest. A clock
-      // lost to a power cut is reported again; a process killed loses nothing written.
-      std::string structure = EncodeSchedulerState(state, /*with_clocks=*/false);
-      const Flush flush = structure != saved_structure_ ? Flush::kNow : Flush::kLater;
-      Status saved = SaveSchedulerState(options_.data_dir, payload, flush);
+    std::string structure = EncodeSchedulerState(state, /*with_clocks=*/false);
+    if (structure != saved_structure_) {
+      std::string payload = EncodeSchedulerState(state);
+      Status saved = SaveSchedulerState(options_.data_dir, payload, Flush::kNow);
       if (!saved.ok()) {
         failure_ = saved.WithContext("scheduler: saving its state");
         spdlog::error("{}; stopping without answering {} requests (they are asked again of the "
@@ -61,7 +61,6 @@ void Scheduler::SendReplies() {
         RequestStop();
         return;
       }
-      saved_state_ = std::move(payload);
       saved_structure_ = std::move(structure);
     }
   }

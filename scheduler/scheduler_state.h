@@ -6,7 +6,8 @@
 // ask again), when each member was last heard from (a restart counts as hearing from everyone).
 //
 // The file is DIR/scheduler.state, a checksummed file (common/checksummed_file.h) replaced
-// atomically; the scheduler writes it before it answers any request that changed it. Decoding
+// atomically; the scheduler writes it before it answers any request that changed more than clocks
+// (the clocks are saved as they stand then, and count as stale after a restart). Decoding
 // checks every count against the bytes left and every id against the servers and partitions,
 // and fails with DataLoss naming what is wrong.
 #pragma once
@@ -55,7 +56,7 @@ struct SchedulerState {
 uint64_t TablesFingerprint(const std::vector<TableSpec>& tables);
 
 // The file's payload. Without clocks, every trainer's clock and the highest clock are written
-// as 0: what the scheduler compares to decide whether a change needs flushing to disk.
+// as 0: what the scheduler compares to decide whether a change needs saving.
 std::string EncodeSchedulerState(const SchedulerState& state, bool with_clocks = true);
 Result<SchedulerState> DecodeSchedulerState(std::string_view payload);
 

@@ -106,6 +106,7 @@ Status TrainerClocks::Report(uint32_t trainer, uint64_t clock, TimePoint now) {
   }
   member->clock = clock;
   member->reported = true;
+  member->stale = false;
   highest_clock_ = std::max(highest_clock_, clock);
   return Status::Ok();
 }
@@ -174,6 +175,13 @@ Result<std::optional<wire::ClockGrant>> TrainerClocks::TryGrant(uint64_t clock) 
   return std::optional<wire::ClockGrant>(std::move(grant));
 }
 
+bool TrainerClocks::any_stale() const {
+  for (const auto& member : members_) {
+    if (member && member->state == State::kLive && member->stale) return true;
+  }
+  return false;
+}
+
 TrainerClocks::Saved TrainerClocks::Save() const {
   Saved saved{{}, joined_, highest_clock_, failure_.ok() ? std::string() : std::string(failure_.message())};
   for (uint32_t id = 0; id < members_.size(); ++id) {
@@ -189,8 +197,9 @@ void TrainerClocks::Restore(const Saved& saved, TimePoint now) {
   members_.clear();
   for (const SavedMember& member : saved.members) {
     if (member.id >= members_.size()) members_.resize(member.id + 1);
-    members_[member.id] =
-        Member{member.name, member.state, member.first_clock, member.clock, now, member.reported};
+    members_[member.id] = Member{member.name,  member.state, member.first_clock,
+                                 member.clock, now,           member.reported,
+                                 member.state == State::kLive && member.reported};
   }
   joined_ = saved.joined;
   highest_clock_ = saved.highest_clock;

@@ -86,8 +86,13 @@ class TrainerClocks {
   };
   Saved Save() const;
   // Replaces every member with the saved ones, each heard from at `now`: a trainer has its
-  // trainer_timeout from the restart to reach the scheduler again.
+  // trainer_timeout from the restart to reach the scheduler again. The saved clocks may be behind
+  // (a clock report alone is not saved): each live member's counts as stale until it reports
+  // again. A stale clock only delays grants (in bsp a grant waits for every live member, which
+  // reports its true clock first), but it must not place a newcomer or a requested cut.
   void Restore(const Saved& saved, TimePoint now);
+  // Whether a live member's clock is stale (see Restore).
+  bool any_stale() const;
 
  private:
   struct Member {
@@ -97,6 +102,7 @@ class TrainerClocks {
     uint64_t clock = 0;        // steps completed
     TimePoint last_seen;
     bool reported = false;     // has reported a clock
+    bool stale = false;        // restored: its clock may be behind until it reports again
   };
 
   Result<Member*> Find(uint32_t trainer, TimePoint now);

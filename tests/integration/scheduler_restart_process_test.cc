@@ -1,6 +1,6 @@
 // A scheduler that dies and is started again does not end the job: an `ember scheduler` process
 // with a data directory is SIGKILLed 10 times at random moments of a bsp run (two `ember server`
-// processes, a third joining, the first drained, the trainer in this process), each time
+// processes, a third joining, the first drained, two trainers in this process), each time
 // started again on the same directory and endpoint; the run finishes with every row and dense
 // weight bit for bit those of the same run with the scheduler left alone, no move half-done, and
 // every partition owned by exactly one server that is not the drained one, and every periodic
@@ -37,6 +37,7 @@ using std::chrono::milliseconds;
 using std::chrono::seconds;
 
 constexpr uint32_t kSteps = 160;
+constexpr uint32_t kTrainers = 2;
 constexpr int kKills = 10;
 constexpr uint64_t kJoinAt = 10;   // the third server joins after this step
 constexpr uint64_t kDrainAt = 40;  // and server 0 is drained after this one
@@ -45,6 +46,7 @@ constexpr uint64_t kCutEvery = 25;  // periodic checkpoint cuts
 constexpr const char* kConfig = R"(
 cluster:
   servers: 2
+  trainers: 2
   server_threads: 1
   partitions: 32
 tables:
@@ -141,18 +143,59 @@ std::vector<std::string> CheckpointsIn(const std::string& dir) {
   return found;
 }
 
+// Trainer `rank`'s data: as `ember train --rank` draws it, from a seed of its own.
+trainer::DataConfig DataOfRank(const local::ClusterConfig& config, uint32_t rank) {
+  trainer::DataConfig data = config.data;
+  data.synthetic.seed += 0x9E3779B97F4A7C15ull * rank;
+  return data;
+}
+
+// One trainer of the run, in this process.
+struct TrainerParts {
+  std::unique_ptr<ps::Client> client;
+  std::unique_ptr<trainer::Backend> backend;
+  std::unique_ptr<trainer::DataSource> data;
+  std::unique_ptr<trainer::Trainer> loop;
+};
+
+TrainerParts MakeTrainer(const local::ClusterConfig& config, const std::string& endpoint,
+                         uint32_t rank) {
+  TrainerParts parts;
+  ps::ClientOptions options;
+  options.scheduler_endpoint = endpoint;
+  options.name = "trainer-" + std::to_string(rank);
+  options.heartbeat_interval = Millis(500);
+  auto client = ps::Client::Connect(options);
+  EXPECT_TRUE(client.ok()) << client.status().ToString();
+  if (!client.ok()) return parts;
+  parts.client = std::move(*client);
+  parts.backend = trainer::MakeCpuBackend(config.model, trainer::InitDenseWeights(config.model));
+  auto data = trainer::MakeDataSource(DataOfRank(config, rank));
+  EXPECT_TRUE(data.ok());
+  parts.data = std::move(*data);
+  trainer::TrainOptions train = config.train;
+  train.rank = rank;
+  auto loop = trainer::Trainer::Create(parts.client.get(), parts.backend.get(), parts.data.get(),
+                                       config.model, train);
+  EXPECT_TRUE(loop.ok()) << loop.status().ToString();
+  if (loop.ok()) parts.loop = std::move(*loop);
+  return parts;
+}
+
 // The rows of every key the run's data used, then the dense table's rows.
 std::vector<float> RowsOf(ps::Client& client, const local::ClusterConfig& config) {
   std::vector<float> out;
   for (const char* table : {"user", "item"}) {
-    auto data = trainer::MakeDataSource(config.data);
-    EXPECT_TRUE(data.ok());
-    trainer::Batch batch;
     std::set<uint64_t> used;
-    for (uint32_t step = 0; step < kSteps; ++step) {
-      EXPECT_TRUE((*data)->Next(config.train.batch_size, &batch).ok());
-      const auto& slot = std::string(table) == "user" ? batch.user_keys[0] : batch.item_keys[0];
-      used.insert(slot.begin(), slot.end());
+    for (uint32_t rank = 0; rank < kTrainers; ++rank) {
+      auto data = trainer::MakeDataSource(DataOfRank(config, rank));
+      EXPECT_TRUE(data.ok());
+      trainer::Batch batch;
+      for (uint32_t step = 0; step < kSteps; ++step) {
+        EXPECT_TRUE((*data)->Next(config.train.batch_size, &batch).ok());
+        const auto& slot = std::string(table) == "user" ? batch.user_keys[0] : batch.item_keys[0];
+        used.insert(slot.begin(), slot.end());
+      }
     }
     std::vector<uint64_t> keys(used.begin(), used.end());
     std::vector<float> rows(keys.size() * 8);
@@ -186,19 +229,13 @@ RunResult Train(const testing::TempDir& dir, bool kill_scheduler, uint32_t seed)
   std::vector<std::unique_ptr<ChildProcess>> servers;
   for (int i = 0; i < 2; ++i) servers.push_back(StartServer(endpoint, log, false));
 
-  ps::ClientOptions options;
-  options.scheduler_endpoint = endpoint;
-  options.heartbeat_interval = Millis(500);
-  auto client = ps::Client::Connect(options);
-  EXPECT_TRUE(client.ok()) << client.status().ToString();
-  auto backend = trainer::MakeCpuBackend(config->model, trainer::InitDenseWeights(config->model));
-  auto data = trainer::MakeDataSource(config->data);
-  auto loop = trainer::Trainer::Create(client->get(), backend.get(), data->get(), config->model,
-                                       config->train);
-  EXPECT_TRUE(loop.ok()) << loop.status().ToString();
+  std::vector<TrainerParts> trainers;
+  for (uint32_t rank = 0; rank < kTrainers; ++rank) {
+    trainers.push_back(MakeTrainer(*config, endpoint, rank));
+  }
   ps::SchedulerClient tool(endpoint);
   std::atomic<uint64_t> clock{0};
-  (*loop)->set_clock_observer({[&](uint64_t done) {
+  trainers[0].loop->set_clock_observer({[&](uint64_t done) {
                                  clock = done;
                                  std::this_thread::sleep_for(milliseconds(15));
                                  if (done == kJoinAt) servers.push_back(StartServer(endpoint, log, true));
@@ -239,7 +276,12 @@ RunResult Train(const testing::TempDir& dir, bool kill_scheduler, uint32_t seed)
     }
     wait_for_the_end();
   });
-  auto summary = (*loop)->Run(kSteps);
+  // Trainer 0 on this thread (the servers its observer starts live as long as the thread does).
+  Result<trainer::TrainSummary> other = Internal("not run");
+  std::thread second([&] { other = trainers[1].loop->Run(kSteps); });
+  auto summary = trainers[0].loop->Run(kSteps);
+  second.join();
+  if (summary.ok() && !other.ok()) summary = other.status();
   const std::string logged = testing::ReadFile(log);
   EXPECT_TRUE(summary.ok()) << summary.status().ToString() << "\n"
                             << logged.substr(logged.size() - std::min<size_t>(logged.size(), 4000));
@@ -254,7 +296,7 @@ RunResult Train(const testing::TempDir& dir, bool kill_scheduler, uint32_t seed)
     }
     std::this_thread::sleep_for(milliseconds(100));
   }
-  if (summary.ok()) result.values = RowsOf(**client, *config);
+  if (summary.ok()) result.values = RowsOf(*trainers[0].client, *config);
   result.checkpoints = CheckpointsIn(dir.path() + "/ckpt");
   finished = true;
   killer.join();

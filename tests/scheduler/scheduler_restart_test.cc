@@ -243,5 +243,39 @@ TEST(SchedulerRestartTest, AClockReportSentAgainReplacesTheFirst) {
   EXPECT_TRUE(left_again->status.ok()) << left_again->status.ToString();
 }
 
+TEST(SchedulerRestartTest, StaleClocksHoldBackNewcomersAndCutRequestsUntilReportedAgain) {
+  testing::TempDir dir;
+  Context context;
+  std::string endpoint;
+  {
+    RunningScheduler first(dir.path(), 8, SyncMode::kAsp);
+    ASSERT_TRUE(first.started().ok());
+    RpcChannel a(context, first.endpoint()), b(context, first.endpoint());
+    FormCluster(a, b);
+    RpcChannel trainer(context, first.endpoint());
+    Answer<wire::Registration>(trainer, wire::EncodeRegisterTrainer({1, 0}, "t0"), 1);
+    // The first report is saved (the trainer now counts as training); a later clock alone is
+    // not: the restart finds clock 3.
+    Answer<wire::ClockGrant>(trainer, wire::EncodeTrainerClock({2, 0}, {0, 3, false}), 2);
+    Answer<wire::ClockGrant>(trainer, wire::EncodeTrainerClock({3, 0}, {0, 5, false}), 3);
+  }
+  RunningScheduler second(dir.path(), 8, SyncMode::kAsp);
+  ASSERT_TRUE(second.started().ok());
+  RpcChannel trainer(context, second.endpoint()), newcomer(context, second.endpoint());
+  auto early = newcomer.Call(1, wire::EncodeRegisterTrainer({1, 0}, "t1"), Millis(5000));
+  ASSERT_TRUE(early.ok());
+  EXPECT_EQ(early->status.code(), StatusCode::kUnavailable) << early->status.ToString();
+  auto cut = newcomer.Call(2, wire::EncodeCheckpointNow({2, 0}, {{"/tmp/x", "", false}}),
+                           Millis(5000));
+  ASSERT_TRUE(cut.ok());
+  EXPECT_EQ(cut->status.code(), StatusCode::kUnavailable) << cut->status.ToString();
+  // The known trainer registers again (its stale clock) and reports its true clock: fresh again.
+  auto again = Answer<wire::Registration>(trainer, wire::EncodeRegisterTrainer({1, 0}, "t0"), 1);
+  EXPECT_EQ(again.clock, 3u);
+  Answer<wire::ClockGrant>(trainer, wire::EncodeTrainerClock({2, 0}, {0, 6, false}), 2);
+  auto joined = Answer<wire::Registration>(newcomer, wire::EncodeRegisterTrainer({3, 0}, "t1"), 3);
+  EXPECT_EQ(joined.id, 1u);
+}
+
 }  // namespace
 }  // namespace ember::scheduler
