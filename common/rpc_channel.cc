@@ -4,6 +4,12 @@
 #include <vector>
 
 namespace ember {
+namespace {
+
+constexpr Millis kHeartbeatInterval{1000};
+constexpr Millis kHeartbeatTimeout{3000};
+
+}  // namespace
 
 RpcChannel::RpcChannel(Context& context, std::string endpoint, std::string server_key)
     : context_(context), endpoint_(std::move(endpoint)), server_key_(std::move(server_key)) {}
@@ -11,6 +17,7 @@ RpcChannel::RpcChannel(Context& context, std::string endpoint, std::string serve
 Status RpcChannel::EnsureConnected() {
   if (connected_) return Status::Ok();
   ASSIGN_OR_RETURN(socket_, MakeSocket(context_, SocketKind::kDealer));
+  if (heartbeats_) RETURN_IF_ERROR(SetHeartbeats(socket_, kHeartbeatInterval, kHeartbeatTimeout));
   RETURN_IF_ERROR(ConnectSocket(socket_, endpoint_, server_key_));
   connected_ = true;
   return Status::Ok();

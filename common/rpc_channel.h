@@ -27,6 +27,10 @@ class RpcChannel {
 
   const std::string& endpoint() const { return endpoint_; }
   uint64_t NextRequestId() { return next_request_id_++; }
+  // Heartbeats on the connection (SetHeartbeats, 1 s, dropped after 3 s of silence), so that a
+  // peer gone without closing it (a restarted scheduler's old container) is connected to anew.
+  // For peers answering small messages; call before the first Call.
+  void EnableHeartbeats() { heartbeats_ = true; }
 
   // Sends `request` (encoded with header.request_id == the id passed) and waits for its reply.
   // Transport failures give Unavailable/DeadlineExceeded; a remote error comes back as the
@@ -41,6 +45,7 @@ class RpcChannel {
   std::string server_key_;
   Socket socket_;
   bool connected_ = false;
+  bool heartbeats_ = false;
   uint64_t next_request_id_ = 1;
 };
 

@@ -303,6 +303,18 @@ Result<std::string> BindSocket(Socket& socket, const std::string& endpoint) {
   }
 }
 
+Status SetHeartbeats(Socket& socket, Millis interval, Millis timeout) {
+  if (!socket.is_open()) return Internal("setting heartbeats: the socket is closed");
+  try {
+    zmq::socket_t& zsocket = Access::Of(socket);
+    zsocket.set(zmq::sockopt::heartbeat_ivl, static_cast<int>(interval.count()));
+    zsocket.set(zmq::sockopt::heartbeat_timeout, static_cast<int>(timeout.count()));
+  } catch (const zmq::error_t& e) {
+    return Internal(ZmqError("setting heartbeats", e));
+  }
+  return Status::Ok();
+}
+
 Status ConnectSocket(Socket& socket, const std::string& endpoint, const std::string& server_key) {
   if (!socket.is_open()) return Internal("connecting to " + endpoint + ": the socket is closed");
   const TransportSecurity& security = *Access::SecurityOf(socket);

@@ -89,6 +89,12 @@ Result<Socket> MakeSocket(Context& context, SocketKind kind);
 // FailedPrecondition for a non-loopback TCP address when the context has no keys and is not
 // insecure.
 Result<std::string> BindSocket(Socket& socket, const std::string& endpoint);
+// ZeroMQ heartbeats on the connections `socket` makes from now on: every `interval` it pings the
+// peer, and a connection that heard nothing for `timeout` is dropped and made again (the host
+// name resolved again). So a peer that vanished without closing its connections (its container
+// or node gone, its address now another's or nobody's) is noticed. For sockets whose messages are
+// small (a slow transfer of a large frame holds the peer's answer back). Call before connecting.
+Status SetHeartbeats(Socket& socket, Millis interval, Millis timeout);
 // Connects to `endpoint`. With keys, a TCP endpoint needs the public key of the server there
 // (`server_key`); FailedPrecondition when it is empty.
 Status ConnectSocket(Socket& socket, const std::string& endpoint,

@@ -37,7 +37,10 @@ class SchedulerClient::Channels {
   std::unique_ptr<RpcChannel> Take() {
     std::lock_guard lock(mutex_);
     if (idle_.empty()) {
-      return std::make_unique<RpcChannel>(*context_, endpoint_, context_->security().scheduler_key);
+      auto channel =
+          std::make_unique<RpcChannel>(*context_, endpoint_, context_->security().scheduler_key);
+      channel->EnableHeartbeats();  // a scheduler restarted elsewhere is found again
+      return channel;
     }
     std::unique_ptr<RpcChannel> channel = std::move(idle_.back());
     idle_.pop_back();

@@ -33,7 +33,9 @@ PartitionMover::PartitionMover(ShardService& service, Context& context,
       on_exit_(std::move(on_exit)),
       scheduler_(context, options_.scheduler_endpoint, context.security().scheduler_key),
       scheduler_silence_("server " + std::to_string(service.server_id()),
-                         "the scheduler at " + options_.scheduler_endpoint) {}
+                         "the scheduler at " + options_.scheduler_endpoint) {
+  scheduler_.EnableHeartbeats();  // a scheduler restarted elsewhere is found again
+}
 
 void PartitionMover::Pause(Millis duration, const std::atomic<bool>& stop) {
   const auto until = std::chrono::steady_clock::now() + duration;

@@ -202,6 +202,16 @@ def main(rendered, secrets, image, scratch, prefix):
         check(restored, f"the scheduler went on from its state ({restored[-1][-150:] if restored else ''})")
         check(any(kube.running(p) for p in trainers),
               "the scheduler started again on its volume, the trainers still training")
+        # Its new container has a new address; the servers' old connections lead nowhere (a
+        # killed container sends no reset): they must notice and connect anew.
+        for pod in servers:
+            heard = False
+            for _ in range(60):
+                heard = "answers again after" in kube.logs(pod, tail=400)
+                if heard:
+                    break
+                time.sleep(0.5)
+            check(heard, f"{pod.name} hears from the restarted scheduler")
 
         restarts = finish_job(kube, trainers, trainer_job["spec"].get("backoffLimit", 6), scheduler)
         for pod in trainers:
