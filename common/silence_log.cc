@@ -5,9 +5,13 @@
 
 namespace ember {
 
+bool IsSilence(const Status& outcome) {
+  return outcome.code() == StatusCode::kUnavailable ||
+         outcome.code() == StatusCode::kDeadlineExceeded;
+}
+
 void SilenceLog::Record(const Status& outcome) {
-  const bool silent = outcome.code() == StatusCode::kUnavailable ||
-                      outcome.code() == StatusCode::kDeadlineExceeded;
+  const bool silent = IsSilence(outcome);
   const auto now = std::chrono::steady_clock::now();
   if (silent && !silent_since_) {
     silent_since_ = now;

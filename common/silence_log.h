@@ -12,6 +12,10 @@
 
 namespace ember {
 
+// Whether a call's outcome is the peer's silence (Unavailable or DeadlineExceeded: no answer, or
+// none in time) rather than an answer: what is worth asking again.
+bool IsSilence(const Status& outcome);
+
 class SilenceLog {
  public:
   // `who` names the asker in the log lines ("server 3", "trainer 1"); `peer` what it asks.

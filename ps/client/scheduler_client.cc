@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "common/rpc_channel.h"
+#include "common/silence_log.h"
 #include "common/transport.h"
 
 namespace ember::ps {
@@ -20,11 +21,6 @@ constexpr Millis kRegisterRetry{1000};
 constexpr Millis kResendEvery{2000};
 // The pause before sending again after an attempt that failed at once.
 constexpr Millis kResendPause{100};
-
-bool SchedulerMayBeRestarting(const Status& status) {
-  return status.code() == StatusCode::kUnavailable ||
-         status.code() == StatusCode::kDeadlineExceeded;
-}
 
 }  // namespace
 
@@ -81,11 +77,11 @@ Result<Body> SchedulerClient::Call(std::string_view what, Millis timeout, Encode
     const Millis left = std::chrono::ceil<Millis>(deadline - sent);
     if (left.count() <= 0) break;
     result = CallAndCheck<Body>(*channel, what, std::min(left, kResendEvery), encode);
-    if (!SchedulerMayBeRestarting(result.status()) || channels_->shut_down()) break;
+    if (!IsSilence(result.status()) || channels_->shut_down()) break;
     if (Clock::now() - sent < kResendPause) std::this_thread::sleep_for(kResendPause);
   }
   channels_->Give(std::move(channel));
-  if (SchedulerMayBeRestarting(result.status()) && Clock::now() >= deadline &&
+  if (IsSilence(result.status()) && Clock::now() >= deadline &&
       !channels_->shut_down()) {
     return DeadlineExceeded(std::string(what) + ": no answer from the scheduler at " + endpoint_ +
                             " within " + std::to_string(timeout.count()) + " ms (last: " +

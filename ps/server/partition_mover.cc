@@ -104,10 +104,7 @@ Result<RoutingTable> PartitionMover::Commit(const wire::MoveOrder& move) {
   const auto deadline = std::chrono::steady_clock::now() + options_.transfer_timeout;
   for (;;) {
     auto committed = Decide(move, true, "");
-    const StatusCode code = committed.status().code();
-    if (committed.ok() || (code != StatusCode::kUnavailable &&
-                           code != StatusCode::kDeadlineExceeded) ||
-        std::chrono::steady_clock::now() >= deadline) {
+    if (!IsSilence(committed.status()) || std::chrono::steady_clock::now() >= deadline) {
       return committed;
     }
     spdlog::warn("server {}: no answer to the commit of partition {}: {}; asking again",
