@@ -15,6 +15,7 @@
 #include <mutex>
 #include <thread>
 
+#include "bench/internal/process_usage.h"
 #include "bench/tier_requests.h"
 #include "common/child_process.h"
 #include "common/progress_meter.h"
@@ -36,8 +37,9 @@ double SecondsSince(Clock::time_point start) {
 }
 
 std::string PhaseLine(const char* what, const TierPhaseFigures& figures) {
-  return StringPrintf("  %-22s %12.0f keys/s   p50 %8.3f ms   p99 %8.3f ms", what,
-                      figures.keys_per_second, figures.p50_ms, figures.p99_ms);
+  return StringPrintf("  %-22s %12.0f keys/s   p50 %8.3f ms   p99 %8.3f ms   CPU %7.0f ns/key",
+                      what, figures.keys_per_second, figures.p50_ms, figures.p99_ms,
+                      figures.cpu_ns_per_key);
 }
 
 const char* DurabilityName(ps::Durability durability) {
@@ -180,6 +182,7 @@ Result<TierPhaseFigures> RunPhase(const TierBenchOptions& config, embedding::Emb
   std::vector<Status> statuses(config.threads);
   std::vector<std::thread> threads;
   const auto start = Clock::now();
+  const double cpu_before = ProcessCpuSeconds();
   for (uint32_t t = 0; t < config.threads; ++t) {
     threads.emplace_back([&, t] {
       std::vector<float> values(size_t{config.keys_per_request} * config.dim, 1e-3f);
@@ -223,6 +226,7 @@ Result<TierPhaseFigures> RunPhase(const TierBenchOptions& config, embedding::Emb
   stop.store(true);
   for (auto& thread : threads) thread.join();
   const double elapsed = std::chrono::duration<double>(Clock::now() - start).count();
+  const double cpu_seconds = ProcessCpuSeconds() - cpu_before;
   for (const Status& status : statuses) RETURN_IF_ERROR(status);
   std::vector<double> all;
   uint64_t keys = 0, hot = 0;
@@ -236,6 +240,7 @@ Result<TierPhaseFigures> RunPhase(const TierBenchOptions& config, embedding::Emb
   figures.keys_per_second = keys / elapsed;
   figures.seconds = elapsed;
   figures.hot_share = keys > 0 ? static_cast<double>(hot) / keys : 0;
+  figures.cpu_ns_per_key = keys > 0 ? 1e9 * cpu_seconds / keys : 0;
   for (uint32_t t = 0; t < config.threads; ++t) {
     if (pull_seconds[t] > 0) figures.pull_keys_per_second += keys_done[t] / pull_seconds[t];
     if (push_seconds[t] > 0) figures.push_keys_per_second += keys_done[t] / push_seconds[t];
@@ -374,11 +379,11 @@ Status RunLookaheadPairs(const TierBenchOptions& config, const TierRequests& req
                        run.pair));
     progress(StringPrintf(
         "  tiered/in memory, look-ahead %u: pull+push pair %.3f (its pulls %.3f, its pushes "
-        "%.3f); hit rate %.3f, %llu rows prefetched",
+        "%.3f), CPU per key %.2fx; hit rate %.3f, %llu rows prefetched",
         lookahead, TierRatio(run.pair.keys_per_second, report->memory_pair.keys_per_second),
         TierRatio(run.pair.pull_keys_per_second, report->memory_pair.pull_keys_per_second),
         TierRatio(run.pair.push_keys_per_second, report->memory_pair.push_keys_per_second),
-        run.hit_rate, static_cast<unsigned long long>(run.prefetched_rows)));
+        TierRatio(run.pair.cpu_ns_per_key, report->memory_pair.cpu_ns_per_key), run.hit_rate, static_cast<unsigned long long>(run.prefetched_rows)));
     report->tiered_pairs.push_back(run);
   }
   return Status::Ok();
@@ -432,9 +437,11 @@ Status MeasureTiered(const TierBenchOptions& config, const TierRequests& request
   progress(PhaseLine("pull, tiered", report->tiered_pull));
   progress(PhaseLine(("push, tiered, " + durability).c_str(), report->tiered_push));
   progress(StringPrintf(
-      "  tiered/in memory: pull %.3f, push %.3f",
+      "  tiered/in memory: pull %.3f, push %.3f; CPU per key: pull %.2fx, push %.2fx",
       TierRatio(report->tiered_pull.keys_per_second, report->memory_pull.keys_per_second),
-      TierRatio(report->tiered_push.keys_per_second, report->memory_push.keys_per_second)));
+      TierRatio(report->tiered_push.keys_per_second, report->memory_push.keys_per_second),
+      TierRatio(report->tiered_pull.cpu_ns_per_key, report->memory_pull.cpu_ns_per_key),
+      TierRatio(report->tiered_push.cpu_ns_per_key, report->memory_push.cpu_ns_per_key)));
   ReportPushLog(config, *report, log_before, log_after, progress);
   RETURN_IF_ERROR(RunLookaheadPairs(config, requests, *tiered, report, progress));
   const double lookups =

@@ -52,6 +52,9 @@ struct TierPhaseFigures {
   // thread spent in them); keys_per_second is then the pair's.
   double pull_keys_per_second = 0;
   double push_keys_per_second = 0;
+  // CPU of the whole process over the phase (request threads, prefetching threads, the push
+  // log's writer and RocksDB's own threads) per key requested, in ns.
+  double cpu_ns_per_key = 0;
 };
 
 struct TierBenchReport {
