@@ -176,9 +176,10 @@ class DiskTier {
   void UseStripeRowsLocked(uint32_t stripe, std::span<const uint64_t> keys, RequestGroups& groups,
                            const RowUse& use, const float* position_data, bool push,
                            PushLogging* logging);
-  // Evicts from the stripe's partitions while over the budget (at most kEvictionsPerInsert
-  // victims per row the request inserted there).
-  Status EvictForStripeLocked(uint32_t stripe, const RequestGroups& groups, size_t inserted);
+  // Locks `stripes` (ascending) and evicts from the request's partitions in them while over the
+  // budget: at most kEvictionsPerInsert victims per row the request inserted.
+  Status EvictForRequest(std::span<const uint32_t> stripes, const RequestGroups& groups,
+                         size_t inserted);
   // After a failed request: the rows of `stripes`, changed but never logged, no longer say that
   // their last change is in the log (so that relogging catches them).
   void ForgetLogSegments(std::span<const uint32_t> stripes, const RequestGroups& groups);

@@ -112,19 +112,6 @@ Status DiskTier::EvictWhileOverBudget(std::span<const uint32_t> partitions, size
   return Status::Ok();
 }
 
-Status DiskTier::EvictForStripeLocked(uint32_t stripe, const RequestGroups& groups,
-                                      size_t inserted) {
-  if (!OverBudget()) return Status::Ok();
-  thread_local std::vector<uint32_t> touched;  // partitions of the stripe
-  touched.clear();
-  for (uint32_t j = groups.begin(stripe); j < groups.end(stripe); ++j) {
-    touched.push_back(groups.partition[groups.order[j]]);
-  }
-  std::sort(touched.begin(), touched.end());
-  touched.erase(std::unique(touched.begin(), touched.end()), touched.end());
-  return EvictWhileOverBudget(touched, std::max<size_t>(1, inserted) * kEvictionsPerInsert);
-}
-
 Status DiskTier::FlushDirtyRows() {
   const uint32_t floats_per_row = table_.floats_per_row;
   RowWrites writes(disk_);

@@ -1,6 +1,6 @@
 // DiskTier: one request's rows. Stripe by stripe under its lock: the rows in memory, then the
 // misses from disk (one MultiGet) or new, then each row used; a push's rows go to the push log
-// with every stripe still locked; then room is made by eviction.
+// with every stripe still locked; then room is made by one eviction over the request's stripes.
 #include <algorithm>
 #include <mutex>
 #include <vector>
@@ -159,10 +159,10 @@ Status DiskTier::ForEachRequestRow(std::span<const uint64_t> keys, RequestGroups
   PushLog* const push_log = disk_.push_log();
   const bool log = push && push_log != nullptr;
   thread_local std::vector<uint32_t> missed;  // indexes into groups.order
+  thread_local std::vector<uint32_t> used_stripes;
   // With a push log the locks of all stripes touched are held until the push is appended to it.
   std::vector<std::unique_lock<std::mutex>> held;
-  std::vector<uint32_t> held_stripes;
-  std::vector<size_t> inserted_per_stripe;
+  size_t inserted_rows = 0;
   PushLogging logging{RowWrites(disk_), 0};
   if (log) {
     // Before any stripe lock: retiring the log's full segments takes them.
@@ -171,6 +171,7 @@ Status DiskTier::ForEachRequestRow(std::span<const uint64_t> keys, RequestGroups
     // Read before the record is appended: it goes to this segment or a later one.
     logging.segment = push_log->active_segment();
   }
+  used_stripes.clear();
   for (uint32_t s = 0; s < table_.rows.num_stripes(); ++s) {
     if (groups.empty(s)) continue;
     std::unique_lock<std::mutex> lock(table_.rows.StripeMutex(s));
@@ -180,36 +181,45 @@ Status DiskTier::ForEachRequestRow(std::span<const uint64_t> keys, RequestGroups
     if (!inserted.ok()) {
       // The rows of the stripes before changed in memory and will not be logged: they no
       // longer say where their last change is, so that relogging catches them.
-      ForgetLogSegments(held_stripes, groups);
+      if (log) ForgetLogSegments(used_stripes, groups);
       return inserted.status();
     }
     UseStripeRowsLocked(s, keys, groups, use, position_data, push, log ? &logging : nullptr);
-    if (log) {
-      held.push_back(std::move(lock));
-      held_stripes.push_back(s);
-      inserted_per_stripe.push_back(*inserted);
-    } else {
-      RETURN_IF_ERROR(EvictForStripeLocked(s, groups, *inserted));
+    used_stripes.push_back(s);
+    inserted_rows += *inserted;
+    if (log) held.push_back(std::move(lock));
+  }
+  if (log) {
+    push_check->AppendWrites(logging.writes);
+    // Every stripe of the request is still locked: the rows logged are the rows in memory, and
+    // the log orders the pushes of a key as memory does. The rows stay changed: they reach
+    // RocksDB when evicted or when the log retires the segment.
+    const PushLog::Ticket ticket = logging.writes.MoveToLog(*push_log);
+    held.clear();
+    // Acknowledged only once written (with the pushes that came meanwhile: group commit).
+    RETURN_IF_ERROR(push_log->WaitDurable(ticket).WithContext("logging a push"));
+  }
+  return EvictForRequest(used_stripes, groups, inserted_rows);
+}
+
+Status DiskTier::EvictForRequest(std::span<const uint32_t> stripes, const RequestGroups& groups,
+                                 size_t inserted) {
+  if (!OverBudget()) return Status::Ok();
+  thread_local std::vector<uint32_t> touched;  // partitions of the request
+  touched.clear();
+  for (uint32_t stripe : stripes) {
+    for (uint32_t j = groups.begin(stripe); j < groups.end(stripe); ++j) {
+      touched.push_back(groups.partition[groups.order[j]]);
     }
   }
-  if (!log) return Status::Ok();
-  push_check->AppendWrites(logging.writes);
-  // Every stripe of the request is still locked: the rows logged are the rows in memory, and the
-  // log orders the pushes of a key as memory does. The rows stay changed: they reach RocksDB when
-  // evicted or when the log retires the segment.
-  const PushLog::Ticket ticket = logging.writes.MoveToLog(*push_log);
-  held.clear();
-  // Acknowledged only once written (with the pushes that came meanwhile: group commit).
-  RETURN_IF_ERROR(push_log->WaitDurable(ticket).WithContext("logging a push"));
-  // Then room is made, one stripe lock at a time (a write-back waits for the log: see
-  // WaitForLoggedPushes), so that no other request waits on this one's evictions. Within the
-  // budget no stripe is locked again: the next pushes hold them, all at once, meanwhile.
-  for (size_t h = 0; h < held_stripes.size(); ++h) {
-    if (!OverBudget()) break;
-    std::lock_guard<std::mutex> lock(table_.rows.StripeMutex(held_stripes[h]));
-    RETURN_IF_ERROR(EvictForStripeLocked(held_stripes[h], groups, inserted_per_stripe[h]));
-  }
-  return Status::Ok();
+  std::sort(touched.begin(), touched.end());
+  touched.erase(std::unique(touched.begin(), touched.end()), touched.end());
+  // Every stripe of the request at once, in ascending order as the request took them: one wait
+  // for the push log and one RocksDB write for all its victims, not one per stripe.
+  std::vector<std::unique_lock<std::mutex>> locks;
+  locks.reserve(stripes.size());
+  for (uint32_t stripe : stripes) locks.emplace_back(table_.rows.StripeMutex(stripe));
+  return EvictWhileOverBudget(touched, std::max<size_t>(1, inserted) * kEvictionsPerInsert);
 }
 
 }  // namespace ember::embedding

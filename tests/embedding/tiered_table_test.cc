@@ -195,6 +195,70 @@ TEST(TieredTableTest, LoggedPushesSurviveAKillAcrossRetiredLogSegments) {
   EXPECT_EQ(Dump(*reopened.table), Dump(memory));
 }
 
+// Threads pulling and pushing at once, each request over many stripes, evict into each other's
+// stripes (a request makes room over all the stripes it touched, locked together). Each thread
+// owns its keys, so an in-memory table given each thread's requests in order ends the same; a
+// kill after the last push loses nothing, and the budget holds after every request.
+TEST(TieredTableTest, ConcurrentRequestsEvictingAcrossStripesLoseNoPush) {
+  testing::TempDir dir;
+  const TableSpec spec = Spec(OptimizerKind::kAdagrad);
+  EmbeddingTable memory(spec, kPartitions);
+  const uint32_t row_bytes = RowBytes(memory);
+  constexpr int kThreads = 4;
+  constexpr int kRequests = 60;
+  constexpr size_t kBatch = 256;
+  const uint64_t budget = 800 * row_bytes;
+  // Thread t's batches: skewed keys of its own (key % kThreads == t).
+  std::vector<std::vector<std::vector<uint64_t>>> batches(kThreads);
+  for (int t = 0; t < kThreads; ++t) {
+    std::mt19937_64 rng(100 + t);
+    for (int r = 0; r < kRequests; ++r) {
+      std::vector<uint64_t> keys = SkewedBatch(rng, kBatch);
+      for (uint64_t& key : keys) key = key - key % kThreads + t;
+      batches[t].push_back(std::move(keys));
+    }
+  }
+  const auto gradients = [&](size_t keys, int r) {
+    std::vector<float> grads(keys * memory.dim());
+    for (size_t i = 0; i < grads.size(); ++i) grads[i] = std::cos(0.11f * (i + r));
+    return grads;
+  };
+  {
+    Tiered tiered(spec, dir.path(), budget, /*log_pushes=*/true);
+    std::atomic<int> failures{0};
+    std::atomic<uint64_t> over_budget{0};
+    std::vector<std::thread> threads;
+    for (int t = 0; t < kThreads; ++t) {
+      threads.emplace_back([&, t] {
+        std::vector<float> rows(kBatch * memory.dim());
+        for (int r = 0; r < kRequests && failures.load() == 0; ++r) {
+          const std::vector<uint64_t>& keys = batches[t][r];
+          if (!tiered.table->Pull(keys, rows).ok()) ++failures;
+          if (!tiered.table->Push(keys, gradients(keys.size(), r)).ok()) ++failures;
+          // Other threads' requests may be between inserting and evicting: one batch each.
+          if (tiered.budget.used() > budget + kThreads * 2 * kBatch * row_bytes) ++over_budget;
+        }
+      });
+    }
+    for (std::thread& thread : threads) thread.join();
+    ASSERT_EQ(failures.load(), 0);
+    EXPECT_EQ(over_budget.load(), 0u);
+    EXPECT_GT(tiered.table->tier_stats().evictions, 0u);
+    EXPECT_GT(tiered.table->tier_stats().writebacks, 0u);
+    for (int t = 0; t < kThreads; ++t) {
+      std::vector<float> rows(kBatch * memory.dim());
+      for (int r = 0; r < kRequests; ++r) {
+        ASSERT_TRUE(memory.Pull(batches[t][r], rows).ok());
+        ASSERT_TRUE(memory.Push(batches[t][r], gradients(batches[t][r].size(), r)).ok());
+      }
+    }
+    EXPECT_EQ(tiered.table->rows(), memory.rows());
+    EXPECT_EQ(Dump(*tiered.table), Dump(memory));
+  }  // no flush: a kill
+  Tiered reopened(spec, dir.path(), 0);
+  EXPECT_EQ(Dump(*reopened.table), Dump(memory));
+}
+
 // Retiring a full segment relogs only the changed rows whose last record is in it: rows pushed
 // again since the next segment began are logged there already. A kill then loses nothing.
 TEST(TieredTableTest, RetiringRelogsOnlyTheChangedRowsNotPushedSinceTheSegmentFilled) {
