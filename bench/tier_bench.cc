@@ -7,8 +7,8 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
-#include <deque>
 #include <cstdio>
+#include <deque>
 #include <filesystem>
 #include <fstream>
 #include <memory>
@@ -307,8 +307,10 @@ Status MeasureInMemory(const TierBenchOptions& config, const TierRequests& reque
   report->memory_bytes = static_cast<double>(memory.bytes());
   progress(StringPrintf("in memory: populated in %.1f s, %.2f GB held",
                         report->memory_populate_seconds, report->memory_bytes / 1e9));
-  ASSIGN_OR_RETURN(report->memory_pull, RunPhase(config, memory, requests, Phase::kPull, config.seconds));
-  ASSIGN_OR_RETURN(report->memory_push, RunPhase(config, memory, requests, Phase::kPush, config.seconds));
+  ASSIGN_OR_RETURN(report->memory_pull,
+                   RunPhase(config, memory, requests, Phase::kPull, config.seconds));
+  ASSIGN_OR_RETURN(report->memory_push,
+                   RunPhase(config, memory, requests, Phase::kPush, config.seconds));
   ASSIGN_OR_RETURN(report->memory_pair,
                    RunPhase(config, memory, requests, Phase::kPullThenPush, config.seconds));
   progress(PhaseLine("pull, in memory", report->memory_pull));
@@ -346,8 +348,7 @@ void ReportPushLog(const TierBenchOptions& config, const TierBenchReport& report
       "  push log in the push phase: %llu group writes of %.2f MB, %.2f ms each; waits for it "
       "(the pushes', and relogging's) %.2f ms on average, %.0f%% of the request threads' time; "
       "%llu segments retired, relogging %.0f MB of rows (%.0f%% of the bytes written)",
-      static_cast<unsigned long long>(writes),
-      (log_after.bytes - log_before.bytes) / 1e6 / writes,
+      static_cast<unsigned long long>(writes), (log_after.bytes - log_before.bytes) / 1e6 / writes,
       1e3 * (log_after.write_seconds - log_before.write_seconds) / writes,
       waits > 0 ? 1e3 * wait_seconds / waits : 0.0,
       100 * wait_seconds / (config.threads * report.tiered_push.seconds),
@@ -359,8 +360,8 @@ void ReportPushLog(const TierBenchOptions& config, const TierBenchReport& report
 
 // The training-shaped pull+push pair on the tiered table, once per look-ahead depth.
 Status RunLookaheadPairs(const TierBenchOptions& config, const TierRequests& requests,
-                         embedding::EmbeddingTable& tiered,
-                         TierBenchReport* report, const Progress& progress) {
+                         embedding::EmbeddingTable& tiered, TierBenchReport* report,
+                         const Progress& progress) {
   const std::string durability = DurabilityName(config.durability);
   for (uint32_t lookahead : config.lookaheads) {
     const embedding::TierStats stats_before = tiered.tier_stats();
@@ -370,20 +371,21 @@ Status RunLookaheadPairs(const TierBenchOptions& config, const TierRequests& req
     ASSIGN_OR_RETURN(run.pair, RunPhase(config, tiered, requests, Phase::kPullThenPush,
                                         config.seconds, lookahead));
     const embedding::TierStats stats = tiered.tier_stats();
-    const double lookups = static_cast<double>(stats.hits + stats.misses - stats_before.hits -
-                                               stats_before.misses);
+    const double lookups =
+        static_cast<double>(stats.hits + stats.misses - stats_before.hits - stats_before.misses);
     run.hit_rate = lookups > 0 ? (stats.hits - stats_before.hits) / lookups : 0.0;
     run.prefetched_rows = tiered.prefetch_stats().prefetched_rows - prefetched_before;
-    progress(PhaseLine(StringPrintf("pull+push, tiered, %s, look-ahead %u", durability.c_str(),
-                                    lookahead).c_str(),
-                       run.pair));
+    progress(PhaseLine(
+        StringPrintf("pull+push, tiered, %s, look-ahead %u", durability.c_str(), lookahead).c_str(),
+        run.pair));
     progress(StringPrintf(
         "  tiered/in memory, look-ahead %u: pull+push pair %.3f (its pulls %.3f, its pushes "
         "%.3f), CPU per key %.2fx; hit rate %.3f, %llu rows prefetched",
         lookahead, TierRatio(run.pair.keys_per_second, report->memory_pair.keys_per_second),
         TierRatio(run.pair.pull_keys_per_second, report->memory_pair.pull_keys_per_second),
         TierRatio(run.pair.push_keys_per_second, report->memory_pair.push_keys_per_second),
-        TierRatio(run.pair.cpu_ns_per_key, report->memory_pair.cpu_ns_per_key), run.hit_rate, static_cast<unsigned long long>(run.prefetched_rows)));
+        TierRatio(run.pair.cpu_ns_per_key, report->memory_pair.cpu_ns_per_key), run.hit_rate,
+        static_cast<unsigned long long>(run.prefetched_rows)));
     report->tiered_pairs.push_back(run);
   }
   return Status::Ok();
