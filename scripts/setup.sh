@@ -29,9 +29,11 @@ if [[ "${EMBER_PACKAGES:-all}" != binary ]]; then
     # promtool, to check what --metrics-bind serves.
     prometheus
     # The launch tests: a single-node Slurm for scripts/slurm/, kubectl for deploy/, podman (with
-    # runc, and debootstrap for the base image) for the container image.
+    # runc, and debootstrap for the base image) for the container image. Containers find each
+    # other by name through the dnsname plugin of podman's CNI networks (a Recommends of podman's
+    # stack, so not installed with --no-install-recommends; without it no name resolves).
     slurmctld slurmd slurm-client munge
-    podman runc debootstrap
+    podman runc debootstrap golang-github-containernetworking-plugin-dnsname
     # The fuzz targets (scripts/fuzz.sh): clang with libFuzzer and the sanitizer runtimes.
     clang-16 libfuzzer-16-dev libclang-rt-16-dev
   )
