@@ -93,13 +93,14 @@ void Client::Impl::OnLinkEvents(uint32_t server) {
       continue;
     }
     // A server that holds no partition any more (drained) is not coming back for them: what was
-    // in flight to it goes to the new owners.
+    // in flight to it goes to the new owners, and its part of a call to every server is done.
     if (RefreshRouting().ok() && routing_.PartitionsOwnedBy(server) == 0) {
       spdlog::info(
           "client: server {} ({}) left; sending what was in flight to it to the "
           "partitions' new owners",
           server, links_.endpoint(server));
       RerouteInFlight(server);
+      every_server_calls_.OnServerLeft(server);
       continue;
     }
     spdlog::warn(

@@ -46,6 +46,19 @@ bool EveryServerCalls::OnReply(uint64_t request_id, wire::DecodedResponse& respo
   return true;
 }
 
+void EveryServerCalls::OnServerLeft(uint32_t server) {
+  std::vector<std::shared_ptr<Call>> answered;
+  for (auto it = in_flight_.begin(); it != in_flight_.end();) {
+    if (it->second.server != server) {
+      ++it;
+      continue;
+    }
+    if (--it->second.call->outstanding == 0) answered.push_back(it->second.call);
+    it = in_flight_.erase(it);
+  }
+  for (const auto& call : answered) Finish(call, Status::Ok());
+}
+
 void EveryServerCalls::Finish(const std::shared_ptr<Call>& call, Status status) {
   if (call->finished) return;
   call->finished = true;

@@ -49,6 +49,9 @@ class EveryServerCalls {
              uint64_t& next_request_id, const Send& send);
   // The reply to request `request_id`: false when it is not one of these calls' requests.
   bool OnReply(uint64_t request_id, wire::DecodedResponse& response, const EndpointOf& endpoint);
+  // Server `server` left holding no partition (drained): it is not coming back to answer, and a
+  // call started now would not ask it (Start), so its part of every call is done.
+  void OnServerLeft(uint32_t server);
   // Completes the calls past their deadline, naming the servers that did not answer.
   void ExpireDeadlines(const NameServers& name_servers);
   // Completes every call still running with `status` (the client closes).
