@@ -151,9 +151,11 @@ def main():
     parser.add_argument("--steps", type=int, default=150, help="training steps per side")
     parser.add_argument("--poll-ms", type=int, default=100)
     parser.add_argument("--probe-ms", type=int, default=50)
-    parser.add_argument("--probe-read-ms", type=int, default=10,
+    parser.add_argument("--probe-read-ms", type=int, default=50,
                         help="how often the probe reads its key on the replica until it arrives"
-                             " (the lag's resolution; its lookups load the shared cores)")
+                             " (the lag's resolution; its lookups load the shared cores, and"
+                             " every 10 ms they cost the side with a replica about 1.5%% of the"
+                             " machine's CPU)")
     parser.add_argument("--replica-nice", type=int, default=0,
                         help="run the replica at this niceness (a replica sharing the training"
                              " machine's cores yields them to training)")
