@@ -2,6 +2,7 @@
 // misses from disk (one MultiGet) or new, then each row used; a push's rows go to the push log
 // with every stripe still locked; then room is made by one eviction over the request's stripes.
 #include <algorithm>
+#include <bit>
 #include <mutex>
 #include <vector>
 
@@ -205,15 +206,23 @@ Status DiskTier::ForEachRequestRow(std::span<const uint64_t> keys, RequestGroups
 Status DiskTier::EvictForRequest(std::span<const uint32_t> stripes, const RequestGroups& groups,
                                  size_t inserted) {
   if (!OverBudget()) return Status::Ok();
-  thread_local std::vector<uint32_t> touched;  // partitions of the request
-  touched.clear();
+  // The request's partitions, ascending and each once: marked in a bitmap over the table's
+  // partitions, then read back word by word (no sort of the request's keys' partitions).
+  thread_local std::vector<uint64_t> marked;
+  thread_local std::vector<uint32_t> touched;
+  marked.assign((table_.rows.num_partitions() + 63) / 64, 0);
   for (uint32_t stripe : stripes) {
     for (uint32_t j = groups.begin(stripe); j < groups.end(stripe); ++j) {
-      touched.push_back(groups.partition[groups.order[j]]);
+      const uint32_t partition = groups.partition[groups.order[j]];
+      marked[partition / 64] |= uint64_t{1} << (partition % 64);
     }
   }
-  std::sort(touched.begin(), touched.end());
-  touched.erase(std::unique(touched.begin(), touched.end()), touched.end());
+  touched.clear();
+  for (size_t word = 0; word < marked.size(); ++word) {
+    for (uint64_t bits = marked[word]; bits != 0; bits &= bits - 1) {
+      touched.push_back(static_cast<uint32_t>(word * 64 + std::countr_zero(bits)));
+    }
+  }
   // Every stripe of the request at once, in ascending order as the request took them: one wait
   // for the push log and one RocksDB write for all its victims, not one per stripe.
   std::vector<std::unique_lock<std::mutex>> locks;
