@@ -375,6 +375,9 @@ Status RunLookaheadPairs(const TierBenchOptions& config, const TierRequests& req
         static_cast<double>(stats.hits + stats.misses - stats_before.hits - stats_before.misses);
     run.hit_rate = lookups > 0 ? (stats.hits - stats_before.hits) / lookups : 0.0;
     run.prefetched_rows = tiered.prefetch_stats().prefetched_rows - prefetched_before;
+    const double keys = std::max(1.0, run.pair.keys_per_second * run.pair.seconds);
+    run.reads_per_key = (stats.loaded - stats_before.loaded + run.prefetched_rows) / keys;
+    run.writebacks_per_key = (stats.writebacks - stats_before.writebacks) / keys;
     progress(PhaseLine(
         StringPrintf("pull+push, tiered, %s, look-ahead %u", durability.c_str(), lookahead).c_str(),
         run.pair));
@@ -387,6 +390,35 @@ Status RunLookaheadPairs(const TierBenchOptions& config, const TierRequests& req
         TierRatio(run.pair.cpu_ns_per_key, report->memory_pair.cpu_ns_per_key), run.hit_rate,
         static_cast<unsigned long long>(run.prefetched_rows)));
     report->tiered_pairs.push_back(run);
+  }
+  return Status::Ok();
+}
+
+// The cold path's floor on the tiered table's store, and the bound it sets on each pull+push run.
+Status ReportColdPath(const TierBenchOptions& config, embedding::RocksStore& store,
+                      const embedding::EmbeddingTable& tiered, TierBenchReport* report,
+                      const Progress& progress) {
+  embedding::RocksTable& disk = *store.Table(BenchSpec(config).name);
+  ASSIGN_OR_RETURN(report->cold_path,
+                   MeasureColdPath(config.rows, disk, tiered, std::min(config.seconds, 3.0)));
+  const ColdPathFigures& cold = report->cold_path;
+  progress(StringPrintf(
+      "  the cold path alone (RocksDB, no table): a stored row read in %.2f us of CPU (%.2f us "
+      "in MultiGets of %u, a stripe's share of a request's misses), written back in %.2f us "
+      "(the process's CPU, RocksDB's threads included, in sorted batches of %u)",
+      cold.read_us, cold.stripe_read_us, kColdStripeReadBatch, cold.write_us, kColdWriteBatch));
+  const double memory_ns = report->memory_pair.cpu_ns_per_key;
+  for (const TierBenchReport::LookaheadRun& run : report->tiered_pairs) {
+    const double floor_ns =
+        ColdPathFloorNs(cold, memory_ns, run.reads_per_key, run.writebacks_per_key);
+    progress(StringPrintf(
+        "  look-ahead %u: %.3f rows read and %.3f written back per key cost at least %.0f ns of "
+        "CPU per key with memory's %.0f, %.2fx memory's: a pair ratio of at most %.3f where CPU "
+        "bounds it (measured %.3f at %.0f ns)",
+        run.lookahead, run.reads_per_key, run.writebacks_per_key, floor_ns, memory_ns,
+        TierRatio(floor_ns, memory_ns), TierRatio(memory_ns, floor_ns),
+        TierRatio(run.pair.keys_per_second, report->memory_pair.keys_per_second),
+        run.pair.cpu_ns_per_key));
   }
   return Status::Ok();
 }
@@ -459,6 +491,7 @@ Status MeasureTiered(const TierBenchOptions& config, const TierRequests& request
       static_cast<unsigned long long>(report->evictions),
       static_cast<unsigned long long>(report->writebacks),
       static_cast<unsigned long long>(report->resident_rows)));
+  RETURN_IF_ERROR(ReportColdPath(config, *store, *tiered, report, progress));
   return ReportDisk(config, *store, *tiered, report, progress);
 }
 

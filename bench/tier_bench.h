@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/tier_cold_path.h"
 #include "common/status.h"
 #include "ps/server/server.h"
 
@@ -77,10 +78,14 @@ struct TierBenchReport {
     TierPhaseFigures pair;
     double hit_rate = 0;
     uint64_t prefetched_rows = 0;
+    // Rows read from disk (by the requests and by look-ahead) and written back, per key.
+    double reads_per_key = 0;
+    double writebacks_per_key = 0;
   };
   std::vector<LookaheadRun> tiered_pairs;
   double hit_rate = 0;  // over the tiered pull and push phases
   uint64_t evictions = 0, writebacks = 0, resident_rows = 0;
+  ColdPathFigures cold_path;  // measured on the tiered table's store after its phases
 
   // On disk after the tiered phases, against a row with its optimizer state.
   uint64_t disk_bytes = 0;

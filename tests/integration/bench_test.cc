@@ -251,6 +251,7 @@ TEST(BenchTest, TierBenchPrintsEveryFigure) {
   for (const char* figure : {"pull, in memory", "push, in memory", "pull+push, in memory",
                              "pull, tiered", "push, tiered, ack", "pull+push, tiered, ack",
                              "tiered/in memory: pull", "hit rate", "bytes per row",
+                             "the cold path alone", "written back per key cost at least",
                              "recovery after SIGKILL"}) {
     EXPECT_NE(out.find(figure), std::string::npos) << figure << "\n" << out;
   }

@@ -1,0 +1,106 @@
+// The cold path's floor: timed RocksDB reads and write-backs of stored rows (tier_cold_path.h).
+#include "bench/tier_cold_path.h"
+
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <numeric>
+#include <random>
+#include <vector>
+
+#include "bench/internal/process_usage.h"
+
+namespace ember::bench {
+namespace {
+
+// Rows the write-back phase cycles through (read once before it).
+constexpr uint64_t kWrittenRows = 1 << 16;
+
+double ThisThreadCpuSeconds() { return ThreadCpuSeconds(static_cast<pid_t>(syscall(SYS_gettid))); }
+
+// Random keys of `count` rows, sorted by partition and key as RocksDB stores them when `sorted`.
+struct KeyBatch {
+  std::vector<uint32_t> partitions;
+  std::vector<uint64_t> keys;
+};
+void DrawKeys(uint64_t rows, uint32_t count, const embedding::EmbeddingTable& shape,
+              std::mt19937_64& random, KeyBatch& batch) {
+  batch.keys.resize(count);
+  for (uint64_t& key : batch.keys) key = random() % rows;
+  batch.partitions.resize(count);
+  for (uint32_t i = 0; i < count; ++i) batch.partitions[i] = shape.PartitionOf(batch.keys[i]);
+}
+
+// CPU per row read by this thread, in MultiGets of `batch_size` random stored rows.
+Result<double> TimeReads(uint64_t rows, uint32_t batch_size, const embedding::RocksTable& disk,
+                         const embedding::EmbeddingTable& shape, double seconds) {
+  std::mt19937_64 random(batch_size);
+  KeyBatch batch;
+  uint64_t read = 0, found = 0;
+  const double cpu_before = ThisThreadCpuSeconds();
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+  while (std::chrono::steady_clock::now() < deadline) {
+    DrawKeys(rows, batch_size, shape, random, batch);
+    RETURN_IF_ERROR(disk.MultiGet(batch.partitions, batch.keys,
+                                  [&](size_t, std::span<const float>) { ++found; }));
+    read += batch_size;
+  }
+  if (found != read) return Internal("a stored row of the cold-path measurement was not found");
+  return 1e6 * (ThisThreadCpuSeconds() - cpu_before) / std::max<uint64_t>(1, read);
+}
+
+// Process CPU per row written back, in sorted batches of rows read before (their stored values).
+Result<double> TimeWrites(uint64_t rows, embedding::RocksTable& disk,
+                          const embedding::EmbeddingTable& shape, double seconds) {
+  const uint32_t floats = disk.floats_per_row();
+  std::mt19937_64 random(kWrittenRows);
+  KeyBatch kept;
+  DrawKeys(rows, static_cast<uint32_t>(std::min(rows, kWrittenRows)), shape, random, kept);
+  std::vector<float> values(kept.keys.size() * floats);
+  RETURN_IF_ERROR(
+      disk.MultiGet(kept.partitions, kept.keys, [&](size_t i, std::span<const float> row) {
+        std::copy(row.begin(), row.end(), values.begin() + i * floats);
+      }));
+  std::vector<uint32_t> order(kept.keys.size());
+  embedding::RowWrites writes(disk);
+  uint64_t written = 0;
+  const double cpu_before = ProcessCpuSeconds();
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+  for (size_t at = 0; std::chrono::steady_clock::now() < deadline; at += kColdWriteBatch) {
+    const size_t begin = at % (kept.keys.size() - kColdWriteBatch + 1);
+    std::iota(order.begin(), order.begin() + kColdWriteBatch, static_cast<uint32_t>(begin));
+    std::sort(order.begin(), order.begin() + kColdWriteBatch, [&](uint32_t a, uint32_t b) {
+      return std::pair(kept.partitions[a], kept.keys[a]) <
+             std::pair(kept.partitions[b], kept.keys[b]);
+    });
+    for (uint32_t i = 0; i < kColdWriteBatch; ++i) {
+      const uint32_t row = order[i];
+      writes.Put(kept.partitions[row], kept.keys[row],
+                 std::span<const float>(values.data() + size_t{row} * floats, floats));
+    }
+    RETURN_IF_ERROR(disk.Write(writes));
+    written += kColdWriteBatch;
+  }
+  return 1e6 * (ProcessCpuSeconds() - cpu_before) / std::max<uint64_t>(1, written);
+}
+
+}  // namespace
+
+Result<ColdPathFigures> MeasureColdPath(uint64_t rows, embedding::RocksTable& disk,
+                                        const embedding::EmbeddingTable& shape, double seconds) {
+  if (rows < kColdWriteBatch) return InvalidArgument("the cold path needs at least 256 rows");
+  ColdPathFigures figures;
+  ASSIGN_OR_RETURN(figures.read_us, TimeReads(rows, kColdReadBatch, disk, shape, seconds));
+  ASSIGN_OR_RETURN(figures.stripe_read_us,
+                   TimeReads(rows, kColdStripeReadBatch, disk, shape, seconds));
+  ASSIGN_OR_RETURN(figures.write_us, TimeWrites(rows, disk, shape, seconds));
+  return figures;
+}
+
+double ColdPathFloorNs(const ColdPathFigures& cold, double memory_ns, double reads, double writes) {
+  return memory_ns + 1e3 * (reads * cold.read_us + writes * cold.write_us);
+}
+
+}  // namespace ember::bench
