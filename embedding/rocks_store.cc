@@ -229,9 +229,6 @@ Result<std::unique_ptr<RocksStore>> RocksStore::Open(const RocksStoreOptions& op
   db_options.create_if_missing = true;
   db_options.create_missing_column_families = true;
   db_options.IncreaseParallelism(2);
-  // Cold reads map the table files instead of copying each block out of the page cache with a
-  // system call: a tiered pull costs about a third less CPU per key (docs/benchmarks.md).
-  db_options.allow_mmap_reads = true;
   rocksdb::ColumnFamilyOptions family_options;
   family_options.OptimizeForPointLookup(options.block_cache_bytes >> 20);
   rocksdb::BlockBasedTableOptions table_options;
