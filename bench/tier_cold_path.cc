@@ -20,11 +20,12 @@ constexpr uint64_t kWrittenRows = 1 << 16;
 
 double ThisThreadCpuSeconds() { return ThreadCpuSeconds(static_cast<pid_t>(syscall(SYS_gettid))); }
 
-// Random keys of `count` rows, sorted by partition and key as RocksDB stores them when `sorted`.
+// Keys with their partitions.
 struct KeyBatch {
   std::vector<uint32_t> partitions;
   std::vector<uint64_t> keys;
 };
+// `count` keys drawn uniformly from the stored rows 0..rows-1 (with repeats), into `batch`.
 void DrawKeys(uint64_t rows, uint32_t count, const embedding::EmbeddingTable& shape,
               std::mt19937_64& random, KeyBatch& batch) {
   batch.keys.resize(count);
