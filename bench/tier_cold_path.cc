@@ -1,13 +1,14 @@
 // The cold path's floor: timed RocksDB reads and write-backs of stored rows (tier_cold_path.h).
 #include "bench/tier_cold_path.h"
 
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
-#include <numeric>
 #include <random>
+#include <string>
+#include <tuple>
+#include <utility>
 #include <vector>
 
 #include "bench/internal/process_usage.h"
@@ -18,7 +19,7 @@ namespace {
 // Rows the write-back phase cycles through (read once before it).
 constexpr uint64_t kWrittenRows = 1 << 16;
 
-double ThisThreadCpuSeconds() { return ThreadCpuSeconds(static_cast<pid_t>(syscall(SYS_gettid))); }
+double ThisThreadCpuSeconds() { return ThreadCpuSeconds(gettid()); }
 
 // Keys with their partitions.
 struct KeyBatch {
@@ -52,34 +53,32 @@ Result<double> TimeReads(uint64_t rows, uint32_t batch_size, const embedding::Ro
   return 1e6 * (ThisThreadCpuSeconds() - cpu_before) / std::max<uint64_t>(1, read);
 }
 
-// Process CPU per row written back, in sorted batches of rows read before (their stored values).
+// Process CPU per row written back, in batches of rows read before (their stored values), sorted
+// once before the clock starts so that every batch is a run of keys in RocksDB's order.
 Result<double> TimeWrites(uint64_t rows, embedding::RocksTable& disk,
                           const embedding::EmbeddingTable& shape, double seconds) {
   const uint32_t floats = disk.floats_per_row();
   std::mt19937_64 random(kWrittenRows);
   KeyBatch kept;
   DrawKeys(rows, static_cast<uint32_t>(std::min(rows, kWrittenRows)), shape, random, kept);
+  std::vector<std::pair<uint32_t, uint64_t>> sorted(kept.keys.size());
+  for (size_t i = 0; i < sorted.size(); ++i) sorted[i] = {kept.partitions[i], kept.keys[i]};
+  std::sort(sorted.begin(), sorted.end());
+  for (size_t i = 0; i < sorted.size(); ++i) std::tie(kept.partitions[i], kept.keys[i]) = sorted[i];
   std::vector<float> values(kept.keys.size() * floats);
   RETURN_IF_ERROR(
       disk.MultiGet(kept.partitions, kept.keys, [&](size_t i, std::span<const float> row) {
         std::copy(row.begin(), row.end(), values.begin() + i * floats);
       }));
-  std::vector<uint32_t> order(kept.keys.size());
   embedding::RowWrites writes(disk);
   uint64_t written = 0;
   const double cpu_before = ProcessCpuSeconds();
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
   for (size_t at = 0; std::chrono::steady_clock::now() < deadline; at += kColdWriteBatch) {
     const size_t begin = at % (kept.keys.size() - kColdWriteBatch + 1);
-    std::iota(order.begin(), order.begin() + kColdWriteBatch, static_cast<uint32_t>(begin));
-    std::sort(order.begin(), order.begin() + kColdWriteBatch, [&](uint32_t a, uint32_t b) {
-      return std::pair(kept.partitions[a], kept.keys[a]) <
-             std::pair(kept.partitions[b], kept.keys[b]);
-    });
-    for (uint32_t i = 0; i < kColdWriteBatch; ++i) {
-      const uint32_t row = order[i];
+    for (size_t row = begin; row < begin + kColdWriteBatch; ++row) {
       writes.Put(kept.partitions[row], kept.keys[row],
-                 std::span<const float>(values.data() + size_t{row} * floats, floats));
+                 std::span<const float>(values.data() + row * floats, floats));
     }
     RETURN_IF_ERROR(disk.Write(writes));
     written += kColdWriteBatch;
@@ -91,7 +90,10 @@ Result<double> TimeWrites(uint64_t rows, embedding::RocksTable& disk,
 
 Result<ColdPathFigures> MeasureColdPath(uint64_t rows, embedding::RocksTable& disk,
                                         const embedding::EmbeddingTable& shape, double seconds) {
-  if (rows < kColdWriteBatch) return InvalidArgument("the cold path needs at least 256 rows");
+  if (rows < kColdWriteBatch) {
+    return InvalidArgument("the cold path needs at least " + std::to_string(kColdWriteBatch) +
+                           " rows, got " + std::to_string(rows));
+  }
   ColdPathFigures figures;
   ASSIGN_OR_RETURN(figures.read_us, TimeReads(rows, kColdReadBatch, disk, shape, seconds));
   ASSIGN_OR_RETURN(figures.stripe_read_us,
