@@ -19,6 +19,7 @@
 #include "bench/internal/request_driver.h"
 #include "bench/internal/rounds.h"
 #include "bench/internal/row_gather.h"
+#include "common/usable_cores.h"
 #include "embedding/embedding_table.h"
 #include "embedding/optimizer.h"
 #include "embedding/table_config.h"
@@ -172,7 +173,8 @@ Status RunClusterRounds(BenchOptions& config, const std::vector<std::vector<KeyB
 }
 
 // The memory limit: a gather from as many rows as were created, as wide as the table stores them,
-// with the first client's keys, for a quarter of the time of an operation (0.5 to 4 s).
+// and an update of them by the table's optimizer, with the first client's keys, for 3/8 of the
+// time of an operation (0.75 to 6 s: each way an eighth).
 Status MeasureGather(const BenchOptions& config, const std::vector<KeyBatch>& batches,
                      BenchReport* report) {
   ASSIGN_OR_RETURN(TableSpec spec, BenchTable(config));
@@ -180,8 +182,8 @@ Status MeasureGather(const BenchOptions& config, const std::vector<KeyBatch>& ba
                    embedding::RowOptimizer::Create(spec.optimizer, spec.dim));
   ASSIGN_OR_RETURN(
       report->gather,
-      MeasureRowGather(config.populate > 0 ? config.populate : config.vocabulary, spec.dim + optimizer.state_floats(), spec.dim, batches,
-                       std::clamp(config.seconds / 4, 0.5, 4.0), /*rounds=*/3));
+      MeasureRowGather(config.populate > 0 ? config.populate : config.vocabulary, optimizer,
+                       batches, std::clamp(config.seconds * 3 / 8, 0.75, 6.0), /*rounds=*/3));
   return Status::Ok();
 }
 
@@ -190,6 +192,7 @@ Status MeasureGather(const BenchOptions& config, const std::vector<KeyBatch>& ba
 Result<BenchReport> RunBench(BenchOptions config) {
   RETURN_IF_ERROR(CheckBenchOptions(config));
   BenchReport report;
+  report.cores = UsableCores();
   const size_t batches_per_client =
       std::min<size_t>(kMaxBatchesPerClient, size_t{config.requests} + kWarmupRequests);
   std::vector<std::vector<KeyBatch>> batches;

@@ -28,27 +28,60 @@ std::optional<double> ToGather(const std::optional<double>& cpu_per_million_keys
   return *cpu_per_million_keys * 1e3 / gather->ns_per_row;
 }
 
-Json OperationJson(const OperationFigures& op, const std::optional<GatherFigures>& gather) {
-  return {{"requests", op.requests},
-          {"keys", op.keys},
-          {"seconds", op.seconds},
-          {"keys_per_second", op.keys_per_second},
-          {"gb_per_second", op.gb_per_second},
-          {"latency_ms",
-           {{"p50", op.latency_p50_ms}, {"p99", op.latency_p99_ms}, {"p999", op.latency_p999_ms}}},
-          {"server_cpu_seconds_per_million_keys", Figure(op.server_cpu_seconds_per_million_keys)},
-          {"server_cpu_to_gather", Figure(ToGather(op.server_cpu_seconds_per_million_keys, gather))},
-          {"client_cpu_seconds_per_million_keys", Figure(op.client_cpu_seconds_per_million_keys)},
-          {"client_cpu_to_gather", Figure(ToGather(op.client_cpu_seconds_per_million_keys, gather))},
-          {"server_worker_cpu_seconds_per_million_keys",
-           Figure(op.server_worker_cpu_seconds_per_million_keys)},
-          {"raw_server_cpu_seconds_per_million_keys",
-           Figure(op.raw_server_cpu_seconds_per_million_keys)},
-          {"raw_keys_per_second", op.raw_keys_per_second},
-          {"raw_gb_per_second", op.raw_gb_per_second},
-          {"ratio_to_raw", op.ratio_to_raw},
-          {"ratio_rounds", op.ratio_rounds},
-          {"lookup_keys_per_second", Figure(op.lookup_keys_per_second)}};
+// The least CPU per key any server over ZeroMQ spends: the memory work of the table without its
+// index (the gather for a pull, the update for a push: `table_ns`) and what ZeroMQ's I/O thread
+// spends carrying the key's bytes (the echo peers'); and the most keys/s the process's cores can
+// move with such a server and a client that only moves the bytes (the raw clients').
+struct Floor {
+  std::optional<double> server_ns;
+  std::optional<double> server_to_gather;
+  std::optional<double> keys_per_second;
+};
+
+Floor FloorOf(const OperationFigures& op, const std::optional<GatherFigures>& gather, bool update,
+              uint32_t cores) {
+  Floor floor;
+  if (!gather || !op.raw_io_cpu_seconds_per_million_keys) return floor;
+  const double table_ns = update ? gather->ns_per_update : gather->ns_per_row;
+  if (table_ns <= 0 || gather->ns_per_row <= 0) return floor;
+  floor.server_ns = table_ns + *op.raw_io_cpu_seconds_per_million_keys * 1e3;
+  floor.server_to_gather = *floor.server_ns / gather->ns_per_row;
+  if (op.raw_client_cpu_seconds_per_million_keys && cores > 0) {
+    floor.keys_per_second =
+        cores * 1e9 / (*floor.server_ns + *op.raw_client_cpu_seconds_per_million_keys * 1e3);
+  }
+  return floor;
+}
+
+Json OperationJson(const OperationFigures& op, const std::optional<GatherFigures>& gather,
+                   const Floor& floor) {
+  return {
+      {"requests", op.requests},
+      {"keys", op.keys},
+      {"seconds", op.seconds},
+      {"keys_per_second", op.keys_per_second},
+      {"gb_per_second", op.gb_per_second},
+      {"latency_ms",
+       {{"p50", op.latency_p50_ms}, {"p99", op.latency_p99_ms}, {"p999", op.latency_p999_ms}}},
+      {"server_cpu_seconds_per_million_keys", Figure(op.server_cpu_seconds_per_million_keys)},
+      {"server_cpu_to_gather", Figure(ToGather(op.server_cpu_seconds_per_million_keys, gather))},
+      {"client_cpu_seconds_per_million_keys", Figure(op.client_cpu_seconds_per_million_keys)},
+      {"client_cpu_to_gather", Figure(ToGather(op.client_cpu_seconds_per_million_keys, gather))},
+      {"server_worker_cpu_seconds_per_million_keys",
+       Figure(op.server_worker_cpu_seconds_per_million_keys)},
+      {"raw_server_cpu_seconds_per_million_keys",
+       Figure(op.raw_server_cpu_seconds_per_million_keys)},
+      {"raw_io_cpu_seconds_per_million_keys", Figure(op.raw_io_cpu_seconds_per_million_keys)},
+      {"raw_client_cpu_seconds_per_million_keys",
+       Figure(op.raw_client_cpu_seconds_per_million_keys)},
+      {"server_floor_ns", Figure(floor.server_ns)},
+      {"server_floor_to_gather", Figure(floor.server_to_gather)},
+      {"keys_per_second_bound", Figure(floor.keys_per_second)},
+      {"raw_keys_per_second", op.raw_keys_per_second},
+      {"raw_gb_per_second", op.raw_gb_per_second},
+      {"ratio_to_raw", op.ratio_to_raw},
+      {"ratio_rounds", op.ratio_rounds},
+      {"lookup_keys_per_second", Figure(op.lookup_keys_per_second)}};
 }
 
 std::string OperationLine(const char* name, const OperationFigures& op) {
@@ -101,25 +134,51 @@ std::string OperationCpuLine(const char* name, const OperationFigures& op,
     transport =
         *op.server_cpu_seconds_per_million_keys - *op.server_worker_cpu_seconds_per_million_keys;
   }
-  return std::string(name) + ": server " + CpuPerKey(op.server_cpu_seconds_per_million_keys, gather) +
-         ", workers " + Nanoseconds(op.server_worker_cpu_seconds_per_million_keys) +
-         " ns + transport " + Nanoseconds(transport) + " ns (a raw ZeroMQ peer: " +
-         Nanoseconds(op.raw_server_cpu_seconds_per_million_keys) + " ns); client " +
-         CpuPerKey(op.client_cpu_seconds_per_million_keys, gather) + "; the table alone " +
-         CpuPerKey(TableSecondsPerMillionKeys(op), gather) + "\n";
+  return std::string(name) + ": server " +
+         CpuPerKey(op.server_cpu_seconds_per_million_keys, gather) + ", workers " +
+         Nanoseconds(op.server_worker_cpu_seconds_per_million_keys) + " ns + transport " +
+         Nanoseconds(transport) +
+         " ns (a raw ZeroMQ peer: " + Nanoseconds(op.raw_server_cpu_seconds_per_million_keys) +
+         " ns); client " + CpuPerKey(op.client_cpu_seconds_per_million_keys, gather) +
+         "; the table alone " + CpuPerKey(TableSecondsPerMillionKeys(op), gather) + "\n";
 }
 
-// The memory limit and each side's CPU per key against it.
+// "pull: server 65 ns (1.70x) = the gather 38 + ZeroMQ's I/O thread 27; with a raw client's
+// 60 ns, 2 cores move at most 16.0M keys/s".
+std::string FloorLine(const char* name, const OperationFigures& op, const Floor& floor,
+                      const char* table_work, double table_ns, uint32_t cores) {
+  if (!floor.server_ns) return std::string(name) + ": n/a\n";
+  return std::string(name) + ": server " + StringPrintf("%.0f", *floor.server_ns) + " ns (" +
+         OptionalFigure(floor.server_to_gather, "%.2fx") + ") = " + table_work + " " +
+         StringPrintf("%.0f", table_ns) + " + ZeroMQ's I/O thread " +
+         Nanoseconds(op.raw_io_cpu_seconds_per_million_keys) + "; with a raw client's " +
+         Nanoseconds(op.raw_client_cpu_seconds_per_million_keys) + " ns, " + std::to_string(cores) +
+         " cores move at most " +
+         OptionalFigure(
+             floor.keys_per_second ? std::optional(*floor.keys_per_second / 1e6) : std::nullopt,
+             "%.2fM") +
+         " keys/s\n";
+}
+
+// The memory limit, each side's CPU per key against it, and the floors under the server.
 std::string GatherLines(const BenchReport& report) {
   if (!report.gather) return "";
   const GatherFigures& g = *report.gather;
+  const Floor pull = FloorOf(report.pull, report.gather, /*update=*/false, report.cores);
+  const Floor push = FloorOf(report.push, report.gather, /*update=*/true, report.cores);
   return "  memory limit  a random gather of " + std::to_string(g.copy_bytes) + " B from " +
          std::to_string(g.rows) + " rows " + std::to_string(g.row_bytes) +
-         " B apart, one thread: " + StringPrintf("%.1f", g.ns_per_row) +
-         " ns/row with prefetch (" + StringPrintf("%.1f", g.ns_per_row_plain) + " without)\n" +
-         "  CPU per key   " + OperationCpuLine("pull", report.pull, report.gather) +
-         "                " + OperationCpuLine("push", report.push, report.gather) +
-         "                (x: of the gather with prefetch)\n";
+         " B apart, one thread: " + StringPrintf("%.1f", g.ns_per_row) + " ns/row with prefetch (" +
+         StringPrintf("%.1f", g.ns_per_row_plain) +
+         " without); each row updated in place by the optimizer: " +
+         StringPrintf("%.1f", g.ns_per_update) + " ns/row\n" + "  CPU per key   " +
+         OperationCpuLine("pull", report.pull, report.gather) + "                " +
+         OperationCpuLine("push", report.push, report.gather) +
+         "                (x: of the gather with prefetch)\n" + "  floor         " +
+         FloorLine("pull", report.pull, pull, "the gather", g.ns_per_row, report.cores) +
+         "                " +
+         FloorLine("push", report.push, push, "the update", g.ns_per_update, report.cores) +
+         "                (the least a server over ZeroMQ spends per key, without an index)\n";
 }
 
 }  // namespace
@@ -188,8 +247,10 @@ std::string BenchReportJson(const BenchReport& report) {
         {"curve", c.curve}}},
       {"populate",
        {{"rows", p.rows}, {"seconds", p.seconds}, {"rows_per_second", p.rows_per_second}}},
-      {"pull", OperationJson(report.pull, report.gather)},
-      {"push", OperationJson(report.push, report.gather)},
+      {"pull", OperationJson(report.pull, report.gather,
+                             FloorOf(report.pull, report.gather, false, report.cores))},
+      {"push", OperationJson(report.push, report.gather,
+                             FloorOf(report.push, report.gather, true, report.cores))},
       {"memory",
        {{"rows", m.rows},
         {"bytes_per_row", m.bytes_per_row},
@@ -199,8 +260,10 @@ std::string BenchReportJson(const BenchReport& report) {
                                       {"row_bytes", report.gather->row_bytes},
                                       {"copy_bytes", report.gather->copy_bytes},
                                       {"ns_per_row", report.gather->ns_per_row},
-                                      {"ns_per_row_plain", report.gather->ns_per_row_plain}}
+                                      {"ns_per_row_plain", report.gather->ns_per_row_plain},
+                                      {"ns_per_update", report.gather->ns_per_update}}
                                : Json(nullptr)},
+      {"cores", report.cores},
   };
   // Invalid UTF-8 in a string (a table name, say) is replaced rather than thrown about.
   return json.dump(2, ' ', false, Json::error_handler_t::replace) + "\n";

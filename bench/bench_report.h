@@ -32,6 +32,11 @@ struct OperationFigures {
   std::optional<double> server_worker_cpu_seconds_per_million_keys;
   // The echo peers' threads over the raw traffic: what a server that only moves the bytes spends.
   std::optional<double> raw_server_cpu_seconds_per_million_keys;
+  // Of the echo peers': their ZeroMQ I/O threads' alone (sending and receiving the bytes over TCP),
+  // what any server over ZeroMQ spends on them; and the rest of the process over the raw traffic
+  // (the raw clients: what a client that only moves the bytes spends).
+  std::optional<double> raw_io_cpu_seconds_per_million_keys;
+  std::optional<double> raw_client_cpu_seconds_per_million_keys;
   double raw_keys_per_second = 0;  // the echo peer under the same traffic
   double raw_gb_per_second = 0;
   // ember keys/s over raw keys/s in each round, in order; each round's two halves ran back to back.
@@ -58,6 +63,9 @@ struct GatherFigures {
   uint32_t copy_bytes = 0;      // bytes copied out of each row (a pull's row)
   double ns_per_row = 0;        // with software prefetch: the median of the rounds
   double ns_per_row_plain = 0;  // without
+  // Each row, weights and state, updated in place by the table's optimizer with a gradient read
+  // in request order, with prefetch: what a push must do at least. The median of the rounds.
+  double ns_per_update = 0;
 };
 
 // Creating the rows before the timed phases.
@@ -74,6 +82,7 @@ struct BenchReport {
   OperationFigures push;
   MemoryFigures memory;
   std::optional<GatherFigures> gather;
+  uint32_t cores = 0;  // the cores this process may run on (for the floors' keys/s)
 };
 
 // The human-readable table, several lines ending in a newline.

@@ -2,6 +2,7 @@
 #include "bench/internal/rounds.h"
 
 #include <algorithm>
+#include <string_view>
 
 #include "bench/internal/key_batches.h"
 #include "bench/internal/process_usage.h"
@@ -31,13 +32,28 @@ Result<PhaseOutcome> RunRoundSide(Traffic& traffic, const PhaseLimits& limits,
   return round;
 }
 
-// The servers' worker threads among `server_threads` (the rest carry their messages).
-std::vector<pid_t> WorkerThreads(const std::vector<pid_t>& server_threads) {
-  std::vector<pid_t> workers;
-  for (pid_t id : server_threads) {
-    if (ThreadNameOf(id).starts_with("ps-worker")) workers.push_back(id);
+// The threads among `threads` whose name starts with `prefix`.
+std::vector<pid_t> ThreadsNamed(const std::vector<pid_t>& threads, std::string_view prefix) {
+  std::vector<pid_t> named;
+  for (pid_t id : threads) {
+    if (ThreadNameOf(id).starts_with(prefix)) named.push_back(id);
   }
-  return workers;
+  return named;
+}
+
+// The raw share of a round, with the echo peers' CPU time (their ZeroMQ I/O threads' apart) and
+// the rest of the process's.
+Result<PhaseOutcome> RunRawSide(const PhaseLimits& limits, OperationRounds* op) {
+  const std::vector<pid_t> io = ThreadsNamed(op->raw_thread_ids, "ZMQbg/IO");
+  const double peers_before = CpuSecondsOf(op->raw_thread_ids);
+  const double io_before = CpuSecondsOf(io);
+  const double process_before = ProcessCpuSeconds();
+  ASSIGN_OR_RETURN(PhaseOutcome raw, RunRoundSide(op->raw, limits, &op->raw_total));
+  const double peers = CpuSecondsOf(op->raw_thread_ids) - peers_before;
+  op->raw_server_cpu_seconds += peers;
+  op->raw_io_cpu_seconds += CpuSecondsOf(io) - io_before;
+  op->raw_client_cpu_seconds += ProcessCpuSeconds() - process_before - peers;
+  return raw;
 }
 
 // Round `round` of one operation: ember's share, then the same share to the echo peers right
@@ -47,7 +63,7 @@ Status RunOperationRound(const BenchOptions& config, uint32_t round,
                          const local::LocalCluster* cluster, OperationRounds* op) {
   const PhaseLimits limits = RoundLimits(config, round);
   const std::vector<pid_t> servers = cluster ? cluster->server_thread_ids() : std::vector<pid_t>{};
-  const std::vector<pid_t> workers = WorkerThreads(servers);
+  const std::vector<pid_t> workers = ThreadsNamed(servers, "ps-worker");
   const double server_before = CpuSecondsOf(servers);
   const double worker_before = CpuSecondsOf(workers);
   const double process_before = ProcessCpuSeconds();
@@ -58,9 +74,7 @@ Status RunOperationRound(const BenchOptions& config, uint32_t round,
     op->server_worker_cpu_seconds += CpuSecondsOf(workers) - worker_before;
     op->client_cpu_seconds += ProcessCpuSeconds() - process_before - server;
   }
-  const double raw_before = CpuSecondsOf(op->raw_thread_ids);
-  ASSIGN_OR_RETURN(PhaseOutcome raw, RunRoundSide(op->raw, limits, &op->raw_total));
-  op->raw_server_cpu_seconds += CpuSecondsOf(op->raw_thread_ids) - raw_before;
+  ASSIGN_OR_RETURN(PhaseOutcome raw, RunRawSide(limits, op));
   const double raw_keys_per_second = KeysPerSecond(raw);
   op->ratios.push_back(raw_keys_per_second > 0 ? KeysPerSecond(ember) / raw_keys_per_second : 0);
   return Status::Ok();
@@ -106,8 +120,10 @@ void FillOperation(const OperationRounds& rounds, uint32_t dim, bool cpu_known,
   }
   op->raw_keys_per_second = KeysPerSecond(rounds.raw_total);
   if (!rounds.raw_thread_ids.empty() && rounds.raw_total.keys > 0) {
-    op->raw_server_cpu_seconds_per_million_keys =
-        rounds.raw_server_cpu_seconds / (rounds.raw_total.keys / 1e6);
+    const double million_keys = rounds.raw_total.keys / 1e6;
+    op->raw_server_cpu_seconds_per_million_keys = rounds.raw_server_cpu_seconds / million_keys;
+    op->raw_io_cpu_seconds_per_million_keys = rounds.raw_io_cpu_seconds / million_keys;
+    op->raw_client_cpu_seconds_per_million_keys = rounds.raw_client_cpu_seconds / million_keys;
   }
   op->raw_gb_per_second = op->raw_keys_per_second * PayloadBytesPerKey(dim) / 1e9;
   op->ratio_rounds = rounds.ratios;

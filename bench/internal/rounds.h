@@ -25,12 +25,15 @@ struct OperationRounds {
   std::vector<pid_t> raw_thread_ids;  // the echo peers' threads
   // CPU time over ember's share of the rounds (in-process cluster only): the server threads, the
   // servers' worker threads among them (the rest is their transport), and the rest of the
-  // process (the clients); over the raw share: the echo peers' threads.
+  // process (the clients); over the raw share: the echo peers' threads, their ZeroMQ I/O threads
+  // among them, and the rest of the process (the raw clients).
   double server_cpu_seconds = 0;
   double server_worker_cpu_seconds = 0;
   double client_cpu_seconds = 0;
   double raw_server_cpu_seconds = 0;
-  std::vector<double> ratios;     // ember keys/s over raw keys/s, per round
+  double raw_io_cpu_seconds = 0;
+  double raw_client_cpu_seconds = 0;
+  std::vector<double> ratios;  // ember keys/s over raw keys/s, per round
 };
 
 // Warms every side up once, then runs config.rounds rounds of ember pull, raw pull, ember push,

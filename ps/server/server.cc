@@ -1,10 +1,9 @@
 // Server implementation: registration, the ROUTER->workers forwarding loop and the workers.
 #include "ps/server/server.h"
 
-#include <sched.h>
+#include <spdlog/spdlog.h>
 #include <sys/resource.h>
 #include <unistd.h>
-#include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <chrono>
@@ -16,6 +15,7 @@
 #include "common/advertised_endpoint.h"
 #include "common/file_io.h"
 #include "common/thread_name.h"
+#include "common/usable_cores.h"
 #include "embedding/embedding_table.h"
 #include "embedding/table_config.h"
 
@@ -91,18 +91,14 @@ std::optional<std::pair<uint32_t, std::string>> ReadIdentityFile(const std::stri
   if (!(in >> id >> endpoint)) return std::nullopt;
   return std::pair{id, endpoint};
 }
-constexpr const char* kRowsDir = "rows";                  // the RocksDB instance
+constexpr const char* kRowsDir = "rows";  // the RocksDB instance
 // Look-ahead may pin a quarter of the memory budget: eviction always has the rest to choose from.
 constexpr uint64_t kPinShareOfBudget = 4;
 
 }  // namespace
 
 uint32_t DefaultWorkerThreads(uint32_t servers_on_machine) {
-  // The cores this process may run on (taskset, cpusets), else all of the machine's.
-  cpu_set_t allowed;
-  const int usable = sched_getaffinity(0, sizeof(allowed), &allowed) == 0 ? CPU_COUNT(&allowed) : 0;
-  const uint32_t cores =
-      std::max(1u, usable > 0 ? static_cast<uint32_t>(usable) : std::thread::hardware_concurrency());
+  const uint32_t cores = UsableCores();
   const uint32_t per_server = cores / std::max(1u, servers_on_machine);
   return per_server > 1 ? per_server - 1 : 1;
 }
@@ -273,10 +269,10 @@ void Server::Run() {
       spdlog::error("server {}: {}", service_->server_id(), polled.ToString());
       break;
     }
-    const bool reply_ready = holding ? replies_only.Readable(backend_alone)
-                                     : both.Readable(backend);
-    const bool reader_reply_ready = holding ? replies_only.Readable(readers_alone)
-                                            : both.Readable(readers);
+    const bool reply_ready =
+        holding ? replies_only.Readable(backend_alone) : both.Readable(backend);
+    const bool reader_reply_ready =
+        holding ? replies_only.Readable(readers_alone) : both.Readable(readers);
     if (!holding && both.Readable(frontend)) {
       waiting = ReceiveRequest(frontend_);
     }
