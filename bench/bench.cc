@@ -19,6 +19,7 @@
 #include "bench/internal/request_driver.h"
 #include "bench/internal/rounds.h"
 #include "bench/internal/row_gather.h"
+#include "bench/internal/table_rows.h"
 #include "common/usable_cores.h"
 #include "embedding/embedding_table.h"
 #include "embedding/optimizer.h"
@@ -173,17 +174,21 @@ Status RunClusterRounds(BenchOptions& config, const std::vector<std::vector<KeyB
 }
 
 // The memory limit: a gather from as many rows as were created, as wide as the table stores them,
-// and an update of them by the table's optimizer, with the first client's keys, for 3/8 of the
-// time of an operation (0.75 to 6 s: each way an eighth).
-Status MeasureGather(const BenchOptions& config, const std::vector<KeyBatch>& batches,
-                     BenchReport* report) {
+// with the first client's keys; then the table's own rows, copied and updated. Each for a quarter
+// of the time of an operation (0.5 to 4 s).
+Status MeasureMemoryLimits(const BenchOptions& config, const std::vector<KeyBatch>& batches,
+                           BenchReport* report) {
   ASSIGN_OR_RETURN(TableSpec spec, BenchTable(config));
   ASSIGN_OR_RETURN(embedding::RowOptimizer optimizer,
                    embedding::RowOptimizer::Create(spec.optimizer, spec.dim));
-  ASSIGN_OR_RETURN(
-      report->gather,
-      MeasureRowGather(config.populate > 0 ? config.populate : config.vocabulary, optimizer,
-                       batches, std::clamp(config.seconds * 3 / 8, 0.75, 6.0), /*rounds=*/3));
+  const double seconds = std::clamp(config.seconds / 4, 0.5, 4.0);
+  ASSIGN_OR_RETURN(report->gather,
+                   MeasureRowGather(config.populate > 0 ? config.populate : config.vocabulary,
+                                    spec.dim + optimizer.state_floats(), spec.dim, batches, seconds,
+                                    /*rounds=*/3));
+  ASSIGN_OR_RETURN(report->table_rows,
+                   MeasureTableRows(config, spec, scheduler::SchedulerOptions().num_partitions,
+                                    batches, seconds, /*rounds=*/3));
   return Status::Ok();
 }
 
@@ -203,7 +208,7 @@ Result<BenchReport> RunBench(BenchOptions config) {
   // The lookups alone, with the cluster and the echo peers gone so they do not share the machine.
   if (config.scheduler.empty()) {
     RETURN_IF_ERROR(RunLookupPhases(config, batches.front(), &report));
-    RETURN_IF_ERROR(MeasureGather(config, batches.front(), &report));
+    RETURN_IF_ERROR(MeasureMemoryLimits(config, batches.front(), &report));
   }
   return report;
 }

@@ -28,27 +28,29 @@ std::optional<double> ToGather(const std::optional<double>& cpu_per_million_keys
   return *cpu_per_million_keys * 1e3 / gather->ns_per_row;
 }
 
-// The least CPU per key any server over ZeroMQ spends: the memory work of the table without its
-// index (the gather for a pull, the update for a push: `table_ns`) and what ZeroMQ's I/O thread
-// spends carrying the key's bytes (the echo peers'); and the most keys/s the process's cores can
-// move with such a server and a client that only moves the bytes (the raw clients').
+// The least CPU per key any server over ZeroMQ spends: the table's own memory work without its
+// index (its rows copied for a pull, updated for a push) and what ZeroMQ's I/O thread spends
+// carrying the key's bytes (the echo peers'); and the most keys/s the process's cores can move
+// with such a server and a client that only moves the bytes (the raw clients').
 struct Floor {
+  double table_ns = 0;
   std::optional<double> server_ns;
   std::optional<double> server_to_gather;
   std::optional<double> keys_per_second;
 };
 
-Floor FloorOf(const OperationFigures& op, const std::optional<GatherFigures>& gather, bool update,
-              uint32_t cores) {
+Floor FloorOf(const OperationFigures& op, const BenchReport& report, bool push) {
   Floor floor;
-  if (!gather || !op.raw_io_cpu_seconds_per_million_keys) return floor;
-  const double table_ns = update ? gather->ns_per_update : gather->ns_per_row;
-  if (table_ns <= 0 || gather->ns_per_row <= 0) return floor;
-  floor.server_ns = table_ns + *op.raw_io_cpu_seconds_per_million_keys * 1e3;
-  floor.server_to_gather = *floor.server_ns / gather->ns_per_row;
-  if (op.raw_client_cpu_seconds_per_million_keys && cores > 0) {
+  if (!report.table_rows || !op.raw_io_cpu_seconds_per_million_keys) return floor;
+  floor.table_ns = push ? report.table_rows->ns_per_update : report.table_rows->ns_per_copy;
+  if (floor.table_ns <= 0) return floor;
+  floor.server_ns = floor.table_ns + *op.raw_io_cpu_seconds_per_million_keys * 1e3;
+  if (report.gather && report.gather->ns_per_row > 0) {
+    floor.server_to_gather = *floor.server_ns / report.gather->ns_per_row;
+  }
+  if (op.raw_client_cpu_seconds_per_million_keys && report.cores > 0) {
     floor.keys_per_second =
-        cores * 1e9 / (*floor.server_ns + *op.raw_client_cpu_seconds_per_million_keys * 1e3);
+        report.cores * 1e9 / (*floor.server_ns + *op.raw_client_cpu_seconds_per_million_keys * 1e3);
   }
   return floor;
 }
@@ -143,42 +145,47 @@ std::string OperationCpuLine(const char* name, const OperationFigures& op,
          "; the table alone " + CpuPerKey(TableSecondsPerMillionKeys(op), gather) + "\n";
 }
 
-// "pull: server 65 ns (1.70x) = the gather 38 + ZeroMQ's I/O thread 27; with a raw client's
-// 60 ns, 2 cores move at most 16.0M keys/s".
+// "pull: server 100 ns (2.00x) = the table's rows 50 + ZeroMQ's I/O thread 50; with a raw
+// client's 100 ns, 2 cores move at most 10.00M keys/s".
 std::string FloorLine(const char* name, const OperationFigures& op, const Floor& floor,
-                      const char* table_work, double table_ns, uint32_t cores) {
+                      uint32_t cores) {
   if (!floor.server_ns) return std::string(name) + ": n/a\n";
+  const std::optional<double> millions =
+      floor.keys_per_second ? std::optional(*floor.keys_per_second / 1e6) : std::nullopt;
   return std::string(name) + ": server " + StringPrintf("%.0f", *floor.server_ns) + " ns (" +
-         OptionalFigure(floor.server_to_gather, "%.2fx") + ") = " + table_work + " " +
-         StringPrintf("%.0f", table_ns) + " + ZeroMQ's I/O thread " +
+         OptionalFigure(floor.server_to_gather, "%.2fx") + ") = the table's rows " +
+         StringPrintf("%.0f", floor.table_ns) + " + ZeroMQ's I/O thread " +
          Nanoseconds(op.raw_io_cpu_seconds_per_million_keys) + "; with a raw client's " +
          Nanoseconds(op.raw_client_cpu_seconds_per_million_keys) + " ns, " + std::to_string(cores) +
-         " cores move at most " +
-         OptionalFigure(
-             floor.keys_per_second ? std::optional(*floor.keys_per_second / 1e6) : std::nullopt,
-             "%.2fM") +
-         " keys/s\n";
+         " cores move at most " + OptionalFigure(millions, "%.2fM") + " keys/s\n";
 }
 
-// The memory limit, each side's CPU per key against it, and the floors under the server.
+// The table's own rows and the floors under the server.
+std::string FloorLines(const BenchReport& report) {
+  if (!report.table_rows) return "";
+  const TableRowsFigures& rows = *report.table_rows;
+  return "  table rows    " + std::to_string(rows.rows) +
+         " rows laid out as the table lays them out, each found beforehand (no index, no lock), "
+         "one thread: a pull's copy " +
+         StringPrintf("%.1f", rows.ns_per_copy) + " ns/row, an update by the optimizer " +
+         StringPrintf("%.1f", rows.ns_per_update) + " ns/row\n" + "  floor         " +
+         FloorLine("pull", report.pull, FloorOf(report.pull, report, false), report.cores) +
+         "                " +
+         FloorLine("push", report.push, FloorOf(report.push, report, true), report.cores) +
+         "                (the least a server over ZeroMQ spends per key; x: of the gather)\n";
+}
+
+// The memory limit and each side's CPU per key against it.
 std::string GatherLines(const BenchReport& report) {
   if (!report.gather) return "";
   const GatherFigures& g = *report.gather;
-  const Floor pull = FloorOf(report.pull, report.gather, /*update=*/false, report.cores);
-  const Floor push = FloorOf(report.push, report.gather, /*update=*/true, report.cores);
   return "  memory limit  a random gather of " + std::to_string(g.copy_bytes) + " B from " +
          std::to_string(g.rows) + " rows " + std::to_string(g.row_bytes) +
          " B apart, one thread: " + StringPrintf("%.1f", g.ns_per_row) + " ns/row with prefetch (" +
-         StringPrintf("%.1f", g.ns_per_row_plain) +
-         " without); each row updated in place by the optimizer: " +
-         StringPrintf("%.1f", g.ns_per_update) + " ns/row\n" + "  CPU per key   " +
+         StringPrintf("%.1f", g.ns_per_row_plain) + " without)\n" + "  CPU per key   " +
          OperationCpuLine("pull", report.pull, report.gather) + "                " +
          OperationCpuLine("push", report.push, report.gather) +
-         "                (x: of the gather with prefetch)\n" + "  floor         " +
-         FloorLine("pull", report.pull, pull, "the gather", g.ns_per_row, report.cores) +
-         "                " +
-         FloorLine("push", report.push, push, "the update", g.ns_per_update, report.cores) +
-         "                (the least a server over ZeroMQ spends per key, without an index)\n";
+         "                (x: of the gather with prefetch)\n";
 }
 
 }  // namespace
@@ -218,6 +225,7 @@ std::string FormatBenchTable(const BenchReport& report) {
     << StringPrintf("%.0f", m.raw_bytes_per_row) << "), "
     << OptionalFigure(m.rss_bytes_per_row, "%.1f") << " bytes/row of resident memory\n";
   if (report.gather) t << "\n" << GatherLines(report);
+  t << FloorLines(report);
   return t.str();
 }
 
@@ -247,10 +255,8 @@ std::string BenchReportJson(const BenchReport& report) {
         {"curve", c.curve}}},
       {"populate",
        {{"rows", p.rows}, {"seconds", p.seconds}, {"rows_per_second", p.rows_per_second}}},
-      {"pull", OperationJson(report.pull, report.gather,
-                             FloorOf(report.pull, report.gather, false, report.cores))},
-      {"push", OperationJson(report.push, report.gather,
-                             FloorOf(report.push, report.gather, true, report.cores))},
+      {"pull", OperationJson(report.pull, report.gather, FloorOf(report.pull, report, false))},
+      {"push", OperationJson(report.push, report.gather, FloorOf(report.push, report, true))},
       {"memory",
        {{"rows", m.rows},
         {"bytes_per_row", m.bytes_per_row},
@@ -260,9 +266,12 @@ std::string BenchReportJson(const BenchReport& report) {
                                       {"row_bytes", report.gather->row_bytes},
                                       {"copy_bytes", report.gather->copy_bytes},
                                       {"ns_per_row", report.gather->ns_per_row},
-                                      {"ns_per_row_plain", report.gather->ns_per_row_plain},
-                                      {"ns_per_update", report.gather->ns_per_update}}
+                                      {"ns_per_row_plain", report.gather->ns_per_row_plain}}
                                : Json(nullptr)},
+      {"table_rows", report.table_rows ? Json{{"rows", report.table_rows->rows},
+                                              {"ns_per_copy", report.table_rows->ns_per_copy},
+                                              {"ns_per_update", report.table_rows->ns_per_update}}
+                                       : Json(nullptr)},
       {"cores", report.cores},
   };
   // Invalid UTF-8 in a string (a table name, say) is replaced rather than thrown about.

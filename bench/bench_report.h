@@ -63,9 +63,16 @@ struct GatherFigures {
   uint32_t copy_bytes = 0;      // bytes copied out of each row (a pull's row)
   double ns_per_row = 0;        // with software prefetch: the median of the rounds
   double ns_per_row_plain = 0;  // without
-  // Each row, weights and state, updated in place by the table's optimizer with a gradient read
-  // in request order, with prefetch: what a push must do at least. The median of the rounds.
-  double ns_per_update = 0;
+};
+
+// The table's own rows without the table (bench/internal/table_rows.h): laid out as the table
+// lays them out, each found before the clock starts, one thread, with prefetch; medians of the
+// rounds. The floor under a server's table work: a pull copies each row out at least, a push
+// updates each row (weights and state) by the optimizer at least. In-process cluster only.
+struct TableRowsFigures {
+  uint64_t rows = 0;
+  double ns_per_copy = 0;    // a pull's share of each row copied to an output in request order
+  double ns_per_update = 0;  // each row updated in place with a gradient read in request order
 };
 
 // Creating the rows before the timed phases.
@@ -82,6 +89,7 @@ struct BenchReport {
   OperationFigures push;
   MemoryFigures memory;
   std::optional<GatherFigures> gather;
+  std::optional<TableRowsFigures> table_rows;
   uint32_t cores = 0;  // the cores this process may run on (for the floors' keys/s)
 };
 

@@ -2,27 +2,17 @@
 #include "bench/internal/row_gather.h"
 
 #include <algorithm>
-#include <chrono>
 #include <cstring>
 #include <new>
-#include <span>
 #include <string>
 
 #include "bench/internal/phase.h"
+#include "bench/internal/row_passes.h"
 #include "common/hash.h"
 #include "embedding/slab_arena.h"
 
 namespace ember::bench {
 namespace {
-
-using Clock = std::chrono::steady_clock;
-
-// How many keys ahead of its copy a row is prefetched: far enough to cover a DRAM access at the
-// copy rate of a few nanoseconds per line.
-constexpr size_t kPrefetchKeysAhead = 16;
-// The update's distance: half as far, as the table's own pipeline prefetches rows (a stored row
-// is twice a pull's lines; 16 rows ahead would ask for more lines than a core keeps in flight).
-constexpr size_t kUpdatePrefetchKeysAhead = 8;
 
 // The row a key picks: its hash scaled to [0, rows).
 uint64_t RowOf(uint64_t key, uint64_t rows) {
@@ -30,77 +20,35 @@ uint64_t RowOf(uint64_t key, uint64_t rows) {
 }
 
 struct GatherArray {
-  float* rows = nullptr;
+  const float* rows = nullptr;
   uint64_t count = 0;
   uint32_t row_floats = 0;
   uint32_t copy_floats = 0;
 
-  float* RowFor(uint64_t key) const { return rows + RowOf(key, count) * row_floats; }
+  const float* RowFor(uint64_t key) const { return rows + RowOf(key, count) * row_floats; }
 };
 
-// Requests the `bytes` bytes of `row` (for writing when kWrite) ahead of their use.
-template <bool kWrite>
-void PrefetchBytes(const float* row, size_t bytes) {
-  const char* at = reinterpret_cast<const char*>(row);
-  for (size_t offset = 0; offset < bytes; offset += 64) __builtin_prefetch(at + offset, kWrite);
-}
-
+// Gathers batch after batch (from *next_batch on) for about `seconds`: nanoseconds per row.
 template <bool kPrefetch>
-void GatherBatch(const GatherArray& array, const KeyBatch& keys, float* out) {
-  const size_t copy_bytes = size_t{array.copy_floats} * sizeof(float);
-  for (size_t i = 0; i < keys.size(); ++i) {
-    if constexpr (kPrefetch) {
-      if (i + kPrefetchKeysAhead < keys.size()) {
-        PrefetchBytes<false>(array.RowFor(keys[i + kPrefetchKeysAhead]), copy_bytes);
-      }
-    }
-    std::memcpy(out + i * array.copy_floats, array.RowFor(keys[i]), copy_bytes);
-  }
-}
-
-// What a push must do at least: each key's whole row, weights and state, updated in place by the
-// optimizer with the key's gradient (grads, in request order), the rows prefetched for writing.
-void UpdateBatch(const GatherArray& array, const embedding::RowOptimizer& optimizer,
-                 const KeyBatch& keys, const float* grads) {
-  const uint32_t dim = optimizer.dim();
-  const size_t row_bytes = size_t{array.row_floats} * sizeof(float);
-  for (size_t i = 0; i < keys.size(); ++i) {
-    if (i + kUpdatePrefetchKeysAhead < keys.size()) {
-      PrefetchBytes<true>(array.RowFor(keys[i + kUpdatePrefetchKeysAhead]), row_bytes);
-    }
-    float* row = array.RowFor(keys[i]);
-    optimizer.Apply(std::span<float>(row, dim),
-                    std::span<float>(row + dim, optimizer.state_floats()),
-                    std::span<const float>(grads + i * dim, dim));
-  }
-}
-
-// Runs `batch(keys)` batch after batch (from *next_batch on) for about `seconds`: nanoseconds per
-// key.
-template <typename Batch>
-double TimeBatches(const std::vector<KeyBatch>& batches, double seconds, size_t* next_batch,
-                   Batch&& batch) {
-  const auto start = Clock::now();
-  const auto stop = start + std::chrono::duration<double>(seconds);
-  uint64_t rows = 0;
-  do {
-    const KeyBatch& keys = batches[(*next_batch)++ % batches.size()];
-    batch(keys);
-    rows += keys.size();
-  } while (Clock::now() < stop);
-  const double elapsed = std::chrono::duration<double, std::nano>(Clock::now() - start).count();
-  return rows > 0 ? elapsed / static_cast<double>(rows) : 0;
+double TimeGather(const GatherArray& array, const std::vector<KeyBatch>& batches, double seconds,
+                  std::vector<float>& out, size_t* next_batch) {
+  return NanosecondsPerKey(
+      batches.size(), seconds, next_batch, [&](size_t b) { return batches[b].size(); },
+      [&](size_t b) {
+        const KeyBatch& keys = batches[b];
+        GatherRows<kPrefetch>(
+            keys.size(), [&](size_t i) { return array.RowFor(keys[i]); }, array.copy_floats,
+            out.data());
+      });
 }
 
 }  // namespace
 
-Result<GatherFigures> MeasureRowGather(uint64_t rows, const embedding::RowOptimizer& optimizer,
+Result<GatherFigures> MeasureRowGather(uint64_t rows, uint32_t row_floats, uint32_t copy_floats,
                                        const std::vector<KeyBatch>& batches, double seconds,
                                        uint32_t rounds) {
-  const uint32_t copy_floats = optimizer.dim();
-  const uint32_t row_floats = copy_floats + optimizer.state_floats();
-  if (rows == 0 || batches.empty() || rounds == 0) {
-    return InvalidArgument("row gather: needs rows, key batches and rounds");
+  if (rows == 0 || batches.empty() || rounds == 0 || copy_floats > row_floats) {
+    return InvalidArgument("row gather: needs rows, key batches, rounds and a copy within a row");
   }
   const size_t bytes = rows * row_floats * sizeof(float);
   embedding::SlabArena& arena = embedding::SlabArena::Shared();
@@ -111,30 +59,21 @@ Result<GatherFigures> MeasureRowGather(uint64_t rows, const embedding::RowOptimi
     return ResourceExhausted("row gather: no memory for " + std::to_string(rows) + " rows of " +
                              std::to_string(row_floats * sizeof(float)) + " bytes");
   }
-  // Every page resident, as a table's rows are; 0x3c bytes are the float 0.0115, a weight, state
-  // and gradient that keeps every optimizer's arithmetic on normal numbers.
-  std::memset(memory, 0x3c, bytes);
+  std::memset(memory, 0x3c, bytes);  // every page resident, as a table's rows are
   const GatherArray array{memory, rows, row_floats, copy_floats};
   size_t longest = 0;
   for (const KeyBatch& keys : batches) longest = std::max(longest, keys.size());
   std::vector<float> out(longest * copy_floats);
-  std::vector<float> grads(longest * copy_floats, 0.0115f);
   size_t next_batch = 0;
-  std::vector<double> prefetched, plain, updated;
-  const double share = seconds / 3 / rounds;
+  std::vector<double> prefetched, plain;
+  const double share = seconds / 2 / rounds;
   for (uint32_t round = 0; round < rounds; ++round) {
-    prefetched.push_back(TimeBatches(batches, share, &next_batch, [&](const KeyBatch& keys) {
-      GatherBatch<true>(array, keys, out.data());
-    }));
-    plain.push_back(TimeBatches(batches, share, &next_batch, [&](const KeyBatch& keys) {
-      GatherBatch<false>(array, keys, out.data());
-    }));
-    updated.push_back(TimeBatches(batches, share, &next_batch, [&](const KeyBatch& keys) {
-      UpdateBatch(array, optimizer, keys, grads.data());
-    }));
+    prefetched.push_back(TimeGather<true>(array, batches, share, out, &next_batch));
+    plain.push_back(TimeGather<false>(array, batches, share, out, &next_batch));
   }
-  static volatile float sink;  // the copies and updates are used: none may be left out
-  sink = out[out.size() / 2] + memory[bytes / sizeof(float) / 2];
+  static volatile float sink;  // the copies are used: none may be left out
+  sink = out[out.size() / 2];
+  (void)sink;
   arena.Free(memory, bytes);
   GatherFigures figures;
   figures.rows = rows;
@@ -142,7 +81,6 @@ Result<GatherFigures> MeasureRowGather(uint64_t rows, const embedding::RowOptimi
   figures.copy_bytes = copy_floats * sizeof(float);
   figures.ns_per_row = Median(prefetched);
   figures.ns_per_row_plain = Median(plain);
-  figures.ns_per_update = Median(updated);
   return figures;
 }
 

@@ -24,8 +24,8 @@ std::string JsonObject(const std::string& json, const std::string& key) {
   if (at == std::string::npos) return "";
   size_t end = json.find('}', at);
   // An operation's object holds the latency object; skip past its closing brace.
-  if (end != std::string::npos &&
-      json.substr(at, end - at).find("\"latency_ms\"") != std::string::npos) {
+  if (end != std::string::npos && json.substr(at, end - at).find("\"latency_ms\"") !=
+                                      std::string::npos) {
     end = json.find('}', end + 1);
   }
   return end == std::string::npos ? "" : json.substr(at, end - at + 1);
@@ -64,18 +64,18 @@ TEST(BenchTest, ShortRunWritesEveryFigure) {
   testing::TempDir dir;
   const std::string json_path = dir.path() + "/bench.json";
   const std::string log = dir.path() + "/bench.log";
-  ChildProcess bench(
-      {EMBER_BINARY, "bench", "--servers", "1", "--clients", "1", "--keys-per-request", "1024",
-       "--vocabulary", "100000", "--requests", "20", "--rounds", "3", "--json", json_path},
-      log);
+  ChildProcess bench({EMBER_BINARY, "bench", "--servers", "1", "--clients", "1",
+                      "--keys-per-request", "1024", "--vocabulary", "100000", "--requests", "20",
+                      "--rounds", "3", "--json", json_path},
+                     log);
   ASSERT_EQ(bench.WaitExit(seconds(120)), 0) << testing::ReadFile(log);
   const std::string json = testing::ReadFile(json_path);
   ASSERT_FALSE(json.empty()) << testing::ReadFile(log);
 
   const std::string config = JsonObject(json, "config");
-  for (const char* field :
-       {"servers", "server_threads", "clients", "keys_per_request", "dim", "learning_rate",
-        "exponent", "vocabulary", "populate", "seed", "requests", "seconds", "rounds"}) {
+  for (const char* field : {"servers", "server_threads", "clients", "keys_per_request", "dim",
+                            "learning_rate", "exponent", "vocabulary", "populate", "seed",
+                            "requests", "seconds", "rounds"}) {
     EXPECT_GT(JsonNumber(config, field), 0) << field << " in " << config;
   }
   EXPECT_EQ(JsonNumber(config, "keys_per_request"), 1024);
@@ -85,17 +85,18 @@ TEST(BenchTest, ShortRunWritesEveryFigure) {
   for (const char* operation : {"pull", "push"}) {
     const std::string figures = JsonObject(json, operation);
     ASSERT_FALSE(figures.empty()) << operation << " missing in " << json;
-    for (const char* field :
-         {"keys_per_second", "gb_per_second", "p50", "p99", "p999",
-          "server_cpu_seconds_per_million_keys", "server_cpu_to_gather",
-          "client_cpu_seconds_per_million_keys", "client_cpu_to_gather",
-          "server_worker_cpu_seconds_per_million_keys", "raw_server_cpu_seconds_per_million_keys",
-          "raw_io_cpu_seconds_per_million_keys", "raw_client_cpu_seconds_per_million_keys",
-          "server_floor_ns", "server_floor_to_gather", "keys_per_second_bound",
-          "raw_keys_per_second", "ratio_to_raw", "lookup_keys_per_second"}) {
+    for (const char* field : {"keys_per_second", "gb_per_second", "p50", "p99", "p999",
+                              "server_cpu_seconds_per_million_keys", "server_cpu_to_gather",
+                              "client_cpu_seconds_per_million_keys", "client_cpu_to_gather",
+                              "server_worker_cpu_seconds_per_million_keys",
+                              "raw_server_cpu_seconds_per_million_keys",
+                              "raw_io_cpu_seconds_per_million_keys",
+                              "raw_client_cpu_seconds_per_million_keys", "server_floor_ns",
+                              "server_floor_to_gather", "keys_per_second_bound",
+                              "raw_keys_per_second", "ratio_to_raw", "lookup_keys_per_second"}) {
       EXPECT_GT(JsonNumber(figures, field), 0) << operation << "." << field << " in " << figures;
     }
-    // ZeroMQ's I/O threads are some of the echo peers' threads, so they spend part of their CPU.
+    // ZeroMQ's I/O threads are some of the echo peers' threads: they spend part of their CPU.
     EXPECT_LE(JsonNumber(figures, "raw_io_cpu_seconds_per_million_keys"),
               JsonNumber(figures, "raw_server_cpu_seconds_per_million_keys"))
         << figures;
@@ -126,7 +127,12 @@ TEST(BenchTest, ShortRunWritesEveryFigure) {
   EXPECT_EQ(JsonNumber(gather, "copy_bytes"), 64 * 4) << gather;
   EXPECT_GT(JsonNumber(gather, "ns_per_row"), 0) << gather;
   EXPECT_GT(JsonNumber(gather, "ns_per_row_plain"), 0) << gather;
-  EXPECT_GT(JsonNumber(gather, "ns_per_update"), 0) << gather;
+  // The floor: the table's own rows, every created row and none else (the requests stay within
+  // them), copied and updated.
+  const std::string table_rows = JsonObject(json, "table_rows");
+  EXPECT_EQ(JsonNumber(table_rows, "rows"), 100000) << table_rows;
+  EXPECT_GT(JsonNumber(table_rows, "ns_per_copy"), 0) << table_rows;
+  EXPECT_GT(JsonNumber(table_rows, "ns_per_update"), 0) << table_rows;
   EXPECT_GT(JsonNumber(json, "cores"), 0) << json;
 
   const std::string printed = testing::ReadFile(log);
@@ -146,10 +152,10 @@ TEST(BenchTest, CurveRunEncryptsEmberAndTheEchoTrafficAlike) {
   testing::TempDir dir;
   const std::string json_path = dir.path() + "/bench.json";
   const std::string log = dir.path() + "/bench.log";
-  ChildProcess bench(
-      {EMBER_BINARY, "bench", "--curve", "--keys-per-request", "1024", "--vocabulary", "100000",
-       "--requests", "10", "--rounds", "2", "--json", json_path},
-      log);
+  ChildProcess bench({EMBER_BINARY, "bench", "--curve", "--keys-per-request", "1024",
+                      "--vocabulary", "100000", "--requests", "10", "--rounds", "2", "--json",
+                      json_path},
+                     log);
   ASSERT_EQ(bench.WaitExit(seconds(120)), 0) << testing::ReadFile(log);
   const std::string json = testing::ReadFile(json_path);
   EXPECT_NE(JsonObject(json, "config").find("\"curve\": true"), std::string::npos) << json;
@@ -187,55 +193,47 @@ TEST(BenchTest, BadFlagsAreUsageErrors) {
 // Every figure of the printed table is also in the JSON, with the same value.
 TEST(BenchReportTest, TableFiguresAreInTheJson) {
   bench::BenchReport report;
-  report.pull = {.requests = 10,
-                 .keys = 1000,
-                 .seconds = 0.5,
-                 .keys_per_second = 2000,
-                 .gb_per_second = 0.25,
-                 .latency_p50_ms = 1.5,
-                 .latency_p99_ms = 2.5,
-                 .latency_p999_ms = 3.5,
-                 .server_cpu_seconds_per_million_keys = 0.75,
+  report.pull = {.requests = 10, .keys = 1000, .seconds = 0.5, .keys_per_second = 2000,
+                 .gb_per_second = 0.25, .latency_p50_ms = 1.5, .latency_p99_ms = 2.5,
+                 .latency_p999_ms = 3.5, .server_cpu_seconds_per_million_keys = 0.75,
                  .client_cpu_seconds_per_million_keys = 0.125,
                  .server_worker_cpu_seconds_per_million_keys = 0.5,
                  .raw_server_cpu_seconds_per_million_keys = 0.0625,
                  .raw_io_cpu_seconds_per_million_keys = 0.05,
                  .raw_client_cpu_seconds_per_million_keys = 0.1,
-                 .raw_keys_per_second = 4000,
-                 .raw_gb_per_second = 0.5,
-                 .ratio_rounds = {0.6, 0.5, 0.4},
-                 .ratio_to_raw = 0.5,
+                 .raw_keys_per_second = 4000, .raw_gb_per_second = 0.5,
+                 .ratio_rounds = {0.6, 0.5, 0.4}, .ratio_to_raw = 0.5,
                  .lookup_keys_per_second = 9000};
   report.config.rounds = 3;
   report.push = report.pull;
   report.push.server_cpu_seconds_per_million_keys.reset();
-  report.memory = {
-      .rows = 42, .bytes_per_row = 300.5, .raw_bytes_per_row = 256, .rss_bytes_per_row = 512.25};
-  report.gather = bench::GatherFigures{.rows = 77,
-                                       .row_bytes = 512,
-                                       .copy_bytes = 256,
-                                       .ns_per_row = 50,
-                                       .ns_per_row_plain = 125.5,
-                                       .ns_per_update = 150};
+  report.memory = {.rows = 42, .bytes_per_row = 300.5, .raw_bytes_per_row = 256,
+                   .rss_bytes_per_row = 512.25};
+  report.gather = bench::GatherFigures{.rows = 77, .row_bytes = 512, .copy_bytes = 256,
+                                       .ns_per_row = 50, .ns_per_row_plain = 125.5};
+  report.table_rows =
+      bench::TableRowsFigures{.rows = 77, .ns_per_copy = 50, .ns_per_update = 150};
   report.cores = 2;
   const std::string table = bench::FormatBenchTable(report);
   const std::string json = bench::BenchReportJson(report);
-  for (const char* printed :
-       {"2000", "0.250", "1.50", "2.50", "3.50", "0.750", "4000", "0.500", "0.50x", "9000",
-        "42 rows", "300.5", "512.2", "n/a", "in 3 rounds",
-        "median of 3 interleaved rounds, range 0.40-0.60x", "256 B from 77 rows 512 B apart",
-        "50.0 ns/row with prefetch", "125.5 without",
-        "pull: server 750 ns (15.00x), workers 500 ns + transport 250 ns "
-        "(a raw ZeroMQ peer: 62 ns); client 125 ns (2.50x); the table "
-        "alone 111111 ns (2222.22x)",
-        "push: server n/a (n/a), workers 500 ns + transport n/a ns",
-        "each row updated in place by the optimizer: 150.0 ns/row",
-        // The floors: the gather (or update) and ZeroMQ's I/O thread; two
-        // cores over that and the raw client's 100 ns.
-        "pull: server 100 ns (2.00x) = the gather 50 + ZeroMQ's I/O thread "
-        "50; with a raw client's 100 ns, 2 cores move at most 10.00M keys/s",
-        "push: server 200 ns (4.00x) = the update 150 + ZeroMQ's I/O thread "
-        "50; with a raw client's 100 ns, 2 cores move at most 6.67M keys/s"}) {
+  for (const char* printed : {"2000", "0.250", "1.50", "2.50", "3.50", "0.750", "4000", "0.500",
+                              "0.50x", "9000", "42 rows", "300.5", "512.2", "n/a", "in 3 rounds",
+                              "median of 3 interleaved rounds, range 0.40-0.60x",
+                              "256 B from 77 rows 512 B apart", "50.0 ns/row with prefetch",
+                              "125.5 without",
+                              "pull: server 750 ns (15.00x), workers 500 ns + transport 250 ns "
+                              "(a raw ZeroMQ peer: 62 ns); client 125 ns (2.50x); the table "
+                              "alone 111111 ns (2222.22x)",
+                              "push: server n/a (n/a), workers 500 ns + transport n/a ns",
+                              "a pull's copy 50.0 ns/row, an update by the optimizer 150.0 ns/row",
+                              // The floors: the table's rows copied (or updated) and ZeroMQ's I/O
+                              // thread; two cores over that and the raw client's 100 ns.
+                              "pull: server 100 ns (2.00x) = the table's rows 50 + ZeroMQ's I/O "
+                              "thread 50; with a raw client's 100 ns, 2 cores move at most "
+                              "10.00M keys/s",
+                              "push: server 200 ns (4.00x) = the table's rows 150 + ZeroMQ's I/O "
+                              "thread 50; with a raw client's 100 ns, 2 cores move at most "
+                              "6.67M keys/s"}) {
     EXPECT_NE(table.find(printed), std::string::npos) << printed << " in\n" << table;
   }
   const std::string pull = JsonObject(json, "pull");
@@ -267,7 +265,10 @@ TEST(BenchReportTest, TableFiguresAreInTheJson) {
   EXPECT_EQ(JsonNumber(gather, "rows"), 77);
   EXPECT_EQ(JsonNumber(gather, "ns_per_row"), 50);
   EXPECT_EQ(JsonNumber(gather, "ns_per_row_plain"), 125.5);
-  EXPECT_EQ(JsonNumber(gather, "ns_per_update"), 150);
+  const std::string table_rows = JsonObject(json, "table_rows");
+  EXPECT_EQ(JsonNumber(table_rows, "rows"), 77);
+  EXPECT_EQ(JsonNumber(table_rows, "ns_per_copy"), 50);
+  EXPECT_EQ(JsonNumber(table_rows, "ns_per_update"), 150);
   // A figure the table shows as n/a is null in the JSON.
   EXPECT_NE(JsonObject(json, "push").find("\"server_cpu_seconds_per_million_keys\": null"),
             std::string::npos)
@@ -287,11 +288,11 @@ TEST(BenchTest, TierBenchPrintsEveryFigure) {
                      log);
   ASSERT_EQ(bench.WaitExit(seconds(120)), 0) << testing::ReadFile(log);
   const std::string out = testing::ReadFile(log);
-  for (const char* figure :
-       {"pull, in memory", "push, in memory", "pull+push, in memory", "pull, tiered",
-        "push, tiered, ack", "pull+push, tiered, ack", "tiered/in memory: pull", "hit rate",
-        "bytes per row", "the cold path alone", "written back per key cost at least",
-        "recovery after SIGKILL"}) {
+  for (const char* figure : {"pull, in memory", "push, in memory", "pull+push, in memory",
+                             "pull, tiered", "push, tiered, ack", "pull+push, tiered, ack",
+                             "tiered/in memory: pull", "hit rate", "bytes per row",
+                             "the cold path alone", "written back per key cost at least",
+                             "recovery after SIGKILL"}) {
     EXPECT_NE(out.find(figure), std::string::npos) << figure << "\n" << out;
   }
   ChildProcess again({EMBER_BINARY, "bench-tier", "--data-dir", dir.path() + "/tier"}, log);
