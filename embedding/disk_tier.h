@@ -95,7 +95,7 @@ class DiskTier {
   // Calls use(position, row) for every key of a request grouped by `groups` (and vetted), stripe
   // by stripe under its lock: the rows in memory, then the misses from disk or new (a key not
   // admitted yet gets a scratch row), then each row used (position_data: the dim floats per
-  // position use() reads besides the row, prefetched). A push (`push_check` set) marks its rows
+  // position use() reads besides the row, prefetched; null for none). A push (`push_check` set) marks its rows
   // changed and, with a push log, logs them with push_check's records before returning. Then
   // room is made by eviction.
   Status ForEachRequestRow(std::span<const uint64_t> keys, RequestGroups& groups, const RowUse& use,

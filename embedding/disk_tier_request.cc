@@ -112,6 +112,7 @@ void DiskTier::UseStripeRowsLocked(uint32_t stripe, std::span<const uint64_t> ke
   // The rows are in cache by now, but a push's gradients may not be: the log record it builds
   // (larger than a core's cache for a large push) pushes them out.
   const auto prefetch_position_data = [&](uint32_t j) {
+    if (position_data == nullptr) return;
     PrefetchRow(position_data + size_t{groups.order[j]} * table_.dim, table_.dim);
   };
   for (uint32_t j = begin; j < std::min(end, begin + kPrefetchDistance); ++j) {

@@ -124,7 +124,7 @@ Status EmbeddingTable::ForEachRequestRow(std::span<const uint64_t> keys, size_t 
     groups.rows[j] =
         row != nullptr ? row : new_rows_.NotAdmitted(keys[at], push, groups.NextScratchRow());
     PrefetchRow(groups.rows[j], prefetch_floats);
-    PrefetchRow(position_data + size_t{at} * spec_.dim, spec_.dim);
+    if (position_data != nullptr) PrefetchRow(position_data + size_t{at} * spec_.dim, spec_.dim);
   };
   const std::span<const RowStore> stores = memory_.stores();
   for (uint32_t s = 0; s < memory_.num_stripes(); ++s) {
@@ -157,7 +157,7 @@ Status EmbeddingTable::Pull(std::span<const uint64_t> keys, std::span<float> out
       [&](uint32_t position, const float* row) {
         std::copy_n(row, dim, out.data() + size_t{position} * dim);
       },
-      out.data(), &check, /*push_check=*/nullptr);
+      /*position_data=*/nullptr, &check, /*push_check=*/nullptr);
 }
 
 Status EmbeddingTable::Push(std::span<const uint64_t> keys, std::span<const float> grads,

@@ -243,8 +243,9 @@ class EmbeddingTable {
   float* FindOrCreateRow(uint32_t partition, uint64_t key);
   // Calls use(position, row) for every key of the request, creating missing rows, stripe by
   // stripe under the stripe's lock; rows are prefetched `prefetch_floats` floats deep, and the
-  // dim floats of `position_data` that use() reads or writes besides the row (a push's gradients,
-  // a pull's output) ahead of it too. A push (`push_check` set) marks the rows changed. First the
+  // dim floats of `position_data` that use() reads besides the row (a push's gradients) ahead of
+  // it too. A pull passes none: prefetching its output lines for writing took miss slots that the
+  // rows need (a pull 12% slower, measured key batch by key batch against none). A push (`push_check` set) marks the rows changed. First the
   // keys are hashed to their partitions and vetted: by `pull_check` (if set) for a pull, by
   // push_check->Check for a push. A tiered table's rows come from its tier.
   template <typename Use>
