@@ -69,8 +69,10 @@ Result<TableRowsFigures> MeasureTableRows(const BenchOptions& config, const Tabl
   try {
     CreateAndFind(config, spec, optimizer, batches, found);
   } catch (const std::bad_alloc&) {
-    return ResourceExhausted("table rows: no memory for the table's " +
-                             std::to_string(config.populate) + " rows");
+    return ResourceExhausted(
+        "table rows: no memory for the table's " +
+        std::to_string(config.populate > 0 ? config.populate : config.vocabulary) + " rows of " +
+        std::to_string((spec.dim + optimizer.state_floats()) * sizeof(float)) + " bytes");
   }
   size_t longest = 0;
   for (const KeyBatch& keys : batches) longest = std::max(longest, keys.size());
