@@ -355,6 +355,7 @@ def train(args, config, features, run, rank, world):
              config["model"]["temperature"])
     rng = numpy.random.default_rng(args.seed)  # the same batches on every rank
     requests_before = pull_requests(run)
+    wait_for_every_rank(world)  # no rank pulls before every rank has counted
     profile = cProfile.Profile() if args.profile and rank == 0 else None
     started, cpu_started = time.perf_counter(), time.process_time()
     steps, loss = 0, float("nan")
@@ -376,6 +377,7 @@ def train(args, config, features, run, rank, world):
                "samples_per_second": steps * args.batch_size / seconds, "loss_end": loss,
                "trainer_cpu_seconds": time.process_time() - cpu_started}
     if run is not None:
+        wait_for_every_rank(world)  # every rank's last pull is answered and counted
         figures["pull_requests_per_step"] = (pull_requests(run) - requests_before) / max(steps, 1)
         figures["module_stats"] = dict(model.bags.stats)
     if profile is not None:
@@ -385,6 +387,12 @@ def train(args, config, features, run, rank, world):
     if rank == 0:
         figures.update(evaluate(model, features))
     return figures
+
+
+def wait_for_every_rank(world):
+    """A barrier of the torchrun ranks (none as one process)."""
+    if world > 1:
+        torch.distributed.barrier()
 
 
 def pull_requests(run):
