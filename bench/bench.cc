@@ -182,12 +182,12 @@ Status MeasureMemoryLimits(const BenchOptions& config, const std::vector<KeyBatc
   ASSIGN_OR_RETURN(embedding::RowOptimizer optimizer,
                    embedding::RowOptimizer::Create(spec.optimizer, spec.dim));
   const double seconds = std::clamp(config.seconds / 4, 0.5, 4.0);
+  const uint64_t rows = config.populate > 0 ? config.populate : config.vocabulary;
   ASSIGN_OR_RETURN(report->gather,
-                   MeasureRowGather(config.populate > 0 ? config.populate : config.vocabulary,
-                                    spec.dim + optimizer.state_floats(), spec.dim, batches, seconds,
-                                    /*rounds=*/3));
+                   MeasureRowGather(rows, spec.dim + optimizer.state_floats(), spec.dim, batches,
+                                    seconds, /*rounds=*/3));
   ASSIGN_OR_RETURN(report->table_rows,
-                   MeasureTableRows(config, spec, scheduler::SchedulerOptions().num_partitions,
+                   MeasureTableRows(config, spec, rows, scheduler::SchedulerOptions().num_partitions,
                                     batches, seconds, /*rounds=*/3));
   return Status::Ok();
 }

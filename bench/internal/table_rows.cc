@@ -36,15 +36,14 @@ struct FoundRows {
   std::vector<std::vector<float*>> batches;  // the row of each key of each batch
 };
 
-// Creates the rows rank after rank, then finds each batch's rows.
-void CreateAndFind(const BenchOptions& config, const TableSpec& spec,
+// Creates the `created` rows rank after rank, then finds each batch's rows.
+void CreateAndFind(const BenchOptions& config, const TableSpec& spec, uint64_t created,
                    const embedding::RowOptimizer& optimizer, const std::vector<KeyBatch>& batches,
                    FoundRows& found) {
   const trainer::ZipfSampler sampler(config.vocabulary, config.exponent, true, config.seed);
   const uint64_t table_id = HashName(spec.name);
   std::vector<float> state(optimizer.state_floats());
   optimizer.InitState(state);
-  const uint64_t created = config.populate > 0 ? config.populate : config.vocabulary;
   for (uint64_t rank = 0; rank < created; ++rank) {
     RowOf(found.rows, table_id, sampler.KeyOfRank(rank), state, spec.dim);
   }
@@ -58,8 +57,9 @@ void CreateAndFind(const BenchOptions& config, const TableSpec& spec,
 }  // namespace
 
 Result<TableRowsFigures> MeasureTableRows(const BenchOptions& config, const TableSpec& spec,
-                                          uint32_t partitions, const std::vector<KeyBatch>& batches,
-                                          double seconds, uint32_t rounds) {
+                                          uint64_t rows, uint32_t partitions,
+                                          const std::vector<KeyBatch>& batches, double seconds,
+                                          uint32_t rounds) {
   if (batches.empty() || rounds == 0 || partitions == 0) {
     return InvalidArgument("table rows: needs key batches, rounds and partitions");
   }
@@ -67,11 +67,10 @@ Result<TableRowsFigures> MeasureTableRows(const BenchOptions& config, const Tabl
                    embedding::RowOptimizer::Create(spec.optimizer, spec.dim));
   FoundRows found{embedding::StripedRows(partitions, spec.dim + optimizer.state_floats()), {}};
   try {
-    CreateAndFind(config, spec, optimizer, batches, found);
+    CreateAndFind(config, spec, rows, optimizer, batches, found);
   } catch (const std::bad_alloc&) {
     return ResourceExhausted(
-        "table rows: no memory for the table's " +
-        std::to_string(config.populate > 0 ? config.populate : config.vocabulary) + " rows of " +
+        "table rows: no memory for the table's " + std::to_string(rows) + " rows of " +
         std::to_string((spec.dim + optimizer.state_floats()) * sizeof(float)) + " bytes");
   }
   size_t longest = 0;
@@ -97,10 +96,10 @@ Result<TableRowsFigures> MeasureTableRows(const BenchOptions& config, const Tabl
   static volatile float sink;  // the copies and updates are used: none may be left out
   sink = out[out.size() / 2] + found.batches.front().front()[0];
   (void)sink;
-  uint64_t rows = 0;
-  for (uint32_t p = 0; p < found.rows.num_partitions(); ++p) rows += found.rows.store(p).size();
+  uint64_t held = 0;
+  for (uint32_t p = 0; p < found.rows.num_partitions(); ++p) held += found.rows.store(p).size();
   return TableRowsFigures{
-      .rows = rows, .ns_per_copy = Median(copied), .ns_per_update = Median(updated)};
+      .rows = held, .ns_per_copy = Median(copied), .ns_per_update = Median(updated)};
 }
 
 }  // namespace ember::bench

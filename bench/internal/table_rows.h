@@ -17,11 +17,12 @@
 
 namespace ember::bench {
 
-// The rows of table `spec` in `partitions` partitions: config.populate of them (the vocabulary
-// when 0), and any key of `batches` beyond them. The two passes alternate in `rounds` rounds, about
-// `seconds` in all. Fails when the rows do not fit in memory.
+// The rows of table `spec` in `partitions` partitions: the `rows` most popular keys of config's
+// Zipf law, and any key of `batches` beyond them. The two passes alternate in `rounds` rounds,
+// about `seconds` in all. Fails when the rows do not fit in memory.
 Result<TableRowsFigures> MeasureTableRows(const BenchOptions& config, const TableSpec& spec,
-                                          uint32_t partitions, const std::vector<KeyBatch>& batches,
-                                          double seconds, uint32_t rounds);
+                                          uint64_t rows, uint32_t partitions,
+                                          const std::vector<KeyBatch>& batches, double seconds,
+                                          uint32_t rounds);
 
 }  // namespace ember::bench
