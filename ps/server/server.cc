@@ -1,4 +1,5 @@
-// Server implementation: registration, the ROUTER->workers forwarding loop and the workers.
+// Server implementation: registration, the ROUTER->workers forwarding loop (or, with one worker,
+// serving on the ROUTER's thread) and the workers.
 #include "ps/server/server.h"
 
 #include <spdlog/spdlog.h>
@@ -134,26 +135,28 @@ Status Server::Start() {
   RETURN_IF_ERROR(BindSocket(readers_backend_, kReadersEndpoint).status());
   // The workers' sockets connect before registration: a client may send as soon as the cluster
   // forms, and the DEALER drops what it cannot hand to a connected worker. The last worker is
-  // the readers'.
+  // the readers'. A server that serves its requests on Run()'s thread has only the readers'.
+  const uint32_t first_worker = serves_requests_itself() ? options_.worker_threads : 0;
   std::vector<Socket> worker_sockets;
-  for (uint32_t w = 0; w <= options_.worker_threads; ++w) {
+  for (uint32_t w = first_worker; w <= options_.worker_threads; ++w) {
     ASSIGN_OR_RETURN(Socket socket, MakeSocket(context_, SocketKind::kDealer));
     const bool readers = w == options_.worker_threads;
     RETURN_IF_ERROR(ConnectSocket(socket, readers ? kReadersEndpoint : backend_endpoint_));
     worker_sockets.push_back(std::move(socket));
   }
   RETURN_IF_ERROR(Register());
-  for (uint32_t w = 0; w <= options_.worker_threads; ++w) {
+  for (uint32_t w = first_worker; w <= options_.worker_threads; ++w) {
     // A socket may change threads with a full barrier in between; starting a thread is one.
-    workers_.emplace_back([this, w, socket = std::move(worker_sockets[w])]() mutable {
-      if (w == options_.worker_threads) {
-        SetThreadName("ps-readers");
-        LowestThreadPriority();
-      } else {
-        SetThreadName("ps-worker-" + std::to_string(w));
-      }
-      WorkerLoop(w, socket);
-    });
+    workers_.emplace_back(
+        [this, w, socket = std::move(worker_sockets[w - first_worker])]() mutable {
+          if (w == options_.worker_threads) {
+            SetThreadName("ps-readers");
+            LowestThreadPriority();
+          } else {
+            SetThreadName("ps-worker-" + std::to_string(w));
+          }
+          WorkerLoop(socket);
+        });
   }
   if (service_->has_expiry()) {
     expiry_thread_ = std::thread([this] {
@@ -275,6 +278,13 @@ void Server::Run() {
         holding ? replies_only.Readable(readers_alone) : both.Readable(readers);
     if (!holding && both.Readable(frontend)) {
       waiting = ReceiveRequest(frontend_);
+      // One worker: this thread serves the request itself, sparing two hand-overs between
+      // threads per request (docs/benchmarks.md); a reader's still goes to the readers' worker.
+      if (serves_requests_itself() && waiting.size() >= 3 && !FromReader(waiting)) {
+        std::vector<Frame> reply = Answer(waiting);
+        SendReply(frontend_, reply);
+        waiting.clear();
+      }
     }
     // A send refused for a full queue leaves the frames as they were: tried again later.
     if (!waiting.empty()) {
@@ -296,7 +306,34 @@ void Server::Run() {
 void Server::ForwardReply(Socket& lane) {
   auto frames = ReceiveFrames(lane, Millis(0));
   if (!frames.ok() || frames->empty()) return;
-  Status sent = SendFrames(frontend_, *frames);
+  SendReply(frontend_, *frames);
+}
+
+std::vector<Frame> Server::Answer(std::vector<Frame>& frames) {
+  // [peer] [routing identity] [optional empty delimiter] payload
+  const Peer peer = PeerFromFrame(frames.front());
+  frames.erase(frames.begin());
+  std::vector<Frame> reply;
+  reply.push_back(std::move(frames.front()));
+  Frame response;
+  const bool has_delimiter = frames.size() == 3 && frames[1].size() == 0;
+  if (frames.size() == 2 || has_delimiter) {
+    if (has_delimiter) reply.emplace_back();
+    response = service_->Handle(std::move(frames.back()), peer);
+  } else {
+    spdlog::warn("server {}: request with {} frames, expected one payload frame",
+                 service_->server_id(), frames.size() - 1);
+    response =
+        wire::EncodeStatusResponse(0, service_->epoch(),
+                                   InvalidArgument("a request must be one payload frame, got " +
+                                                   std::to_string(frames.size() - 1) + " frames"));
+  }
+  reply.push_back(std::move(response));
+  return reply;
+}
+
+void Server::SendReply(Socket& socket, std::vector<Frame>& reply) {
+  Status sent = SendFrames(socket, reply);
   if (sent.ok()) return;
   // The peer does not read its replies (its queue is full), or is gone: its request times out.
   if (sent.code() == StatusCode::kResourceExhausted) {
@@ -305,37 +342,13 @@ void Server::ForwardReply(Socket& lane) {
   spdlog::warn("server {}: dropping a reply: {}", service_->server_id(), sent.ToString());
 }
 
-void Server::WorkerLoop(uint32_t worker, Socket& socket) {
+void Server::WorkerLoop(Socket& socket) {
   while (!workers_stop_.load(std::memory_order_relaxed)) {
     auto frames = ReceiveFrames(socket, kPollInterval);
     if (!frames.ok()) continue;  // timeout: check the stop flag
-    // [peer] [routing identity] [optional empty delimiter] payload
     if (frames->size() < 3) continue;
-    const Peer peer = PeerFromFrame(frames->front());
-    frames->erase(frames->begin());
-    std::vector<Frame> reply;
-    reply.push_back(std::move(frames->front()));
-    Frame response;
-    const bool has_delimiter = frames->size() == 3 && (*frames)[1].size() == 0;
-    if (frames->size() == 2 || has_delimiter) {
-      if (has_delimiter) reply.emplace_back();
-      response = service_->Handle(std::move(frames->back()), peer);
-    } else {
-      spdlog::warn("server {}: request with {} frames, expected one payload frame",
-                   service_->server_id(), frames->size() - 1);
-      response = wire::EncodeStatusResponse(
-          0, service_->epoch(),
-          InvalidArgument("a request must be one payload frame, got " +
-                          std::to_string(frames->size() - 1) + " frames"));
-    }
-    reply.push_back(std::move(response));
-    Status sent = SendFrames(socket, reply);
-    if (!sent.ok()) {
-      if (sent.code() == StatusCode::kResourceExhausted) {
-        service_->counters().limits_hit().Count(Limit::kSocketQueue);
-      }
-      spdlog::warn("server worker {}: reply dropped: {}", worker, sent.ToString());
-    }
+    std::vector<Frame> reply = Answer(*frames);
+    SendReply(socket, reply);
   }
 }
 

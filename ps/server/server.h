@@ -4,10 +4,13 @@
 // every expected server has registered, with the server's id, the table specs and the routing
 // table), then serves requests with a pool of worker threads: the ROUTER feeds an in-process
 // DEALER that load-balances whole requests over the workers, each of which decodes, executes and
-// answers its request independently. Every socket queues at most limits.socket_queue messages per
-// connection and direction: when every worker's queue is full, the forwarding loop stops reading
-// requests until one has room (the peers' queues then fill, and their sends fail), and a reply
-// its peer's queue has no room for is dropped and counted (the peer's request times out).
+// answers its request independently. With one worker thread, Run()'s thread is that worker and
+// serves each request as it reads it: the hand-over to a worker and back costs more CPU than the
+// forwarding saves when there is nothing to balance. Every socket queues at most
+// limits.socket_queue messages per connection and direction: when every worker's queue is full
+// (or the one serving thread is busy), the server stops reading requests until one has room (the
+// peers' queues then fill, and their sends fail), and a reply its peer's queue has no room for is
+// dropped and counted (the peer's request times out).
 //
 // With a data directory, the server keeps its rows in a RocksDB instance there (rows beyond the
 // memory budget, and every acknowledged push when durability is ack or sync) and records its id
@@ -84,6 +87,8 @@ class Server {
   const std::string& endpoint() const { return endpoint_; }
   // Worker threads it serves with (ServerOptions::worker_threads, or the default for 0).
   uint32_t worker_threads() const { return options_.worker_threads; }
+  // With one worker thread, Run()'s thread is that worker: it serves the requests it reads.
+  bool serves_requests_itself() const { return options_.worker_threads == 1; }
   uint32_t server_id() const { return service_->server_id(); }
   const ShardService& service() const { return *service_; }
 
@@ -99,7 +104,11 @@ class Server {
   // queue.
   void ForwardReply(Socket& lane);
   // Serves requests arriving on `socket` (connected to the dispatcher) until Shutdown().
-  void WorkerLoop(uint32_t worker, Socket& socket);
+  void WorkerLoop(Socket& socket);
+  // The reply to `frames` ([peer] [routing identity] [delimiter?] payload, at least 3 frames).
+  std::vector<Frame> Answer(std::vector<Frame>& frames);
+  // Sends `reply` on `socket`; a reply the peer's queue has no room for is dropped and counted.
+  void SendReply(Socket& socket, std::vector<Frame>& reply);
   // Deletes expired rows every options_.expiry_sweep until Shutdown().
   void ExpiryLoop();
   void Shutdown();
