@@ -7,6 +7,7 @@
 #include <optional>
 
 #include "ps/client/client_internal.h"
+#include "ps/client/key_split.h"
 
 namespace ember::ps {
 namespace {
@@ -172,18 +173,15 @@ void Client::Impl::DrainSubmissions() {
 
 void Client::Impl::Dispatch(const std::shared_ptr<Operation>& op,
                             std::span<const uint32_t> positions) {
-  const RoutingTable& current = routing_;  // only this thread writes it
-  const size_t count = positions.empty() ? op->key_count() : positions.size();
-  std::vector<std::vector<uint32_t>> by_server(current.servers.size());
-  for (size_t i = 0; i < count; ++i) {
-    const uint32_t position = positions.empty() ? static_cast<uint32_t>(i) : positions[i];
-    const Operation::Part& part = op->PartOf(position);
-    by_server[current.OwnerOf(part.table_id, part.keys[position - part.first])].push_back(
-        position);
-  }
+  // Only this thread writes routing_.
+  std::vector<std::vector<uint32_t>> by_server = SplitByServer(*op, routing_, positions);
   const size_t max_keys = std::max<uint32_t>(options_.max_keys_per_message, 1);
   for (uint32_t server = 0; server < by_server.size(); ++server) {
-    const std::vector<uint32_t>& share = by_server[server];
+    std::vector<uint32_t>& share = by_server[server];
+    if (share.size() <= max_keys) {  // one message: the share itself
+      if (!share.empty() && !Send(op, server, next_request_id_++, std::move(share))) return;
+      continue;
+    }
     for (size_t first = 0; first < share.size(); first += max_keys) {
       std::vector<uint32_t> subset(share.begin() + first,
                                    share.begin() + std::min(share.size(), first + max_keys));

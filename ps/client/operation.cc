@@ -84,8 +84,7 @@ size_t Operation::key_count() const {
   return parts.empty() ? 0 : parts.back().first + parts.back().keys.size();
 }
 
-const Operation::Part& Operation::PartOf(uint32_t position) const {
-  if (parts.size() == 1) return parts.front();
+const Operation::Part& Operation::PartAmongSeveral(uint32_t position) const {
   auto after = std::upper_bound(parts.begin(), parts.end(), position,
                                 [](uint32_t p, const Part& part) { return p < part.first; });
   return *(after - 1);

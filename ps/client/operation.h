@@ -53,8 +53,10 @@ struct Operation {
   std::string_view name() const;
   // The keys of all parts.
   size_t key_count() const;
-  // The part holding the key at `position`.
-  const Part& PartOf(uint32_t position) const;
+  // The part holding the key at `position`: inline for the usual operation of one table.
+  const Part& PartOf(uint32_t position) const {
+    return parts.size() == 1 ? parts.front() : PartAmongSeveral(position);
+  }
   // The names of the operation's tables, quoted, for errors: "'user'" or "'user', 'item'".
   std::string TableNames() const;
   // Copies the rows (and a lookup's found flags) of server `server`'s reply to a pull or lookup of
@@ -80,6 +82,9 @@ struct Operation {
   uint32_t outstanding = 0;  // sub-requests in flight
   uint32_t routing_retries = 0;
   bool finished = false;
+
+ private:
+  const Part& PartAmongSeveral(uint32_t position) const;
 };
 
 }  // namespace ember::ps
