@@ -343,7 +343,16 @@ Frame EncodePushSubset(const RequestHeader& header, std::string_view table,
           if (n > 0) std::memcpy(key_dst, keys.data(), n * sizeof(uint64_t));
           put_values(gradients.data(), grad_values, 0);
         } else {
+          // Positions need not ascend (a push's are in partition order): the rows a few keys
+          // ahead are fetched while this one is copied.
+          constexpr size_t kAhead = 16;
+          const size_t row_bytes = size_t{dim} * sizeof(float);
           for (size_t i = 0; i < n; ++i) {
+            if (i + kAhead < n) {
+              const char* ahead = reinterpret_cast<const char*>(
+                  gradients.data() + size_t{positions[i + kAhead]} * dim);
+              for (size_t line = 0; line < row_bytes; line += 64) __builtin_prefetch(ahead + line);
+            }
             key_dst[i] = keys[positions[i]];
             put_values(gradients.data() + size_t{positions[i]} * dim, dim, i * dim);
           }
