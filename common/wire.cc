@@ -26,9 +26,10 @@ namespace {
   return options;
 }
 
-// Validates size/alignment and returns the frame's words (copying when misaligned).
-Result<kj::ArrayPtr<const ::capnp::word>> FrameWords(FrameStorage& storage) {
-  const size_t size = storage.frame.size();
+// Validates size/alignment and returns `frame`'s words, copied into `aligned` when misaligned.
+Result<kj::ArrayPtr<const ::capnp::word>> WordsOf(const Frame& frame,
+                                                  kj::Array<::capnp::word>& aligned) {
+  const size_t size = frame.size();
   if (size == 0) return InvalidArgument("empty frame");
   if (size > kMaxFrameBytes) {
     return InvalidArgument("frame of " + std::to_string(size) + " bytes exceeds the limit of " +
@@ -38,14 +39,18 @@ Result<kj::ArrayPtr<const ::capnp::word>> FrameWords(FrameStorage& storage) {
     return InvalidArgument("frame of " + std::to_string(size) +
                            " bytes is not a whole number of 8-byte words (truncated?)");
   }
-  const void* data = storage.frame.data();
+  const void* data = frame.data();
   if (reinterpret_cast<uintptr_t>(data) % alignof(::capnp::word) != 0) {
-    storage.aligned = kj::heapArray<::capnp::word>(size / sizeof(::capnp::word));
-    std::memcpy(storage.aligned.begin(), data, size);
-    data = storage.aligned.begin();
+    aligned = kj::heapArray<::capnp::word>(size / sizeof(::capnp::word));
+    std::memcpy(aligned.begin(), data, size);
+    data = aligned.begin();
   }
   return kj::ArrayPtr<const ::capnp::word>(static_cast<const ::capnp::word*>(data),
                                            size / sizeof(::capnp::word));
+}
+
+Result<kj::ArrayPtr<const ::capnp::word>> FrameWords(FrameStorage& storage) {
+  return WordsOf(storage.frame, storage.aligned);
 }
 
 // The body of a status-only response (EncodeStatusResponse): none.
@@ -135,6 +140,26 @@ Result<DecodedRequest> DecodeRequest(Frame frame, uint64_t* request_id) {
                          ReadBody<RequestBody>(root, storage, kRequestReaders, "request"));
         return Status::Ok();
       });
+}
+
+bool IsDataPlaneRequest(const Frame& frame) {
+  kj::Array<::capnp::word> aligned;
+  auto words = WordsOf(frame, aligned);
+  if (!words.ok()) return false;
+  try {
+    ::capnp::FlatArrayMessageReader reader(*words, DecodeOptions(words->size()));
+    switch (reader.getRoot<schema::Request>().which()) {
+      case schema::Request::PULL:
+      case schema::Request::PUSH:
+      case schema::Request::LOOKUP:
+      case schema::Request::HINT:
+        return true;
+      default:
+        return false;
+    }
+  } catch (const kj::Exception&) {
+    return false;
+  }
 }
 
 Result<DecodedResponse> DecodeResponse(Frame frame) {

@@ -63,6 +63,11 @@ Status CheckSender(const Peer& peer, const RequestBody& body);
 // frame is a readable message, `request_id` (if given) gets its request id, also when its body
 // is refused: the refusal can then answer that request.
 Result<DecodedRequest> DecodeRequest(Frame frame, uint64_t* request_id = nullptr);
+// Whether `frame` holds a pull, push, lookup or hint, read from its kind alone (a copy only of a
+// frame that is not word-aligned): a server with one worker thread serves these on the thread
+// that reads its socket. Nothing else is checked (DecodeRequest does that); false for any other
+// kind and for a frame that is not a readable message.
+bool IsDataPlaneRequest(const Frame& frame);
 
 // ---- Responses ----
 

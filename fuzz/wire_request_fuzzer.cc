@@ -65,9 +65,13 @@ std::optional<Frame> Encode(const wire::DecodedRequest& request) {
 }
 
 void Fuzz(std::string_view input) {
+  const bool data_plane = wire::IsDataPlaneRequest(Frame(input.data(), input.size()));
   auto decoded = wire::DecodeRequest(Frame(input.data(), input.size()));
   if (!decoded.ok()) return;
-  (void)wire::RequestKindName(decoded->body);
+  const std::string_view kind = wire::RequestKindName(decoded->body);
+  // A request that decodes is served on the socket's thread exactly when it is of the data plane.
+  const bool expected = kind == "pull" || kind == "push" || kind == "lookup" || kind == "hint";
+  if (data_plane != expected) std::abort();
   CheckRoundTrip(
       *decoded, [](Frame frame) { return wire::DecodeRequest(std::move(frame)); }, Encode);
 }

@@ -4,20 +4,10 @@
 #include <algorithm>
 #include <cstdlib>
 #include <set>
-#include <string>
 
 #include "common/thread_name.h"
 
 namespace ember::local {
-namespace {
-
-// The name of the thread running `server`'s Run(): its one worker when it serves its requests
-// itself, else the router that hands them to its workers.
-std::string ServingThreadName(const ps::Server& server) {
-  return server.serves_requests_itself() ? "ps-worker-0" : "ps-router";
-}
-
-}  // namespace
 
 LocalCluster::LocalCluster(std::vector<TableSpec> tables, LocalClusterOptions options)
     : options_(options) {
@@ -85,7 +75,7 @@ Status LocalCluster::Start(std::vector<TableSpec> tables) {
   for (const Status& status : started) RETURN_IF_ERROR(status.WithContext("starting a server"));
   for (auto& server : servers_) {
     server_threads_.emplace_back([s = server.get()] {
-      SetThreadName(ServingThreadName(*s));
+      SetThreadName("ps-router");
       s->Run();
     });
   }
@@ -105,7 +95,7 @@ Result<uint32_t> LocalCluster::AddServer() {
   RETURN_IF_ERROR(server->Start().WithContext("starting a joining server"));
   const uint32_t id = server->server_id();
   server_threads_.emplace_back([s = server.get()] {
-    SetThreadName(ServingThreadName(*s));
+    SetThreadName("ps-router");
     s->Run();
   });
   servers_.push_back(std::move(server));
