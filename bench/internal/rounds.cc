@@ -63,7 +63,10 @@ Status RunOperationRound(const BenchOptions& config, uint32_t round,
                          const local::LocalCluster* cluster, OperationRounds* op) {
   const PhaseLimits limits = RoundLimits(config, round);
   const std::vector<pid_t> servers = cluster ? cluster->server_thread_ids() : std::vector<pid_t>{};
-  const std::vector<pid_t> workers = ThreadsNamed(servers, "ps-worker");
+  // The threads that serve requests: the workers, and the router, which serves a server's pulls
+  // and pushes itself when it has one worker.
+  std::vector<pid_t> workers = ThreadsNamed(servers, "ps-worker");
+  for (pid_t router : ThreadsNamed(servers, "ps-router")) workers.push_back(router);
   const double server_before = CpuSecondsOf(servers);
   const double worker_before = CpuSecondsOf(workers);
   const double process_before = ProcessCpuSeconds();

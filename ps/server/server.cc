@@ -1,5 +1,5 @@
-// Server implementation: registration, the ROUTER->workers forwarding loop (or, with one worker,
-// serving on the ROUTER's thread) and the workers.
+// Server implementation: registration, the ROUTER->workers forwarding loop (with one worker, the
+// data plane served on the ROUTER's thread) and the workers.
 #include "ps/server/server.h"
 
 #include <spdlog/spdlog.h>
@@ -17,6 +17,7 @@
 #include "common/file_io.h"
 #include "common/thread_name.h"
 #include "common/usable_cores.h"
+#include "common/wire.h"
 #include "embedding/embedding_table.h"
 #include "embedding/table_config.h"
 
@@ -135,28 +136,26 @@ Status Server::Start() {
   RETURN_IF_ERROR(BindSocket(readers_backend_, kReadersEndpoint).status());
   // The workers' sockets connect before registration: a client may send as soon as the cluster
   // forms, and the DEALER drops what it cannot hand to a connected worker. The last worker is
-  // the readers'. A server that serves its requests on Run()'s thread has only the readers'.
-  const uint32_t first_worker = serves_requests_itself() ? options_.worker_threads : 0;
+  // the readers'.
   std::vector<Socket> worker_sockets;
-  for (uint32_t w = first_worker; w <= options_.worker_threads; ++w) {
+  for (uint32_t w = 0; w <= options_.worker_threads; ++w) {
     ASSIGN_OR_RETURN(Socket socket, MakeSocket(context_, SocketKind::kDealer));
     const bool readers = w == options_.worker_threads;
     RETURN_IF_ERROR(ConnectSocket(socket, readers ? kReadersEndpoint : backend_endpoint_));
     worker_sockets.push_back(std::move(socket));
   }
   RETURN_IF_ERROR(Register());
-  for (uint32_t w = first_worker; w <= options_.worker_threads; ++w) {
+  for (uint32_t w = 0; w <= options_.worker_threads; ++w) {
     // A socket may change threads with a full barrier in between; starting a thread is one.
-    workers_.emplace_back(
-        [this, w, socket = std::move(worker_sockets[w - first_worker])]() mutable {
-          if (w == options_.worker_threads) {
-            SetThreadName("ps-readers");
-            LowestThreadPriority();
-          } else {
-            SetThreadName("ps-worker-" + std::to_string(w));
-          }
-          WorkerLoop(socket);
-        });
+    workers_.emplace_back([this, w, socket = std::move(worker_sockets[w])]() mutable {
+      if (w == options_.worker_threads) {
+        SetThreadName("ps-readers");
+        LowestThreadPriority();
+      } else {
+        SetThreadName("ps-worker-" + std::to_string(w));
+      }
+      WorkerLoop(socket);
+    });
   }
   if (service_->has_expiry()) {
     expiry_thread_ = std::thread([this] {
@@ -278,9 +277,12 @@ void Server::Run() {
         holding ? replies_only.Readable(readers_alone) : both.Readable(readers);
     if (!holding && both.Readable(frontend)) {
       waiting = ReceiveRequest(frontend_);
-      // One worker: this thread serves the request itself, sparing two hand-overs between
-      // threads per request (docs/benchmarks.md); a reader's still goes to the readers' worker.
-      if (serves_requests_itself() && waiting.size() >= 3 && !FromReader(waiting)) {
+      // One worker: this thread serves a pull, push, lookup or hint itself, sparing two
+      // hand-overs between threads (docs/benchmarks.md). The rest, which may take long (a
+      // checkpoint), go to the worker so that the readers' replies keep flowing meanwhile; a
+      // reader's request goes to the readers' worker.
+      if (serves_requests_itself() && waiting.size() >= 3 && !FromReader(waiting) &&
+          wire::IsDataPlaneRequest(waiting.back())) {
         std::vector<Frame> reply = Answer(waiting);
         SendReply(frontend_, reply);
         waiting.clear();

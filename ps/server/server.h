@@ -4,9 +4,10 @@
 // every expected server has registered, with the server's id, the table specs and the routing
 // table), then serves requests with a pool of worker threads: the ROUTER feeds an in-process
 // DEALER that load-balances whole requests over the workers, each of which decodes, executes and
-// answers its request independently. With one worker thread, Run()'s thread is that worker and
-// serves each request as it reads it: the hand-over to a worker and back costs more CPU than the
-// forwarding saves when there is nothing to balance. Every socket queues at most
+// answers its request independently. With one worker thread, Run()'s thread serves each pull,
+// push, lookup and hint as it reads it: the hand-over to a worker and back costs more CPU than
+// the forwarding saves when there is nothing to balance. The other kinds, a checkpoint that may
+// take long among them, still go to the worker. Every socket queues at most
 // limits.socket_queue messages per connection and direction: when every worker's queue is full
 // (or the one serving thread is busy), the server stops reading requests until one has room (the
 // peers' queues then fill, and their sends fail), and a reply its peer's queue has no room for is
@@ -87,7 +88,8 @@ class Server {
   const std::string& endpoint() const { return endpoint_; }
   // Worker threads it serves with (ServerOptions::worker_threads, or the default for 0).
   uint32_t worker_threads() const { return options_.worker_threads; }
-  // With one worker thread, Run()'s thread is that worker: it serves the requests it reads.
+  // With one worker thread, Run()'s thread serves the pulls, pushes, lookups and hints it reads
+  // itself; the other requests still go to the worker.
   bool serves_requests_itself() const { return options_.worker_threads == 1; }
   uint32_t server_id() const { return service_->server_id(); }
   const ShardService& service() const { return *service_; }

@@ -2,14 +2,17 @@
 #include <gtest/gtest.h>
 #include <sched.h>
 
+#include <fstream>
 #include <numeric>
 #include <string>
 #include <vector>
 
 #include "common/thread_name.h"
 #include "local/local_cluster.h"
+#include "ps/client/checkpoint.h"
 #include "ps/client/client.h"
 #include "ps/server/server.h"
+#include "tests/test_util.h"
 
 namespace ember::ps {
 namespace {
@@ -38,21 +41,34 @@ TEST(WorkerThreadsTest, ZeroInTheOptionsMeansTheDefault) {
   EXPECT_EQ(three.worker_threads(), 3u);
 }
 
-// The names of `cluster`'s server threads that start with `prefix`.
-size_t ThreadsNamed(const local::LocalCluster& cluster, const std::string& prefix) {
-  size_t count = 0;
-  for (pid_t id : cluster.server_thread_ids()) count += ThreadNameOf(id).starts_with(prefix);
-  return count;
+// The CPU time, in ns, that `cluster`'s server threads whose name starts with `prefix` have
+// spent (the kernel's schedstat of each thread); also how many there are.
+struct ThreadsCpu {
+  size_t threads = 0;
+  uint64_t ns = 0;
+};
+ThreadsCpu CpuOfThreadsNamed(const local::LocalCluster& cluster, const std::string& prefix) {
+  ThreadsCpu cpu;
+  for (pid_t id : cluster.server_thread_ids()) {
+    if (!ThreadNameOf(id).starts_with(prefix)) continue;
+    ++cpu.threads;
+    std::ifstream schedstat("/proc/self/task/" + std::to_string(id) + "/schedstat");
+    uint64_t ns = 0;
+    schedstat >> ns;
+    cpu.ns += ns;
+  }
+  return cpu;
 }
 
-// With one worker thread, the thread reading the server's socket serves the requests itself (no
-// router, no other worker); with three, a router hands them to three workers. Either way a
-// reader's lookup goes to the readers' worker, and the answers are the same.
+// With one worker thread, the thread reading the server's socket (the router) serves the pulls
+// and pushes itself, and the worker stays idle but for a checkpoint; with three, the router hands
+// them to the workers, which do the work. Either way a reader's lookup goes to the readers' worker,
+// and the answers are the same.
 TEST(WorkerThreadsTest, OneWorkerServesOnTheSocketsThreadSeveralBehindARouter) {
-  TableSpec spec{.name = "item", .dim = 4, .seed = 3};
+  TableSpec spec{.name = "item", .dim = 64, .seed = 3};
   spec.optimizer.kind = OptimizerKind::kAdagrad;
   spec.optimizer.learning_rate = 0.1f;
-  std::vector<uint64_t> keys(300);
+  std::vector<uint64_t> keys(4000);
   std::iota(keys.begin(), keys.end(), 7);
   std::vector<float> gradients(keys.size() * spec.dim);
   for (size_t i = 0; i < gradients.size(); ++i) gradients[i] = 0.001f * float(i % 17) - 0.008f;
@@ -65,11 +81,36 @@ TEST(WorkerThreadsTest, OneWorkerServesOnTheSocketsThreadSeveralBehindARouter) {
     ASSERT_TRUE(cluster.status().ok()) << cluster.status().ToString();
     auto trainer = cluster.Connect();
     ASSERT_TRUE(trainer.ok()) << trainer.status().ToString();
-    for (uint64_t clock = 0; clock < 3; ++clock) {
-      ASSERT_TRUE((*trainer)->Push("item", keys, gradients, clock).Wait().ok());
-    }
+    const ThreadsCpu router_before = CpuOfThreadsNamed(cluster, "ps-router");
+    const ThreadsCpu workers_before = CpuOfThreadsNamed(cluster, "ps-worker-");
     std::vector<float> pulled(gradients.size());
-    ASSERT_TRUE((*trainer)->Pull("item", keys, pulled).Wait().ok());
+    for (uint64_t clock = 0; clock < 40; ++clock) {
+      ASSERT_TRUE((*trainer)->Push("item", keys, gradients, clock).Wait().ok());
+      ASSERT_TRUE((*trainer)->Pull("item", keys, pulled).Wait().ok());
+    }
+    const ThreadsCpu router = CpuOfThreadsNamed(cluster, "ps-router");
+    const ThreadsCpu worker_threads = CpuOfThreadsNamed(cluster, "ps-worker-");
+    EXPECT_EQ(router.threads, 1u);
+    EXPECT_EQ(worker_threads.threads, workers);
+    EXPECT_EQ(CpuOfThreadsNamed(cluster, "ps-readers").threads, 1u);
+    const uint64_t by_router = router.ns - router_before.ns;
+    const uint64_t by_workers = worker_threads.ns - workers_before.ns;
+    if (workers == 1) {
+      EXPECT_GT(by_router, 2 * by_workers) << by_router << " ns against " << by_workers;
+    } else {
+      EXPECT_GT(by_workers, by_router) << by_workers << " ns against " << by_router;
+    }
+    if (workers == 1) {
+      // A checkpoint, which may take long, still goes to the worker.
+      ember::testing::TempDir dir;
+      const ThreadsCpu router_then = CpuOfThreadsNamed(cluster, "ps-router");
+      const ThreadsCpu worker_then = CpuOfThreadsNamed(cluster, "ps-worker-");
+      auto manifest = CheckpointServers(**trainer, dir.path() + "/cut", 1, Millis(60'000));
+      ASSERT_TRUE(manifest.ok()) << manifest.status().ToString();
+      const uint64_t writing = CpuOfThreadsNamed(cluster, "ps-worker-").ns - worker_then.ns;
+      const uint64_t forwarding = CpuOfThreadsNamed(cluster, "ps-router").ns - router_then.ns;
+      EXPECT_GT(writing, forwarding) << writing << " ns against " << forwarding;
+    }
     ps::ClientOptions options;
     options.name = "reader";
     options.read_only = true;
@@ -80,10 +121,6 @@ TEST(WorkerThreadsTest, OneWorkerServesOnTheSocketsThreadSeveralBehindARouter) {
     ASSERT_TRUE((*reader)->Lookup("item", keys, looked_up).Wait().ok());
     EXPECT_EQ(looked_up, pulled);
     answers.push_back(pulled);
-    // Named by now: each thread names itself as it starts, before it serves anything.
-    EXPECT_EQ(ThreadsNamed(cluster, "ps-worker-"), workers);
-    EXPECT_EQ(ThreadsNamed(cluster, "ps-router"), workers == 1 ? 0u : 1u);
-    EXPECT_EQ(ThreadsNamed(cluster, "ps-readers"), 1u);
   }
   EXPECT_EQ(answers.front(), answers.back());
 }
