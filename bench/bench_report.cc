@@ -28,10 +28,11 @@ std::optional<double> ToGather(const std::optional<double>& cpu_per_million_keys
   return *cpu_per_million_keys * 1e3 / gather->ns_per_row;
 }
 
-// The least CPU per key any server over ZeroMQ spends: the table's own memory work without its
-// index (its rows copied for a pull, updated for a push) and what ZeroMQ's I/O thread spends
-// carrying the key's bytes (the echo peers'); and the most keys/s the process's cores can move
-// with such a server and a client that only moves the bytes (the raw clients').
+// The least CPU per key any server over ZeroMQ spends: the table's own memory work (its rows
+// copied for a pull, updated for a push; found beforehand, or found through the table's index) and
+// what ZeroMQ's I/O thread spends carrying the key's bytes (the echo peers'); and the most keys/s
+// the process's cores can move with such a server and a client that only moves the bytes (the raw
+// clients').
 struct Floor {
   double table_ns = 0;
   std::optional<double> server_ns;
@@ -39,12 +40,11 @@ struct Floor {
   std::optional<double> keys_per_second;
 };
 
-Floor FloorOf(const OperationFigures& op, const BenchReport& report, bool push) {
-  Floor floor;
-  if (!report.table_rows || !op.raw_io_cpu_seconds_per_million_keys) return floor;
-  floor.table_ns = push ? report.table_rows->ns_per_update : report.table_rows->ns_per_copy;
-  if (floor.table_ns <= 0) return floor;
-  floor.server_ns = floor.table_ns + *op.raw_io_cpu_seconds_per_million_keys * 1e3;
+// The floor of `op` over `table_ns` of the table's work per key.
+Floor FloorOver(double table_ns, const OperationFigures& op, const BenchReport& report) {
+  Floor floor{.table_ns = table_ns};
+  if (table_ns <= 0 || !op.raw_io_cpu_seconds_per_million_keys) return floor;
+  floor.server_ns = table_ns + *op.raw_io_cpu_seconds_per_million_keys * 1e3;
   if (report.gather && report.gather->ns_per_row > 0) {
     floor.server_to_gather = *floor.server_ns / report.gather->ns_per_row;
   }
@@ -55,8 +55,21 @@ Floor FloorOf(const OperationFigures& op, const BenchReport& report, bool push) 
   return floor;
 }
 
+// The floor with the rows found beforehand, and with each found through the index.
+struct Floors {
+  Floor rows;
+  Floor indexed;
+};
+
+Floors FloorsOf(const OperationFigures& op, const BenchReport& report, bool push) {
+  if (!report.table_rows) return {};
+  const TableRowsFigures& t = *report.table_rows;
+  return {FloorOver(push ? t.ns_per_update : t.ns_per_copy, op, report),
+          FloorOver(push ? t.ns_per_indexed_update : t.ns_per_indexed_copy, op, report)};
+}
+
 Json OperationJson(const OperationFigures& op, const std::optional<GatherFigures>& gather,
-                   const Floor& floor) {
+                   const Floors& floors) {
   return {
       {"requests", op.requests},
       {"keys", op.keys},
@@ -76,9 +89,12 @@ Json OperationJson(const OperationFigures& op, const std::optional<GatherFigures
       {"raw_io_cpu_seconds_per_million_keys", Figure(op.raw_io_cpu_seconds_per_million_keys)},
       {"raw_client_cpu_seconds_per_million_keys",
        Figure(op.raw_client_cpu_seconds_per_million_keys)},
-      {"server_floor_ns", Figure(floor.server_ns)},
-      {"server_floor_to_gather", Figure(floor.server_to_gather)},
-      {"keys_per_second_bound", Figure(floor.keys_per_second)},
+      {"server_floor_ns", Figure(floors.rows.server_ns)},
+      {"server_floor_to_gather", Figure(floors.rows.server_to_gather)},
+      {"keys_per_second_bound", Figure(floors.rows.keys_per_second)},
+      {"server_floor_indexed_ns", Figure(floors.indexed.server_ns)},
+      {"server_floor_indexed_to_gather", Figure(floors.indexed.server_to_gather)},
+      {"keys_per_second_bound_indexed", Figure(floors.indexed.keys_per_second)},
       {"raw_keys_per_second", op.raw_keys_per_second},
       {"raw_gb_per_second", op.raw_gb_per_second},
       {"ratio_to_raw", op.ratio_to_raw},
@@ -146,18 +162,30 @@ std::string OperationCpuLine(const char* name, const OperationFigures& op,
 }
 
 // "pull: server 100 ns (2.00x) = the table's rows 50 + ZeroMQ's I/O thread 50; with a raw
-// client's 100 ns, 2 cores move at most 10.00M keys/s".
-std::string FloorLine(const char* name, const OperationFigures& op, const Floor& floor,
-                      uint32_t cores) {
-  if (!floor.server_ns) return std::string(name) + ": n/a\n";
-  const std::optional<double> millions =
-      floor.keys_per_second ? std::optional(*floor.keys_per_second / 1e6) : std::nullopt;
-  return std::string(name) + ": server " + StringPrintf("%.0f", *floor.server_ns) + " ns (" +
-         OptionalFigure(floor.server_to_gather, "%.2fx") + ") = the table's rows " +
-         StringPrintf("%.0f", floor.table_ns) + " + ZeroMQ's I/O thread " +
-         Nanoseconds(op.raw_io_cpu_seconds_per_million_keys) + "; with a raw client's " +
-         Nanoseconds(op.raw_client_cpu_seconds_per_million_keys) + " ns, " + std::to_string(cores) +
-         " cores move at most " + OptionalFigure(millions, "%.2fM") + " keys/s\n";
+// client's 100 ns, 2 cores move at most 10.00M keys/s", then the same with the index on a line of
+// its own: "with the index: server 130 ns (2.60x) = 80 + 50; at most 8.70M keys/s".
+std::string OperationFloorLines(const char* name, const OperationFigures& op, const Floors& floors,
+                                uint32_t cores) {
+  const auto millions = [](const Floor& floor) {
+    return OptionalFigure(
+        floor.keys_per_second ? std::optional(*floor.keys_per_second / 1e6) : std::nullopt,
+        "%.2fM");
+  };
+  const auto server = [](const Floor& floor) {
+    return "server " + StringPrintf("%.0f", *floor.server_ns) + " ns (" +
+           OptionalFigure(floor.server_to_gather, "%.2fx") + ")";
+  };
+  const std::string io = Nanoseconds(op.raw_io_cpu_seconds_per_million_keys);
+  if (!floors.rows.server_ns) return std::string(name) + ": n/a\n";
+  std::string lines =
+      std::string(name) + ": " + server(floors.rows) + " = the table's rows " +
+      StringPrintf("%.0f", floors.rows.table_ns) + " + ZeroMQ's I/O thread " + io +
+      "; with a raw client's " + Nanoseconds(op.raw_client_cpu_seconds_per_million_keys) + " ns, " +
+      std::to_string(cores) + " cores move at most " + millions(floors.rows) + " keys/s\n";
+  if (!floors.indexed.server_ns) return lines;
+  return lines + "                  with the index: " + server(floors.indexed) + " = " +
+         StringPrintf("%.0f", floors.indexed.table_ns) + " + " + io + "; at most " +
+         millions(floors.indexed) + " keys/s\n";
 }
 
 // The table's own rows and the floors under the server.
@@ -168,10 +196,14 @@ std::string FloorLines(const BenchReport& report) {
          " rows laid out as the table lays them out, each found beforehand (no index, no lock), "
          "one thread: a pull's copy " +
          StringPrintf("%.1f", rows.ns_per_copy) + " ns/row, an update by the optimizer " +
-         StringPrintf("%.1f", rows.ns_per_update) + " ns/row\n" + "  floor         " +
-         FloorLine("pull", report.pull, FloorOf(report.pull, report, false), report.cores) +
+         StringPrintf("%.1f", rows.ns_per_update) + " ns/row; each found through the table's " +
+         "index (no lock): " + StringPrintf("%.1f", rows.ns_per_indexed_copy) + " and " +
+         StringPrintf("%.1f", rows.ns_per_indexed_update) + " ns/row\n" + "  floor         " +
+         OperationFloorLines("pull", report.pull, FloorsOf(report.pull, report, false),
+                             report.cores) +
          "                " +
-         FloorLine("push", report.push, FloorOf(report.push, report, true), report.cores) +
+         OperationFloorLines("push", report.push, FloorsOf(report.push, report, true),
+                             report.cores) +
          "                (the least a server over ZeroMQ spends per key; x: of the gather)\n";
 }
 
@@ -255,8 +287,8 @@ std::string BenchReportJson(const BenchReport& report) {
         {"curve", c.curve}}},
       {"populate",
        {{"rows", p.rows}, {"seconds", p.seconds}, {"rows_per_second", p.rows_per_second}}},
-      {"pull", OperationJson(report.pull, report.gather, FloorOf(report.pull, report, false))},
-      {"push", OperationJson(report.push, report.gather, FloorOf(report.push, report, true))},
+      {"pull", OperationJson(report.pull, report.gather, FloorsOf(report.pull, report, false))},
+      {"push", OperationJson(report.push, report.gather, FloorsOf(report.push, report, true))},
       {"memory",
        {{"rows", m.rows},
         {"bytes_per_row", m.bytes_per_row},
@@ -268,10 +300,13 @@ std::string BenchReportJson(const BenchReport& report) {
                                       {"ns_per_row", report.gather->ns_per_row},
                                       {"ns_per_row_plain", report.gather->ns_per_row_plain}}
                                : Json(nullptr)},
-      {"table_rows", report.table_rows ? Json{{"rows", report.table_rows->rows},
-                                              {"ns_per_copy", report.table_rows->ns_per_copy},
-                                              {"ns_per_update", report.table_rows->ns_per_update}}
-                                       : Json(nullptr)},
+      {"table_rows", report.table_rows
+                         ? Json{{"rows", report.table_rows->rows},
+                                {"ns_per_copy", report.table_rows->ns_per_copy},
+                                {"ns_per_update", report.table_rows->ns_per_update},
+                                {"ns_per_indexed_copy", report.table_rows->ns_per_indexed_copy},
+                                {"ns_per_indexed_update", report.table_rows->ns_per_indexed_update}}
+                         : Json(nullptr)},
       {"cores", report.cores},
   };
   // Invalid UTF-8 in a string (a table name, say) is replaced rather than thrown about.

@@ -73,6 +73,9 @@ struct TableRowsFigures {
   uint64_t rows = 0;
   double ns_per_copy = 0;    // a pull's share of each row copied to an output in request order
   double ns_per_update = 0;  // each row updated in place with a gradient read in request order
+  // The same two, each key's row found through the table's index (no lock).
+  double ns_per_indexed_copy = 0;
+  double ns_per_indexed_update = 0;
 };
 
 // Creating the rows before the timed phases.

@@ -2,7 +2,9 @@
 #include "bench/internal/table_rows.h"
 
 #include <algorithm>
+#include <cstring>
 #include <new>
+#include <span>
 #include <string>
 
 #include "bench/internal/phase.h"
@@ -34,9 +36,46 @@ float* RowOf(embedding::StripedRows& rows, uint64_t table_id, uint64_t key,
 struct FoundRows {
   embedding::StripedRows rows;
   std::vector<std::vector<float*>> batches;  // the row of each key of each batch
+  // Each batch's positions grouped by stripe, as the table orders a request's keys.
+  std::vector<std::vector<uint32_t>> orders;
 };
 
-// Creates the `created` rows rank after rank, then finds each batch's rows.
+// Each key's partition and row, for FindAndUse.
+struct IndexScratch {
+  std::vector<uint32_t> partition;
+  std::vector<float*> row;
+};
+
+// Calls use(position, row) for the keys of `keys` in `order` (the table's order: grouped by
+// stripe), finding each row through the stores' index as the table's requests do
+// (embedding/striped_rows.h): the index entry prefetched 2 * kPrefetchDistance keys ahead, the row
+// found and its first `prefetch_floats` prefetched (embedding::PrefetchRow) kPrefetchDistance keys
+// ahead. Every key has a row (CreateAndFind made them).
+template <typename Use>
+void FindAndUse(embedding::StripedRows& rows, uint64_t table_id, const KeyBatch& keys,
+                std::span<const uint32_t> order, size_t prefetch_floats, IndexScratch& scratch,
+                Use&& use) {
+  constexpr size_t kRowAhead = embedding::kPrefetchDistance;
+  constexpr size_t kEntryAhead = 2 * kRowAhead;
+  const size_t n = order.size();
+  const auto prefetch_entry = [&](size_t at) {
+    scratch.partition[at] = PartitionOf(table_id, keys[at], rows.num_partitions());
+    rows.stores()[scratch.partition[at]].Prefetch(keys[at]);
+  };
+  const auto find_row = [&](size_t at) {
+    scratch.row[at] = rows.store(scratch.partition[at]).Find(keys[at]);
+    embedding::PrefetchRow(scratch.row[at], prefetch_floats);
+  };
+  for (size_t j = 0; j < std::min(n, kEntryAhead); ++j) prefetch_entry(order[j]);
+  for (size_t j = 0; j < std::min(n, kRowAhead); ++j) find_row(order[j]);
+  for (size_t j = 0; j < n; ++j) {
+    if (j + kEntryAhead < n) prefetch_entry(order[j + kEntryAhead]);
+    if (j + kRowAhead < n) find_row(order[j + kRowAhead]);
+    use(order[j], scratch.row[order[j]]);
+  }
+}
+
+// Creates the `created` rows rank after rank, then finds each batch's rows and orders its keys.
 void CreateAndFind(const BenchOptions& config, const TableSpec& spec, uint64_t created,
                    const embedding::RowOptimizer& optimizer, const std::vector<KeyBatch>& batches,
                    FoundRows& found) {
@@ -51,7 +90,63 @@ void CreateAndFind(const BenchOptions& config, const TableSpec& spec, uint64_t c
     std::vector<float*>& rows = found.batches.emplace_back();
     rows.reserve(keys.size());
     for (uint64_t key : keys) rows.push_back(RowOf(found.rows, table_id, key, state, spec.dim));
+    found.orders.push_back(embedding::GroupByStripe(keys, table_id, found.rows).order);
   }
+}
+
+// The four passes, alternating in `rounds` rounds of about `seconds` in all: a pull's copy and a
+// push's update, of rows found beforehand and of rows found through the index. Medians.
+TableRowsFigures TimePasses(const TableSpec& spec, const embedding::RowOptimizer& optimizer,
+                            const std::vector<KeyBatch>& batches, double seconds, uint32_t rounds,
+                            FoundRows& found) {
+  size_t longest = 0;
+  for (const KeyBatch& keys : batches) longest = std::max(longest, keys.size());
+  std::vector<float> out(longest * spec.dim);
+  const std::vector<float> grads(longest * spec.dim, kValue);
+  IndexScratch scratch{std::vector<uint32_t>(longest), std::vector<float*>(longest)};
+  const uint64_t table_id = HashName(spec.name);
+  const size_t copy_bytes = size_t{spec.dim} * sizeof(float);
+  const size_t row_floats = spec.dim + optimizer.state_floats();
+  const auto copy_to_out = [&](size_t i, const float* row) {
+    std::memcpy(out.data() + i * spec.dim, row, copy_bytes);
+  };
+  const auto update = [&](size_t i, float* row) {
+    optimizer.Apply(std::span<float>(row, spec.dim),
+                    std::span<float>(row + spec.dim, optimizer.state_floats()),
+                    std::span<const float>(grads.data() + i * spec.dim, spec.dim));
+  };
+  const auto keys_of = [&](size_t b) { return batches[b].size(); };
+  size_t next_batch = 0;
+  std::vector<double> copied, updated, found_copied, found_updated;
+  const double share = seconds / 4 / rounds;
+  const auto time = [&](std::vector<double>& figures, auto&& pass) {
+    figures.push_back(NanosecondsPerKey(batches.size(), share, &next_batch, keys_of, pass));
+  };
+  for (uint32_t round = 0; round < rounds; ++round) {
+    time(copied, [&](size_t b) {
+      const std::vector<float*>& rows = found.batches[b];
+      GatherRows<true>(
+          rows.size(), [&](size_t i) { return rows[i]; }, spec.dim, out.data());
+    });
+    time(updated, [&](size_t b) {
+      const std::vector<float*>& rows = found.batches[b];
+      UpdateRows(
+          rows.size(), [&](size_t i) { return rows[i]; }, optimizer, grads.data());
+    });
+    time(found_copied, [&](size_t b) {
+      FindAndUse(found.rows, table_id, batches[b], found.orders[b], spec.dim, scratch, copy_to_out);
+    });
+    time(found_updated, [&](size_t b) {
+      FindAndUse(found.rows, table_id, batches[b], found.orders[b], row_floats, scratch, update);
+    });
+  }
+  static volatile float sink;  // the copies and updates are used: none may be left out
+  sink = out[out.size() / 2] + found.batches.front().front()[0];
+  (void)sink;
+  return TableRowsFigures{.ns_per_copy = Median(copied),
+                          .ns_per_update = Median(updated),
+                          .ns_per_indexed_copy = Median(found_copied),
+                          .ns_per_indexed_update = Median(found_updated)};
 }
 
 }  // namespace
@@ -65,7 +160,7 @@ Result<TableRowsFigures> MeasureTableRows(const BenchOptions& config, const Tabl
   }
   ASSIGN_OR_RETURN(const embedding::RowOptimizer optimizer,
                    embedding::RowOptimizer::Create(spec.optimizer, spec.dim));
-  FoundRows found{embedding::StripedRows(partitions, spec.dim + optimizer.state_floats()), {}};
+  FoundRows found{embedding::StripedRows(partitions, spec.dim + optimizer.state_floats()), {}, {}};
   try {
     CreateAndFind(config, spec, rows, optimizer, batches, found);
   } catch (const std::bad_alloc&) {
@@ -73,33 +168,11 @@ Result<TableRowsFigures> MeasureTableRows(const BenchOptions& config, const Tabl
         "table rows: no memory for the table's " + std::to_string(rows) + " rows of " +
         std::to_string((spec.dim + optimizer.state_floats()) * sizeof(float)) + " bytes");
   }
-  size_t longest = 0;
-  for (const KeyBatch& keys : batches) longest = std::max(longest, keys.size());
-  std::vector<float> out(longest * spec.dim);
-  const std::vector<float> grads(longest * spec.dim, kValue);
-  const auto keys_of = [&](size_t b) { return found.batches[b].size(); };
-  size_t next_batch = 0;
-  std::vector<double> copied, updated;
-  const double share = seconds / 2 / rounds;
-  for (uint32_t round = 0; round < rounds; ++round) {
-    copied.push_back(NanosecondsPerKey(batches.size(), share, &next_batch, keys_of, [&](size_t b) {
-      const std::vector<float*>& rows = found.batches[b];
-      GatherRows<true>(
-          rows.size(), [&](size_t i) { return rows[i]; }, spec.dim, out.data());
-    }));
-    updated.push_back(NanosecondsPerKey(batches.size(), share, &next_batch, keys_of, [&](size_t b) {
-      const std::vector<float*>& rows = found.batches[b];
-      UpdateRows(
-          rows.size(), [&](size_t i) { return rows[i]; }, optimizer, grads.data());
-    }));
+  TableRowsFigures figures = TimePasses(spec, optimizer, batches, seconds, rounds, found);
+  for (uint32_t p = 0; p < found.rows.num_partitions(); ++p) {
+    figures.rows += found.rows.store(p).size();
   }
-  static volatile float sink;  // the copies and updates are used: none may be left out
-  sink = out[out.size() / 2] + found.batches.front().front()[0];
-  (void)sink;
-  uint64_t held = 0;
-  for (uint32_t p = 0; p < found.rows.num_partitions(); ++p) held += found.rows.store(p).size();
-  return TableRowsFigures{
-      .rows = held, .ns_per_copy = Median(copied), .ns_per_update = Median(updated)};
+  return figures;
 }
 
 }  // namespace ember::bench

@@ -85,15 +85,28 @@ TEST(BenchTest, ShortRunWritesEveryFigure) {
   for (const char* operation : {"pull", "push"}) {
     const std::string figures = JsonObject(json, operation);
     ASSERT_FALSE(figures.empty()) << operation << " missing in " << json;
-    for (const char* field : {"keys_per_second", "gb_per_second", "p50", "p99", "p999",
-                              "server_cpu_seconds_per_million_keys", "server_cpu_to_gather",
-                              "client_cpu_seconds_per_million_keys", "client_cpu_to_gather",
+    for (const char* field : {"keys_per_second",
+                              "gb_per_second",
+                              "p50",
+                              "p99",
+                              "p999",
+                              "server_cpu_seconds_per_million_keys",
+                              "server_cpu_to_gather",
+                              "client_cpu_seconds_per_million_keys",
+                              "client_cpu_to_gather",
                               "server_worker_cpu_seconds_per_million_keys",
                               "raw_server_cpu_seconds_per_million_keys",
                               "raw_io_cpu_seconds_per_million_keys",
-                              "raw_client_cpu_seconds_per_million_keys", "server_floor_ns",
-                              "server_floor_to_gather", "keys_per_second_bound",
-                              "raw_keys_per_second", "ratio_to_raw", "lookup_keys_per_second"}) {
+                              "raw_client_cpu_seconds_per_million_keys",
+                              "server_floor_ns",
+                              "server_floor_to_gather",
+                              "keys_per_second_bound",
+                              "server_floor_indexed_ns",
+                              "server_floor_indexed_to_gather",
+                              "keys_per_second_bound_indexed",
+                              "raw_keys_per_second",
+                              "ratio_to_raw",
+                              "lookup_keys_per_second"}) {
       EXPECT_GT(JsonNumber(figures, field), 0) << operation << "." << field << " in " << figures;
     }
     // ZeroMQ's I/O threads are some of the echo peers' threads: they spend part of their CPU.
@@ -128,11 +141,13 @@ TEST(BenchTest, ShortRunWritesEveryFigure) {
   EXPECT_GT(JsonNumber(gather, "ns_per_row"), 0) << gather;
   EXPECT_GT(JsonNumber(gather, "ns_per_row_plain"), 0) << gather;
   // The floor: the table's own rows, every created row and none else (the requests stay within
-  // them), copied and updated.
+  // them), copied and updated, found beforehand and found through the index.
   const std::string table_rows = JsonObject(json, "table_rows");
   EXPECT_EQ(JsonNumber(table_rows, "rows"), 100000) << table_rows;
-  EXPECT_GT(JsonNumber(table_rows, "ns_per_copy"), 0) << table_rows;
-  EXPECT_GT(JsonNumber(table_rows, "ns_per_update"), 0) << table_rows;
+  for (const char* field :
+       {"ns_per_copy", "ns_per_update", "ns_per_indexed_copy", "ns_per_indexed_update"}) {
+    EXPECT_GT(JsonNumber(table_rows, field), 0) << field << " in " << table_rows;
+  }
   EXPECT_GT(JsonNumber(json, "cores"), 0) << json;
 
   const std::string printed = testing::ReadFile(log);
@@ -211,29 +226,39 @@ TEST(BenchReportTest, TableFiguresAreInTheJson) {
                    .rss_bytes_per_row = 512.25};
   report.gather = bench::GatherFigures{.rows = 77, .row_bytes = 512, .copy_bytes = 256,
                                        .ns_per_row = 50, .ns_per_row_plain = 125.5};
-  report.table_rows =
-      bench::TableRowsFigures{.rows = 77, .ns_per_copy = 50, .ns_per_update = 150};
+  report.table_rows = bench::TableRowsFigures{.rows = 77,
+                                              .ns_per_copy = 50,
+                                              .ns_per_update = 150,
+                                              .ns_per_indexed_copy = 80,
+                                              .ns_per_indexed_update = 200};
   report.cores = 2;
   const std::string table = bench::FormatBenchTable(report);
   const std::string json = bench::BenchReportJson(report);
-  for (const char* printed : {"2000", "0.250", "1.50", "2.50", "3.50", "0.750", "4000", "0.500",
-                              "0.50x", "9000", "42 rows", "300.5", "512.2", "n/a", "in 3 rounds",
-                              "median of 3 interleaved rounds, range 0.40-0.60x",
-                              "256 B from 77 rows 512 B apart", "50.0 ns/row with prefetch",
-                              "125.5 without",
-                              "pull: server 750 ns (15.00x), workers 500 ns + transport 250 ns "
-                              "(a raw ZeroMQ peer: 62 ns); client 125 ns (2.50x); the table "
-                              "alone 111111 ns (2222.22x)",
-                              "push: server n/a (n/a), workers 500 ns + transport n/a ns",
-                              "a pull's copy 50.0 ns/row, an update by the optimizer 150.0 ns/row",
-                              // The floors: the table's rows copied (or updated) and ZeroMQ's I/O
-                              // thread; two cores over that and the raw client's 100 ns.
-                              "pull: server 100 ns (2.00x) = the table's rows 50 + ZeroMQ's I/O "
-                              "thread 50; with a raw client's 100 ns, 2 cores move at most "
-                              "10.00M keys/s",
-                              "push: server 200 ns (4.00x) = the table's rows 150 + ZeroMQ's I/O "
-                              "thread 50; with a raw client's 100 ns, 2 cores move at most "
-                              "6.67M keys/s"}) {
+  for (const char* printed :
+       {"2000", "0.250", "1.50", "2.50", "3.50", "0.750", "4000", "0.500", "0.50x", "9000",
+        "42 rows", "300.5", "512.2", "n/a", "in 3 rounds",
+        "median of 3 interleaved rounds, range 0.40-0.60x", "256 B from 77 rows 512 B apart",
+        "50.0 ns/row with prefetch", "125.5 without",
+        "pull: server 750 ns (15.00x), workers 500 ns + transport 250 ns "
+        "(a raw ZeroMQ peer: 62 ns); client 125 ns (2.50x); the table "
+        "alone 111111 ns (2222.22x)",
+        "push: server n/a (n/a), workers 500 ns + transport n/a ns",
+        "a pull's copy 50.0 ns/row, an update by the optimizer 150.0 ns/row",
+        // The floors: the table's rows copied (or updated) and ZeroMQ's I/O
+        // thread; two cores over that and the raw client's 100 ns.
+        "pull: server 100 ns (2.00x) = the table's rows 50 + ZeroMQ's I/O "
+        "thread 50; with a raw client's 100 ns, 2 cores move at most "
+        "10.00M keys/s",
+        "push: server 200 ns (4.00x) = the table's rows 150 + ZeroMQ's I/O "
+        "thread 50; with a raw client's 100 ns, 2 cores move at most "
+        "6.67M keys/s",
+        // With each row found through the index: 80 and 200 ns.
+        "each found through the table's index (no lock): 80.0 and 200.0 "
+        "ns/row",
+        "with the index: server 130 ns (2.60x) = 80 + 50; at most 8.70M "
+        "keys/s",
+        "with the index: server 250 ns (5.00x) = 200 + 50; at most 5.71M "
+        "keys/s"}) {
     EXPECT_NE(table.find(printed), std::string::npos) << printed << " in\n" << table;
   }
   const std::string pull = JsonObject(json, "pull");
@@ -260,6 +285,9 @@ TEST(BenchReportTest, TableFiguresAreInTheJson) {
   EXPECT_DOUBLE_EQ(JsonNumber(pull, "server_floor_to_gather"), 2);
   EXPECT_DOUBLE_EQ(JsonNumber(pull, "keys_per_second_bound"), 1e7);
   EXPECT_DOUBLE_EQ(JsonNumber(JsonObject(json, "push"), "server_floor_ns"), 200);
+  EXPECT_DOUBLE_EQ(JsonNumber(pull, "server_floor_indexed_ns"), 130);
+  EXPECT_DOUBLE_EQ(JsonNumber(pull, "server_floor_indexed_to_gather"), 2.6);
+  EXPECT_DOUBLE_EQ(JsonNumber(pull, "keys_per_second_bound_indexed"), 2e9 / 230);
   EXPECT_EQ(JsonNumber(json, "cores"), 2);
   const std::string gather = JsonObject(json, "gather");
   EXPECT_EQ(JsonNumber(gather, "rows"), 77);
@@ -269,6 +297,8 @@ TEST(BenchReportTest, TableFiguresAreInTheJson) {
   EXPECT_EQ(JsonNumber(table_rows, "rows"), 77);
   EXPECT_EQ(JsonNumber(table_rows, "ns_per_copy"), 50);
   EXPECT_EQ(JsonNumber(table_rows, "ns_per_update"), 150);
+  EXPECT_EQ(JsonNumber(table_rows, "ns_per_indexed_copy"), 80);
+  EXPECT_EQ(JsonNumber(table_rows, "ns_per_indexed_update"), 200);
   // A figure the table shows as n/a is null in the JSON.
   EXPECT_NE(JsonObject(json, "push").find("\"server_cpu_seconds_per_million_keys\": null"),
             std::string::npos)
