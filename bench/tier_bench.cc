@@ -394,31 +394,33 @@ Status RunLookaheadPairs(const TierBenchOptions& config, const TierRequests& req
   return Status::Ok();
 }
 
-// The cold path's floor on the tiered table's store, and the bound it sets on each pull+push run.
+// The cold path's floor on the tiered table's store and over a plain file, and the bounds they set
+// on each pull+push run.
 Status ReportColdPath(const TierBenchOptions& config, embedding::RocksStore& store,
                       const embedding::EmbeddingTable& tiered, TierBenchReport* report,
                       const Progress& progress) {
   embedding::RocksTable& disk = *store.Table(BenchSpec(config).name);
-  ASSIGN_OR_RETURN(report->cold_path,
-                   MeasureColdPath(config.rows, disk, tiered, std::min(config.seconds, 3.0)));
+  const double seconds = std::min(config.seconds, 3.0);
+  ASSIGN_OR_RETURN(report->cold_path, MeasureColdPath(config.rows, disk, tiered, seconds));
+  ASSIGN_OR_RETURN(report->file_path,
+                   MeasureFilePath(config.data_dir, config.rows,
+                                   disk.floats_per_row() * sizeof(float), seconds));
   const ColdPathFigures& cold = report->cold_path;
-  progress(StringPrintf(
-      "  the cold path alone (RocksDB, no table): a stored row read in %.2f us of CPU (%.2f us "
-      "in MultiGets of %u, a stripe's share of a request's misses), written back in %.2f us "
-      "(the process's CPU, RocksDB's threads included, in sorted batches of %u)",
-      cold.read_us, cold.stripe_read_us, kColdStripeReadBatch, cold.write_us, kColdWriteBatch));
+  const FilePathFigures& file = report->file_path;
+  progress(ColdPathLine(cold, file));
   const double memory_ns = report->memory_pair.cpu_ns_per_key;
   for (const TierBenchReport::LookaheadRun& run : report->tiered_pairs) {
-    const double floor_ns =
-        ColdPathFloorNs(cold, memory_ns, run.reads_per_key, run.writebacks_per_key);
+    const double reads = run.reads_per_key, writes = run.writebacks_per_key;
+    const double floor_ns = ColdPathFloorNs(memory_ns, reads, cold.read_us, writes, cold.write_us);
+    const double file_ns = ColdPathFloorNs(memory_ns, reads, file.read_us, writes, file.write_us);
     progress(StringPrintf(
         "  look-ahead %u: %.3f rows read and %.3f written back per key cost at least %.0f ns of "
         "CPU per key with memory's %.0f, %.2fx memory's: a pair ratio of at most %.3f where CPU "
-        "bounds it (measured %.3f at %.0f ns)",
-        run.lookahead, run.reads_per_key, run.writebacks_per_key, floor_ns, memory_ns,
-        TierRatio(floor_ns, memory_ns), TierRatio(memory_ns, floor_ns),
+        "bounds it (measured %.3f at %.0f ns); over a plain file at least %.0f ns, at most %.3f",
+        run.lookahead, reads, writes, floor_ns, memory_ns, TierRatio(floor_ns, memory_ns),
+        TierRatio(memory_ns, floor_ns),
         TierRatio(run.pair.keys_per_second, report->memory_pair.keys_per_second),
-        run.pair.cpu_ns_per_key));
+        run.pair.cpu_ns_per_key, file_ns, TierRatio(memory_ns, file_ns)));
   }
   return Status::Ok();
 }

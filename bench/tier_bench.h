@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "bench/tier_cold_path.h"
+#include "bench/tier_file_path.h"
 #include "common/status.h"
 #include "ps/server/server.h"
 
@@ -86,6 +87,7 @@ struct TierBenchReport {
   double hit_rate = 0;  // over the tiered pull and push phases
   uint64_t evictions = 0, writebacks = 0, resident_rows = 0;
   ColdPathFigures cold_path;  // measured on the tiered table's store after its phases
+  FilePathFigures file_path;  // a plain file of as many rows, in the same directory
 
   // On disk after the tiered phases, against a row with its optimizer state.
   uint64_t disk_bytes = 0;

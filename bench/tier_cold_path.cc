@@ -1,4 +1,5 @@
-// The cold path's floor: timed RocksDB reads and write-backs of stored rows (tier_cold_path.h).
+// The cold path's floor: timed RocksDB reads and write-backs of stored rows, and the line that
+// reports them beside a plain file's (tier_cold_path.h).
 #include "bench/tier_cold_path.h"
 
 #include <unistd.h>
@@ -12,6 +13,7 @@
 #include <vector>
 
 #include "bench/internal/process_usage.h"
+#include "common/string_printf.h"
 
 namespace ember::bench {
 namespace {
@@ -102,8 +104,20 @@ Result<ColdPathFigures> MeasureColdPath(uint64_t rows, embedding::RocksTable& di
   return figures;
 }
 
-double ColdPathFloorNs(const ColdPathFigures& cold, double memory_ns, double reads, double writes) {
-  return memory_ns + 1e3 * (reads * cold.read_us + writes * cold.write_us);
+std::string ColdPathLine(const ColdPathFigures& cold, const FilePathFigures& file) {
+  return StringPrintf(
+      "  the cold path alone (RocksDB, no table): a stored row read in %.2f us of CPU (%.2f us "
+      "in MultiGets of %u, a stripe's share of a request's misses), written back in %.2f us "
+      "(the process's CPU, RocksDB's threads included, in sorted batches of %u); a plain file of "
+      "the rows in the page cache: a row read with pread in %.2f us, written with pwrite in %.2f "
+      "us (an empty system call %.2f us)",
+      cold.read_us, cold.stripe_read_us, kColdStripeReadBatch, cold.write_us, kColdWriteBatch,
+      file.read_us, file.write_us, file.syscall_us);
+}
+
+double ColdPathFloorNs(double memory_ns, double reads, double read_us, double writes,
+                       double write_us) {
+  return memory_ns + 1e3 * (reads * read_us + writes * write_us);
 }
 
 }  // namespace ember::bench

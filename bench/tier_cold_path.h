@@ -5,7 +5,9 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 
+#include "bench/tier_file_path.h"
 #include "common/status.h"
 #include "embedding/embedding_table.h"
 #include "embedding/rocks_store.h"
@@ -32,8 +34,12 @@ struct ColdPathFigures {
 Result<ColdPathFigures> MeasureColdPath(uint64_t rows, embedding::RocksTable& disk,
                                         const embedding::EmbeddingTable& shape, double seconds);
 
-// The least CPU per key of a phase whose keys cost `memory_ns` in memory, plus `reads` and
-// `writes` rows per key at the cold path's cost, in ns.
-double ColdPathFloorNs(const ColdPathFigures& cold, double memory_ns, double reads, double writes);
+// The least CPU per key of a phase whose keys cost `memory_ns` in memory, plus `reads` rows read
+// per key at `read_us` each and `writes` rows written at `write_us` each, in ns.
+// The line `ember bench-tier` prints of RocksDB's cold path and a plain file's.
+std::string ColdPathLine(const ColdPathFigures& cold, const FilePathFigures& file);
+
+double ColdPathFloorNs(double memory_ns, double reads, double read_us, double writes,
+                       double write_us);
 
 }  // namespace ember::bench

@@ -1,14 +1,17 @@
 // Tests for the tier benchmark's cold-path floor (bench/tier_cold_path.h): it times reads and
 // write-backs of the stored rows without changing a single stored value, and its floor adds the
-// rows read and written per key at their measured cost to memory's.
+// rows read and written per key at their measured cost to memory's; and of the same floor over a
+// plain file (bench/tier_file_path.h).
 #include "bench/tier_cold_path.h"
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <memory>
 #include <numeric>
 #include <vector>
 
+#include "bench/tier_file_path.h"
 #include "embedding/embedding_table.h"
 #include "embedding/rocks_store.h"
 #include "tests/test_util.h"
@@ -87,12 +90,28 @@ TEST(TierColdPathTest, RefusesATableTooSmallForOneWriteBatch) {
 }
 
 TEST(TierColdPathTest, FloorAddsTheColdRowsOfAKeyToMemorysCost) {
-  ColdPathFigures cold;
-  cold.read_us = 4.0;
-  cold.write_us = 5.0;
-  // 200 ns in memory, 0.1 rows read (400 ns) and 0.05 written back (250 ns) per key.
-  EXPECT_DOUBLE_EQ(ColdPathFloorNs(cold, 200, 0.1, 0.05), 850);
-  EXPECT_DOUBLE_EQ(ColdPathFloorNs(cold, 200, 0, 0), 200);
+  // 200 ns in memory, 0.1 rows read at 4 us (400 ns) and 0.05 written back at 5 us (250 ns).
+  EXPECT_DOUBLE_EQ(ColdPathFloorNs(200, 0.1, 4.0, 0.05, 5.0), 850);
+  EXPECT_DOUBLE_EQ(ColdPathFloorNs(200, 0, 4.0, 0, 5.0), 200);
+}
+
+// The plain file's floor: every call costs some CPU, and the file is gone afterwards.
+TEST(TierFilePathTest, TimesReadsWritesAndCallsAndRemovesItsFile) {
+  testing::TempDir dir;
+  auto figures = MeasureFilePath(dir.path(), 5000, 132, 0.05);
+  ASSERT_TRUE(figures.ok()) << figures.status().ToString();
+  EXPECT_GT(figures->read_us, 0);
+  EXPECT_GT(figures->write_us, 0);
+  EXPECT_GT(figures->syscall_us, 0);
+  EXPECT_FALSE(std::filesystem::exists(dir.path() + "/ember-file-path-rows"));
+}
+
+TEST(TierFilePathTest, NamesTheFileItCannotCreate) {
+  auto figures = MeasureFilePath("/nonexistent-ember-dir", 100, 16, 0.01);
+  ASSERT_FALSE(figures.ok());
+  EXPECT_NE(figures.status().ToString().find("/nonexistent-ember-dir/ember-file-path-rows"),
+            std::string::npos)
+      << figures.status().ToString();
 }
 
 }  // namespace
