@@ -109,10 +109,10 @@ std::string ColdPathLine(const ColdPathFigures& cold, const FilePathFigures& fil
       "  the cold path alone (RocksDB, no table): a stored row read in %.2f us of CPU (%.2f us "
       "in MultiGets of %u, a stripe's share of a request's misses), written back in %.2f us "
       "(the process's CPU, RocksDB's threads included, in sorted batches of %u); a plain file of "
-      "the rows in the page cache: a row read with pread in %.2f us, written with pwrite in %.2f "
-      "us (an empty system call %.2f us)",
+      "the rows in the page cache: a row read with pread in %.2f us, written in %.2f us (pwrite of "
+      "%u rows at the file's next place; an empty system call %.2f us)",
       cold.read_us, cold.stripe_read_us, kColdStripeReadBatch, cold.write_us, kColdWriteBatch,
-      file.read_us, file.write_us, file.syscall_us);
+      file.read_us, file.write_us, kFileWriteBatch, file.syscall_us);
 }
 
 double ColdPathFloorNs(double memory_ns, double reads, double read_us, double writes,
