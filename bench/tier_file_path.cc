@@ -18,7 +18,7 @@
 namespace ember::bench {
 namespace {
 
-// Random row offsets the timed loops cycle through, drawn before the clock starts.
+// Random row offsets the timed reads cycle through, drawn before the clock starts.
 constexpr size_t kOffsets = size_t{1} << 16;
 
 Status FileError(const std::string& what, const std::string& path) {
@@ -57,18 +57,18 @@ Status WriteAndReadThrough(const RowFile& file, uint64_t bytes) {
   return Status::Ok();
 }
 
-// This thread's CPU per call of `call(offset)` over the offsets, for about `seconds`; false from a
+// This thread's CPU per call of `call(i)`, for i = 0, 1, ... for about `seconds`; false from a
 // call stops the loop with the file's error.
 template <typename Call>
-Result<double> MicrosecondsPerCall(const std::vector<off_t>& offsets, double seconds,
-                                   const RowFile& file, const char* what, Call&& call) {
+Result<double> MicrosecondsPerCall(double seconds, const RowFile& file, const char* what,
+                                   Call&& call) {
   const pid_t self = gettid();
   uint64_t calls = 0;
   const double cpu_before = ThreadCpuSeconds(self);
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
   while (std::chrono::steady_clock::now() < deadline) {
     for (size_t i = 0; i < 1024; ++i, ++calls) {
-      if (!call(offsets[calls % offsets.size()])) return FileError(what, file.path);
+      if (!call(calls)) return FileError(what, file.path);
     }
   }
   return 1e6 * (ThreadCpuSeconds(self) - cpu_before) / static_cast<double>(calls);
@@ -89,23 +89,22 @@ Result<FilePathFigures> MeasureFilePath(const std::string& directory, uint64_t r
   for (off_t& offset : offsets) offset = static_cast<off_t>(random() % rows * row_bytes);
   std::vector<char> row(row_bytes);
   FilePathFigures figures;
-  const auto read = [&](off_t at) { return ::pread(file.fd, row.data(), row_bytes, at) > 0; };
+  const auto read = [&](uint64_t i) {
+    return ::pread(file.fd, row.data(), row_bytes, offsets[i % offsets.size()]) > 0;
+  };
   // The file holds zeros, so writing zero rows leaves it as it was. A batch of rows is written at
   // the next place of the file, wrapping round: as a store that appends evicted rows would.
   const size_t batch_bytes = kFileWriteBatch * row_bytes;
   const std::vector<char> zeros(batch_bytes);
   const uint64_t batches = std::max<uint64_t>(1, rows * row_bytes / batch_bytes);
-  uint64_t next_batch = 0;
-  const auto write = [&](off_t) {
-    const off_t at = static_cast<off_t>(next_batch++ % batches * batch_bytes);
+  const auto write = [&](uint64_t i) {
+    const off_t at = static_cast<off_t>(i % batches * batch_bytes);
     return ::pwrite(file.fd, zeros.data(), batch_bytes, at) == ssize_t(batch_bytes);
   };
-  ASSIGN_OR_RETURN(figures.read_us, MicrosecondsPerCall(offsets, seconds, file, "reading", read));
-  ASSIGN_OR_RETURN(const double batch_us,
-                   MicrosecondsPerCall(offsets, seconds, file, "writing", write));
+  ASSIGN_OR_RETURN(figures.read_us, MicrosecondsPerCall(seconds, file, "reading", read));
+  ASSIGN_OR_RETURN(const double batch_us, MicrosecondsPerCall(seconds, file, "writing", write));
   figures.write_us = batch_us / kFileWriteBatch;
-  ASSIGN_OR_RETURN(figures.syscall_us,
-                   MicrosecondsPerCall(offsets, seconds, file, "calling", [](off_t) {
+  ASSIGN_OR_RETURN(figures.syscall_us, MicrosecondsPerCall(seconds, file, "calling", [](uint64_t) {
                      ::syscall(SYS_getppid);
                      return true;
                    }));

@@ -44,6 +44,13 @@ void GatherRows(size_t keys, RowAt&& row_at, uint32_t copy_floats, float* out) {
   }
 }
 
+// One row, weights and then state, updated in place by `optimizer` with `grad` (dim floats).
+inline void UpdateRow(const embedding::RowOptimizer& optimizer, float* row, const float* grad) {
+  const uint32_t dim = optimizer.dim();
+  optimizer.Apply(std::span<float>(row, dim), std::span<float>(row + dim, optimizer.state_floats()),
+                  std::span<const float>(grad, dim));
+}
+
 // What a push must do at least: each key's whole row, weights and then state, updated in place by
 // `optimizer` with the key's gradient (grads, in key order), the rows prefetched for writing.
 template <typename RowAt>
@@ -53,10 +60,7 @@ void UpdateRows(size_t keys, RowAt&& row_at, const embedding::RowOptimizer& opti
   const size_t row_bytes = size_t{dim + optimizer.state_floats()} * sizeof(float);
   for (size_t i = 0; i < keys; ++i) {
     if (i + kUpdateKeysAhead < keys) PrefetchBytes<true>(row_at(i + kUpdateKeysAhead), row_bytes);
-    float* row = row_at(i);
-    optimizer.Apply(std::span<float>(row, dim),
-                    std::span<float>(row + dim, optimizer.state_floats()),
-                    std::span<const float>(grads + i * dim, dim));
+    UpdateRow(optimizer, row_at(i), grads + i * dim);
   }
 }
 

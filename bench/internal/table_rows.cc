@@ -111,9 +111,7 @@ TableRowsFigures TimePasses(const TableSpec& spec, const embedding::RowOptimizer
     std::memcpy(out.data() + i * spec.dim, row, copy_bytes);
   };
   const auto update = [&](size_t i, float* row) {
-    optimizer.Apply(std::span<float>(row, spec.dim),
-                    std::span<float>(row + spec.dim, optimizer.state_floats()),
-                    std::span<const float>(grads.data() + i * spec.dim, spec.dim));
+    UpdateRow(optimizer, row, grads.data() + i * spec.dim);
   };
   const auto keys_of = [&](size_t b) { return batches[b].size(); };
   size_t next_batch = 0;
