@@ -20,6 +20,9 @@ std::string CountRecordPrefix(uint64_t table_id) {
   return key;
 }
 
+// How many rows ahead the cold row file's buckets are prefetched.
+constexpr size_t kColdPrefetchDistance = 4;
+
 // Keys written to disk a stripe remembers for the prefetches in flight; past it, a new generation
 // begins (and prefetches that read the stripe before drop what they read of it).
 constexpr size_t kMaxWrittenKeys = 8192;
@@ -43,6 +46,11 @@ Result<std::unique_ptr<DiskTier>> DiskTier::Open(const TierOptions& options, Tie
                            std::to_string(table.floats_per_row));
   }
   std::unique_ptr<DiskTier> tier(new DiskTier(options, table));
+  if (options.budget != nullptr && options.cold_file_bytes > 0 && !options.cold_file_dir.empty()) {
+    ASSIGN_OR_RETURN(tier->cold_,
+                     ColdRowFile::Create(options.cold_file_dir, table.floats_per_row,
+                                         table.rows.num_partitions(), options.cold_file_bytes));
+  }
   ASSIGN_OR_RETURN(const uint64_t stored, tier->LoadDurableCounts());
   table.row_count.store(stored, std::memory_order_relaxed);
   if (PushLog* log = tier->disk_.push_log(); log != nullptr) {
@@ -115,6 +123,11 @@ Result<uint64_t> DiskTier::CountDurableRows() {
 }
 
 Status DiskTier::RecountRows() {
+  // Rows were written to disk without the table: none the cold row file holds can be trusted.
+  for (uint32_t p = 0; cold_ != nullptr && p < table_.rows.num_partitions(); ++p) {
+    std::lock_guard<std::mutex> lock(table_.rows.LockOf(p));
+    cold_->ForgetPartition(p);
+  }
   ASSIGN_OR_RETURN(uint64_t total, CountDurableRows());
   table_.row_count.store(total, std::memory_order_relaxed);
   return Status::Ok();
@@ -133,6 +146,8 @@ void DiskTier::NoteDiskWrite(uint32_t partition) {
 }
 
 void DiskTier::NoteRowWritten(uint32_t partition, uint64_t key) {
+  // Read under the stripe lock that a pass takes after BeginNotedPass, before its reads.
+  if (passes_in_flight_.load() == 0) return;
   WriteNotes& notes = write_notes_[table_.rows.StripeOf(partition)];
   if (notes.written.size() >= kMaxWrittenKeys) NoteDiskWrite(partition);
   notes.written[key] = ++notes.writes;
@@ -190,6 +205,7 @@ Result<uint64_t> DiskTier::Erase(uint32_t partition) {
             .WithContext("logging the erasure of partition " + std::to_string(partition)));
   }
   NoteDiskWrite(partition);
+  if (cold_ != nullptr) cold_->ForgetPartition(partition);
   RETURN_IF_ERROR(
       disk_.Write(erasure).WithContext("erasing partition " + std::to_string(partition)));
   uint64_t erased = durable_rows_[partition];
@@ -241,7 +257,10 @@ Result<uint64_t> DiskTier::ExpireOnDiskLocked(
     RETURN_IF_ERROR(
         log->WaitDurable(deletes.AppendToLog(*log)).WithContext("logging expired rows"));
   }
-  if (!deletes.empty()) NoteDiskWrite(partition);
+  if (!deletes.empty()) {
+    NoteDiskWrite(partition);
+    if (cold_ != nullptr) cold_->ForgetPartition(partition);
+  }
   RETURN_IF_ERROR(disk_.Write(deletes).WithContext("deleting expired rows"));
   durable_rows_[partition] -= durable_expired;
   for (uint64_t key : victims) {
@@ -263,7 +282,53 @@ void DiskTier::ForgetErasedLocked(uint32_t partition, size_t erased) {
 
 Status DiskTier::ReadRows(std::span<const uint32_t> partitions, std::span<const uint64_t> keys,
                           const std::function<void(size_t, std::span<const float>)>& found) const {
-  return disk_.MultiGet(partitions, keys, found);
+  return ReadStoredRows(partitions, keys, found, /*keep=*/false);
+}
+
+Status DiskTier::ReadStoredRows(std::span<const uint32_t> partitions,
+                                std::span<const uint64_t> keys,
+                                const std::function<void(size_t, std::span<const float>)>& found,
+                                bool keep) const {
+  if (cold_ == nullptr) return disk_.MultiGet(partitions, keys, found);
+  thread_local std::vector<float> row;
+  thread_local std::vector<uint32_t> rest_partitions;  // the keys the file does not hold
+  thread_local std::vector<uint64_t> rest_keys;
+  thread_local std::vector<size_t> rest_at;  // their indexes into `keys`
+  row.resize(table_.floats_per_row);
+  rest_partitions.clear();
+  rest_keys.clear();
+  rest_at.clear();
+  for (size_t i = 0; i < std::min(keys.size(), kColdPrefetchDistance); ++i)
+    cold_->Prefetch(keys[i]);
+  for (size_t i = 0; i < keys.size(); ++i) {
+    if (i + kColdPrefetchDistance < keys.size()) cold_->Prefetch(keys[i + kColdPrefetchDistance]);
+    if (cold_->Find(partitions[i], keys[i], row.data())) {
+      found(i, row);
+      continue;
+    }
+    rest_partitions.push_back(partitions[i]);
+    rest_keys.push_back(keys[i]);
+    rest_at.push_back(i);
+  }
+  cold_hits_.fetch_add(keys.size() - rest_keys.size(), std::memory_order_relaxed);
+  if (rest_keys.empty()) return Status::Ok();
+  return disk_.MultiGet(rest_partitions, rest_keys, [&](size_t r, std::span<const float> stored) {
+    if (keep) cold_->Store(rest_partitions[r], rest_keys[r], stored);
+    found(rest_at[r], stored);
+  });
+}
+
+void DiskTier::KeepCold(std::span<const ColdRow> rows) const {
+  if (cold_ == nullptr) return;
+  for (size_t i = 0; i < std::min(rows.size(), kColdPrefetchDistance); ++i) {
+    cold_->Prefetch(rows[i].key);
+  }
+  for (size_t i = 0; i < rows.size(); ++i) {
+    if (i + kColdPrefetchDistance < rows.size())
+      cold_->Prefetch(rows[i + kColdPrefetchDistance].key);
+    cold_->Store(rows[i].partition, rows[i].key,
+                 std::span<const float>(rows[i].row, table_.floats_per_row));
+  }
 }
 
 Status DiskTier::ForEachRowOnlyOnDiskLocked(uint32_t partition,
@@ -284,6 +349,7 @@ TierStats DiskTier::stats() const {
   stats.hits = table_.counters.Get(TableStat::kHits);
   stats.misses = table_.counters.Get(TableStat::kMisses);
   stats.loaded = loaded_.load(std::memory_order_relaxed);
+  stats.cold_file_hits = cold_hits_.load(std::memory_order_relaxed);
   stats.evictions = table_.counters.Get(TableStat::kEvictions);
   stats.writebacks = writebacks_.load(std::memory_order_relaxed);
   return stats;

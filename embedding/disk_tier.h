@@ -30,6 +30,7 @@
 #include "common/table_stats.h"
 #include "embedding/change_tracker.h"
 #include "embedding/clock_ring.h"
+#include "embedding/cold_row_file.h"
 #include "embedding/hint_pins.h"
 #include "embedding/memory_budget.h"
 #include "embedding/new_rows.h"
@@ -49,6 +50,11 @@ struct TierOptions {
 
   // Bytes of rows (counted as the budget counts them) that look-ahead may pin at once; 0: none.
   uint64_t pin_budget_bytes = 0;
+
+  // Rows that left memory are also kept in a cold row file (cold_row_file.h) of about this many
+  // bytes in this directory, read before RocksDB; empty or 0: none (every miss reads RocksDB).
+  std::string cold_file_dir;
+  uint64_t cold_file_bytes = 0;
 };
 
 // Counters of a tiered table (all zero for an in-memory one).
@@ -57,6 +63,7 @@ struct TierStats {
   uint64_t hits = 0;           // request keys found in memory
   uint64_t misses = 0;         // request keys not in memory
   uint64_t loaded = 0;         // misses found on disk
+  uint64_t cold_file_hits = 0;  // rows read from the cold row file instead of RocksDB
   uint64_t evictions = 0;      // rows dropped from memory
   uint64_t writebacks = 0;     // evicted or flushed rows written to disk
 };
@@ -139,6 +146,11 @@ class DiskTier {
     std::unordered_map<uint64_t, uint64_t> written;
   };
   const WriteNotes& write_notes(uint32_t stripe) const { return write_notes_[stripe]; }
+  // Brackets a look-ahead pass, from before it first takes a stripe lock to after its last use of
+  // the write notes: while no pass is in flight, rows written to disk need not be noted (a pass
+  // that begins later reads them after they were written).
+  void BeginNotedPass() { passes_in_flight_.fetch_add(1); }
+  void EndNotedPass() { passes_in_flight_.fetch_sub(1); }
   HintPins& pins() { return *pins_; }
   const HintPins& pins() const { return *pins_; }
   const TierTable& table() const { return table_; }
@@ -200,6 +212,20 @@ class DiskTier {
   // under its stripe lock, and waits until written (run by the log before it drops a segment).
   Status RelogDirtyRows(uint64_t through);
 
+  // Reads the rows of `keys` (in `partitions`): each from the cold row file when it holds it, the
+  // others with one MultiGet; found(i, row_and_state) for each found. With `keep` (under the
+  // stripe locks of `partitions`) the rows read from RocksDB are stored in the cold row file.
+  Status ReadStoredRows(std::span<const uint32_t> partitions, std::span<const uint64_t> keys,
+                        const std::function<void(size_t i, std::span<const float>)>& found,
+                        bool keep) const;
+  // After a write of rows to RocksDB (under their stripe locks): the cold row file holds them too.
+  struct ColdRow {
+    uint32_t partition;
+    uint64_t key;
+    float* row;  // read only; the flusher marks the rows it kept
+  };
+  void KeepCold(std::span<const ColdRow> rows) const;
+
   // ---- Durable counts (disk_tier.cc) ----
   // The record of `partition`'s count `count`, added to `batch`.
   void AddCountRecord(RowWrites& batch, uint32_t partition, uint64_t count) const;
@@ -224,8 +250,11 @@ class DiskTier {
   std::vector<uint64_t> durable_rows_;
   std::vector<WriteNotes> write_notes_;  // per stripe, guarded by its lock
   std::unique_ptr<HintPins> pins_;
+  std::unique_ptr<ColdRowFile> cold_;  // null: none
   std::atomic<uint64_t> resident_{0};
   std::atomic<uint64_t> loaded_{0};
+  mutable std::atomic<uint64_t> cold_hits_{0};
+  std::atomic<uint32_t> passes_in_flight_{0};  // sequentially consistent, see BeginNotedPass
   std::atomic<uint64_t> writebacks_{0};
   uint64_t relogger_ = 0;  // the handle of RelogDirtyRows in the push log; 0: none
 };

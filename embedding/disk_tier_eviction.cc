@@ -49,8 +49,10 @@ Status DiskTier::EvictWhileOverBudget(std::span<const uint32_t> partitions, size
   struct Victim {
     uint32_t partition;
     size_t slot;
+    uint64_t key;
   };
   std::vector<Victim> victims;
+  std::vector<ColdRow> kept;  // every victim's row, valid until the first victim is dropped
   RowWrites writes(disk_);
   // Victims written to disk for the first time, by partition: its count goes up with the write.
   std::map<uint32_t, uint64_t> new_durable;
@@ -68,7 +70,8 @@ Status DiskTier::EvictWhileOverBudget(std::span<const uint32_t> partitions, size
       NoteRowWritten(partition, key);
       if (!(flags & kOnDisk)) ++new_durable[partition];
     }
-    victims.push_back(Victim{partition, chosen->slot});
+    victims.push_back(Victim{partition, chosen->slot, key});
+    kept.push_back(ColdRow{partition, key, chosen->row});
     chosen_bytes += row_bytes_;
   }
   const size_t written = writes.size();
@@ -86,21 +89,21 @@ Status DiskTier::EvictWhileOverBudget(std::span<const uint32_t> partitions, size
   if (!status.ok()) {
     // Keep every victim in memory, still changed, for a later eviction to retry.
     for (const Victim& victim : victims) {
-      float* flags =
-          table_.rows.store(victim.partition).Find(clocks_[victim.partition].KeyAt(victim.slot)) +
-          floats_per_row;
+      float* flags = table_.rows.store(victim.partition).Find(victim.key) + floats_per_row;
       StoreFlags(flags, LoadFlags(flags) & ~uint32_t{kChosen});
     }
     return status.WithContext("writing back evicted rows");
   }
   for (const auto& [partition, added] : new_durable) durable_rows_[partition] += added;
+  // Every victim, changed or not, holds what RocksDB now holds: the cold row file keeps it.
+  KeepCold(kept);
   // Drop in descending slot order per partition, which ClockRing::Remove allows.
   std::sort(victims.begin(), victims.end(), [](const Victim& a, const Victim& b) {
     return a.partition != b.partition ? a.partition < b.partition : a.slot > b.slot;
   });
   for (const Victim& victim : victims) {
     ClockRing& ring = clocks_[victim.partition];
-    table_.rows.store(victim.partition).Erase(ring.KeyAt(victim.slot));
+    table_.rows.store(victim.partition).Erase(victim.key);
     ring.Remove(victim.slot);
   }
   budget.Release(chosen_bytes);
@@ -117,13 +120,13 @@ Status DiskTier::FlushDirtyRows() {
   RowWrites writes(disk_);
   for (uint32_t p = 0; p < table_.rows.num_partitions(); ++p) {
     std::lock_guard<std::mutex> lock(table_.rows.LockOf(p));
-    std::vector<float*> flushed;
+    std::vector<ColdRow> flushed;
     uint64_t new_durable = 0;
     table_.rows.store(p).ForEach([&](uint64_t key, float* row) {
       const uint32_t flags = LoadFlags(row + floats_per_row);
       if (!(flags & kDirty)) return;
       writes.Put(p, key, std::span<const float>(row, floats_per_row));
-      flushed.push_back(row);
+      flushed.push_back(ColdRow{p, key, row});
       if (!(flags & kOnDisk)) ++new_durable;
     });
     const size_t written = writes.size();
@@ -138,8 +141,9 @@ Status DiskTier::FlushDirtyRows() {
     NoteDiskWrite(p);
     RETURN_IF_ERROR(disk_.Write(writes).WithContext("flushing table '" + table_.name + "'"));
     durable_rows_[p] += new_durable;
-    for (float* row : flushed) {
-      float* flags = row + floats_per_row;
+    KeepCold(flushed);
+    for (const ColdRow& kept : flushed) {
+      float* flags = kept.row + floats_per_row;
       StoreFlags(flags, (LoadFlags(flags) & ~uint32_t{kDirty}) | kOnDisk);
     }
     writebacks_.fetch_add(written, std::memory_order_relaxed);

@@ -55,7 +55,7 @@ Result<size_t> DiskTier::LoadMissesLocked(std::span<const uint64_t> keys, Reques
   thread_local std::vector<uint32_t> partitions;
   thread_local std::vector<uint64_t> missed_keys;
   thread_local std::vector<float> loaded;
-  // Every miss of the stripe in one MultiGet.
+  // Every miss of the stripe: from the cold row file, the rest in one MultiGet.
   stored.assign(missed.size(), nullptr);
   partitions.resize(missed.size());
   missed_keys.resize(missed.size());
@@ -65,11 +65,13 @@ Result<size_t> DiskTier::LoadMissesLocked(std::span<const uint64_t> keys, Reques
     missed_keys[m] = keys[at];
   }
   loaded.resize(missed.size() * floats_per_row);
-  RETURN_IF_ERROR(
-      disk_.MultiGet(partitions, missed_keys, [&](size_t m, std::span<const float> row) {
+  RETURN_IF_ERROR(ReadStoredRows(
+      partitions, missed_keys,
+      [&](size_t m, std::span<const float> row) {
         std::copy(row.begin(), row.end(), loaded.data() + m * floats_per_row);
         stored[m] = loaded.data() + m * floats_per_row;
-      }));
+      },
+      /*keep=*/true));
   NewRows& new_rows = table_.new_rows;
   size_t inserted = 0;
   for (size_t m = 0; m < missed.size(); ++m) {

@@ -33,6 +33,13 @@ Result<size_t> LookAhead::Prefetch(uint64_t hint, std::span<const uint64_t> keys
   ReleaseHint(hint);  // a hint sent again replaces the first
   RETURN_IF_ERROR(pins.CheckRoomForHint(table_.name));
   table_.counters.Add(TableStat::kHintedKeys, keys.size());
+  // Rows written to disk from here on are noted, so that what this pass reads before they are
+  // written is not inserted after them.
+  struct NotedPass {
+    explicit NotedPass(DiskTier& tier) : tier(tier) { tier.BeginNotedPass(); }
+    ~NotedPass() { tier.EndNotedPass(); }
+    DiskTier& tier;
+  } noted(tier_);
   Pass pass;
   pass.unique.assign(keys.begin(), keys.end());
   std::sort(pass.unique.begin(), pass.unique.end());

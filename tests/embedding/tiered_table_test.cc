@@ -8,9 +8,11 @@
 #include <cmath>
 #include <map>
 #include <numeric>
+#include <optional>
 #include <random>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 #include "embedding/embedding_table.h"
@@ -34,12 +36,13 @@ TableSpec Spec(OptimizerKind kind) {
   return spec;
 }
 
-// A table over a RocksStore in `path`, with a budget.
+// A table over a RocksStore in `path`, with a budget and, as a server gives it, a cold row file
+// of four times the budget (or of cold_file_bytes; 0: none).
 struct Tiered {
   // log_segment_bytes and log_kept_bytes_limit 0: the defaults.
   Tiered(const TableSpec& spec, const std::string& path, uint64_t budget_bytes,
          bool log_pushes = false, uint64_t log_segment_bytes = 0, uint64_t pin_budget_bytes = 0,
-         uint64_t log_kept_bytes_limit = 0)
+         uint64_t log_kept_bytes_limit = 0, std::optional<uint64_t> cold_file_bytes = std::nullopt)
       : budget(budget_bytes) {
     const uint32_t floats = EmbeddingTable::PersistedFloatsPerRow(spec);
     RocksStoreOptions options{path};
@@ -51,6 +54,8 @@ struct Tiered {
     store = std::move(*opened);
     TierOptions tier{store->Table(spec.name), &budget};
     tier.pin_budget_bytes = pin_budget_bytes;
+    tier.cold_file_dir = path;
+    tier.cold_file_bytes = cold_file_bytes.value_or(4 * budget_bytes);
     auto created = EmbeddingTable::Create(spec, kPartitions, tier);
     EXPECT_TRUE(created.ok()) << created.status().ToString();
     table = std::move(*created);
@@ -111,22 +116,40 @@ void RunSameTraffic(EmbeddingTable& tiered, EmbeddingTable& memory, int requests
   }
 }
 
-class TieredTableEquivalenceTest : public ::testing::TestWithParam<OptimizerKind> {};
+// The cold row file beside RocksDB: none (every miss reads RocksDB), one far smaller than the
+// cold rows (its buckets replace rows all the time), the server's default (four times the budget:
+// here a good part of the cold rows), or one that holds them all.
+enum class ColdFile { kNone, kSmall, kDefault, kAmple };
+
+class TieredTableEquivalenceTest
+    : public ::testing::TestWithParam<std::tuple<OptimizerKind, ColdFile>> {};
 
 TEST_P(TieredTableEquivalenceTest, HoldsWhatAnInMemoryTableHoldsAtTenTimesTheBudget) {
   testing::TempDir dir;
-  const TableSpec spec = Spec(GetParam());
+  const auto [optimizer, cold_file] = GetParam();
+  const TableSpec spec = Spec(optimizer);
   EmbeddingTable memory(spec, kPartitions);
   const uint32_t row_bytes = (memory.dim() + memory.state_floats() + 1) * sizeof(float);
   // The traffic touches about 15000 distinct keys; a tenth of them fit.
   const uint64_t budget = 1500 * row_bytes;
-  Tiered tiered(spec, dir.path(), budget);
+  const std::optional<uint64_t> cold_file_bytes =
+      cold_file == ColdFile::kNone    ? std::optional<uint64_t>(0)
+      : cold_file == ColdFile::kSmall ? std::optional<uint64_t>(budget / 8)
+      : cold_file == ColdFile::kAmple ? std::optional<uint64_t>(16 * budget)
+                                      : std::nullopt;
+  Tiered tiered(spec, dir.path(), budget, false, 0, 0, 0, cold_file_bytes);
   RunSameTraffic(*tiered.table, memory, 200);
 
   const TierStats stats = tiered.table->tier_stats();
   EXPECT_GT(memory.rows(), 10 * (budget / row_bytes));
   EXPECT_GT(stats.evictions, 0u);
   EXPECT_GT(stats.loaded, 0u);
+  if (cold_file == ColdFile::kNone) EXPECT_EQ(stats.cold_file_hits, 0u);
+  // Every row on disk went there through memory, so a file that can hold them all holds nearly
+  // every row loaded (a full bucket aside).
+  if (cold_file == ColdFile::kAmple) EXPECT_GT(stats.cold_file_hits, stats.loaded * 95 / 100);
+  if (cold_file == ColdFile::kDefault) EXPECT_GT(stats.cold_file_hits, stats.loaded / 4);
+  if (cold_file == ColdFile::kSmall) EXPECT_GT(stats.cold_file_hits, 0u);
   EXPECT_GT(stats.hits, stats.misses);  // skewed traffic: the hot rows stay
   EXPECT_LE(tiered.budget.used(), budget + 2 * 512 * row_bytes);
   EXPECT_EQ(tiered.table->rows(), memory.rows());
@@ -143,15 +166,18 @@ TEST_P(TieredTableEquivalenceTest, HoldsWhatAnInMemoryTableHoldsAtTenTimesTheBud
   EXPECT_EQ(report.evictions, stats.evictions);
   tiered.table.reset();
   tiered.store.reset();
-  Tiered reopened(spec, dir.path(), budget);
+  Tiered reopened(spec, dir.path(), budget, false, 0, 0, 0, cold_file_bytes);
   EXPECT_EQ(reopened.table->rows(), memory.rows());
   EXPECT_EQ(reopened.table->tier_stats().resident_rows, 0u);
   EXPECT_EQ(Dump(*reopened.table), Dump(memory));
 }
 
-INSTANTIATE_TEST_SUITE_P(Optimizers, TieredTableEquivalenceTest,
-                         ::testing::Values(OptimizerKind::kSgd, OptimizerKind::kAdagrad,
-                                           OptimizerKind::kAdam, OptimizerKind::kFtrl));
+INSTANTIATE_TEST_SUITE_P(
+    OptimizersAndColdFiles, TieredTableEquivalenceTest,
+    ::testing::Combine(::testing::Values(OptimizerKind::kSgd, OptimizerKind::kAdagrad,
+                                         OptimizerKind::kAdam, OptimizerKind::kFtrl),
+                       ::testing::Values(ColdFile::kNone, ColdFile::kSmall, ColdFile::kDefault,
+                                         ColdFile::kAmple)));
 
 TEST(TieredTableTest, LoggedPushesAreOnDiskWhenPushReturns) {
   testing::TempDir dir;
@@ -401,6 +427,11 @@ TEST(TieredTableTest, EraseAndRestoreCountRowsInMemoryAndOnDisk) {
     EXPECT_EQ(*erased, *memory.Erase(p)) << "partition " << p;
   }
   EXPECT_EQ(tiered.table->rows(), memory.rows());
+  // The erased rows that were evicted (into the cold row file too) do not come back: pulled
+  // again, they are new rows, as in memory.
+  ASSERT_GT(tiered.table->tier_stats().evictions, 0u);
+  RunSameTraffic(*tiered.table, memory, 20);
+  EXPECT_GT(tiered.table->tier_stats().cold_file_hits, 0u);
   const std::vector<float> row(spec.dim, 0.25f);
   for (uint64_t key = 0; key < 1000; key += 7) {
     ASSERT_TRUE(tiered.table->Restore(key, row, {}).ok());

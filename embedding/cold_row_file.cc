@@ -1,0 +1,172 @@
+// ColdRowFile: the mapped file of buckets, and finding, storing and forgetting rows in it.
+#include "embedding/cold_row_file.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+
+#include "common/hash.h"
+
+namespace ember::embedding {
+namespace {
+
+// A bucket's slots fit about one page, tags first: a lookup reads the tags' few cache lines and
+// then one row.
+constexpr uint64_t kBucketTargetBytes = 4096;
+constexpr uint32_t kMinSlotsPerBucket = 4;
+constexpr uint32_t kMaxSlotsPerBucket = 255;  // next_replaced_ is a byte
+
+uint32_t SlotsPerBucket(uint32_t floats_per_row) {
+  const uint64_t slot_bytes = 16 + uint64_t{floats_per_row} * sizeof(float);
+  return static_cast<uint32_t>(std::clamp<uint64_t>(kBucketTargetBytes / slot_bytes,
+                                                    kMinSlotsPerBucket, kMaxSlotsPerBucket));
+}
+
+uint64_t BucketBytes(uint32_t floats_per_row) {
+  const uint64_t slots = SlotsPerBucket(floats_per_row);
+  const uint64_t bytes = slots * (16 + uint64_t{floats_per_row} * sizeof(float));
+  return (bytes + 63) / 64 * 64;
+}
+
+std::string ErrnoText(int error) { return std::strerror(error); }
+
+}  // namespace
+
+ColdRowFile::ColdRowFile(uint32_t floats_per_row, uint32_t num_partitions, uint64_t capacity_bytes)
+    : floats_per_row_(floats_per_row),
+      num_partitions_(num_partitions),
+      slots_per_bucket_(SlotsPerBucket(floats_per_row)),
+      bucket_bytes_(BucketBytes(floats_per_row)),
+      num_buckets_(std::max<uint64_t>(1, capacity_bytes / BucketBytes(floats_per_row))),
+      file_bytes_(num_buckets_ * bucket_bytes_),
+      generations_(std::make_unique<std::atomic<uint32_t>[]>(num_partitions)),
+      next_replaced_(std::make_unique<uint8_t[]>(num_buckets_)),
+      locks_(std::make_unique<BucketLock[]>(kLocks)) {
+  for (uint32_t p = 0; p < num_partitions; ++p) generations_[p].store(1);
+}
+
+Result<std::unique_ptr<ColdRowFile>> ColdRowFile::Create(const std::string& dir,
+                                                         uint32_t floats_per_row,
+                                                         uint32_t num_partitions,
+                                                         uint64_t capacity_bytes) {
+  if (floats_per_row == 0 || num_partitions == 0) {
+    return InvalidArgument("a cold row file needs rows of at least one float and a partition");
+  }
+  std::unique_ptr<ColdRowFile> file(
+      new ColdRowFile(floats_per_row, num_partitions, capacity_bytes));
+  const std::string path = (std::filesystem::path(dir) / "ember-cold-rows").string();
+  file->fd_ = open(path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  if (file->fd_ < 0 && errno == EEXIST) {
+    // Left by a process that died between creating and unlinking it: no one else uses it.
+    unlink(path.c_str());
+    file->fd_ = open(path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  }
+  if (file->fd_ < 0) {
+    return Unavailable("cannot create cold row file '" + path + "': " + ErrnoText(errno));
+  }
+  unlink(path.c_str());
+  const int reserved = posix_fallocate(file->fd_, 0, static_cast<off_t>(file->file_bytes_));
+  if (reserved != 0) {
+    return Unavailable("cannot reserve " + std::to_string(file->file_bytes_) +
+                       " bytes for cold row file '" + path + "': " + ErrnoText(reserved));
+  }
+  void* mapped = mmap(nullptr, file->file_bytes_, PROT_READ | PROT_WRITE, MAP_SHARED, file->fd_, 0);
+  if (mapped == MAP_FAILED) {
+    return Unavailable("cannot map cold row file '" + path + "': " + ErrnoText(errno));
+  }
+  file->base_ = static_cast<char*>(mapped);
+  // Buckets are read at random: read-ahead would only bring in pages no one asked for.
+  madvise(mapped, file->file_bytes_, MADV_RANDOM);
+  return file;
+}
+
+ColdRowFile::~ColdRowFile() {
+  if (base_ != nullptr) munmap(base_, file_bytes_);
+  if (fd_ >= 0) close(fd_);
+}
+
+uint64_t ColdRowFile::BucketOf(uint64_t key) const {
+  // A hash of its own, independent of the one that chose the key's partition.
+  const unsigned __int128 wide =
+      static_cast<unsigned __int128>(Mix64(key ^ 0x5bd1e9955bd1e995ULL)) * num_buckets_;
+  return static_cast<uint64_t>(wide >> 64);
+}
+
+ColdRowFile::Tag* ColdRowFile::TagsOf(uint64_t bucket) const {
+  return reinterpret_cast<Tag*>(base_ + bucket * bucket_bytes_);
+}
+
+float* ColdRowFile::RowOf(uint64_t bucket, uint32_t slot) const {
+  char* rows = base_ + bucket * bucket_bytes_ + uint64_t{slots_per_bucket_} * sizeof(Tag);
+  return reinterpret_cast<float*>(rows) + uint64_t{slot} * floats_per_row_;
+}
+
+void ColdRowFile::Prefetch(uint64_t key) const {
+  const char* tags = reinterpret_cast<const char*>(TagsOf(BucketOf(key)));
+  for (uint64_t offset = 0; offset < uint64_t{slots_per_bucket_} * sizeof(Tag); offset += 64) {
+    __builtin_prefetch(tags + offset);
+  }
+}
+
+bool ColdRowFile::Find(uint32_t partition, uint64_t key, float* out) const {
+  if (partition >= num_partitions_) return false;
+  const uint64_t bucket = BucketOf(key);
+  const uint32_t generation = Generation(partition);
+  std::lock_guard<std::mutex> lock(LockOf(bucket));
+  const Tag* tags = TagsOf(bucket);
+  for (uint32_t slot = 0; slot < slots_per_bucket_; ++slot) {
+    if (tags[slot].key != key || tags[slot].partition != partition) continue;
+    if (tags[slot].generation != generation) return false;
+    std::memcpy(out, RowOf(bucket, slot), uint64_t{floats_per_row_} * sizeof(float));
+    return true;
+  }
+  return false;
+}
+
+uint32_t ColdRowFile::SlotFor(uint64_t bucket, uint32_t partition, uint64_t key) {
+  const Tag* tags = TagsOf(bucket);
+  uint32_t empty = slots_per_bucket_;
+  uint32_t stale = slots_per_bucket_;
+  for (uint32_t slot = 0; slot < slots_per_bucket_; ++slot) {
+    const Tag& tag = tags[slot];
+    if (tag.key == key && tag.partition == partition && tag.generation != 0) return slot;
+    if (tag.generation == 0) {
+      empty = std::min(empty, slot);
+    } else if (tag.partition >= num_partitions_ || tag.generation != Generation(tag.partition)) {
+      stale = std::min(stale, slot);
+    }
+  }
+  if (empty < slots_per_bucket_) return empty;
+  if (stale < slots_per_bucket_) return stale;
+  uint8_t& next = next_replaced_[bucket];
+  const uint32_t slot = next % slots_per_bucket_;
+  next = static_cast<uint8_t>((slot + 1) % slots_per_bucket_);
+  return slot;
+}
+
+void ColdRowFile::Store(uint32_t partition, uint64_t key, std::span<const float> row) {
+  if (partition >= num_partitions_ || row.size() != floats_per_row_) return;
+  const uint64_t bucket = BucketOf(key);
+  std::lock_guard<std::mutex> lock(LockOf(bucket));
+  const uint32_t slot = SlotFor(bucket, partition, key);
+  std::memcpy(RowOf(bucket, slot), row.data(), row.size_bytes());
+  TagsOf(bucket)[slot] = Tag{key, partition, Generation(partition)};
+}
+
+void ColdRowFile::ForgetPartition(uint32_t partition) {
+  if (partition >= num_partitions_) return;
+  uint32_t next = generations_[partition].load(std::memory_order_relaxed) + 1;
+  if (next == 0) next = 1;  // 0 marks an empty slot
+  generations_[partition].store(next, std::memory_order_release);
+}
+
+void ColdRowFile::ForgetAll() {
+  for (uint32_t p = 0; p < num_partitions_; ++p) ForgetPartition(p);
+}
+
+}  // namespace ember::embedding

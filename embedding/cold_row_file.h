@@ -1,0 +1,100 @@
+// ColdRowFile: a tiered table's rows that left memory, kept in a file beside RocksDB so that
+// reading one back costs a hash and a copy instead of a RocksDB lookup. RocksDB stays the rows'
+// durable store; the file only caches what RocksDB holds, and starts empty at every open.
+//
+// The file is a fixed array of buckets, mapped into memory (MAP_SHARED: its pages live in the page
+// cache, outside the table's memory budget). A key hashes to one bucket, which holds a few slots:
+// per slot a tag (key, partition, generation) and a row of floats_per_row floats. A tag is valid
+// while its generation is its partition's current one; ForgetPartition makes a partition's rows
+// invalid at once by starting a new generation. A full bucket replaces its slots in turn (stale
+// ones first), so a file smaller than the cold rows keeps the rows stored last.
+//
+// The file is created, reserved (fallocate, so that writes into the mapping never meet a full
+// disk) and unlinked at once: nothing is left on disk when the process ends, however it ends.
+//
+// The tier's invariant: a valid slot holds what RocksDB holds for its key. So every write of
+// rows to RocksDB stores them here too, after the write, and every deletion forgets the partition.
+//
+// Thread-safety: every method may be called from many threads; a bucket is read and written under
+// one of a fixed set of locks.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <string>
+
+#include "common/status.h"
+
+namespace ember::embedding {
+
+// A server's cold row files hold, by default, four times the rows its memory budget holds: a
+// table four times its budget fits in them whole.
+inline constexpr uint64_t kColdFileTimesBudget = 4;
+
+class ColdRowFile {
+ public:
+  // A file of about `capacity_bytes` (at least one bucket) in `dir`, for rows of `floats_per_row`
+  // floats over `num_partitions` partitions. Unavailable naming the path when the file cannot be
+  // created, reserved or mapped.
+  static Result<std::unique_ptr<ColdRowFile>> Create(const std::string& dir,
+                                                     uint32_t floats_per_row,
+                                                     uint32_t num_partitions,
+                                                     uint64_t capacity_bytes);
+  ~ColdRowFile();
+  ColdRowFile(const ColdRowFile&) = delete;
+  ColdRowFile& operator=(const ColdRowFile&) = delete;
+
+  // Copies the row of (partition, key) into `out` (floats_per_row floats); false when not held.
+  bool Find(uint32_t partition, uint64_t key, float* out) const;
+  // Starts bringing the tags of `key`'s bucket into the cache, ahead of a Find or Store.
+  void Prefetch(uint64_t key) const;
+  // Stores the row of (partition, key), replacing its earlier copy or another slot of its bucket.
+  void Store(uint32_t partition, uint64_t key, std::span<const float> row);
+  // Every row of `partition` (of every partition) held so far is no longer found.
+  void ForgetPartition(uint32_t partition);
+  void ForgetAll();
+
+  uint64_t slots() const { return uint64_t{num_buckets_} * slots_per_bucket_; }
+  uint64_t file_bytes() const { return file_bytes_; }
+
+ private:
+  struct Tag {
+    uint64_t key;
+    uint32_t partition;
+    uint32_t generation;  // 0: empty
+  };
+  static constexpr size_t kLocks = 512;
+  struct alignas(64) BucketLock {
+    std::mutex mu;
+  };
+
+  ColdRowFile(uint32_t floats_per_row, uint32_t num_partitions, uint64_t capacity_bytes);
+
+  uint64_t BucketOf(uint64_t key) const;
+  Tag* TagsOf(uint64_t bucket) const;
+  float* RowOf(uint64_t bucket, uint32_t slot) const;
+  std::mutex& LockOf(uint64_t bucket) const { return locks_[bucket % kLocks].mu; }
+  uint32_t Generation(uint32_t partition) const {
+    return generations_[partition].load(std::memory_order_acquire);
+  }
+  // The slot `key` of `partition` goes to in `bucket`: its own, an empty one, a stale one, else
+  // the bucket's next in turn.
+  uint32_t SlotFor(uint64_t bucket, uint32_t partition, uint64_t key);
+
+  const uint32_t floats_per_row_;
+  const uint32_t num_partitions_;
+  const uint32_t slots_per_bucket_;
+  const uint64_t bucket_bytes_;
+  const uint64_t num_buckets_;
+  const uint64_t file_bytes_;
+  int fd_ = -1;
+  char* base_ = nullptr;
+  std::unique_ptr<std::atomic<uint32_t>[]> generations_;  // per partition, from 1
+  std::unique_ptr<uint8_t[]> next_replaced_;              // per bucket, under its lock
+  mutable std::unique_ptr<BucketLock[]> locks_;
+};
+
+}  // namespace ember::embedding

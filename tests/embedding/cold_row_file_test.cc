@@ -1,0 +1,112 @@
+// Tests for ColdRowFile: rows stored are found as stored, a partition forgotten is found no more,
+// a full bucket keeps the rows stored last, and the file leaves nothing on disk.
+#include "embedding/cold_row_file.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <vector>
+
+#include "tests/test_util.h"
+
+namespace ember::embedding {
+namespace {
+
+constexpr uint32_t kFloats = 9;
+constexpr uint32_t kPartitions = 8;
+
+std::vector<float> RowOf(uint64_t key, float version = 0) {
+  std::vector<float> row(kFloats);
+  for (uint32_t i = 0; i < kFloats; ++i) row[i] = static_cast<float>(key) * 10 + i + version;
+  return row;
+}
+
+std::unique_ptr<ColdRowFile> MakeFile(const std::string& dir, uint64_t bytes) {
+  auto created = ColdRowFile::Create(dir, kFloats, kPartitions, bytes);
+  EXPECT_TRUE(created.ok()) << created.status().ToString();
+  return created.ok() ? std::move(*created) : nullptr;
+}
+
+TEST(ColdRowFileTest, FindsWhatWasStoredLastAndNothingElse) {
+  testing::TempDir dir;
+  auto file = MakeFile(dir.path(), 1 << 20);
+  ASSERT_NE(file, nullptr);
+  for (uint64_t key = 0; key < 500; ++key) file->Store(key % kPartitions, key, RowOf(key));
+  file->Store(3 % kPartitions, 3, RowOf(3, 0.5f));  // overwritten in place
+  std::vector<float> out(kFloats);
+  for (uint64_t key = 0; key < 500; ++key) {
+    ASSERT_TRUE(file->Find(key % kPartitions, key, out.data())) << "key " << key;
+    EXPECT_EQ(out, RowOf(key, key == 3 ? 0.5f : 0.0f)) << "key " << key;
+  }
+  EXPECT_FALSE(file->Find(0, 500, out.data()));              // never stored
+  EXPECT_FALSE(file->Find(1, 8, out.data()));                // stored under partition 0
+  EXPECT_FALSE(file->Find(kPartitions, 8, out.data()));      // no such partition
+  file->Store(kPartitions, 8, RowOf(8, 1));                  // ignored
+  file->Store(0, 8, std::vector<float>(kFloats - 1, 1.0f));  // the wrong width: ignored
+  ASSERT_TRUE(file->Find(0, 8, out.data()));
+  EXPECT_EQ(out, RowOf(8));
+}
+
+TEST(ColdRowFileTest, AForgottenPartitionIsFoundNoMoreUntilStoredAgain) {
+  testing::TempDir dir;
+  auto file = MakeFile(dir.path(), 1 << 20);
+  ASSERT_NE(file, nullptr);
+  for (uint64_t key = 0; key < 64; ++key) file->Store(key % kPartitions, key, RowOf(key));
+  file->ForgetPartition(2);
+  std::vector<float> out(kFloats);
+  for (uint64_t key = 0; key < 64; ++key) {
+    EXPECT_EQ(file->Find(key % kPartitions, key, out.data()), key % kPartitions != 2)
+        << "key " << key;
+  }
+  file->Store(2, 10, RowOf(10, 2));
+  ASSERT_TRUE(file->Find(2, 10, out.data()));
+  EXPECT_EQ(out, RowOf(10, 2));
+  EXPECT_FALSE(file->Find(2, 18, out.data()));
+  file->ForgetAll();
+  for (uint64_t key = 0; key < 64; ++key) {
+    EXPECT_FALSE(file->Find(key % kPartitions, key, out.data())) << "key " << key;
+  }
+}
+
+TEST(ColdRowFileTest, AFullFileKeepsTheRowsStoredLast) {
+  testing::TempDir dir;
+  auto file = MakeFile(dir.path(), 1);  // one bucket
+  ASSERT_NE(file, nullptr);
+  const uint64_t slots = file->slots();
+  ASSERT_GE(slots, 4u);
+  // Stale slots (a forgotten partition's) are taken before live ones.
+  file->Store(1, 1, RowOf(1));
+  file->ForgetPartition(1);
+  for (uint64_t key = 100; key < 100 + slots; ++key) file->Store(0, key, RowOf(key));
+  std::vector<float> out(kFloats);
+  for (uint64_t key = 100; key < 100 + slots; ++key) {
+    EXPECT_TRUE(file->Find(0, key, out.data())) << "key " << key;
+  }
+  // Then each new row replaces the slots in turn: the last `slots` rows stored are all held.
+  for (uint64_t key = 1000; key < 1000 + 3 * slots + 1; ++key) file->Store(0, key, RowOf(key));
+  uint64_t held = 0;
+  for (uint64_t key = 1000 + 2 * slots + 1; key < 1000 + 3 * slots + 1; ++key) {
+    ASSERT_TRUE(file->Find(0, key, out.data())) << "key " << key;
+    EXPECT_EQ(out, RowOf(key));
+    ++held;
+  }
+  EXPECT_EQ(held, slots);
+  EXPECT_FALSE(file->Find(0, 100, out.data()));
+}
+
+TEST(ColdRowFileTest, LeavesNothingInItsDirectoryAndNamesADirectoryItCannotUse) {
+  testing::TempDir dir;
+  auto file = MakeFile(dir.path(), 1 << 16);
+  ASSERT_NE(file, nullptr);
+  EXPECT_GE(file->file_bytes(), 1u << 15);
+  EXPECT_TRUE(std::filesystem::is_empty(dir.path()));
+  const std::string missing = dir.path() + "/no/such/dir";
+  auto failed = ColdRowFile::Create(missing, kFloats, kPartitions, 1 << 16);
+  ASSERT_FALSE(failed.ok());
+  EXPECT_NE(failed.status().message().find(missing), std::string::npos)
+      << failed.status().ToString();
+  EXPECT_FALSE(ColdRowFile::Create(dir.path(), 0, kPartitions, 1 << 16).ok());
+}
+
+}  // namespace
+}  // namespace ember::embedding
