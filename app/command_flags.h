@@ -59,6 +59,7 @@ struct ServerFlags {
   std::optional<std::string> scheduler, bind, advertise, durability;  // unset: the config's
   std::optional<uint32_t> threads;
   std::optional<uint64_t> memory_budget;
+  std::optional<uint64_t> cold_file_bytes;
   std::string data_dir;
   bool join = false;
   uint64_t move_bandwidth = 0;

@@ -41,6 +41,10 @@ void AddServerFlags(CLI::App* command, ServerFlags* flags) {
            "bytes of rows kept in memory, the rest on disk; needs --data-dir (default: "
            "cluster.server_memory_budget, 0 = no limit)")
       ->group(storage);
+  AddCount(command, "--cold-file-bytes", &flags->cold_file_bytes, "BYTES",
+           "with --memory-budget: disk bytes of the files that keep rows evicted from memory for "
+           "fast reads, beside RocksDB (default: four times the memory budget, 0 = none)")
+      ->group(storage);
   AddValue(command, "--durability", &flags->durability, "MODE",
            "with --data-dir: ack (a push is in the log before its ack), sync (and fsynced) or "
            "flush (rows reach disk on eviction and clean shutdown) (default: "
@@ -99,6 +103,7 @@ int RunServer(const ServerFlags& flags) {
   if (!durability.ok()) return PrintError("server", durability.status(), 2);
   options.durability = *durability;
   options.memory_budget_bytes = flags.memory_budget.value_or(shape.server_memory_budget);
+  options.cold_file_bytes = flags.cold_file_bytes;
   auto non_finite = ps::ParseNonFinitePolicy(shape.non_finite_gradients);
   if (!non_finite.ok()) return PrintError("server", non_finite.status(), 2);
   options.policy = ps::ShardPolicy{limits, *non_finite};

@@ -7,6 +7,7 @@
 
 #include "common/human_format.h"
 #include "common/string_printf.h"
+#include "embedding/cold_row_file.h"
 #include "embedding/embedding_table.h"
 #include "embedding/row_store.h"
 #include "embedding/slab_arena.h"
@@ -151,7 +152,11 @@ Result<Plan> PlanCluster(const PlanInputs& in) {
   p.wire_bytes_per_key = 2 * (kWireKeyBytes + in.dim * WireValueBytes(in.wire_format));
 
   p.memory_bytes = rows * in.hot_fraction * p.memory_bytes_per_row;
-  p.disk_bytes = tiered ? rows * p.disk_bytes_per_row : 0;
+  // Beside RocksDB, each server reserves cold row files of a multiple of its memory budget.
+  p.cold_file_bytes = tiered ? rows * in.hot_fraction * stored_floats * 4.0 *
+                                   static_cast<double>(embedding::kColdFileTimesBudget)
+                             : 0;
+  p.disk_bytes = tiered ? rows * p.disk_bytes_per_row + p.cold_file_bytes : 0;
   p.checkpoint_bytes = rows * p.checkpoint_bytes_per_row;
   p.network_bytes_per_second = in.keys_per_second * p.wire_bytes_per_key;
 
@@ -212,6 +217,7 @@ std::string PlanJson(const Plan& p) {
       {"wire_bytes_per_key", p.wire_bytes_per_key},
       {"memory_bytes", p.memory_bytes},
       {"disk_bytes", p.disk_bytes},
+      {"cold_file_bytes", p.cold_file_bytes},
       {"checkpoint_bytes", p.checkpoint_bytes},
       {"network_bytes_per_second", p.network_bytes_per_second},
       {"server_cpu_seconds_per_key", p.server_cpu_seconds_per_key},
@@ -311,7 +317,10 @@ void AddClusterLines(const Plan& p, PlanLines& t) {
                     p.memory_bytes_per_row));
   if (tiered) {
     t.Line("disk (tier)", Bytes(p.disk_bytes),
-         StringPrintf("%s rows x %.0f B", FormatCount(rows).c_str(), p.disk_bytes_per_row));
+           StringPrintf("%s rows x %.0f B + cold row files %s (%llux the rows in memory)",
+                        FormatCount(rows).c_str(), p.disk_bytes_per_row,
+                        Bytes(p.cold_file_bytes).c_str(),
+                        static_cast<unsigned long long>(embedding::kColdFileTimesBudget)));
   }
   t.Line("one checkpoint", Bytes(p.checkpoint_bytes),
        StringPrintf("%s rows x %.0f B", FormatCount(rows).c_str(), p.checkpoint_bytes_per_row));

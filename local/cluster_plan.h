@@ -110,7 +110,8 @@ struct Plan {
   double wire_bytes_per_key = 0;  // one pull and one push
   // Totals over the cluster.
   double memory_bytes = 0;      // resident, rows in memory
-  double disk_bytes = 0;        // RocksDB tier (0 without one)
+  double disk_bytes = 0;        // RocksDB tier and the cold row files (0 without a tier)
+  double cold_file_bytes = 0;   // of disk_bytes: the cold row files, reserved at start
   double checkpoint_bytes = 0;  // one checkpoint
   double network_bytes_per_second = 0;
   double server_cpu_seconds_per_key = 0;  // one pull and one push

@@ -18,6 +18,7 @@
 #include "common/thread_name.h"
 #include "common/usable_cores.h"
 #include "common/wire.h"
+#include "embedding/cold_row_file.h"
 #include "embedding/embedding_table.h"
 #include "embedding/table_config.h"
 
@@ -251,6 +252,9 @@ Result<ShardStorage> Server::OpenStorage(const std::vector<TableSpec>& tables) {
   storage.store = store_.get();
   storage.budget = budget_.get();
   storage.pin_budget_bytes = options_.memory_budget_bytes / kPinShareOfBudget;
+  storage.cold_file_dir = options_.data_dir;
+  storage.cold_file_bytes = options_.cold_file_bytes.value_or(options_.memory_budget_bytes *
+                                                              embedding::kColdFileTimesBudget);
   return storage;
 }
 

@@ -31,6 +31,7 @@
 
 #include <atomic>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -54,6 +55,9 @@ struct ServerOptions {
   Millis register_timeout{60'000};          // give up if the cluster does not form in time
   std::string data_dir;                     // empty: rows in memory only, nothing survives
   uint64_t memory_budget_bytes = 0;         // rows in memory at most (needs data_dir); 0: no limit
+  // Disk bytes of the cold row files (embedding/cold_row_file.h) of a server with a memory budget,
+  // shared evenly by its tables; unset: four times the memory budget; 0: none.
+  std::optional<uint64_t> cold_file_bytes;
   Durability durability = Durability::kAck;
   Millis expiry_sweep{10'000};              // how often rows past a table's TTL are deleted
   bool join = false;                        // join a formed cluster and take a share of it

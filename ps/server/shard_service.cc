@@ -41,6 +41,8 @@ Result<std::unique_ptr<ShardService>> ShardService::Create(uint32_t server_id,
                                   storage.store->path() + "'");
       }
       tier.budget = storage.budget;
+      tier.cold_file_dir = storage.cold_file_dir;
+      tier.cold_file_bytes = storage.cold_file_bytes / tables.size();
     }
     ASSIGN_OR_RETURN(auto table,
                      embedding::EmbeddingTable::Create(spec, routing.num_partitions, tier));

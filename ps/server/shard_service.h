@@ -57,6 +57,9 @@ struct ShardStorage {
   embedding::MemoryBudget* budget = nullptr;  // borrowed, outlives the service; null: no limit
   // Bytes of rows that look-ahead hints may pin in memory, shared evenly by the tables.
   uint64_t pin_budget_bytes = 0;
+  // Where the tables' cold row files go, and their bytes, shared evenly by the tables (0: none).
+  std::string cold_file_dir;
+  uint64_t cold_file_bytes = 0;
 };
 
 // What a server accepts from its peers (common/limits.h) and does with non-finite gradients.

@@ -127,7 +127,9 @@ TEST(ClusterPlanTest, TierKeepsTheHotShareInMemoryAndEveryRowOnDisk) {
   EXPECT_DOUBLE_EQ(plan->chunk_bytes_per_row,
                    local::PartitionChunkBytes(244141, 129) / resident + 8);
   EXPECT_DOUBLE_EQ(plan->memory_bytes, 0.25e9 * plan->memory_bytes_per_row);
-  EXPECT_DOUBLE_EQ(plan->disk_bytes, 1e9 * plan->disk_bytes_per_row);
+  // Every row in RocksDB, and cold row files of four times the rows in memory (with flags words).
+  EXPECT_DOUBLE_EQ(plan->cold_file_bytes, 4 * 0.25e9 * 129 * 4);
+  EXPECT_DOUBLE_EQ(plan->disk_bytes, 1e9 * plan->disk_bytes_per_row + plan->cold_file_bytes);
   auto in_memory = PlanCluster(BillionRowsDim64Adagrad());
   EXPECT_GT(plan->server_cpu_seconds_per_key, in_memory->server_cpu_seconds_per_key);
 }
