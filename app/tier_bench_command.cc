@@ -27,6 +27,8 @@ void AddTierBenchFlags(CLI::App* command, TierBenchFlags* flags) {
   AddValue(command, "--optimizer", &o.optimizer, "NAME", "sgd, adagrad (default), adam or ftrl");
   AddCount(command, "--budget-percent", &flags->budget_percent, "P",
            "memory budget as a percentage of the rows (default 25)");
+  AddCount(command, "--cold-file-percent", &o.cold_file_percent, "P",
+           "the cold row file, as a percentage of the memory budget (default 400; 0: none)");
   AddCount(command, "--threads", &o.threads, "N", "request threads (default 2)");
   AddCount(command, "--keys-per-request", &o.keys_per_request, "N",
            "distinct keys per request (default 4096)");
@@ -58,6 +60,7 @@ std::vector<std::string> PusherCommand(const TierBenchFlags& flags) {
   for (const auto& [flag, value] : {std::pair<const char*, uint64_t>{"--rows", o.rows},
                                     {"--dim", o.dim},
                                     {"--budget-percent", flags.budget_percent},
+                                    {"--cold-file-percent", o.cold_file_percent},
                                     {"--threads", o.threads},
                                     {"--keys-per-request", o.keys_per_request}}) {
     command.insert(command.end(), {flag, std::to_string(value)});

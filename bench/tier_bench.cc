@@ -4,18 +4,14 @@
 #include <signal.h>
 
 #include <algorithm>
-#include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <cstdio>
-#include <deque>
 #include <filesystem>
 #include <fstream>
 #include <memory>
-#include <mutex>
 #include <thread>
 
-#include "bench/internal/process_usage.h"
+#include "bench/tier_phase.h"
 #include "bench/tier_requests.h"
 #include "common/child_process.h"
 #include "common/progress_meter.h"
@@ -113,145 +109,6 @@ Status PullHottest(const TierBenchOptions& config, embedding::EmbeddingTable& ta
   return Status::Ok();
 }
 
-enum class Phase { kPull, kPush, kPullThenPush };
-
-// Hints of one request thread's coming batches, prefetched in order by a thread of their own
-// (as a server's prefetching runs beside its requests); stops with the queue.
-class Prefetcher {
- public:
-  explicit Prefetcher(embedding::EmbeddingTable& table)
-      : table_(table), thread_([this] { Run(); }) {}
-  ~Prefetcher() {
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      stopping_ = true;
-    }
-    wanted_.notify_all();
-    thread_.join();
-  }
-  void Hint(uint64_t id, std::vector<uint64_t> keys) {
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      queue_.emplace_back(id, std::move(keys));
-    }
-    wanted_.notify_all();
-  }
-  Status status() {
-    std::lock_guard<std::mutex> lock(mu_);
-    return status_;
-  }
-
- private:
-  void Run() {
-    std::unique_lock<std::mutex> lock(mu_);
-    while (true) {
-      wanted_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
-      if (stopping_) return;
-      auto [id, keys] = std::move(queue_.front());
-      queue_.pop_front();
-      lock.unlock();
-      Status prefetched =
-          table_.Prefetch(id, keys, std::chrono::steady_clock::now() + std::chrono::seconds(30))
-              .status();
-      lock.lock();
-      if (!prefetched.ok() && status_.ok()) status_ = prefetched;
-    }
-  }
-
-  embedding::EmbeddingTable& table_;
-  std::mutex mu_;
-  std::condition_variable wanted_;
-  std::deque<std::pair<uint64_t, std::vector<uint64_t>>> queue_;
-  bool stopping_ = false;
-  Status status_;
-  std::thread thread_;
-};
-
-// Replays the requests from config.threads threads for `seconds`: pulls, pushes, or (as training
-// does) a pull of each request's keys and then a push of gradients for them. With lookahead > 0
-// each thread hints the keys of its next `lookahead` requests as soon as it takes them (it takes
-// that far ahead) and releases a request's hint after its push.
-Result<TierPhaseFigures> RunPhase(const TierBenchOptions& config, embedding::EmbeddingTable& table,
-                                  const TierRequests& requests, Phase phase, double seconds,
-                                  uint32_t lookahead = 0) {
-  std::atomic<bool> stop{false};
-  std::vector<std::vector<double>> latencies(config.threads);
-  std::vector<uint64_t> keys_done(config.threads, 0);
-  std::vector<uint64_t> hot_keys(config.threads, 0);
-  std::vector<double> pull_seconds(config.threads, 0), push_seconds(config.threads, 0);
-  std::vector<Status> statuses(config.threads);
-  std::vector<std::thread> threads;
-  const auto start = Clock::now();
-  const double cpu_before = ProcessCpuSeconds();
-  for (uint32_t t = 0; t < config.threads; ++t) {
-    threads.emplace_back([&, t] {
-      std::vector<float> values(size_t{config.keys_per_request} * config.dim, 1e-3f);
-      std::unique_ptr<Prefetcher> prefetcher;
-      if (lookahead > 0) prefetcher = std::make_unique<Prefetcher>(table);
-      std::deque<const KeyBatch*> coming;  // this request's batch, then the ones hinted
-      const uint64_t hint_base = uint64_t{t} << 40;
-      uint64_t next_hint = hint_base;
-      uint64_t next_batch = 0;
-      for (uint64_t request = hint_base; !stop.load(std::memory_order_relaxed) && statuses[t].ok();
-           ++request) {
-        while (coming.size() < 1 + lookahead) {
-          coming.push_back(&requests.Batch(t, next_batch++));
-          if (prefetcher) prefetcher->Hint(next_hint, coming.back()->keys);
-          ++next_hint;
-        }
-        const KeyBatch& batch = *coming.front();
-        coming.pop_front();
-        const std::vector<uint64_t>& keys = batch.keys;
-        hot_keys[t] += batch.hot;
-        std::span<float> rows(values.data(), keys.size() * config.dim);
-        const auto begin = Clock::now();
-        if (phase != Phase::kPush) statuses[t] = table.Pull(keys, rows);
-        const auto pulled = Clock::now();
-        if (phase != Phase::kPull && statuses[t].ok()) statuses[t] = table.Push(keys, rows);
-        const auto end = Clock::now();
-        if (prefetcher) table.ReleaseHint(request);
-        pull_seconds[t] += std::chrono::duration<double>(pulled - begin).count();
-        push_seconds[t] += std::chrono::duration<double>(end - pulled).count();
-        latencies[t].push_back(std::chrono::duration<double, std::milli>(end - begin).count());
-        keys_done[t] += keys.size();
-      }
-      if (prefetcher) {
-        if (statuses[t].ok()) statuses[t] = prefetcher->status();
-        prefetcher.reset();
-        for (uint64_t hint = hint_base; hint < next_hint; ++hint) table.ReleaseHint(hint);
-      }
-    });
-  }
-  std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
-  stop.store(true);
-  for (auto& thread : threads) thread.join();
-  const double elapsed = std::chrono::duration<double>(Clock::now() - start).count();
-  const double cpu_seconds = ProcessCpuSeconds() - cpu_before;
-  for (const Status& status : statuses) RETURN_IF_ERROR(status);
-  std::vector<double> all;
-  uint64_t keys = 0, hot = 0;
-  for (uint32_t t = 0; t < config.threads; ++t) {
-    all.insert(all.end(), latencies[t].begin(), latencies[t].end());
-    keys += keys_done[t];
-    hot += hot_keys[t];
-  }
-  std::sort(all.begin(), all.end());
-  TierPhaseFigures figures;
-  figures.keys_per_second = keys / elapsed;
-  figures.seconds = elapsed;
-  figures.hot_share = keys > 0 ? static_cast<double>(hot) / keys : 0;
-  figures.cpu_ns_per_key = keys > 0 ? 1e9 * cpu_seconds / keys : 0;
-  for (uint32_t t = 0; t < config.threads; ++t) {
-    if (pull_seconds[t] > 0) figures.pull_keys_per_second += keys_done[t] / pull_seconds[t];
-    if (push_seconds[t] > 0) figures.push_keys_per_second += keys_done[t] / push_seconds[t];
-  }
-  if (!all.empty()) {
-    figures.p50_ms = all[all.size() / 2];
-    figures.p99_ms = all[std::min(all.size() - 1, all.size() * 99 / 100)];
-  }
-  return figures;
-}
-
 // Bytes of the files under `path`, those of the push log apart.
 struct DiskUse {
   uint64_t rows = 0;
@@ -274,6 +131,8 @@ Result<std::unique_ptr<embedding::EmbeddingTable>> OpenTiered(const TierBenchOpt
   embedding::TierOptions tier{store.Table("bench"), budget};
   // Hinted rows may take half the budget (a window of look-ahead is far smaller).
   if (budget != nullptr) tier.pin_budget_bytes = budget->limit() / 2;
+  if (budget != nullptr) tier.cold_file_bytes = budget->limit() / 100 * config.cold_file_percent;
+  tier.cold_file_dir = config.data_dir;
   return embedding::EmbeddingTable::Create(BenchSpec(config), 1024, tier);
 }
 
@@ -289,6 +148,7 @@ uint64_t BudgetBytes(const TierBenchOptions& config) {
 Status MeasureInMemory(const TierBenchOptions& config, const TierRequests& requests,
                        TierBenchReport* report, const Progress& progress) {
   embedding::EmbeddingTable memory(BenchSpec(config), 1024);
+  TierReplay replay(requests, config.threads);
   const auto start = Clock::now();
   std::vector<uint64_t> keys;
   std::vector<float> rows;
@@ -308,11 +168,11 @@ Status MeasureInMemory(const TierBenchOptions& config, const TierRequests& reque
   progress(StringPrintf("in memory: populated in %.1f s, %.2f GB held",
                         report->memory_populate_seconds, report->memory_bytes / 1e9));
   ASSIGN_OR_RETURN(report->memory_pull,
-                   RunPhase(config, memory, requests, Phase::kPull, config.seconds));
+                   RunTierPhase(config, memory, replay, TierPhase::kPull, config.seconds));
   ASSIGN_OR_RETURN(report->memory_push,
-                   RunPhase(config, memory, requests, Phase::kPush, config.seconds));
+                   RunTierPhase(config, memory, replay, TierPhase::kPush, config.seconds));
   ASSIGN_OR_RETURN(report->memory_pair,
-                   RunPhase(config, memory, requests, Phase::kPullThenPush, config.seconds));
+                   RunTierPhase(config, memory, replay, TierPhase::kPullThenPush, config.seconds));
   progress(PhaseLine("pull, in memory", report->memory_pull));
   progress(PhaseLine("push, in memory", report->memory_push));
   progress(PhaseLine("pull+push, in memory", report->memory_pair));
@@ -359,7 +219,7 @@ void ReportPushLog(const TierBenchOptions& config, const TierBenchReport& report
 }
 
 // The training-shaped pull+push pair on the tiered table, once per look-ahead depth.
-Status RunLookaheadPairs(const TierBenchOptions& config, const TierRequests& requests,
+Status RunLookaheadPairs(const TierBenchOptions& config, TierReplay& replay,
                          embedding::EmbeddingTable& tiered, TierBenchReport* report,
                          const Progress& progress) {
   const std::string durability = DurabilityName(config.durability);
@@ -368,8 +228,8 @@ Status RunLookaheadPairs(const TierBenchOptions& config, const TierRequests& req
     const uint64_t prefetched_before = tiered.prefetch_stats().prefetched_rows;
     TierBenchReport::LookaheadRun run;
     run.lookahead = lookahead;
-    ASSIGN_OR_RETURN(run.pair, RunPhase(config, tiered, requests, Phase::kPullThenPush,
-                                        config.seconds, lookahead));
+    ASSIGN_OR_RETURN(run.pair, RunTierPhase(config, tiered, replay, TierPhase::kPullThenPush,
+                                            config.seconds, lookahead));
     const embedding::TierStats stats = tiered.tier_stats();
     const double lookups =
         static_cast<double>(stats.hits + stats.misses - stats_before.hits - stats_before.misses);
@@ -378,17 +238,20 @@ Status RunLookaheadPairs(const TierBenchOptions& config, const TierRequests& req
     const double keys = std::max(1.0, run.pair.keys_per_second * run.pair.seconds);
     run.reads_per_key = (stats.loaded - stats_before.loaded + run.prefetched_rows) / keys;
     run.writebacks_per_key = (stats.writebacks - stats_before.writebacks) / keys;
+    run.cold_file_reads_per_key = (stats.cold_file_hits - stats_before.cold_file_hits) / keys;
     progress(PhaseLine(
         StringPrintf("pull+push, tiered, %s, look-ahead %u", durability.c_str(), lookahead).c_str(),
         run.pair));
     progress(StringPrintf(
         "  tiered/in memory, look-ahead %u: pull+push pair %.3f (its pulls %.3f, its pushes "
-        "%.3f), CPU per key %.2fx; hit rate %.3f, %llu rows prefetched",
+        "%.3f), CPU per key %.2fx; hit rate %.3f, %llu rows prefetched; %.3f rows read per key, "
+        "%.3f of them from the cold row file",
         lookahead, TierRatio(run.pair.keys_per_second, report->memory_pair.keys_per_second),
         TierRatio(run.pair.pull_keys_per_second, report->memory_pair.pull_keys_per_second),
         TierRatio(run.pair.push_keys_per_second, report->memory_pair.push_keys_per_second),
         TierRatio(run.pair.cpu_ns_per_key, report->memory_pair.cpu_ns_per_key), run.hit_rate,
-        static_cast<unsigned long long>(run.prefetched_rows)));
+        static_cast<unsigned long long>(run.prefetched_rows), run.reads_per_key,
+        run.cold_file_reads_per_key));
     report->tiered_pairs.push_back(run);
   }
   return Status::Ok();
@@ -455,6 +318,7 @@ Status MeasureTiered(const TierBenchOptions& config, const TierRequests& request
   embedding::MemoryBudget budget(report->budget_bytes);
   RETURN_IF_ERROR(BulkLoadTiered(config, *store, report, progress));
   ASSIGN_OR_RETURN(auto tiered, OpenTiered(config, *store, &budget));
+  TierReplay replay(requests, config.threads);
   const auto start = Clock::now();
   RETURN_IF_ERROR(PullHottest(config, *tiered, report->hot_rows));
   report->warm_up_seconds = SecondsSince(start);
@@ -462,11 +326,11 @@ Status MeasureTiered(const TierBenchOptions& config, const TierRequests& request
                         static_cast<double>(report->hot_rows), report->warm_up_seconds));
   const embedding::TierStats before = tiered->tier_stats();
   ASSIGN_OR_RETURN(report->tiered_pull,
-                   RunPhase(config, *tiered, requests, Phase::kPull, config.seconds));
+                   RunTierPhase(config, *tiered, replay, TierPhase::kPull, config.seconds));
   const embedding::PushLog* log = store->push_log();
   const embedding::PushLog::Stats log_before = log ? log->stats() : embedding::PushLog::Stats{};
   ASSIGN_OR_RETURN(report->tiered_push,
-                   RunPhase(config, *tiered, requests, Phase::kPush, config.seconds));
+                   RunTierPhase(config, *tiered, replay, TierPhase::kPush, config.seconds));
   const embedding::PushLog::Stats log_after = log ? log->stats() : embedding::PushLog::Stats{};
   const embedding::TierStats after = tiered->tier_stats();
   const std::string durability = DurabilityName(config.durability);
@@ -479,7 +343,7 @@ Status MeasureTiered(const TierBenchOptions& config, const TierRequests& request
       TierRatio(report->tiered_pull.cpu_ns_per_key, report->memory_pull.cpu_ns_per_key),
       TierRatio(report->tiered_push.cpu_ns_per_key, report->memory_push.cpu_ns_per_key)));
   ReportPushLog(config, *report, log_before, log_after, progress);
-  RETURN_IF_ERROR(RunLookaheadPairs(config, requests, *tiered, report, progress));
+  RETURN_IF_ERROR(RunLookaheadPairs(config, replay, *tiered, report, progress));
   const double lookups =
       static_cast<double>(after.hits + after.misses - before.hits - before.misses);
   report->hit_rate = lookups > 0 ? (after.hits - before.hits) / lookups : 0.0;
@@ -575,7 +439,7 @@ Result<TierBenchReport> RunTierBench(const TierBenchOptions& config,
   report.hot_rows = report.budget_bytes / RowBytes(config);
   const auto drawing = Clock::now();
   const TierRequests requests(config, report.hot_rows, kTierRequestsPerThread);
-  progress(StringPrintf("requests: %u a thread drawn in %.1f s, replayed by every phase",
+  progress(StringPrintf("requests: %u a thread drawn in %.1f s, replayed by every table",
                         kTierRequestsPerThread, SecondsSince(drawing)));
   RETURN_IF_ERROR(MeasureInMemory(config, requests, &report, progress));
   RETURN_IF_ERROR(MeasureTiered(config, requests, &report, progress));
@@ -590,7 +454,8 @@ Status PushUntilKilled(const TierBenchOptions& config) {
   ASSIGN_OR_RETURN(auto table, OpenTiered(config, *store, &budget));
   std::ofstream(config.data_dir + "/pushing") << "1\n";
   const TierRequests requests(config, 0, 64);
-  return RunPhase(config, *table, requests, Phase::kPush, 60).status();
+  TierReplay replay(requests, config.threads);
+  return RunTierPhase(config, *table, replay, TierPhase::kPush, 60).status();
 }
 
 }  // namespace ember::bench

@@ -33,6 +33,9 @@ struct TierBenchOptions {
   double seconds = 10;               // per measured phase
   std::string data_dir;              // where the tiered table's RocksDB goes; new or empty
   ps::Durability durability = ps::Durability::kAck;  // of the tiered pushes
+  // The tiered table's cold row file (embedding/cold_row_file.h), as a percentage of its memory
+  // budget; 0: none, every miss reads RocksDB.
+  uint32_t cold_file_percent = 400;
   // Look-ahead depths of the tiered pull+push phase, one run each (0: no hints): each request
   // thread hints its next K requests' keys (embedding_table.h, Prefetch), prefetched beside it.
   std::vector<uint32_t> lookaheads = {0};
@@ -82,6 +85,7 @@ struct TierBenchReport {
     // Rows read from disk (by the requests and by look-ahead) and written back, per key.
     double reads_per_key = 0;
     double writebacks_per_key = 0;
+    double cold_file_reads_per_key = 0;  // of reads_per_key, those from the cold row file
   };
   std::vector<LookaheadRun> tiered_pairs;
   double hit_rate = 0;  // over the tiered pull and push phases

@@ -1,5 +1,5 @@
 // The tier benchmark's requests: each request thread's batches of distinct Zipf keys, drawn
-// before any phase is timed and replayed in the same order by every phase. Drawing a request's
+// before any phase is timed and replayed in the same order on every table. Drawing a request's
 // keys costs more than serving it from memory, so keys drawn inside a phase made the in-memory
 // figures (and every tiered/in-memory ratio) measure the drawing as much as the table; replayed,
 // the table in memory and the tiered one also take exactly the same requests.
@@ -35,6 +35,22 @@ class TierRequests {
 
  private:
   std::vector<std::vector<KeyBatch>> per_thread_;
+};
+
+// One table's walk through the requests: each phase on the table continues where the phase before
+// it stopped. A phase that began again at the first request would replay the requests whose rows
+// the phase before it had just brought into memory, and find more of them there the faster that
+// phase had gone.
+class TierReplay {
+ public:
+  TierReplay(const TierRequests& requests, uint32_t threads)
+      : requests_(requests), next_(threads, 0) {}
+  // Thread t's next batch (only thread t calls it).
+  const KeyBatch& Next(uint32_t thread) { return requests_.Batch(thread, next_[thread]++); }
+
+ private:
+  const TierRequests& requests_;
+  std::vector<uint64_t> next_;
 };
 
 // Batches drawn per thread by default: with 4,096 keys a request, 8.4M keys a thread (64 MiB), so

@@ -323,7 +323,7 @@ TEST(BenchTest, TierBenchPrintsEveryFigure) {
         "push, tiered, ack", "pull+push, tiered, ack", "tiered/in memory: pull", "hit rate",
         "bytes per row", "the cold path alone", "written back per key cost at least",
         "a plain file of the rows in the page cache: a row read with pread",
-        "over a plain file at least", "recovery after SIGKILL"}) {
+        "over a plain file at least", "of them from the cold row file", "recovery after SIGKILL"}) {
     EXPECT_NE(out.find(figure), std::string::npos) << figure << "\n" << out;
   }
   ChildProcess again({EMBER_BINARY, "bench-tier", "--data-dir", dir.path() + "/tier"}, log);
