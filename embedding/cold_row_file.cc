@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <vector>
 
 #include "common/hash.h"
 
@@ -20,6 +21,10 @@ namespace {
 constexpr uint64_t kBucketTargetBytes = 4096;
 constexpr uint32_t kMinSlotsPerBucket = 4;
 constexpr uint32_t kMaxSlotsPerBucket = 255;  // next_replaced_ is a byte
+// Zeros are written a chunk of about this many bytes at a time (whole buckets), and this many
+// before Create returns.
+constexpr uint64_t kZeroChunkBytes = uint64_t{1} << 20;
+constexpr uint64_t kZeroedAtCreateBytes = uint64_t{64} << 20;
 
 uint32_t SlotsPerBucket(uint32_t floats_per_row) {
   const uint64_t slot_bytes = 16 + uint64_t{floats_per_row} * sizeof(float);
@@ -44,9 +49,12 @@ ColdRowFile::ColdRowFile(uint32_t floats_per_row, uint32_t num_partitions, uint6
       bucket_bytes_(BucketBytes(floats_per_row)),
       num_buckets_(std::max<uint64_t>(1, capacity_bytes / BucketBytes(floats_per_row))),
       file_bytes_(num_buckets_ * bucket_bytes_),
+      buckets_per_chunk_(std::max<uint64_t>(1, kZeroChunkBytes / bucket_bytes_)),
+      num_chunks_((num_buckets_ + buckets_per_chunk_ - 1) / buckets_per_chunk_),
       generations_(std::make_unique<std::atomic<uint32_t>[]>(num_partitions)),
       next_replaced_(std::make_unique<uint8_t[]>(num_buckets_)),
-      locks_(std::make_unique<BucketLock[]>(kLocks)) {
+      locks_(std::make_unique<BucketLock[]>(kLocks)),
+      chunk_ready_(std::make_unique<std::atomic<bool>[]>(num_chunks_)) {
   for (uint32_t p = 0; p < num_partitions; ++p) generations_[p].store(1);
 }
 
@@ -82,10 +90,45 @@ Result<std::unique_ptr<ColdRowFile>> ColdRowFile::Create(const std::string& dir,
   file->base_ = static_cast<char*>(mapped);
   // Buckets are read at random: read-ahead would only bring in pages no one asked for.
   madvise(mapped, file->file_bytes_, MADV_RANDOM);
+  RETURN_IF_ERROR(file->ZeroChunksFrom(0).WithContext("zeroing cold row file '" + path + "'"));
   return file;
 }
 
+Status ColdRowFile::ZeroChunk(uint64_t chunk) {
+  static const std::vector<char> zeros(kZeroChunkBytes + 4096, 0);
+  const uint64_t begin = chunk * buckets_per_chunk_ * bucket_bytes_;
+  const uint64_t end = std::min(file_bytes_, begin + buckets_per_chunk_ * bucket_bytes_);
+  for (uint64_t at = begin; at < end;) {
+    const ssize_t written = pwrite(fd_, zeros.data(), std::min<uint64_t>(end - at, zeros.size()),
+                                   static_cast<off_t>(at));
+    if (written < 0 && errno == EINTR) continue;
+    if (written <= 0) return Unavailable(written < 0 ? ErrnoText(errno) : "nothing written");
+    at += static_cast<uint64_t>(written);
+  }
+  chunk_ready_[chunk].store(true, std::memory_order_release);
+  return Status::Ok();
+}
+
+Status ColdRowFile::ZeroChunksFrom(uint64_t first) {
+  const uint64_t chunk_bytes = buckets_per_chunk_ * bucket_bytes_;
+  uint64_t chunk = first;
+  for (; chunk < num_chunks_ && chunk * chunk_bytes < kZeroedAtCreateBytes; ++chunk) {
+    RETURN_IF_ERROR(ZeroChunk(chunk));
+  }
+  if (chunk == num_chunks_) return Status::Ok();
+  // The rest beside the table's work. A chunk that cannot be zeroed (and those after it) stays
+  // without rows: its keys are read from RocksDB.
+  zeroer_ = std::thread([this, chunk] {
+    for (uint64_t c = chunk; c < num_chunks_ && !stop_zeroing_.load(); ++c) {
+      if (!ZeroChunk(c).ok()) return;
+    }
+  });
+  return Status::Ok();
+}
+
 ColdRowFile::~ColdRowFile() {
+  stop_zeroing_.store(true);
+  if (zeroer_.joinable()) zeroer_.join();
   if (base_ != nullptr) munmap(base_, file_bytes_);
   if (fd_ >= 0) close(fd_);
 }
@@ -116,6 +159,7 @@ void ColdRowFile::Prefetch(uint64_t key) const {
 bool ColdRowFile::Find(uint32_t partition, uint64_t key, float* out) const {
   if (partition >= num_partitions_) return false;
   const uint64_t bucket = BucketOf(key);
+  if (!Ready(bucket)) return false;
   const uint32_t generation = Generation(partition);
   std::lock_guard<std::mutex> lock(LockOf(bucket));
   const Tag* tags = TagsOf(bucket);
@@ -152,6 +196,7 @@ uint32_t ColdRowFile::SlotFor(uint64_t bucket, uint32_t partition, uint64_t key)
 void ColdRowFile::Store(uint32_t partition, uint64_t key, std::span<const float> row) {
   if (partition >= num_partitions_ || row.size() != floats_per_row_) return;
   const uint64_t bucket = BucketOf(key);
+  if (!Ready(bucket)) return;
   std::lock_guard<std::mutex> lock(LockOf(bucket));
   const uint32_t slot = SlotFor(bucket, partition, key);
   std::memcpy(RowOf(bucket, slot), row.data(), row.size_bytes());

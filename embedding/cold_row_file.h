@@ -11,6 +11,10 @@
 //
 // The file is created, reserved (fallocate, so that writes into the mapping never meet a full
 // disk) and unlinked at once: nothing is left on disk when the process ends, however it ends.
+// Then it is written with zeros, a chunk at a time (the first 64 MiB before Create returns, the
+// rest by a thread of its own): a page of reserved but never written blocks costs some 11 us of
+// kernel time when first written through the mapping, against about 1.4 us a page zeroed in
+// bulk. A chunk not zeroed yet holds no row (Find misses, Store skips it).
 //
 // The tier's invariant: a valid slot holds what RocksDB holds for its key. So every write of
 // rows to RocksDB stores them here too, after the write, and every deletion forgets the partition.
@@ -25,6 +29,7 @@
 #include <mutex>
 #include <span>
 #include <string>
+#include <thread>
 
 #include "common/status.h"
 
@@ -58,6 +63,8 @@ class ColdRowFile {
   void ForgetAll();
 
   uint64_t slots() const { return uint64_t{num_buckets_} * slots_per_bucket_; }
+  // Whether every chunk is zeroed, so that every bucket holds rows.
+  bool ready() const { return chunk_ready_[num_chunks_ - 1].load(std::memory_order_acquire); }
   uint64_t file_bytes() const { return file_bytes_; }
 
  private:
@@ -77,6 +84,14 @@ class ColdRowFile {
   Tag* TagsOf(uint64_t bucket) const;
   float* RowOf(uint64_t bucket, uint32_t slot) const;
   std::mutex& LockOf(uint64_t bucket) const { return locks_[bucket % kLocks].mu; }
+  bool Ready(uint64_t bucket) const {
+    return chunk_ready_[bucket / buckets_per_chunk_].load(std::memory_order_acquire);
+  }
+  // Writes zeros over the buckets of `chunk` and marks it ready.
+  Status ZeroChunk(uint64_t chunk);
+  // Zeroes the chunks from `first` on: before returning up to kZeroedAtCreateBytes, the rest on
+  // zeroer_.
+  Status ZeroChunksFrom(uint64_t first);
   uint32_t Generation(uint32_t partition) const {
     return generations_[partition].load(std::memory_order_acquire);
   }
@@ -90,11 +105,16 @@ class ColdRowFile {
   const uint64_t bucket_bytes_;
   const uint64_t num_buckets_;
   const uint64_t file_bytes_;
+  const uint64_t buckets_per_chunk_;
+  const uint64_t num_chunks_;
   int fd_ = -1;
   char* base_ = nullptr;
   std::unique_ptr<std::atomic<uint32_t>[]> generations_;  // per partition, from 1
   std::unique_ptr<uint8_t[]> next_replaced_;              // per bucket, under its lock
   mutable std::unique_ptr<BucketLock[]> locks_;
+  std::unique_ptr<std::atomic<bool>[]> chunk_ready_;
+  std::atomic<bool> stop_zeroing_{false};
+  std::thread zeroer_;
 };
 
 }  // namespace ember::embedding

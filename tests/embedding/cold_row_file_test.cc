@@ -4,7 +4,9 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <filesystem>
+#include <thread>
 #include <vector>
 
 #include "tests/test_util.h"
@@ -92,6 +94,27 @@ TEST(ColdRowFileTest, AFullFileKeepsTheRowsStoredLast) {
   }
   EXPECT_EQ(held, slots);
   EXPECT_FALSE(file->Find(0, 100, out.data()));
+}
+
+TEST(ColdRowFileTest, ALargeFileHoldsRowsInEveryBucketOnceZeroedBehindCreate) {
+  testing::TempDir dir;
+  auto file = MakeFile(dir.path(), uint64_t{80} << 20);  // past what Create zeroes itself
+  ASSERT_NE(file, nullptr);
+  // Rows stored meanwhile land only in the chunks zeroed already; every one found is as stored.
+  std::vector<float> out(kFloats);
+  for (uint64_t key = 0; key < 20000; ++key) file->Store(key % kPartitions, key, RowOf(key));
+  for (uint64_t key = 0; key < 20000; ++key) {
+    if (file->Find(key % kPartitions, key, out.data())) EXPECT_EQ(out, RowOf(key));
+  }
+  for (int waited = 0; !file->ready() && waited < 600; ++waited) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  ASSERT_TRUE(file->ready());
+  for (uint64_t key = 0; key < 20000; ++key) file->Store(key % kPartitions, key, RowOf(key, 1));
+  for (uint64_t key = 0; key < 20000; ++key) {
+    ASSERT_TRUE(file->Find(key % kPartitions, key, out.data())) << "key " << key;
+    EXPECT_EQ(out, RowOf(key, 1));
+  }
 }
 
 TEST(ColdRowFileTest, LeavesNothingInItsDirectoryAndNamesADirectoryItCannotUse) {
