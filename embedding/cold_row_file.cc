@@ -26,21 +26,21 @@ constexpr uint32_t kMaxSlotsPerBucket = 255;  // next_replaced_ is a byte
 constexpr uint64_t kZeroChunkBytes = uint64_t{1} << 20;
 constexpr uint64_t kZeroedAtCreateBytes = uint64_t{64} << 20;
 
-uint32_t SlotsPerBucket(uint32_t floats_per_row) {
-  const uint64_t slot_bytes = 16 + uint64_t{floats_per_row} * sizeof(float);
+std::string ErrnoText(int error) { return std::strerror(error); }
+
+}  // namespace
+
+uint32_t ColdRowFile::SlotsPerBucket(uint32_t floats_per_row) {
+  const uint64_t slot_bytes = kTagBytes + uint64_t{floats_per_row} * sizeof(float);
   return static_cast<uint32_t>(std::clamp<uint64_t>(kBucketTargetBytes / slot_bytes,
                                                     kMinSlotsPerBucket, kMaxSlotsPerBucket));
 }
 
-uint64_t BucketBytes(uint32_t floats_per_row) {
+uint64_t ColdRowFile::BucketBytes(uint32_t floats_per_row) {
   const uint64_t slots = SlotsPerBucket(floats_per_row);
-  const uint64_t bytes = slots * (16 + uint64_t{floats_per_row} * sizeof(float));
+  const uint64_t bytes = slots * (kTagBytes + uint64_t{floats_per_row} * sizeof(float));
   return (bytes + 63) / 64 * 64;
 }
-
-std::string ErrnoText(int error) { return std::strerror(error); }
-
-}  // namespace
 
 ColdRowFile::ColdRowFile(uint32_t floats_per_row, uint32_t num_partitions, uint64_t capacity_bytes)
     : floats_per_row_(floats_per_row),
@@ -90,12 +90,12 @@ Result<std::unique_ptr<ColdRowFile>> ColdRowFile::Create(const std::string& dir,
   file->base_ = static_cast<char*>(mapped);
   // Buckets are read at random: read-ahead would only bring in pages no one asked for.
   madvise(mapped, file->file_bytes_, MADV_RANDOM);
-  RETURN_IF_ERROR(file->ZeroChunksFrom(0).WithContext("zeroing cold row file '" + path + "'"));
+  RETURN_IF_ERROR(file->ZeroChunks().WithContext("zeroing cold row file '" + path + "'"));
   return file;
 }
 
 Status ColdRowFile::ZeroChunk(uint64_t chunk) {
-  static const std::vector<char> zeros(kZeroChunkBytes + 4096, 0);
+  static const std::vector<char> zeros(kZeroChunkBytes, 0);
   const uint64_t begin = chunk * buckets_per_chunk_ * bucket_bytes_;
   const uint64_t end = std::min(file_bytes_, begin + buckets_per_chunk_ * bucket_bytes_);
   for (uint64_t at = begin; at < end;) {
@@ -109,9 +109,9 @@ Status ColdRowFile::ZeroChunk(uint64_t chunk) {
   return Status::Ok();
 }
 
-Status ColdRowFile::ZeroChunksFrom(uint64_t first) {
+Status ColdRowFile::ZeroChunks() {
   const uint64_t chunk_bytes = buckets_per_chunk_ * bucket_bytes_;
-  uint64_t chunk = first;
+  uint64_t chunk = 0;
   for (; chunk < num_chunks_ && chunk * chunk_bytes < kZeroedAtCreateBytes; ++chunk) {
     RETURN_IF_ERROR(ZeroChunk(chunk));
   }
@@ -208,10 +208,6 @@ void ColdRowFile::ForgetPartition(uint32_t partition) {
   uint32_t next = generations_[partition].load(std::memory_order_relaxed) + 1;
   if (next == 0) next = 1;  // 0 marks an empty slot
   generations_[partition].store(next, std::memory_order_release);
-}
-
-void ColdRowFile::ForgetAll() {
-  for (uint32_t p = 0; p < num_partitions_; ++p) ForgetPartition(p);
 }
 
 }  // namespace ember::embedding

@@ -58,9 +58,8 @@ class ColdRowFile {
   void Prefetch(uint64_t key) const;
   // Stores the row of (partition, key), replacing its earlier copy or another slot of its bucket.
   void Store(uint32_t partition, uint64_t key, std::span<const float> row);
-  // Every row of `partition` (of every partition) held so far is no longer found.
+  // Every row of `partition` held so far is no longer found.
   void ForgetPartition(uint32_t partition);
-  void ForgetAll();
 
   uint64_t slots() const { return uint64_t{num_buckets_} * slots_per_bucket_; }
   // Whether every chunk is zeroed, so that every bucket holds rows.
@@ -73,12 +72,17 @@ class ColdRowFile {
     uint32_t partition;
     uint32_t generation;  // 0: empty
   };
+  static constexpr uint64_t kTagBytes = 16;  // the bucket layout's, in cold_row_file.cc
+  static_assert(sizeof(Tag) == kTagBytes);
   static constexpr size_t kLocks = 512;
   struct alignas(64) BucketLock {
     std::mutex mu;
   };
 
   ColdRowFile(uint32_t floats_per_row, uint32_t num_partitions, uint64_t capacity_bytes);
+  // Slots in a bucket (tags first, then rows) and its bytes, a multiple of a cache line.
+  static uint32_t SlotsPerBucket(uint32_t floats_per_row);
+  static uint64_t BucketBytes(uint32_t floats_per_row);
 
   uint64_t BucketOf(uint64_t key) const;
   Tag* TagsOf(uint64_t bucket) const;
@@ -89,9 +93,8 @@ class ColdRowFile {
   }
   // Writes zeros over the buckets of `chunk` and marks it ready.
   Status ZeroChunk(uint64_t chunk);
-  // Zeroes the chunks from `first` on: before returning up to kZeroedAtCreateBytes, the rest on
-  // zeroer_.
-  Status ZeroChunksFrom(uint64_t first);
+  // Zeroes the chunks: up to kZeroedAtCreateBytes before returning, the rest on zeroer_.
+  Status ZeroChunks();
   uint32_t Generation(uint32_t partition) const {
     return generations_[partition].load(std::memory_order_acquire);
   }

@@ -23,6 +23,18 @@ std::string CountRecordPrefix(uint64_t table_id) {
 // How many rows ahead the cold row file's buckets are prefetched.
 constexpr size_t kColdPrefetchDistance = 4;
 
+// Calls visit(i) for each i below n, the cold row file's bucket of key_of(i) prefetched
+// kColdPrefetchDistance calls ahead.
+template <typename KeyOf, typename Visit>
+void VisitPrefetchingBuckets(const ColdRowFile& file, size_t n, const KeyOf& key_of,
+                             const Visit& visit) {
+  for (size_t i = 0; i < std::min(n, kColdPrefetchDistance); ++i) file.Prefetch(key_of(i));
+  for (size_t i = 0; i < n; ++i) {
+    if (i + kColdPrefetchDistance < n) file.Prefetch(key_of(i + kColdPrefetchDistance));
+    visit(i);
+  }
+}
+
 // Keys written to disk a stripe remembers for the prefetches in flight; past it, a new generation
 // begins (and prefetches that read the stripe before drop what they read of it).
 constexpr size_t kMaxWrittenKeys = 8192;
@@ -298,18 +310,17 @@ Status DiskTier::ReadStoredRows(std::span<const uint32_t> partitions,
   rest_partitions.clear();
   rest_keys.clear();
   rest_at.clear();
-  for (size_t i = 0; i < std::min(keys.size(), kColdPrefetchDistance); ++i)
-    cold_->Prefetch(keys[i]);
-  for (size_t i = 0; i < keys.size(); ++i) {
-    if (i + kColdPrefetchDistance < keys.size()) cold_->Prefetch(keys[i + kColdPrefetchDistance]);
-    if (cold_->Find(partitions[i], keys[i], row.data())) {
-      found(i, row);
-      continue;
-    }
-    rest_partitions.push_back(partitions[i]);
-    rest_keys.push_back(keys[i]);
-    rest_at.push_back(i);
-  }
+  VisitPrefetchingBuckets(
+      *cold_, keys.size(), [&](size_t i) { return keys[i]; },
+      [&](size_t i) {
+        if (cold_->Find(partitions[i], keys[i], row.data())) {
+          found(i, row);
+          return;
+        }
+        rest_partitions.push_back(partitions[i]);
+        rest_keys.push_back(keys[i]);
+        rest_at.push_back(i);
+      });
   cold_hits_.fetch_add(keys.size() - rest_keys.size(), std::memory_order_relaxed);
   if (rest_keys.empty()) return Status::Ok();
   return disk_.MultiGet(rest_partitions, rest_keys, [&](size_t r, std::span<const float> stored) {
@@ -320,15 +331,12 @@ Status DiskTier::ReadStoredRows(std::span<const uint32_t> partitions,
 
 void DiskTier::KeepCold(std::span<const ColdRow> rows) const {
   if (cold_ == nullptr) return;
-  for (size_t i = 0; i < std::min(rows.size(), kColdPrefetchDistance); ++i) {
-    cold_->Prefetch(rows[i].key);
-  }
-  for (size_t i = 0; i < rows.size(); ++i) {
-    if (i + kColdPrefetchDistance < rows.size())
-      cold_->Prefetch(rows[i + kColdPrefetchDistance].key);
-    cold_->Store(rows[i].partition, rows[i].key,
-                 std::span<const float>(rows[i].row, table_.floats_per_row));
-  }
+  VisitPrefetchingBuckets(
+      *cold_, rows.size(), [&](size_t i) { return rows[i].key; },
+      [&](size_t i) {
+        cold_->Store(rows[i].partition, rows[i].key,
+                     std::span<const float>(rows[i].row, table_.floats_per_row));
+      });
 }
 
 Status DiskTier::ForEachRowOnlyOnDiskLocked(uint32_t partition,
