@@ -156,20 +156,36 @@ void ColdRowFile::Prefetch(uint64_t key) const {
   }
 }
 
-bool ColdRowFile::Find(uint32_t partition, uint64_t key, float* out) const {
+uint32_t ColdRowFile::SlotOf(uint64_t bucket, uint32_t partition, uint64_t key) const {
+  const uint32_t generation = Generation(partition);
+  const Tag* tags = TagsOf(bucket);
+  for (uint32_t slot = 0; slot < slots_per_bucket_; ++slot) {
+    const Tag& tag = tags[slot];
+    if (tag.key != key || tag.partition != partition || tag.generation == 0) continue;
+    return (tag.generation & kGenerationMask) == generation ? slot : slots_per_bucket_;
+  }
+  return slots_per_bucket_;
+}
+
+bool ColdRowFile::Find(uint32_t partition, uint64_t key, float* out, bool* changed) const {
   if (partition >= num_partitions_) return false;
   const uint64_t bucket = BucketOf(key);
   if (!Ready(bucket)) return false;
-  const uint32_t generation = Generation(partition);
   std::lock_guard<std::mutex> lock(LockOf(bucket));
-  const Tag* tags = TagsOf(bucket);
-  for (uint32_t slot = 0; slot < slots_per_bucket_; ++slot) {
-    if (tags[slot].key != key || tags[slot].partition != partition) continue;
-    if (tags[slot].generation != generation) return false;
-    std::memcpy(out, RowOf(bucket, slot), uint64_t{floats_per_row_} * sizeof(float));
-    return true;
-  }
-  return false;
+  const uint32_t slot = SlotOf(bucket, partition, key);
+  if (slot == slots_per_bucket_) return false;
+  std::memcpy(out, RowOf(bucket, slot), uint64_t{floats_per_row_} * sizeof(float));
+  *changed = (TagsOf(bucket)[slot].generation & kChangedBit) != 0;
+  return true;
+}
+
+bool ColdRowFile::HoldsChanged(uint32_t partition, uint64_t key) const {
+  if (partition >= num_partitions_) return false;
+  const uint64_t bucket = BucketOf(key);
+  if (!Ready(bucket)) return false;
+  std::lock_guard<std::mutex> lock(LockOf(bucket));
+  const uint32_t slot = SlotOf(bucket, partition, key);
+  return slot != slots_per_bucket_ && (TagsOf(bucket)[slot].generation & kChangedBit) != 0;
 }
 
 uint32_t ColdRowFile::SlotFor(uint64_t bucket, uint32_t partition, uint64_t key) {
@@ -181,31 +197,40 @@ uint32_t ColdRowFile::SlotFor(uint64_t bucket, uint32_t partition, uint64_t key)
     if (tag.key == key && tag.partition == partition && tag.generation != 0) return slot;
     if (tag.generation == 0) {
       empty = std::min(empty, slot);
-    } else if (tag.partition >= num_partitions_ || tag.generation != Generation(tag.partition)) {
+    } else if (tag.partition >= num_partitions_ ||
+               (tag.generation & kGenerationMask) != Generation(tag.partition)) {
       stale = std::min(stale, slot);
     }
   }
   if (empty < slots_per_bucket_) return empty;
   if (stale < slots_per_bucket_) return stale;
+  // The next unchanged slot in turn: a changed row is newer than RocksDB, and only here.
   uint8_t& next = next_replaced_[bucket];
-  const uint32_t slot = next % slots_per_bucket_;
-  next = static_cast<uint8_t>((slot + 1) % slots_per_bucket_);
-  return slot;
+  for (uint32_t step = 0; step < slots_per_bucket_; ++step) {
+    const uint32_t slot = (next + step) % slots_per_bucket_;
+    if (tags[slot].generation & kChangedBit) continue;
+    next = static_cast<uint8_t>((slot + 1) % slots_per_bucket_);
+    return slot;
+  }
+  return slots_per_bucket_;
 }
 
-void ColdRowFile::Store(uint32_t partition, uint64_t key, std::span<const float> row) {
-  if (partition >= num_partitions_ || row.size() != floats_per_row_) return;
+bool ColdRowFile::Store(uint32_t partition, uint64_t key, std::span<const float> row,
+                        bool changed) {
+  if (partition >= num_partitions_ || row.size() != floats_per_row_) return false;
   const uint64_t bucket = BucketOf(key);
-  if (!Ready(bucket)) return;
+  if (!Ready(bucket)) return false;
   std::lock_guard<std::mutex> lock(LockOf(bucket));
   const uint32_t slot = SlotFor(bucket, partition, key);
+  if (slot == slots_per_bucket_) return false;
   std::memcpy(RowOf(bucket, slot), row.data(), row.size_bytes());
-  TagsOf(bucket)[slot] = Tag{key, partition, Generation(partition)};
+  TagsOf(bucket)[slot] = Tag{key, partition, Generation(partition) | (changed ? kChangedBit : 0)};
+  return true;
 }
 
 void ColdRowFile::ForgetPartition(uint32_t partition) {
   if (partition >= num_partitions_) return;
-  uint32_t next = generations_[partition].load(std::memory_order_relaxed) + 1;
+  uint32_t next = (generations_[partition].load(std::memory_order_relaxed) + 1) & kGenerationMask;
   if (next == 0) next = 1;  // 0 marks an empty slot
   generations_[partition].store(next, std::memory_order_release);
 }

@@ -1,23 +1,25 @@
 // ColdRowFile: a tiered table's rows that left memory, kept in a file beside RocksDB so that
-// reading one back costs a hash and a copy instead of a RocksDB lookup. RocksDB stays the rows'
-// durable store; the file only caches what RocksDB holds, and starts empty at every open.
+// reading one back costs a hash and a copy instead of a RocksDB lookup. The file starts empty at
+// every open.
 //
 // The file is a fixed array of buckets, mapped into memory (MAP_SHARED: its pages live in the page
 // cache, outside the table's memory budget). A key hashes to one bucket, which holds a few slots:
-// per slot a tag (key, partition, generation) and a row of floats_per_row floats. A tag is valid
-// while its generation is its partition's current one; ForgetPartition makes a partition's rows
-// invalid at once by starting a new generation. A full bucket replaces its slots in turn (stale
-// ones first), so a file smaller than the cold rows keeps the rows stored last.
+// per slot a tag (key, partition, generation, whether the row is changed) and a row of
+// floats_per_row floats. A tag is valid while its generation is its partition's current one;
+// ForgetPartition makes a partition's rows invalid at once by starting a new generation. A full
+// bucket replaces its unchanged slots in turn (stale ones first), so a file smaller than the cold
+// rows keeps the rows stored last. A changed row is never replaced: only its own key's store, or
+// forgetting its partition, ends it; a store that finds no other slot is refused.
 //
 // The file is created, reserved (fallocate, so that writes into the mapping never meet a full
 // disk) and unlinked at once: nothing is left on disk when the process ends, however it ends.
 // Then it is written with zeros, a chunk at a time (the first 64 MiB before Create returns, the
 // rest by a thread of its own): a page of reserved but never written blocks costs some 11 us of
 // kernel time when first written through the mapping, against about 1.4 us a page zeroed in
-// bulk. A chunk not zeroed yet holds no row (Find misses, Store skips it).
+// bulk. A chunk not zeroed yet holds no row (Find misses, Store refuses).
 //
-// The tier's invariant: a valid slot holds what RocksDB holds for its key. So every write of
-// rows to RocksDB stores them here too, after the write, and every deletion forgets the partition.
+// What the rows mean is the tier's (disk_tier.h): an unchanged row is what RocksDB holds for its
+// key; a changed one is newer than RocksDB, and the push log holds its changes.
 //
 // Thread-safety: every method may be called from many threads; a bucket is read and written under
 // one of a fixed set of locks.
@@ -52,13 +54,18 @@ class ColdRowFile {
   ColdRowFile(const ColdRowFile&) = delete;
   ColdRowFile& operator=(const ColdRowFile&) = delete;
 
-  // Copies the row of (partition, key) into `out` (floats_per_row floats); false when not held.
-  bool Find(uint32_t partition, uint64_t key, float* out) const;
+  // Copies the row of (partition, key) into `out` (floats_per_row floats) and says in `changed`
+  // whether it was stored changed; false when not held.
+  bool Find(uint32_t partition, uint64_t key, float* out, bool* changed) const;
+  // Whether the row of (partition, key) is held, stored changed.
+  bool HoldsChanged(uint32_t partition, uint64_t key) const;
   // Starts bringing the tags of `key`'s bucket into the cache, ahead of a Find or Store.
   void Prefetch(uint64_t key) const;
-  // Stores the row of (partition, key), replacing its earlier copy or another slot of its bucket.
-  void Store(uint32_t partition, uint64_t key, std::span<const float> row);
-  // Every row of `partition` held so far is no longer found.
+  // Stores the row of (partition, key), `changed` or not, replacing its earlier copy or an
+  // unchanged slot of its bucket; false (nothing stored) when the bucket holds only other keys'
+  // changed rows, or is not zeroed yet.
+  bool Store(uint32_t partition, uint64_t key, std::span<const float> row, bool changed);
+  // Every row of `partition` held so far, changed or not, is no longer found.
   void ForgetPartition(uint32_t partition);
 
   uint64_t slots() const { return uint64_t{num_buckets_} * slots_per_bucket_; }
@@ -70,8 +77,10 @@ class ColdRowFile {
   struct Tag {
     uint64_t key;
     uint32_t partition;
-    uint32_t generation;  // 0: empty
+    uint32_t generation;  // its low 31 bits, 0: empty; kChangedBit: stored changed
   };
+  static constexpr uint32_t kChangedBit = uint32_t{1} << 31;
+  static constexpr uint32_t kGenerationMask = kChangedBit - 1;
   static constexpr uint64_t kTagBytes = 16;  // the bucket layout's, in cold_row_file.cc
   static_assert(sizeof(Tag) == kTagBytes);
   static constexpr size_t kLocks = 512;
@@ -98,8 +107,10 @@ class ColdRowFile {
   uint32_t Generation(uint32_t partition) const {
     return generations_[partition].load(std::memory_order_acquire);
   }
+  // The slot of `key` of `partition` in `bucket`, valid; slots_per_bucket_ when none.
+  uint32_t SlotOf(uint64_t bucket, uint32_t partition, uint64_t key) const;
   // The slot `key` of `partition` goes to in `bucket`: its own, an empty one, a stale one, else
-  // the bucket's next in turn.
+  // the bucket's next unchanged one in turn; slots_per_bucket_ when every other slot is changed.
   uint32_t SlotFor(uint64_t bucket, uint32_t partition, uint64_t key);
 
   const uint32_t floats_per_row_;

@@ -7,6 +7,7 @@
 #include <mutex>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "embedding/tier_row_flags.h"
 
@@ -18,21 +19,6 @@ std::string CountRecordPrefix(uint64_t table_id) {
   std::string key = "rows/";
   for (int shift = 56; shift >= 0; shift -= 8) key.push_back(static_cast<char>(table_id >> shift));
   return key;
-}
-
-// How many rows ahead the cold row file's buckets are prefetched.
-constexpr size_t kColdPrefetchDistance = 4;
-
-// Calls visit(i) for each i below n, the cold row file's bucket of key_of(i) prefetched
-// kColdPrefetchDistance calls ahead.
-template <typename KeyOf, typename Visit>
-void VisitPrefetchingBuckets(const ColdRowFile& file, size_t n, const KeyOf& key_of,
-                             const Visit& visit) {
-  for (size_t i = 0; i < std::min(n, kColdPrefetchDistance); ++i) file.Prefetch(key_of(i));
-  for (size_t i = 0; i < n; ++i) {
-    if (i + kColdPrefetchDistance < n) file.Prefetch(key_of(i + kColdPrefetchDistance));
-    visit(i);
-  }
 }
 
 // Keys written to disk a stripe remembers for the prefetches in flight; past it, a new generation
@@ -49,7 +35,8 @@ DiskTier::DiskTier(const TierOptions& options, TierTable table)
       clocks_(table.rows.num_partitions()),
       durable_rows_(table.rows.num_partitions(), 0),
       write_notes_(table.rows.num_stripes()),
-      pins_(std::make_unique<HintPins>(options.pin_budget_bytes, row_bytes_, table.counters)) {}
+      pins_(std::make_unique<HintPins>(options.pin_budget_bytes, row_bytes_, table.counters)),
+      changed_cold_(table.rows.num_partitions()) {}
 
 Result<std::unique_ptr<DiskTier>> DiskTier::Open(const TierOptions& options, TierTable table) {
   if (options.disk->floats_per_row() != table.floats_per_row) {
@@ -60,7 +47,7 @@ Result<std::unique_ptr<DiskTier>> DiskTier::Open(const TierOptions& options, Tie
   std::unique_ptr<DiskTier> tier(new DiskTier(options, table));
   if (options.budget != nullptr && options.cold_file_bytes > 0 && !options.cold_file_dir.empty()) {
     ASSIGN_OR_RETURN(tier->cold_,
-                     ColdRowFile::Create(options.cold_file_dir, table.floats_per_row,
+                     ColdRowFile::Create(options.cold_file_dir, table.floats_per_row + 1,
                                          table.rows.num_partitions(), options.cold_file_bytes));
   }
   ASSIGN_OR_RETURN(const uint64_t stored, tier->LoadDurableCounts());
@@ -83,6 +70,7 @@ DiskTier::~DiskTier() {
       changed_rows_left |= (LoadFlags(row + flags_float) & kDirty) != 0;
     });
   }
+  changed_rows_left = changed_rows_left || AnyChangedColdRow();
   disk_.push_log()->RemoveRelogger(relogger_, changed_rows_left);
 }
 
@@ -136,8 +124,10 @@ Result<uint64_t> DiskTier::CountDurableRows() {
 
 Status DiskTier::RecountRows() {
   // Rows were written to disk without the table: none the cold row file holds can be trusted.
+  // Its changed rows are newer, as changed rows in memory are: written over the rows loaded.
   for (uint32_t p = 0; cold_ != nullptr && p < table_.rows.num_partitions(); ++p) {
     std::lock_guard<std::mutex> lock(table_.rows.LockOf(p));
+    RETURN_IF_ERROR(WriteBackChangedColdRowsLocked(p));
     cold_->ForgetPartition(p);
   }
   ASSIGN_OR_RETURN(uint64_t total, CountDurableRows());
@@ -178,8 +168,9 @@ Status DiskTier::Restore(uint32_t partition, uint64_t key, std::span<const float
     if (durable_rows_[partition] > 0) {
       const uint64_t keys[] = {key};
       const uint32_t partitions[] = {partition};
-      Status read =
-          disk_.MultiGet(partitions, keys, [&](size_t, std::span<const float>) { on_disk = true; });
+      Status read = ReadStoredRows(
+          partitions, keys, [&](size_t, std::span<const float>, uint32_t) { on_disk = true; },
+          /*keep=*/false);
       if (!read.ok()) {
         store.Erase(key);
         return read.WithContext("restore into table '" + table_.name + "'");
@@ -218,6 +209,7 @@ Result<uint64_t> DiskTier::Erase(uint32_t partition) {
   }
   NoteDiskWrite(partition);
   if (cold_ != nullptr) cold_->ForgetPartition(partition);
+  changed_cold_[partition] = ChangedColdKeys{};
   RETURN_IF_ERROR(
       disk_.Write(erasure).WithContext("erasing partition " + std::to_string(partition)));
   uint64_t erased = durable_rows_[partition];
@@ -243,6 +235,9 @@ Result<uint64_t> DiskTier::ExpireOnDiskLocked(
   const auto flags_of = [&](uint64_t key) {
     return LoadFlags(store.Find(key) + table_.floats_per_row);
   };
+  // The rows only in the cold row file go to RocksDB first, to be judged (and deleted) there: the
+  // file forgets the partition below.
+  RETURN_IF_ERROR(WriteBackChangedColdRowsLocked(partition));
   // Delete on disk first; memory is dropped only once that succeeded.
   RowWrites deletes(disk_);
   uint64_t durable_expired = 0;
@@ -294,56 +289,24 @@ void DiskTier::ForgetErasedLocked(uint32_t partition, size_t erased) {
 
 Status DiskTier::ReadRows(std::span<const uint32_t> partitions, std::span<const uint64_t> keys,
                           const std::function<void(size_t, std::span<const float>)>& found) const {
-  return ReadStoredRows(partitions, keys, found, /*keep=*/false);
-}
-
-Status DiskTier::ReadStoredRows(std::span<const uint32_t> partitions,
-                                std::span<const uint64_t> keys,
-                                const std::function<void(size_t, std::span<const float>)>& found,
-                                bool keep) const {
-  if (cold_ == nullptr) return disk_.MultiGet(partitions, keys, found);
-  thread_local std::vector<float> row;
-  thread_local std::vector<uint32_t> rest_partitions;  // the keys the file does not hold
-  thread_local std::vector<uint64_t> rest_keys;
-  thread_local std::vector<size_t> rest_at;  // their indexes into `keys`
-  row.resize(table_.floats_per_row);
-  rest_partitions.clear();
-  rest_keys.clear();
-  rest_at.clear();
-  VisitPrefetchingBuckets(
-      *cold_, keys.size(), [&](size_t i) { return keys[i]; },
-      [&](size_t i) {
-        if (cold_->Find(partitions[i], keys[i], row.data())) {
-          found(i, row);
-          return;
-        }
-        rest_partitions.push_back(partitions[i]);
-        rest_keys.push_back(keys[i]);
-        rest_at.push_back(i);
-      });
-  cold_hits_.fetch_add(keys.size() - rest_keys.size(), std::memory_order_relaxed);
-  if (rest_keys.empty()) return Status::Ok();
-  return disk_.MultiGet(rest_partitions, rest_keys, [&](size_t r, std::span<const float> stored) {
-    if (keep) cold_->Store(rest_partitions[r], rest_keys[r], stored);
-    found(rest_at[r], stored);
-  });
-}
-
-void DiskTier::KeepCold(std::span<const ColdRow> rows) const {
-  if (cold_ == nullptr) return;
-  VisitPrefetchingBuckets(
-      *cold_, rows.size(), [&](size_t i) { return rows[i].key; },
-      [&](size_t i) {
-        cold_->Store(rows[i].partition, rows[i].key,
-                     std::span<const float>(rows[i].row, table_.floats_per_row));
-      });
+  return ReadStoredRows(
+      partitions, keys, [&](size_t i, std::span<const float> row, uint32_t) { found(i, row); },
+      /*keep=*/false);
 }
 
 Status DiskTier::ForEachRowOnlyOnDiskLocked(uint32_t partition,
                                             const RocksTable::RowVisitor& visit) const {
   const RowStore& store = table_.rows.store(partition);
+  // The changed rows of the cold row file first: RocksDB's versions of them are older.
+  std::vector<uint64_t> changed;
+  ForEachChangedColdRowLocked(partition, [&](uint64_t key, std::span<const float> row) {
+    visit(key, row.first(table_.floats_per_row));
+    changed.push_back(key);
+  });
   return disk_.ForEachInPartition(partition, [&](uint64_t key, std::span<const float> stored) {
-    if (store.Find(key) == nullptr) visit(key, stored);
+    if (store.Find(key) == nullptr && !std::binary_search(changed.begin(), changed.end(), key)) {
+      visit(key, stored);
+    }
   });
 }
 
@@ -360,6 +323,7 @@ TierStats DiskTier::stats() const {
   stats.cold_file_hits = cold_hits_.load(std::memory_order_relaxed);
   stats.evictions = table_.counters.Get(TableStat::kEvictions);
   stats.writebacks = writebacks_.load(std::memory_order_relaxed);
+  stats.kept_changed = kept_changed_.load(std::memory_order_relaxed);
   return stats;
 }
 

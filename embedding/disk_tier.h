@@ -1,12 +1,18 @@
 // DiskTier: the disk side of a tiered table. Only rows that fit the memory budget stay in memory,
-// chosen by CLOCK (clock_ring.h); the others live in a RocksDB column family (rocks_store.h). A
-// request first looks its keys up in memory, then reads all misses of a stripe with one MultiGet,
-// and creates the rows found nowhere. Rows changed since they were last on disk (and rows never
-// stored) are written back when evicted, so the table sees exactly what an all-in-memory table
-// would hold. When the store keeps a push log (push_log.h), every push's rows are appended to it
-// under the request's stripe locks (so the log orders the writes of a key as memory does) and the
-// push returns once the log write holding them returned (group commit); the rows stay changed in
-// memory until evicted or until the log retires their segment (then they are logged again).
+// chosen by CLOCK (clock_ring.h); the others live in a RocksDB column family (rocks_store.h),
+// with a cold row file (cold_row_file.h) in front of it. A request first looks its keys up in
+// memory, then in the cold row file, then reads the rest of a stripe's misses with one MultiGet,
+// and creates the rows found nowhere; so the table sees exactly what an all-in-memory table would
+// hold. When the store keeps a push log (push_log.h), every push's rows are appended to it under
+// the request's stripe locks (so the log orders the writes of a key as memory does) and the push
+// returns once the log write holding them returned (group commit).
+//
+// Where a changed row goes when evicted: into the cold row file, stored changed, when a version of
+// it is durable already (kOnDisk) and the file has room; else to RocksDB. A changed row stays
+// changed, in memory or in the file, until flushed or written back (the file's when their
+// partition is expired, recounted or flushed); while the push log keeps segments, the log's
+// retirement of a segment logs again the changed rows whose last change it held, wherever they
+// are. The cold row file's unchanged rows are what RocksDB holds.
 //
 // Each partition's count of durable rows (on disk, or in memory with kOnDisk) is persisted with
 // every write that changes it, so that opening a table does not count its rows.
@@ -65,7 +71,8 @@ struct TierStats {
   uint64_t loaded = 0;         // misses found on disk
   uint64_t cold_file_hits = 0;  // rows read from the cold row file instead of RocksDB
   uint64_t evictions = 0;      // rows dropped from memory
-  uint64_t writebacks = 0;     // evicted or flushed rows written to disk
+  uint64_t writebacks = 0;     // evicted or flushed rows written to RocksDB
+  uint64_t kept_changed = 0;   // changed rows evicted into the cold row file instead of RocksDB
 };
 
 // What a tier (and its look-ahead) shares with its table, all borrowed from the table.
@@ -113,7 +120,7 @@ class DiskTier {
                  std::span<const float> state);
   // Drops every row of `partition`, on disk and in memory; returns how many.
   Result<uint64_t> Erase(uint32_t partition);
-  // Writes every changed row held in memory to disk.
+  // Writes every changed row held in memory or in the cold row file to disk.
   Status FlushDirtyRows();
   // Deletes the rows of `partition` that `is_expired` says are (`victims`: those in memory, not
   // yet erased from it) on disk, with the partition's count; returns how many rows only on disk
@@ -128,6 +135,15 @@ class DiskTier {
   // Reads the rows of `keys` (in `partitions`) from disk: found(i, row_and_state) for each found.
   Status ReadRows(std::span<const uint32_t> partitions, std::span<const uint64_t> keys,
                   const std::function<void(size_t i, std::span<const float>)>& found) const;
+  // A row read from disk, with the flags it carries into memory: kOnDisk, and for a changed row
+  // of the cold row file also kDirty and where its last change was logged.
+  using StoredRowFound =
+      std::function<void(size_t i, std::span<const float> row_and_state, uint32_t flags)>;
+  // ReadRows for rows about to be put in memory (look-ahead's).
+  Status ReadRowsForMemory(std::span<const uint32_t> partitions, std::span<const uint64_t> keys,
+                           const StoredRowFound& found) const {
+    return ReadStoredRows(partitions, keys, found, /*keep=*/false);
+  }
   // Visits the rows of `partition` that are on disk but not in memory.
   Status ForEachRowOnlyOnDiskLocked(uint32_t partition, const RocksTable::RowVisitor& visit) const;
   // Rows of `partition` now, in memory or on disk.
@@ -208,23 +224,42 @@ class DiskTier {
   // Before `rows_to_write` changed rows go to RocksDB: waits until every push logged so far is
   // written to the push log (a no-op without one, or with no rows).
   Status WaitForLoggedPushes(size_t rows_to_write);
-  // Appends every changed row held in memory to the store's push log, partition by partition
-  // under its stripe lock, and waits until written (run by the log before it drops a segment).
+  // Appends every changed row held in memory or in the cold row file whose last change may be in
+  // a segment up to `through` to the store's push log, partition by partition under its stripe
+  // lock, and waits until written (run by the log before it drops a segment).
   Status RelogDirtyRows(uint64_t through);
 
+  // ---- The cold row file (disk_tier_cold.cc) ----
   // Reads the rows of `keys` (in `partitions`): each from the cold row file when it holds it, the
-  // others with one MultiGet; found(i, row_and_state) for each found. With `keep` (under the
-  // stripe locks of `partitions`) the rows read from RocksDB are stored in the cold row file.
+  // others with one MultiGet; found(i, row_and_state, flags) for each found. With `keep` (under
+  // the stripe locks of `partitions`) the rows read from RocksDB are stored in the cold row file.
   Status ReadStoredRows(std::span<const uint32_t> partitions, std::span<const uint64_t> keys,
-                        const std::function<void(size_t i, std::span<const float>)>& found,
-                        bool keep) const;
-  // After a write of rows to RocksDB (under their stripe locks): the cold row file holds them too.
+                        const StoredRowFound& found, bool keep) const;
+  // After a write of rows to RocksDB (under their stripe locks): the cold row file holds them too,
+  // unchanged.
   struct ColdRow {
     uint32_t partition;
     uint64_t key;
-    float* row;  // read only; the flusher marks the rows it kept
+    float* row;  // read only (with its flags word); the flusher marks the rows it kept
   };
   void KeepCold(std::span<const ColdRow> rows) const;
+  // Stores the changed `row` (with its flags word) of `partition` in the cold row file instead of
+  // RocksDB; false when the file has no room for it.
+  bool KeepChangedColdLocked(uint32_t partition, uint64_t key, const float* row);
+  // Calls visit(key, row_and_flags) for each changed row of `partition` in the cold row file and
+  // not in memory, each once.
+  void ForEachChangedColdRowLocked(
+      uint32_t partition,
+      const std::function<void(uint64_t key, std::span<const float> row_and_flags)>& visit) const;
+  // Writes the changed rows of `partition` in the cold row file to RocksDB; they stay in the file,
+  // unchanged.
+  Status WriteBackChangedColdRowsLocked(uint32_t partition);
+  // Adds the changed rows of `partition` in the cold row file whose last change may be only in
+  // log segments up to `through` to `writes`, noting `segment` as where they are logged now.
+  void RelogChangedColdRowsLocked(uint32_t partition, uint64_t through, uint64_t segment,
+                                  RowWrites& writes);
+  // Whether any changed row is in the cold row file (with no request in flight).
+  bool AnyChangedColdRow() const;
 
   // ---- Durable counts (disk_tier.cc) ----
   // The record of `partition`'s count `count`, added to `batch`.
@@ -250,12 +285,20 @@ class DiskTier {
   std::vector<uint64_t> durable_rows_;
   std::vector<WriteNotes> write_notes_;  // per stripe, guarded by its lock
   std::unique_ptr<HintPins> pins_;
-  std::unique_ptr<ColdRowFile> cold_;  // null: none
+  std::unique_ptr<ColdRowFile> cold_;  // null: none; rows of floats_per_row + 1 floats (flags)
+  // Per partition, guarded by its stripe's lock: the keys of the changed rows in the cold row
+  // file (some more than once, or since unchanged), and how many were left at the last pruning.
+  struct ChangedColdKeys {
+    std::vector<uint64_t> keys;
+    size_t pruned_size = 0;
+  };
+  std::vector<ChangedColdKeys> changed_cold_;
   std::atomic<uint64_t> resident_{0};
   std::atomic<uint64_t> loaded_{0};
   mutable std::atomic<uint64_t> cold_hits_{0};
   std::atomic<uint32_t> passes_in_flight_{0};  // sequentially consistent, see BeginNotedPass
   std::atomic<uint64_t> writebacks_{0};
+  std::atomic<uint64_t> kept_changed_{0};
   uint64_t relogger_ = 0;  // the handle of RelogDirtyRows in the push log; 0: none
 };
 

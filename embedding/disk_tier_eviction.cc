@@ -1,5 +1,5 @@
-// DiskTier: choosing rows to evict by CLOCK, writing changed rows back (evicted, flushed or
-// relogged before the push log drops their segment).
+// DiskTier: choosing rows to evict by CLOCK, writing changed rows back (evicted into the cold row
+// file or RocksDB, flushed, or relogged before the push log drops their segment).
 #include <algorithm>
 #include <map>
 #include <mutex>
@@ -52,7 +52,9 @@ Status DiskTier::EvictWhileOverBudget(std::span<const uint32_t> partitions, size
     uint64_t key;
   };
   std::vector<Victim> victims;
-  std::vector<ColdRow> kept;  // every victim's row, valid until the first victim is dropped
+  // Every victim's row but those kept changed in the cold row file, valid until the first victim
+  // is dropped: once RocksDB holds them, so does the file.
+  std::vector<ColdRow> kept;
   RowWrites writes(disk_);
   // Victims written to disk for the first time, by partition: its count goes up with the write.
   std::map<uint32_t, uint64_t> new_durable;
@@ -65,14 +67,18 @@ Status DiskTier::EvictWhileOverBudget(std::span<const uint32_t> partitions, size
     if (!chosen) continue;
     const uint64_t key = clocks_[partition].KeyAt(chosen->slot);
     const uint32_t flags = LoadFlags(chosen->row + floats_per_row);
-    if (flags & kDirty) {
-      writes.Put(partition, key, std::span<const float>(chosen->row, floats_per_row));
-      NoteRowWritten(partition, key);
-      if (!(flags & kOnDisk)) ++new_durable[partition];
-    }
     victims.push_back(Victim{partition, chosen->slot, key});
-    kept.push_back(ColdRow{partition, key, chosen->row});
     chosen_bytes += row_bytes_;
+    if (!(flags & kDirty)) {
+      kept.push_back(ColdRow{partition, key, chosen->row});
+      continue;
+    }
+    NoteRowWritten(partition, key);
+    // A row whose count is durable already needs no count record: it may wait in the file.
+    if ((flags & kOnDisk) && KeepChangedColdLocked(partition, key, chosen->row)) continue;
+    writes.Put(partition, key, std::span<const float>(chosen->row, floats_per_row));
+    if (!(flags & kOnDisk)) ++new_durable[partition];
+    kept.push_back(ColdRow{partition, key, chosen->row});
   }
   const size_t written = writes.size();
   for (const auto& [partition, added] : new_durable) {
@@ -87,7 +93,8 @@ Status DiskTier::EvictWhileOverBudget(std::span<const uint32_t> partitions, size
     if (status.ok()) status = disk_.Write(writes);
   }
   if (!status.ok()) {
-    // Keep every victim in memory, still changed, for a later eviction to retry.
+    // Keep every victim in memory, still changed, for a later eviction to retry (those kept in
+    // the cold row file too: memory's copy is the same).
     for (const Victim& victim : victims) {
       float* flags = table_.rows.store(victim.partition).Find(victim.key) + floats_per_row;
       StoreFlags(flags, LoadFlags(flags) & ~uint32_t{kChosen});
@@ -95,7 +102,7 @@ Status DiskTier::EvictWhileOverBudget(std::span<const uint32_t> partitions, size
     return status.WithContext("writing back evicted rows");
   }
   for (const auto& [partition, added] : new_durable) durable_rows_[partition] += added;
-  // Every victim, changed or not, holds what RocksDB now holds: the cold row file keeps it.
+  // The other victims, changed or not, hold what RocksDB now holds: the cold row file keeps them.
   KeepCold(kept);
   // Drop in descending slot order per partition, which ClockRing::Remove allows.
   std::sort(victims.begin(), victims.end(), [](const Victim& a, const Victim& b) {
@@ -129,6 +136,9 @@ Status DiskTier::FlushDirtyRows() {
       flushed.push_back(ColdRow{p, key, row});
       if (!(flags & kOnDisk)) ++new_durable;
     });
+    // Then the rows changed in the cold row file.
+    RETURN_IF_ERROR(
+        WriteBackChangedColdRowsLocked(p).WithContext("flushing table '" + table_.name + "'"));
     const size_t written = writes.size();
     if (written == 0) continue;
     if (new_durable > 0) AddCountRecord(writes, p, durable_rows_[p] + new_durable);
@@ -179,6 +189,7 @@ Status DiskTier::RelogDirtyRows(uint64_t through) {
         counted |= MarkDurable(p, row);
         StoreFlags(row + floats_per_row, WithLogSegment(LoadFlags(row + floats_per_row), segment));
       });
+      RelogChangedColdRowsLocked(p, through, segment, writes);
       if (counted) AddCountRecord(writes, p, durable_rows_[p]);
       if (writes.empty()) continue;
       unwritten_bytes += writes.LogPayload().size();

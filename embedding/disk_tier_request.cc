@@ -52,11 +52,13 @@ Result<size_t> DiskTier::LoadMissesLocked(std::span<const uint64_t> keys, Reques
                                           std::span<const uint32_t> missed, bool push) {
   const uint32_t floats_per_row = table_.floats_per_row;
   thread_local std::vector<const float*> stored;  // by miss: its row on disk, or null
+  thread_local std::vector<uint32_t> stored_flags;  // by miss: the flags its row carries
   thread_local std::vector<uint32_t> partitions;
   thread_local std::vector<uint64_t> missed_keys;
   thread_local std::vector<float> loaded;
   // Every miss of the stripe: from the cold row file, the rest in one MultiGet.
   stored.assign(missed.size(), nullptr);
+  stored_flags.resize(missed.size());
   partitions.resize(missed.size());
   missed_keys.resize(missed.size());
   for (size_t m = 0; m < missed.size(); ++m) {
@@ -67,9 +69,10 @@ Result<size_t> DiskTier::LoadMissesLocked(std::span<const uint64_t> keys, Reques
   loaded.resize(missed.size() * floats_per_row);
   RETURN_IF_ERROR(ReadStoredRows(
       partitions, missed_keys,
-      [&](size_t m, std::span<const float> row) {
+      [&](size_t m, std::span<const float> row, uint32_t flags) {
         std::copy(row.begin(), row.end(), loaded.data() + m * floats_per_row);
         stored[m] = loaded.data() + m * floats_per_row;
+        stored_flags[m] = flags;
       },
       /*keep=*/true));
   NewRows& new_rows = table_.new_rows;
@@ -90,7 +93,7 @@ Result<size_t> DiskTier::LoadMissesLocked(std::span<const uint64_t> keys, Reques
     uint32_t flags = kReferenced;
     if (stored[m] != nullptr) {
       std::copy_n(stored[m], floats_per_row, row);
-      flags |= kOnDisk;
+      flags |= stored_flags[m];
       loaded_.fetch_add(1, std::memory_order_relaxed);
     } else {
       new_rows.Init(key, row);

@@ -23,7 +23,7 @@ struct LookAhead::Pass {
   std::vector<uint32_t> partitions;
   std::vector<uint64_t> missing_keys;
   std::vector<float> loaded;
-  std::vector<uint8_t> found;
+  std::vector<uint32_t> found;  // the flags the row read carries into memory; 0: not found
 };
 
 Result<size_t> LookAhead::Prefetch(uint64_t hint, std::span<const uint64_t> keys,
@@ -101,11 +101,12 @@ Status LookAhead::ReadMissingRows(Pass& pass) {
   }
   pass.loaded.resize(n * floats_per_row);
   pass.found.assign(n, 0);
-  return tier_.ReadRows(
-      pass.partitions, pass.missing_keys, [&](size_t m, std::span<const float> stored) {
-        std::copy(stored.begin(), stored.end(), pass.loaded.data() + m * floats_per_row);
-        pass.found[m] = 1;
-      });
+  return tier_.ReadRowsForMemory(pass.partitions, pass.missing_keys,
+                                 [&](size_t m, std::span<const float> stored, uint32_t flags) {
+                                   std::copy(stored.begin(), stored.end(),
+                                             pass.loaded.data() + m * floats_per_row);
+                                   pass.found[m] = flags;  // kOnDisk at least
+                                 });
 }
 
 Status LookAhead::InsertReadRows(Pass& pass) {
@@ -160,7 +161,7 @@ void LookAhead::InsertRowLocked(Pass& pass, size_t m, uint32_t stripe,
   if (is_new) {
     if (pass.found[m]) {
       std::copy_n(pass.loaded.data() + m * floats_per_row, floats_per_row, row);
-      StoreFlags(row + floats_per_row, kOnDisk);
+      StoreFlags(row + floats_per_row, pass.found[m]);
       table_.counters.Add(TableStat::kPrefetchedRows);
     } else {
       table_.new_rows.Init(key, row);

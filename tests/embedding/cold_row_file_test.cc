@@ -1,5 +1,6 @@
 // Tests for ColdRowFile: rows stored are found as stored, a partition forgotten is found no more,
-// a full bucket keeps the rows stored last, and the file leaves nothing on disk.
+// a full bucket keeps the rows stored last but never replaces a changed one, and the file leaves
+// nothing on disk.
 #include "embedding/cold_row_file.h"
 
 #include <gtest/gtest.h>
@@ -33,19 +34,20 @@ TEST(ColdRowFileTest, FindsWhatWasStoredLastAndNothingElse) {
   testing::TempDir dir;
   auto file = MakeFile(dir.path(), 1 << 20);
   ASSERT_NE(file, nullptr);
-  for (uint64_t key = 0; key < 500; ++key) file->Store(key % kPartitions, key, RowOf(key));
-  file->Store(3 % kPartitions, 3, RowOf(3, 0.5f));  // overwritten in place
+  for (uint64_t key = 0; key < 500; ++key) file->Store(key % kPartitions, key, RowOf(key), false);
+  file->Store(3 % kPartitions, 3, RowOf(3, 0.5f), false);  // overwritten in place
   std::vector<float> out(kFloats);
+  bool changed = false;
   for (uint64_t key = 0; key < 500; ++key) {
-    ASSERT_TRUE(file->Find(key % kPartitions, key, out.data())) << "key " << key;
+    ASSERT_TRUE(file->Find(key % kPartitions, key, out.data(), &changed)) << "key " << key;
     EXPECT_EQ(out, RowOf(key, key == 3 ? 0.5f : 0.0f)) << "key " << key;
   }
-  EXPECT_FALSE(file->Find(0, 500, out.data()));              // never stored
-  EXPECT_FALSE(file->Find(1, 8, out.data()));                // stored under partition 0
-  EXPECT_FALSE(file->Find(kPartitions, 8, out.data()));      // no such partition
-  file->Store(kPartitions, 8, RowOf(8, 1));                  // ignored
-  file->Store(0, 8, std::vector<float>(kFloats - 1, 1.0f));  // the wrong width: ignored
-  ASSERT_TRUE(file->Find(0, 8, out.data()));
+  EXPECT_FALSE(file->Find(0, 500, out.data(), &changed));           // never stored
+  EXPECT_FALSE(file->Find(1, 8, out.data(), &changed));             // stored under partition 0
+  EXPECT_FALSE(file->Find(kPartitions, 8, out.data(), &changed));   // no such partition
+  file->Store(kPartitions, 8, RowOf(8, 1), false);                  // ignored
+  file->Store(0, 8, std::vector<float>(kFloats - 1, 1.0f), false);  // the wrong width: ignored
+  ASSERT_TRUE(file->Find(0, 8, out.data(), &changed));
   EXPECT_EQ(out, RowOf(8));
 }
 
@@ -53,20 +55,21 @@ TEST(ColdRowFileTest, AForgottenPartitionIsFoundNoMoreUntilStoredAgain) {
   testing::TempDir dir;
   auto file = MakeFile(dir.path(), 1 << 20);
   ASSERT_NE(file, nullptr);
-  for (uint64_t key = 0; key < 64; ++key) file->Store(key % kPartitions, key, RowOf(key));
+  for (uint64_t key = 0; key < 64; ++key) file->Store(key % kPartitions, key, RowOf(key), false);
   file->ForgetPartition(2);
   std::vector<float> out(kFloats);
+  bool changed = false;
   for (uint64_t key = 0; key < 64; ++key) {
-    EXPECT_EQ(file->Find(key % kPartitions, key, out.data()), key % kPartitions != 2)
+    EXPECT_EQ(file->Find(key % kPartitions, key, out.data(), &changed), key % kPartitions != 2)
         << "key " << key;
   }
-  file->Store(2, 10, RowOf(10, 2));
-  ASSERT_TRUE(file->Find(2, 10, out.data()));
+  file->Store(2, 10, RowOf(10, 2), false);
+  ASSERT_TRUE(file->Find(2, 10, out.data(), &changed));
   EXPECT_EQ(out, RowOf(10, 2));
-  EXPECT_FALSE(file->Find(2, 18, out.data()));
+  EXPECT_FALSE(file->Find(2, 18, out.data(), &changed));
   for (uint32_t p = 0; p < kPartitions; ++p) file->ForgetPartition(p);
   for (uint64_t key = 0; key < 64; ++key) {
-    EXPECT_FALSE(file->Find(key % kPartitions, key, out.data())) << "key " << key;
+    EXPECT_FALSE(file->Find(key % kPartitions, key, out.data(), &changed)) << "key " << key;
   }
 }
 
@@ -77,23 +80,65 @@ TEST(ColdRowFileTest, AFullFileKeepsTheRowsStoredLast) {
   const uint64_t slots = file->slots();
   ASSERT_GE(slots, 4u);
   // Stale slots (a forgotten partition's) are taken before live ones.
-  file->Store(1, 1, RowOf(1));
+  file->Store(1, 1, RowOf(1), false);
   file->ForgetPartition(1);
-  for (uint64_t key = 100; key < 100 + slots; ++key) file->Store(0, key, RowOf(key));
+  for (uint64_t key = 100; key < 100 + slots; ++key) file->Store(0, key, RowOf(key), false);
   std::vector<float> out(kFloats);
+  bool changed = false;
   for (uint64_t key = 100; key < 100 + slots; ++key) {
-    EXPECT_TRUE(file->Find(0, key, out.data())) << "key " << key;
+    EXPECT_TRUE(file->Find(0, key, out.data(), &changed)) << "key " << key;
   }
   // Then each new row replaces the slots in turn: the last `slots` rows stored are all held.
-  for (uint64_t key = 1000; key < 1000 + 3 * slots + 1; ++key) file->Store(0, key, RowOf(key));
+  for (uint64_t key = 1000; key < 1000 + 3 * slots + 1; ++key)
+    file->Store(0, key, RowOf(key), false);
   uint64_t held = 0;
   for (uint64_t key = 1000 + 2 * slots + 1; key < 1000 + 3 * slots + 1; ++key) {
-    ASSERT_TRUE(file->Find(0, key, out.data())) << "key " << key;
+    ASSERT_TRUE(file->Find(0, key, out.data(), &changed)) << "key " << key;
     EXPECT_EQ(out, RowOf(key));
     ++held;
   }
   EXPECT_EQ(held, slots);
-  EXPECT_FALSE(file->Find(0, 100, out.data()));
+  EXPECT_FALSE(file->Find(0, 100, out.data(), &changed));
+}
+
+TEST(ColdRowFileTest, AChangedRowIsReplacedOnlyByItsOwnKeyOrForgotten) {
+  testing::TempDir dir;
+  auto file = MakeFile(dir.path(), 1);  // one bucket
+  ASSERT_NE(file, nullptr);
+  const uint64_t slots = file->slots();
+  std::vector<float> out(kFloats);
+  bool changed = false;
+  // Every slot but one changed: unchanged rows all go through the one slot left.
+  for (uint64_t key = 0; key + 1 < slots; ++key) ASSERT_TRUE(file->Store(0, key, RowOf(key), true));
+  for (uint64_t key = 100; key < 110; ++key) ASSERT_TRUE(file->Store(0, key, RowOf(key), false));
+  EXPECT_TRUE(file->Find(0, 109, out.data(), &changed));
+  EXPECT_FALSE(changed);
+  EXPECT_FALSE(file->HoldsChanged(0, 109));
+  EXPECT_FALSE(file->Find(0, 108, out.data(), &changed));
+  for (uint64_t key = 0; key + 1 < slots; ++key) {
+    ASSERT_TRUE(file->Find(0, key, out.data(), &changed)) << "key " << key;
+    EXPECT_TRUE(changed);
+    EXPECT_TRUE(file->HoldsChanged(0, key));
+    EXPECT_EQ(out, RowOf(key));
+  }
+  // The last slot changed too: a new key is refused, a held one is stored in place either way.
+  ASSERT_TRUE(file->Store(0, 109, RowOf(109, 1), true));
+  EXPECT_FALSE(file->Store(0, 200, RowOf(200), false));
+  EXPECT_FALSE(file->Store(0, 201, RowOf(201), true));
+  EXPECT_FALSE(file->Find(0, 200, out.data(), &changed));
+  ASSERT_TRUE(file->Store(0, 1, RowOf(1, 2), false));
+  ASSERT_TRUE(file->Find(0, 1, out.data(), &changed));
+  EXPECT_FALSE(changed);
+  EXPECT_EQ(out, RowOf(1, 2));
+  // Key 1's slot is unchanged now: the next new key takes it.
+  ASSERT_TRUE(file->Store(0, 202, RowOf(202), true));
+  EXPECT_FALSE(file->Find(0, 1, out.data(), &changed));
+  // A forgotten partition's changed rows are gone, and their slots free.
+  file->ForgetPartition(0);
+  EXPECT_FALSE(file->HoldsChanged(0, 0));
+  for (uint64_t key = 300; key < 300 + slots; ++key) {
+    ASSERT_TRUE(file->Store(1, key, RowOf(key), true)) << "key " << key;
+  }
 }
 
 TEST(ColdRowFileTest, ALargeFileHoldsRowsInEveryBucketOnceZeroedBehindCreate) {
@@ -102,17 +147,19 @@ TEST(ColdRowFileTest, ALargeFileHoldsRowsInEveryBucketOnceZeroedBehindCreate) {
   ASSERT_NE(file, nullptr);
   // Rows stored meanwhile land only in the chunks zeroed already; every one found is as stored.
   std::vector<float> out(kFloats);
-  for (uint64_t key = 0; key < 20000; ++key) file->Store(key % kPartitions, key, RowOf(key));
+  bool changed = false;
+  for (uint64_t key = 0; key < 20000; ++key) file->Store(key % kPartitions, key, RowOf(key), false);
   for (uint64_t key = 0; key < 20000; ++key) {
-    if (file->Find(key % kPartitions, key, out.data())) EXPECT_EQ(out, RowOf(key));
+    if (file->Find(key % kPartitions, key, out.data(), &changed)) EXPECT_EQ(out, RowOf(key));
   }
   for (int waited = 0; !file->ready() && waited < 600; ++waited) {
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
   ASSERT_TRUE(file->ready());
-  for (uint64_t key = 0; key < 20000; ++key) file->Store(key % kPartitions, key, RowOf(key, 1));
+  for (uint64_t key = 0; key < 20000; ++key)
+    file->Store(key % kPartitions, key, RowOf(key, 1), false);
   for (uint64_t key = 0; key < 20000; ++key) {
-    ASSERT_TRUE(file->Find(key % kPartitions, key, out.data())) << "key " << key;
+    ASSERT_TRUE(file->Find(key % kPartitions, key, out.data(), &changed)) << "key " << key;
     EXPECT_EQ(out, RowOf(key, 1));
   }
 }

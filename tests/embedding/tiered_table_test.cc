@@ -135,7 +135,7 @@ TEST_P(TieredTableEquivalenceTest, HoldsWhatAnInMemoryTableHoldsAtTenTimesTheBud
   const std::optional<uint64_t> cold_file_bytes =
       cold_file == ColdFile::kNone    ? std::optional<uint64_t>(0)
       : cold_file == ColdFile::kSmall ? std::optional<uint64_t>(budget / 8)
-      : cold_file == ColdFile::kAmple ? std::optional<uint64_t>(16 * budget)
+      : cold_file == ColdFile::kAmple ? std::optional<uint64_t>(32 * budget)
                                       : std::nullopt;
   Tiered tiered(spec, dir.path(), budget, false, 0, 0, 0, cold_file_bytes);
   RunSameTraffic(*tiered.table, memory, 200);
@@ -144,7 +144,9 @@ TEST_P(TieredTableEquivalenceTest, HoldsWhatAnInMemoryTableHoldsAtTenTimesTheBud
   EXPECT_GT(memory.rows(), 10 * (budget / row_bytes));
   EXPECT_GT(stats.evictions, 0u);
   EXPECT_GT(stats.loaded, 0u);
-  if (cold_file == ColdFile::kNone) EXPECT_EQ(stats.cold_file_hits, 0u);
+  if (cold_file == ColdFile::kNone) EXPECT_EQ(stats.cold_file_hits + stats.kept_changed, 0u);
+  // Rows changed and evicted wait in the file, unless it has no room (a small one, mostly).
+  if (cold_file == ColdFile::kAmple) EXPECT_GT(stats.kept_changed, stats.writebacks);
   // Every row on disk went there through memory, so a file that can hold them all holds nearly
   // every row loaded (a full bucket aside).
   if (cold_file == ColdFile::kAmple) EXPECT_GT(stats.cold_file_hits, stats.loaded * 95 / 100);
@@ -206,6 +208,8 @@ TEST(TieredTableTest, LoggedPushesSurviveAKillAcrossRetiredLogSegments) {
                   /*log_segment_bytes=*/64 << 10);
     RunSameTraffic(*tiered.table, memory, 120);
     EXPECT_GT(tiered.table->tier_stats().evictions, 0u);
+    // Changed rows were evicted into the cold row file, so retiring relogged some from there.
+    EXPECT_GT(tiered.table->tier_stats().kept_changed, 0u);
     // Retiring runs beside the pushes: wait (bounded) until it has dropped a segment.
     for (int i = 0; i < 500 && tiered.store->push_log()->stats().segments_retired == 0; ++i) {
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
@@ -602,7 +606,7 @@ TEST_P(ExpiryTest, RowsNotUpdatedForTheTtlAreDeletedInMemoryAndOnDisk) {
   TableSpec spec = Spec(OptimizerKind::kSgd);
   spec.ttl_seconds = 100;
   uint32_t now = 1'000'000;
-  // A budget of 50 rows: most of the 400 below live on disk only.
+  // A budget of 50 rows: most of the 600 below live on disk only.
   const uint64_t budget = 50 * (spec.dim + 2) * sizeof(float);
   std::unique_ptr<Tiered> tiered;
   std::unique_ptr<EmbeddingTable> memory;
@@ -613,27 +617,40 @@ TEST_P(ExpiryTest, RowsNotUpdatedForTheTtlAreDeletedInMemoryAndOnDisk) {
   }
   EmbeddingTable& table = GetParam() ? *tiered->table : *memory;
   table.SetClockForTesting([&] { return now; });
-  std::vector<uint64_t> old_keys, new_keys;
+  // Old keys are updated once; renewed keys again later, when their rows are on disk: evicted
+  // changed, they wait in the cold row file, newer than RocksDB's versions.
+  std::vector<uint64_t> old_keys, new_keys, renewed_keys;
   for (uint64_t k = 0; k < 200; ++k) old_keys.push_back(k);
   for (uint64_t k = 200; k < 400; ++k) new_keys.push_back(k);
+  for (uint64_t k = 400; k < 600; ++k) renewed_keys.push_back(k);
   const std::vector<float> grads(200 * spec.dim, 1.0f);
   ASSERT_TRUE(table.Push(old_keys, grads).ok());
+  ASSERT_TRUE(table.Push(renewed_keys, grads).ok());
   now += 60;
   ASSERT_TRUE(table.Push(new_keys, grads).ok());
+  ASSERT_TRUE(table.Push(renewed_keys, grads).ok());
+  ASSERT_TRUE(table.Push(new_keys, grads).ok());  // the renewed rows leave memory
+  if (GetParam()) EXPECT_GT(table.tier_stats().kept_changed, 0u);
   std::vector<float> rows(200 * spec.dim);
   ASSERT_TRUE(table.Pull(old_keys, rows).ok());  // a pull is not an update
   EXPECT_EQ(*table.ExpireRows(), 0u);
-  now += 50;  // old keys: 110 s since their update; new keys: 50 s
+  now += 50;  // old keys: 110 s since their update; new and renewed keys: 50 s
   auto expired = table.ExpireRows();
   ASSERT_TRUE(expired.ok()) << expired.status().ToString();
   EXPECT_EQ(*expired, 200u);
   EXPECT_EQ(table.rows_expired(), 200u);
-  EXPECT_EQ(table.rows(), 200u);
+  EXPECT_EQ(table.rows(), 400u);
   std::map<uint64_t, std::vector<float>> rows_left = Dump(table);
-  ASSERT_EQ(rows_left.size(), 200u);
+  ASSERT_EQ(rows_left.size(), 400u);
   EXPECT_EQ(rows_left.begin()->first, 200u);
+  // A renewed key holds both updates.
+  std::vector<float> renewed(spec.dim), initial(spec.dim);
+  ASSERT_TRUE(table.Pull(std::vector<uint64_t>{450}, renewed).ok());
+  InitializeRow(spec, 450, initial);
+  EXPECT_EQ(rows_left.at(450).front(), renewed.front());
+  EXPECT_NEAR(renewed.front(), initial.front() - 2 * spec.optimizer.learning_rate, 1e-6);
   // An expired key starts again from its initial row.
-  std::vector<float> again(spec.dim), initial(spec.dim);
+  std::vector<float> again(spec.dim);
   ASSERT_TRUE(table.Pull(std::vector<uint64_t>{5}, again).ok());
   InitializeRow(spec, 5, initial);
   EXPECT_EQ(again, initial);
@@ -717,6 +734,36 @@ TEST_P(LookaheadTest, HintedRowsAreInMemoryWhenNeededAndNoValueChanges) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Hints, LookaheadTest, ::testing::Values(false, true));
+
+// Rows changed in the cold row file (newer than RocksDB) and prefetched stay changed in memory:
+// evicted unpushed, they are not taken for RocksDB's versions, and a flush writes them.
+TEST(LookaheadTest, PrefetchedRowsChangedInTheColdRowFileStayChanged) {
+  testing::TempDir dir;
+  const TableSpec spec = Spec(OptimizerKind::kAdagrad);
+  EmbeddingTable memory(spec, kPartitions);
+  std::vector<uint64_t> renewed(200), others(400);
+  std::iota(renewed.begin(), renewed.end(), 1);
+  std::iota(others.begin(), others.end(), 1000);
+  {
+    Tiered tiered(spec, dir.path(), 100 * RowBytes(memory), false, 0, 100 * RowBytes(memory));
+    // Pushed twice, with other rows between: the second push loads them from RocksDB, and the
+    // other rows' push evicts them changed into the file.
+    for (int round = 0; round < 2; ++round) {
+      SameRequest(*tiered.table, memory, renewed, round);
+      SameRequest(*tiered.table, memory, others, round);
+    }
+    ASSERT_GT(tiered.table->tier_stats().kept_changed, 0u);
+    const std::vector<uint64_t> hinted(renewed.begin(), renewed.begin() + 50);
+    ASSERT_TRUE(tiered.table->Prefetch(1, hinted, InOneMinute()).ok());
+    EXPECT_GT(tiered.table->prefetch_stats().prefetched_rows, 0u);
+    tiered.table->ReleaseHint(1);
+    std::vector<float> rows(others.size() * spec.dim);
+    ASSERT_TRUE(tiered.table->Pull(others, rows).ok());  // evicts the prefetched rows unpushed
+    ASSERT_TRUE(tiered.table->FlushDirtyRows().ok());
+  }
+  Tiered reopened(spec, dir.path(), 0);
+  EXPECT_EQ(Dump(*reopened.table), Dump(memory));
+}
 
 TEST(LookaheadTest, PinnedRowsSurviveEvictionPressureUntilReleased) {
   testing::TempDir dir;

@@ -1,0 +1,174 @@
+// DiskTier: its cold row file. Reading rows from it before RocksDB, keeping rows in it (unchanged
+// ones after a write to RocksDB, changed ones instead of one), and the changed rows' walks: for a
+// checkpoint, a write-back and the push log's relogging.
+#include <algorithm>
+#include <vector>
+
+#include "embedding/disk_tier.h"
+#include "embedding/tier_row_flags.h"
+
+namespace ember::embedding {
+namespace {
+
+// How many rows ahead the cold row file's buckets are prefetched.
+constexpr size_t kColdPrefetchDistance = 4;
+
+// Calls visit(i) for each i below n, the cold row file's bucket of key_of(i) prefetched
+// kColdPrefetchDistance calls ahead.
+template <typename KeyOf, typename Visit>
+void VisitPrefetchingBuckets(const ColdRowFile& file, size_t n, const KeyOf& key_of,
+                             const Visit& visit) {
+  for (size_t i = 0; i < std::min(n, kColdPrefetchDistance); ++i) file.Prefetch(key_of(i));
+  for (size_t i = 0; i < n; ++i) {
+    if (i + kColdPrefetchDistance < n) file.Prefetch(key_of(i + kColdPrefetchDistance));
+    visit(i);
+  }
+}
+
+// What a changed row of the file carries back into memory of the flags it was stored with.
+constexpr uint32_t kKeptFlags = kDirty | kOnDisk | kLogged | kLogSegmentBits;
+
+}  // namespace
+
+Status DiskTier::ReadStoredRows(std::span<const uint32_t> partitions,
+                                std::span<const uint64_t> keys, const StoredRowFound& found,
+                                bool keep) const {
+  const uint32_t floats_per_row = table_.floats_per_row;
+  if (cold_ == nullptr) {
+    return disk_.MultiGet(partitions, keys, [&](size_t i, std::span<const float> stored) {
+      found(i, stored, kOnDisk);
+    });
+  }
+  thread_local std::vector<float> row;                 // a row and its flags word
+  thread_local std::vector<uint32_t> rest_partitions;  // the keys the file does not hold
+  thread_local std::vector<uint64_t> rest_keys;
+  thread_local std::vector<size_t> rest_at;  // their indexes into `keys`
+  row.resize(floats_per_row + 1);
+  rest_partitions.clear();
+  rest_keys.clear();
+  rest_at.clear();
+  VisitPrefetchingBuckets(
+      *cold_, keys.size(), [&](size_t i) { return keys[i]; },
+      [&](size_t i) {
+        bool changed = false;
+        if (cold_->Find(partitions[i], keys[i], row.data(), &changed)) {
+          const uint32_t flags = changed ? LoadFlags(&row[floats_per_row]) & kKeptFlags : kOnDisk;
+          found(i, std::span<const float>(row.data(), floats_per_row), flags);
+          return;
+        }
+        rest_partitions.push_back(partitions[i]);
+        rest_keys.push_back(keys[i]);
+        rest_at.push_back(i);
+      });
+  cold_hits_.fetch_add(keys.size() - rest_keys.size(), std::memory_order_relaxed);
+  if (rest_keys.empty()) return Status::Ok();
+  return disk_.MultiGet(rest_partitions, rest_keys, [&](size_t r, std::span<const float> stored) {
+    if (keep) {
+      std::copy(stored.begin(), stored.end(), row.begin());
+      StoreFlags(&row[floats_per_row], kOnDisk);
+      cold_->Store(rest_partitions[r], rest_keys[r], row, /*changed=*/false);
+    }
+    found(rest_at[r], stored, kOnDisk);
+  });
+}
+
+void DiskTier::KeepCold(std::span<const ColdRow> rows) const {
+  if (cold_ == nullptr) return;
+  VisitPrefetchingBuckets(
+      *cold_, rows.size(), [&](size_t i) { return rows[i].key; },
+      [&](size_t i) {
+        cold_->Store(rows[i].partition, rows[i].key,
+                     std::span<const float>(rows[i].row, table_.floats_per_row + 1),
+                     /*changed=*/false);
+      });
+}
+
+bool DiskTier::KeepChangedColdLocked(uint32_t partition, uint64_t key, const float* row) {
+  if (cold_ == nullptr ||
+      !cold_->Store(partition, key, std::span<const float>(row, table_.floats_per_row + 1),
+                    /*changed=*/true)) {
+    return false;
+  }
+  ChangedColdKeys& changed = changed_cold_[partition];
+  changed.keys.push_back(key);
+  if (changed.keys.size() >= 2 * changed.pruned_size + 64) {
+    // Pruned of repeats and of rows no longer changed in the file, so that the list stays within
+    // a few times the changed rows.
+    std::sort(changed.keys.begin(), changed.keys.end());
+    changed.keys.erase(std::unique(changed.keys.begin(), changed.keys.end()), changed.keys.end());
+    std::erase_if(changed.keys, [&](uint64_t k) { return !cold_->HoldsChanged(partition, k); });
+    changed.pruned_size = changed.keys.size();
+  }
+  kept_changed_.fetch_add(1, std::memory_order_relaxed);
+  return true;
+}
+
+void DiskTier::ForEachChangedColdRowLocked(
+    uint32_t partition,
+    const std::function<void(uint64_t key, std::span<const float> row_and_flags)>& visit) const {
+  if (cold_ == nullptr || changed_cold_[partition].keys.empty()) return;
+  std::vector<uint64_t> keys = changed_cold_[partition].keys;
+  std::sort(keys.begin(), keys.end());
+  keys.erase(std::unique(keys.begin(), keys.end()), keys.end());
+  const RowStore& store = table_.rows.store(partition);
+  std::vector<float> row(table_.floats_per_row + 1);
+  for (uint64_t key : keys) {
+    // A row in memory is newer than the file's.
+    if (store.Find(key) != nullptr) continue;
+    bool changed = false;
+    if (cold_->Find(partition, key, row.data(), &changed) && changed) visit(key, row);
+  }
+}
+
+Status DiskTier::WriteBackChangedColdRowsLocked(uint32_t partition) {
+  if (cold_ == nullptr || changed_cold_[partition].keys.empty()) return Status::Ok();
+  const uint32_t floats_per_row = table_.floats_per_row;
+  RowWrites writes(disk_);
+  std::vector<uint64_t> keys;
+  std::vector<float> rows;  // each with its flags word
+  ForEachChangedColdRowLocked(partition, [&](uint64_t key, std::span<const float> row) {
+    writes.Put(partition, key, row.first(floats_per_row));
+    keys.push_back(key);
+    rows.insert(rows.end(), row.begin(), row.end());
+  });
+  if (!keys.empty()) {
+    RETURN_IF_ERROR(WaitForLoggedPushes(keys.size()));
+    RETURN_IF_ERROR(disk_.Write(writes).WithContext("writing back rows of the cold row file"));
+    for (size_t i = 0; i < keys.size(); ++i) {
+      const std::span<const float> row(rows.data() + i * (floats_per_row + 1), floats_per_row + 1);
+      cold_->Store(partition, keys[i], row, /*changed=*/false);
+    }
+    writebacks_.fetch_add(keys.size(), std::memory_order_relaxed);
+    table_.counters.Add(TableStat::kWritebackBytes,
+                        keys.size() * uint64_t{floats_per_row} * sizeof(float));
+  }
+  changed_cold_[partition] = ChangedColdKeys{};
+  return Status::Ok();
+}
+
+void DiskTier::RelogChangedColdRowsLocked(uint32_t partition, uint64_t through, uint64_t segment,
+                                          RowWrites& writes) {
+  const uint32_t floats_per_row = table_.floats_per_row;
+  std::vector<float> relogged(floats_per_row + 1);
+  ForEachChangedColdRowLocked(partition, [&](uint64_t key, std::span<const float> row) {
+    const uint32_t flags = LoadFlags(&row[floats_per_row]);
+    // Rows changed since a later segment began are logged there already.
+    if (!LoggedAtMost(flags, through)) return;
+    writes.Put(partition, key, row.first(floats_per_row));
+    std::copy(row.begin(), row.end(), relogged.begin());
+    StoreFlags(&relogged[floats_per_row], WithLogSegment(flags, segment));
+    cold_->Store(partition, key, relogged, /*changed=*/true);  // its own slot: always stored
+  });
+}
+
+bool DiskTier::AnyChangedColdRow() const {
+  if (cold_ == nullptr) return false;
+  for (uint32_t p = 0; p < changed_cold_.size(); ++p) {
+    for (uint64_t key : changed_cold_[p].keys) {
+      if (cold_->HoldsChanged(p, key)) return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace ember::embedding
