@@ -239,19 +239,21 @@ Status RunLookaheadPairs(const TierBenchOptions& config, TierReplay& replay,
     run.reads_per_key = (stats.loaded - stats_before.loaded + run.prefetched_rows) / keys;
     run.writebacks_per_key = (stats.writebacks - stats_before.writebacks) / keys;
     run.cold_file_reads_per_key = (stats.cold_file_hits - stats_before.cold_file_hits) / keys;
+    run.kept_changed_per_key = (stats.kept_changed - stats_before.kept_changed) / keys;
     progress(PhaseLine(
         StringPrintf("pull+push, tiered, %s, look-ahead %u", durability.c_str(), lookahead).c_str(),
         run.pair));
     progress(StringPrintf(
         "  tiered/in memory, look-ahead %u: pull+push pair %.3f (its pulls %.3f, its pushes "
         "%.3f), CPU per key %.2fx; hit rate %.3f, %llu rows prefetched; %.3f rows read per key, "
-        "%.3f of them from the cold row file",
+        "%.3f of them from the cold row file; %.3f written back to RocksDB per key, %.3f kept "
+        "changed in the cold row file",
         lookahead, TierRatio(run.pair.keys_per_second, report->memory_pair.keys_per_second),
         TierRatio(run.pair.pull_keys_per_second, report->memory_pair.pull_keys_per_second),
         TierRatio(run.pair.push_keys_per_second, report->memory_pair.push_keys_per_second),
         TierRatio(run.pair.cpu_ns_per_key, report->memory_pair.cpu_ns_per_key), run.hit_rate,
         static_cast<unsigned long long>(run.prefetched_rows), run.reads_per_key,
-        run.cold_file_reads_per_key));
+        run.cold_file_reads_per_key, run.writebacks_per_key, run.kept_changed_per_key));
     report->tiered_pairs.push_back(run);
   }
   return Status::Ok();
@@ -273,15 +275,22 @@ Status ReportColdPath(const TierBenchOptions& config, embedding::RocksStore& sto
   progress(ColdPathLine(cold, file));
   const double memory_ns = report->memory_pair.cpu_ns_per_key;
   for (const TierBenchReport::LookaheadRun& run : report->tiered_pairs) {
-    const double reads = run.reads_per_key, writes = run.writebacks_per_key;
-    const double floor_ns = ColdPathFloorNs(memory_ns, reads, cold.read_us, writes, cold.write_us);
+    // Rows read from the cold row file, and changed rows kept there, at a plain file's costs; the
+    // others at RocksDB's.
+    const double file_reads = run.cold_file_reads_per_key, kept = run.kept_changed_per_key;
+    const double rocks_reads = std::max(0.0, run.reads_per_key - file_reads);
+    const double reads = file_reads + rocks_reads, writes = run.writebacks_per_key + kept;
+    const double floor_ns = ColdPathFloorNs(memory_ns, rocks_reads, cold.read_us,
+                                            run.writebacks_per_key, cold.write_us) +
+                            1e3 * (file_reads * file.read_us + kept * file.write_us);
     const double file_ns = ColdPathFloorNs(memory_ns, reads, file.read_us, writes, file.write_us);
     progress(StringPrintf(
-        "  look-ahead %u: %.3f rows read and %.3f written back per key cost at least %.0f ns of "
-        "CPU per key with memory's %.0f, %.2fx memory's: a pair ratio of at most %.3f where CPU "
-        "bounds it (measured %.3f at %.0f ns); over a plain file at least %.0f ns, at most %.3f",
-        run.lookahead, reads, writes, floor_ns, memory_ns, TierRatio(floor_ns, memory_ns),
-        TierRatio(memory_ns, floor_ns),
+        "  look-ahead %u: %.3f rows read and %.3f written back per key (%.3f and %.3f of them in "
+        "RocksDB) cost at least %.0f ns of CPU per key with memory's %.0f, %.2fx memory's: a "
+        "pair ratio of at most %.3f where CPU bounds it (measured %.3f at %.0f ns); over a plain "
+        "file at least %.0f ns, at most %.3f",
+        run.lookahead, reads, writes, rocks_reads, run.writebacks_per_key, floor_ns, memory_ns,
+        TierRatio(floor_ns, memory_ns), TierRatio(memory_ns, floor_ns),
         TierRatio(run.pair.keys_per_second, report->memory_pair.keys_per_second),
         run.pair.cpu_ns_per_key, file_ns, TierRatio(memory_ns, file_ns)));
   }

@@ -86,6 +86,7 @@ struct TierBenchReport {
     double reads_per_key = 0;
     double writebacks_per_key = 0;
     double cold_file_reads_per_key = 0;  // of reads_per_key, those from the cold row file
+    double kept_changed_per_key = 0;     // changed rows evicted into the cold row file, not RocksDB
   };
   std::vector<LookaheadRun> tiered_pairs;
   double hit_rate = 0;  // over the tiered pull and push phases

@@ -321,7 +321,8 @@ TEST(BenchTest, TierBenchPrintsEveryFigure) {
   for (const char* figure :
        {"pull, in memory", "push, in memory", "pull+push, in memory", "pull, tiered",
         "push, tiered, ack", "pull+push, tiered, ack", "tiered/in memory: pull", "hit rate",
-        "bytes per row", "the cold path alone", "written back per key cost at least",
+        "bytes per row", "the cold path alone", "of them in RocksDB) cost at least",
+        "kept changed in the cold row file",
         "a plain file of the rows in the page cache: a row read with pread",
         "over a plain file at least", "of them from the cold row file", "recovery after SIGKILL"}) {
     EXPECT_NE(out.find(figure), std::string::npos) << figure << "\n" << out;
