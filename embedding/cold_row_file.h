@@ -19,7 +19,8 @@
 // bulk. A chunk not zeroed yet holds no row (Find misses, Store refuses).
 //
 // What the rows mean is the tier's (disk_tier.h): an unchanged row is what RocksDB holds for its
-// key; a changed one is newer than RocksDB, and the push log holds its changes.
+// key; a changed one is newer than RocksDB (and, where the store keeps a push log, the log holds
+// its changes).
 //
 // Thread-safety: every method may be called from many threads; a bucket is read and written under
 // one of a fixed set of locks.
