@@ -179,6 +179,15 @@ bool ColdRowFile::Find(uint32_t partition, uint64_t key, float* out, bool* chang
   return true;
 }
 
+void ColdRowFile::MarkUnchanged(uint32_t partition, uint64_t key) {
+  if (partition >= num_partitions_) return;
+  const uint64_t bucket = BucketOf(key);
+  if (!Ready(bucket)) return;
+  std::lock_guard<std::mutex> lock(LockOf(bucket));
+  const uint32_t slot = SlotOf(bucket, partition, key);
+  if (slot != slots_per_bucket_) TagsOf(bucket)[slot].generation &= ~kChangedBit;
+}
+
 bool ColdRowFile::HoldsChanged(uint32_t partition, uint64_t key) const {
   if (partition >= num_partitions_) return false;
   const uint64_t bucket = BucketOf(key);

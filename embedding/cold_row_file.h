@@ -66,6 +66,8 @@ class ColdRowFile {
   // unchanged slot of its bucket; false (nothing stored) when the bucket holds only other keys'
   // changed rows, or is not zeroed yet.
   bool Store(uint32_t partition, uint64_t key, std::span<const float> row, bool changed);
+  // The row of (partition, key), if held, is unchanged from now on (its contents stay).
+  void MarkUnchanged(uint32_t partition, uint64_t key);
   // Every row of `partition` held so far, changed or not, is no longer found.
   void ForgetPartition(uint32_t partition);
 

@@ -28,6 +28,12 @@ void VisitPrefetchingBuckets(const ColdRowFile& file, size_t n, const KeyOf& key
 // What a changed row of the file carries back into memory of the flags it was stored with.
 constexpr uint32_t kKeptFlags = kDirty | kOnDisk | kLogged | kLogSegmentBits;
 
+// Sorts `keys` and drops repeats.
+void SortUnique(std::vector<uint64_t>& keys) {
+  std::sort(keys.begin(), keys.end());
+  keys.erase(std::unique(keys.begin(), keys.end()), keys.end());
+}
+
 }  // namespace
 
 Status DiskTier::ReadStoredRows(std::span<const uint32_t> partitions,
@@ -94,8 +100,7 @@ bool DiskTier::KeepChangedColdLocked(uint32_t partition, uint64_t key, const flo
   if (changed.keys.size() >= 2 * changed.pruned_size + 64) {
     // Pruned of repeats and of rows no longer changed in the file, so that the list stays within
     // a few times the changed rows.
-    std::sort(changed.keys.begin(), changed.keys.end());
-    changed.keys.erase(std::unique(changed.keys.begin(), changed.keys.end()), changed.keys.end());
+    SortUnique(changed.keys);
     std::erase_if(changed.keys, [&](uint64_t k) { return !cold_->HoldsChanged(partition, k); });
     changed.pruned_size = changed.keys.size();
   }
@@ -108,8 +113,7 @@ void DiskTier::ForEachChangedColdRowLocked(
     const std::function<void(uint64_t key, std::span<const float> row_and_flags)>& visit) const {
   if (cold_ == nullptr || changed_cold_[partition].keys.empty()) return;
   std::vector<uint64_t> keys = changed_cold_[partition].keys;
-  std::sort(keys.begin(), keys.end());
-  keys.erase(std::unique(keys.begin(), keys.end()), keys.end());
+  SortUnique(keys);
   const RowStore& store = table_.rows.store(partition);
   std::vector<float> row(table_.floats_per_row + 1);
   for (uint64_t key : keys) {
@@ -125,19 +129,15 @@ Status DiskTier::WriteBackChangedColdRowsLocked(uint32_t partition) {
   const uint32_t floats_per_row = table_.floats_per_row;
   RowWrites writes(disk_);
   std::vector<uint64_t> keys;
-  std::vector<float> rows;  // each with its flags word
   ForEachChangedColdRowLocked(partition, [&](uint64_t key, std::span<const float> row) {
     writes.Put(partition, key, row.first(floats_per_row));
     keys.push_back(key);
-    rows.insert(rows.end(), row.begin(), row.end());
   });
   if (!keys.empty()) {
     RETURN_IF_ERROR(WaitForLoggedPushes(keys.size()));
     RETURN_IF_ERROR(disk_.Write(writes).WithContext("writing back rows of the cold row file"));
-    for (size_t i = 0; i < keys.size(); ++i) {
-      const std::span<const float> row(rows.data() + i * (floats_per_row + 1), floats_per_row + 1);
-      cold_->Store(partition, keys[i], row, /*changed=*/false);
-    }
+    // Under the stripe lock, no one changed them meanwhile: the file's rows are RocksDB's now.
+    for (uint64_t key : keys) cold_->MarkUnchanged(partition, key);
     writebacks_.fetch_add(keys.size(), std::memory_order_relaxed);
     table_.counters.Add(TableStat::kWritebackBytes,
                         keys.size() * uint64_t{floats_per_row} * sizeof(float));

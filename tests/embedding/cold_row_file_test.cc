@@ -130,6 +130,12 @@ TEST(ColdRowFileTest, AChangedRowIsReplacedOnlyByItsOwnKeyOrForgotten) {
   ASSERT_TRUE(file->Find(0, 1, out.data(), &changed));
   EXPECT_FALSE(changed);
   EXPECT_EQ(out, RowOf(1, 2));
+  // Marked unchanged, a row stays as stored.
+  file->MarkUnchanged(0, 2);
+  ASSERT_TRUE(file->Find(0, 2, out.data(), &changed));
+  EXPECT_FALSE(changed);
+  EXPECT_EQ(out, RowOf(2));
+  EXPECT_TRUE(file->Store(0, 2, RowOf(2), true));  // changed again, for what follows
   // Key 1's slot is unchanged now: the next new key takes it.
   ASSERT_TRUE(file->Store(0, 202, RowOf(202), true));
   EXPECT_FALSE(file->Find(0, 1, out.data(), &changed));
