@@ -135,8 +135,8 @@ Status DiskTier::RecountRows() {
   return Status::Ok();
 }
 
-void DiskTier::AddResidentLocked(uint32_t partition, uint64_t key) {
-  clocks_[partition].Add(key);
+void DiskTier::AddResidentLocked(uint32_t partition, uint64_t key, float* row) {
+  clocks_[partition].Add(key, row);
   resident_.fetch_add(1, std::memory_order_relaxed);
   if (budget_ != nullptr) budget_->Charge(row_bytes_);
 }
@@ -180,7 +180,7 @@ Status DiskTier::Restore(uint32_t partition, uint64_t key, std::span<const float
       flags |= kOnDisk;
     else
       table_.row_count.fetch_add(1, std::memory_order_relaxed);
-    AddResidentLocked(partition, key);
+    AddResidentLocked(partition, key, stored);
   } else {
     flags |= LoadFlags(stored + table_.floats_per_row) & (kOnDisk | (~uint32_t{0} << 16));  // pins
   }
@@ -282,9 +282,7 @@ void DiskTier::ForgetErasedLocked(uint32_t partition, size_t erased) {
   if (erased == 0) return;
   ClockRing& ring = clocks_[partition];
   ring.Clear();
-  std::as_const(table_.rows.store(partition)).ForEach([&](uint64_t key, const float*) {
-    ring.Add(key);
-  });
+  table_.rows.store(partition).ForEach([&](uint64_t key, float* row) { ring.Add(key, row); });
 }
 
 Status DiskTier::ReadRows(std::span<const uint32_t> partitions, std::span<const uint64_t> keys,

@@ -25,6 +25,7 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <span>
@@ -132,7 +133,8 @@ class DiskTier {
   // the rows left.
   void ForgetErasedLocked(uint32_t partition, size_t erased);
 
-  // Reads the rows of `keys` (in `partitions`) from disk: found(i, row_and_state) for each found.
+  // Reads the rows of `keys` (in `partitions`) from disk: found(i, row_and_state) for each found,
+  // which copies the row and uses nothing of the tier (see ReadStoredRows).
   Status ReadRows(std::span<const uint32_t> partitions, std::span<const uint64_t> keys,
                   const std::function<void(size_t i, std::span<const float>)>& found) const;
   // A row read from disk, with the flags it carries into memory: kOnDisk, and for a changed row
@@ -171,12 +173,15 @@ class DiskTier {
   const HintPins& pins() const { return *pins_; }
   const TierTable& table() const { return table_; }
   bool OverBudget() const { return budget_ != nullptr && budget_->exceeded(); }
-  // Accounts for the row of `key` just inserted into `partition`'s store: its CLOCK slot, the
+  // Accounts for the `row` of `key` just inserted into `partition`'s store: its CLOCK slot, the
   // resident count and the budget.
-  void AddResidentLocked(uint32_t partition, uint64_t key);
+  void AddResidentLocked(uint32_t partition, uint64_t key, float* row);
   // Evicts rows of `partitions` while the budget is exceeded, at most `max_rows`, writing changed
   // ones back first.
   Status EvictWhileOverBudget(std::span<const uint32_t> partitions, size_t max_rows);
+  // Writes evicted rows back (`writes`), with the count records of the partitions that gained
+  // rows on disk (`new_durable`: how many, by partition), after the pushes logged before them.
+  Status WriteVictimsBack(RowWrites& writes, const std::map<uint32_t, uint64_t>& new_durable);
 
  private:
   // Victims an eviction chooses per row a request inserted, at most: a table far over its budget
@@ -231,7 +236,8 @@ class DiskTier {
 
   // ---- The cold row file (disk_tier_cold.cc) ----
   // Reads the rows of `keys` (in `partitions`): each from the cold row file when it holds it, the
-  // others with one MultiGet; found(i, row_and_state, flags) for each found. With `keep` (under
+  // others with one MultiGet; found(i, row_and_state, flags) for each found (for a row of the file,
+  // under a lock of the file: `found` copies the row and must not use the file). With `keep` (under
   // the stripe locks of `partitions`) the rows read from RocksDB are stored in the cold row file.
   Status ReadStoredRows(std::span<const uint32_t> partitions, std::span<const uint64_t> keys,
                         const StoredRowFound& found, bool keep) const;
@@ -243,9 +249,10 @@ class DiskTier {
     float* row;  // read only (with its flags word); the flusher marks the rows it kept
   };
   void KeepCold(std::span<const ColdRow> rows) const;
-  // Stores the changed `row` (with its flags word) of `partition` in the cold row file instead of
-  // RocksDB; false when the file has no room for it.
-  bool KeepChangedColdLocked(uint32_t partition, uint64_t key, const float* row);
+  // Stores the changed `rows` (with their flags words) in the cold row file instead of RocksDB;
+  // refused(i) for each row the file has no room for.
+  void KeepChangedColdLocked(std::span<const ColdRow> rows,
+                             const std::function<void(size_t i)>& refused);
   // Calls visit(key, row_and_flags) for each changed row of `partition` in the cold row file and
   // not in memory, each once.
   void ForEachChangedColdRowLocked(

@@ -10,21 +10,6 @@
 namespace ember::embedding {
 namespace {
 
-// How many rows ahead the cold row file's buckets are prefetched.
-constexpr size_t kColdPrefetchDistance = 4;
-
-// Calls visit(i) for each i below n, the cold row file's bucket of key_of(i) prefetched
-// kColdPrefetchDistance calls ahead.
-template <typename KeyOf, typename Visit>
-void VisitPrefetchingBuckets(const ColdRowFile& file, size_t n, const KeyOf& key_of,
-                             const Visit& visit) {
-  for (size_t i = 0; i < std::min(n, kColdPrefetchDistance); ++i) file.Prefetch(key_of(i));
-  for (size_t i = 0; i < n; ++i) {
-    if (i + kColdPrefetchDistance < n) file.Prefetch(key_of(i + kColdPrefetchDistance));
-    visit(i);
-  }
-}
-
 // What a changed row of the file carries back into memory of the flags it was stored with.
 constexpr uint32_t kKeptFlags = kDirty | kOnDisk | kLogged | kLogSegmentBits;
 
@@ -53,15 +38,13 @@ Status DiskTier::ReadStoredRows(std::span<const uint32_t> partitions,
   rest_partitions.clear();
   rest_keys.clear();
   rest_at.clear();
-  VisitPrefetchingBuckets(
-      *cold_, keys.size(), [&](size_t i) { return keys[i]; },
+  cold_->FindEach(
+      partitions, keys,
+      [&](size_t i, const float* stored, bool changed) {
+        const uint32_t flags = changed ? LoadFlags(stored + floats_per_row) & kKeptFlags : kOnDisk;
+        found(i, std::span<const float>(stored, floats_per_row), flags);
+      },
       [&](size_t i) {
-        bool changed = false;
-        if (cold_->Find(partitions[i], keys[i], row.data(), &changed)) {
-          const uint32_t flags = changed ? LoadFlags(&row[floats_per_row]) & kKeptFlags : kOnDisk;
-          found(i, std::span<const float>(row.data(), floats_per_row), flags);
-          return;
-        }
         rest_partitions.push_back(partitions[i]);
         rest_keys.push_back(keys[i]);
         rest_at.push_back(i);
@@ -78,34 +61,52 @@ Status DiskTier::ReadStoredRows(std::span<const uint32_t> partitions,
   });
 }
 
-void DiskTier::KeepCold(std::span<const ColdRow> rows) const {
-  if (cold_ == nullptr) return;
-  VisitPrefetchingBuckets(
-      *cold_, rows.size(), [&](size_t i) { return rows[i].key; },
-      [&](size_t i) {
-        cold_->Store(rows[i].partition, rows[i].key,
-                     std::span<const float>(rows[i].row, table_.floats_per_row + 1),
-                     /*changed=*/false);
-      });
+namespace {
+
+// The rows (the tier's ColdRows) to store in the cold row file.
+template <typename ColdRows>
+std::span<const ColdRowFile::RowToStore> RowsToStore(const ColdRows& rows) {
+  thread_local std::vector<ColdRowFile::RowToStore> to_store;
+  to_store.clear();
+  for (const auto& row : rows) to_store.push_back({row.partition, row.key, row.row});
+  return to_store;
 }
 
-bool DiskTier::KeepChangedColdLocked(uint32_t partition, uint64_t key, const float* row) {
-  if (cold_ == nullptr ||
-      !cold_->Store(partition, key, std::span<const float>(row, table_.floats_per_row + 1),
-                    /*changed=*/true)) {
-    return false;
+}  // namespace
+
+void DiskTier::KeepCold(std::span<const ColdRow> rows) const {
+  if (cold_ == nullptr) return;
+  cold_->StoreEach(RowsToStore(rows), /*changed=*/false, nullptr);
+}
+
+void DiskTier::KeepChangedColdLocked(std::span<const ColdRow> rows,
+                                     const std::function<void(size_t i)>& refused) {
+  if (cold_ == nullptr) {
+    for (size_t i = 0; i < rows.size(); ++i) refused(i);
+    return;
   }
-  ChangedColdKeys& changed = changed_cold_[partition];
-  changed.keys.push_back(key);
-  if (changed.keys.size() >= 2 * changed.pruned_size + 64) {
-    // Pruned of repeats and of rows no longer changed in the file, so that the list stays within
-    // a few times the changed rows.
-    SortUnique(changed.keys);
-    std::erase_if(changed.keys, [&](uint64_t k) { return !cold_->HoldsChanged(partition, k); });
-    changed.pruned_size = changed.keys.size();
+  thread_local std::vector<bool> stored;
+  stored.assign(rows.size(), true);
+  cold_->StoreEach(RowsToStore(rows), /*changed=*/true, [&](size_t i) { stored[i] = false; });
+  size_t kept = 0;
+  for (size_t i = 0; i < rows.size(); ++i) {
+    if (!stored[i]) {
+      refused(i);
+      continue;
+    }
+    ++kept;
+    const uint32_t partition = rows[i].partition;
+    ChangedColdKeys& changed = changed_cold_[partition];
+    changed.keys.push_back(rows[i].key);
+    if (changed.keys.size() >= 2 * changed.pruned_size + 64) {
+      // Pruned of repeats and of rows no longer changed in the file, so that the list stays
+      // within a few times the changed rows.
+      SortUnique(changed.keys);
+      std::erase_if(changed.keys, [&](uint64_t k) { return !cold_->HoldsChanged(partition, k); });
+      changed.pruned_size = changed.keys.size();
+    }
   }
-  kept_changed_.fetch_add(1, std::memory_order_relaxed);
-  return true;
+  kept_changed_.fetch_add(kept, std::memory_order_relaxed);
 }
 
 void DiskTier::ForEachChangedColdRowLocked(

@@ -5,7 +5,6 @@
 #include <mutex>
 #include <string>
 
-#include "common/check.h"
 #include "embedding/disk_tier.h"
 #include "embedding/tier_row_flags.h"
 
@@ -14,16 +13,18 @@ namespace {
 
 // Re-logging a table's changed rows waits for what it appended after about this many bytes.
 constexpr uint64_t kRelogBytesPerWait = uint64_t{1} << 20;
+// How many slots ahead of the CLOCK hand a row's flags word is brought into the cache.
+constexpr size_t kClockPrefetchDistance = 4;
 
 }  // namespace
 
 std::optional<DiskTier::ChosenVictim> DiskTier::ChooseVictimLocked(uint32_t partition) {
   ClockRing& ring = clocks_[partition];
-  RowStore& store = table_.rows.store(partition);
   // At most two sweeps: the first clears reference bits.
   for (size_t step = 0; step < 2 * ring.size(); ++step) {
-    float* row = store.Find(ring.KeyAtHand());
-    EMBER_CHECK(row != nullptr, "resident key", ring.KeyAtHand(), "has no row");
+    // The flags words the hand reaches next, a few slots ahead.
+    PrefetchRow(ring.RowAhead(kClockPrefetchDistance) + table_.floats_per_row, 1);
+    float* row = ring.RowAtHand();
     float* flags_word = row + table_.floats_per_row;
     const uint32_t flags = LoadFlags(flags_word);
     if ((flags & kChosen) || PinCount(flags) > 0) {
@@ -55,6 +56,8 @@ Status DiskTier::EvictWhileOverBudget(std::span<const uint32_t> partitions, size
   // Every victim's row but those kept changed in the cold row file, valid until the first victim
   // is dropped: once RocksDB holds them, so does the file.
   std::vector<ColdRow> kept;
+  // Changed victims with a durable version: they may wait in the cold row file.
+  std::vector<ColdRow> kept_changed;
   RowWrites writes(disk_);
   // Victims written to disk for the first time, by partition: its count goes up with the write.
   std::map<uint32_t, uint64_t> new_durable;
@@ -75,23 +78,21 @@ Status DiskTier::EvictWhileOverBudget(std::span<const uint32_t> partitions, size
     }
     NoteRowWritten(partition, key);
     // A row whose count is durable already needs no count record: it may wait in the file.
-    if ((flags & kOnDisk) && KeepChangedColdLocked(partition, key, chosen->row)) continue;
+    if (flags & kOnDisk) {
+      kept_changed.push_back(ColdRow{partition, key, chosen->row});
+      continue;
+    }
     writes.Put(partition, key, std::span<const float>(chosen->row, floats_per_row));
-    if (!(flags & kOnDisk)) ++new_durable[partition];
+    ++new_durable[partition];
     kept.push_back(ColdRow{partition, key, chosen->row});
   }
+  KeepChangedColdLocked(kept_changed, [&](size_t i) {
+    const ColdRow& refused = kept_changed[i];
+    writes.Put(refused.partition, refused.key, std::span<const float>(refused.row, floats_per_row));
+    kept.push_back(refused);
+  });
   const size_t written = writes.size();
-  for (const auto& [partition, added] : new_durable) {
-    AddCountRecord(writes, partition, durable_rows_[partition] + added);
-  }
-  Status status = WaitForLoggedPushes(written);
-  if (status.ok() && written > 0) {
-    // A count the push log holds too is logged again, so that a replay ends with this one.
-    if (PushLog* log = disk_.push_log(); log != nullptr && !new_durable.empty()) {
-      status = log->WaitDurable(writes.AppendToLog(*log, PushLog::Origin::kRelog));
-    }
-    if (status.ok()) status = disk_.Write(writes);
-  }
+  const Status status = WriteVictimsBack(writes, new_durable);
   if (!status.ok()) {
     // Keep every victim in memory, still changed, for a later eviction to retry (those kept in
     // the cold row file too: memory's copy is the same).
@@ -120,6 +121,21 @@ Status DiskTier::EvictWhileOverBudget(std::span<const uint32_t> partitions, size
   table_.counters.Add(TableStat::kWritebackBytes,
                       written * uint64_t{floats_per_row} * sizeof(float));
   return Status::Ok();
+}
+
+Status DiskTier::WriteVictimsBack(RowWrites& writes,
+                                  const std::map<uint32_t, uint64_t>& new_durable) {
+  const size_t written = writes.size();
+  for (const auto& [partition, added] : new_durable) {
+    AddCountRecord(writes, partition, durable_rows_[partition] + added);
+  }
+  RETURN_IF_ERROR(WaitForLoggedPushes(written));
+  if (written == 0) return Status::Ok();
+  // A count the push log holds too is logged again, so that a replay ends with this one.
+  if (PushLog* log = disk_.push_log(); log != nullptr && !new_durable.empty()) {
+    RETURN_IF_ERROR(log->WaitDurable(writes.AppendToLog(*log, PushLog::Origin::kRelog)));
+  }
+  return disk_.Write(writes);
 }
 
 Status DiskTier::FlushDirtyRows() {

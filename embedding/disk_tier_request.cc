@@ -102,7 +102,7 @@ Result<size_t> DiskTier::LoadMissesLocked(std::span<const uint64_t> keys, Reques
       table_.changes.Note(partition, key);
     }
     StoreFlags(row + floats_per_row, flags);
-    AddResidentLocked(partition, key);
+    AddResidentLocked(partition, key, row);
   }
   return inserted;
 }

@@ -170,7 +170,7 @@ void LookAhead::InsertRowLocked(Pass& pass, size_t m, uint32_t stripe,
       table_.changes.Note(partition, key);
       table_.counters.Add(TableStat::kCreatedAhead);
     }
-    tier_.AddResidentLocked(partition, key);
+    tier_.AddResidentLocked(partition, key, row);
     touched.push_back(partition);
   }
   if (pins.Pin(row + floats_per_row)) {

@@ -310,6 +310,7 @@ Result<uint64_t> RocksStore::ReplayPushLog(const std::string& dir,
   // The replayed rows, written without RocksDB's log, must be in files before the segments go.
   RETURN_IF_ERROR(Flush());
   RETURN_IF_ERROR(PushLog::RemoveSegments(dir));
+  replayed_log_writes_ = folder.entries();
   spdlog::info("push log of '{}': {} records replayed, {} writes folded into {}, in {:.2f} s",
                path_, replayed, folder.entries(), folder.written(),
                std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());

@@ -170,6 +170,8 @@ class RocksStore {
   Status Flush();
   // The push log (with RocksStoreOptions::log_pushes), else null.
   PushLog* push_log() const { return push_log_.get(); }
+  // The writes of rows and records that Open replayed from a push log left behind (0: none).
+  uint64_t replayed_log_writes() const { return replayed_log_writes_; }
 
   // Visits the records whose key starts with `prefix`, in key order.
   Status ForEachRecord(std::string_view prefix,
@@ -193,6 +195,7 @@ class RocksStore {
 
   std::string path_;
   bool sync_log_ = false;
+  uint64_t replayed_log_writes_ = 0;
   std::unique_ptr<rocksdb::DB> db_;
   std::vector<rocksdb::ColumnFamilyHandle*> handles_;  // owned: destroyed before db_
   std::map<std::string, std::unique_ptr<RocksTable>, std::less<>> tables_;

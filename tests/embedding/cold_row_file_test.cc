@@ -1,6 +1,6 @@
 // Tests for ColdRowFile: rows stored are found as stored, a partition forgotten is found no more,
-// a full bucket keeps the rows stored last but never replaces a changed one, and the file leaves
-// nothing on disk.
+// a full bucket keeps the rows stored last but never replaces a changed one, batches find and
+// store as single calls do, and the file leaves nothing on disk.
 #include "embedding/cold_row_file.h"
 
 #include <gtest/gtest.h>
@@ -145,6 +145,59 @@ TEST(ColdRowFileTest, AChangedRowIsReplacedOnlyByItsOwnKeyOrForgotten) {
   for (uint64_t key = 300; key < 300 + slots; ++key) {
     ASSERT_TRUE(file->Store(1, key, RowOf(key), true)) << "key " << key;
   }
+}
+
+TEST(ColdRowFileTest, RowsStoredAndFoundInBatchesAreEachKeysOwn) {
+  testing::TempDir dir;
+  auto file = MakeFile(dir.path(), 1);  // one bucket: every key's hint is beside every other's
+  ASSERT_NE(file, nullptr);
+  const uint64_t slots = file->slots();
+  // Round after round a bucket's worth of new keys replaces the last: among thousands of keys in
+  // one bucket, some share a fingerprint, and each must still find only its own row.
+  for (uint64_t round = 0; round < 60; ++round) {
+    std::vector<std::vector<float>> rows;
+    std::vector<ColdRowFile::RowToStore> to_store;
+    std::vector<uint32_t> partitions;
+    std::vector<uint64_t> keys;
+    for (uint64_t key = round * slots; key < (round + 1) * slots; ++key) {
+      rows.push_back(RowOf(key, static_cast<float>(round)));
+    }
+    for (uint64_t key = round * slots; key < (round + 1) * slots; ++key) {
+      to_store.push_back(
+          {static_cast<uint32_t>(key % kPartitions), key, rows[key - round * slots].data()});
+    }
+    size_t refused = 0;
+    file->StoreEach(to_store, /*changed=*/false, [&](size_t) { ++refused; });
+    EXPECT_EQ(refused, 0u) << "round " << round;
+    // This round's keys, then the last round's (all replaced), then one under another partition.
+    const uint64_t first = round == 0 ? 0 : (round - 1) * slots;
+    for (uint64_t key = round * slots; key < (round + 1) * slots; ++key) keys.push_back(key);
+    for (uint64_t key = first; key < round * slots; ++key) keys.push_back(key);
+    keys.push_back(round * slots);
+    for (uint64_t key : keys) partitions.push_back(static_cast<uint32_t>(key % kPartitions));
+    partitions.back() = (partitions.back() + 1) % kPartitions;
+    size_t next = 0;
+    file->FindEach(
+        partitions, keys,
+        [&](size_t i, const float* row, bool changed) {
+          ASSERT_EQ(i, next++);
+          ASSERT_LT(i, slots) << "round " << round << ": key " << keys[i] << " found";
+          EXPECT_FALSE(changed);
+          EXPECT_EQ(std::vector<float>(row, row + kFloats), rows[i]) << "key " << keys[i];
+        },
+        [&](size_t i) {
+          ASSERT_EQ(i, next++);
+          EXPECT_GE(i, slots) << "round " << round << ": key " << keys[i] << " missed";
+        });
+    EXPECT_EQ(next, keys.size());
+  }
+  // A bucket of changed rows refuses each new key, and says which.
+  std::vector<float> row = RowOf(1);
+  std::vector<ColdRowFile::RowToStore> changed_rows;
+  for (uint64_t key = 0; key < slots + 3; ++key) changed_rows.push_back({0, key, row.data()});
+  std::vector<size_t> refused;
+  file->StoreEach(changed_rows, /*changed=*/true, [&](size_t i) { refused.push_back(i); });
+  EXPECT_EQ(refused, (std::vector<size_t>{slots, slots + 1, slots + 2}));
 }
 
 TEST(ColdRowFileTest, ALargeFileHoldsRowsInEveryBucketOnceZeroedBehindCreate) {
