@@ -389,15 +389,22 @@ Status MeasureRecovery(const TierBenchOptions& config, TierBenchReport* report,
   const auto start = Clock::now();
   ASSIGN_OR_RETURN(auto store, OpenStore(config));
   report->recovery_open_seconds = SecondsSince(start);
+  report->recovery_replayed_writes = store->replayed_log_writes();
   embedding::MemoryBudget budget(BudgetBytes(config));
   ASSIGN_OR_RETURN(auto tiered, OpenTiered(config, *store, &budget));
   report->recovery_seconds = SecondsSince(start);
   report->recovered_rows = tiered->rows();
   progress(
       StringPrintf("recovery after SIGKILL while pushing: %.2f s (RocksDB open with the replay "
-                   "of its log and the push log %.2f s, the rest opening the table of %llu rows)",
+                   "of its log and the push log %.2f s, the rest opening the table of %llu rows); "
+                   "%.2fM logged writes replayed, %.2f us of recovery each",
                    *report->recovery_seconds, report->recovery_open_seconds,
-                   static_cast<unsigned long long>(report->recovered_rows)));
+                   static_cast<unsigned long long>(report->recovered_rows),
+                   static_cast<double>(report->recovery_replayed_writes) / 1e6,
+                   report->recovery_replayed_writes == 0
+                       ? 0.0
+                       : *report->recovery_seconds * 1e6 /
+                             static_cast<double>(report->recovery_replayed_writes)));
   return Status::Ok();
 }
 

@@ -104,6 +104,9 @@ struct TierBenchReport {
   // RocksDB's open with the replay of its own log and of the push log, part of recovery_seconds.
   double recovery_open_seconds = 0;
   uint64_t recovered_rows = 0;
+  // The logged writes that recovery replayed: the pusher's pushes since the log last retired a
+  // segment, so recovery's time is compared per write across builds.
+  uint64_t recovery_replayed_writes = 0;
 };
 
 // InvalidArgument naming the first option out of its range.

@@ -324,7 +324,8 @@ TEST(BenchTest, TierBenchPrintsEveryFigure) {
         "bytes per row", "the cold path alone", "of them in RocksDB) cost at least",
         "kept changed in the cold row file",
         "a plain file of the rows in the page cache: a row read with pread",
-        "over a plain file at least", "of them from the cold row file", "recovery after SIGKILL"}) {
+        "over a plain file at least", "of them from the cold row file", "recovery after SIGKILL",
+        "logged writes replayed"}) {
     EXPECT_NE(out.find(figure), std::string::npos) << figure << "\n" << out;
   }
   ChildProcess again({EMBER_BINARY, "bench-tier", "--data-dir", dir.path() + "/tier"}, log);
