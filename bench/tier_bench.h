@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/tier_cold_file.h"
 #include "bench/tier_cold_path.h"
 #include "bench/tier_file_path.h"
 #include "common/status.h"
@@ -93,6 +94,7 @@ struct TierBenchReport {
   uint64_t evictions = 0, writebacks = 0, resident_rows = 0;
   ColdPathFigures cold_path;  // measured on the tiered table's store after its phases
   FilePathFigures file_path;  // a plain file of as many rows, in the same directory
+  ColdFileFigures cold_file;  // a cold row file as the tiered table's, in the same directory
 
   // On disk after the tiered phases, against a row with its optimizer state.
   uint64_t disk_bytes = 0;
