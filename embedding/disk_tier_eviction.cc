@@ -51,6 +51,7 @@ Status DiskTier::EvictWhileOverBudget(std::span<const uint32_t> partitions, size
     uint32_t partition;
     size_t slot;
     uint64_t key;
+    float* row;
   };
   std::vector<Victim> victims;
   // Every victim's row but those kept changed in the cold row file, valid until the first victim
@@ -70,7 +71,7 @@ Status DiskTier::EvictWhileOverBudget(std::span<const uint32_t> partitions, size
     if (!chosen) continue;
     const uint64_t key = clocks_[partition].KeyAt(chosen->slot);
     const uint32_t flags = LoadFlags(chosen->row + floats_per_row);
-    victims.push_back(Victim{partition, chosen->slot, key});
+    victims.push_back(Victim{partition, chosen->slot, key, chosen->row});
     chosen_bytes += row_bytes_;
     if (!(flags & kDirty)) {
       kept.push_back(ColdRow{partition, key, chosen->row});
@@ -97,7 +98,7 @@ Status DiskTier::EvictWhileOverBudget(std::span<const uint32_t> partitions, size
     // Keep every victim in memory, still changed, for a later eviction to retry (those kept in
     // the cold row file too: memory's copy is the same).
     for (const Victim& victim : victims) {
-      float* flags = table_.rows.store(victim.partition).Find(victim.key) + floats_per_row;
+      float* flags = victim.row + floats_per_row;
       StoreFlags(flags, LoadFlags(flags) & ~uint32_t{kChosen});
     }
     return status.WithContext("writing back evicted rows");
