@@ -218,12 +218,27 @@ void ReportPushLog(const TierBenchOptions& config, const TierBenchReport& report
           std::max<uint64_t>(1, log_after.bytes - log_before.bytes)));
 }
 
+// With a push log, what it wrote in a pair run, and the bound its write rate sets: every key a
+// pair pushes is logged, so the pair moves at most (write rate / bytes logged per key) keys/s.
+void ReportPairLog(const TierBenchReport::LookaheadRun& run, double memory_keys_per_second,
+                   uint64_t writes, double write_mb, const Progress& progress) {
+  if (writes == 0 || run.log_mb_per_second <= 0) return;
+  const double bound_keys_per_second = run.log_mb_per_second * 1e6 / run.log_bytes_per_key;
+  progress(StringPrintf(
+      "  push log, look-ahead %u: %llu group writes of %.2f MB, written at %.0f MB/s; %.0f bytes "
+      "logged per key: at most %.2fM keys/s, a pair ratio of at most %.3f at that write rate",
+      run.lookahead, static_cast<unsigned long long>(writes), write_mb / writes,
+      run.log_mb_per_second, run.log_bytes_per_key, bound_keys_per_second / 1e6,
+      TierRatio(bound_keys_per_second, memory_keys_per_second)));
+}
+
 // The training-shaped pull+push pair on the tiered table, once per look-ahead depth.
 Status RunLookaheadPairs(const TierBenchOptions& config, TierReplay& replay,
-                         embedding::EmbeddingTable& tiered, TierBenchReport* report,
-                         const Progress& progress) {
+                         embedding::EmbeddingTable& tiered, const embedding::PushLog* log,
+                         TierBenchReport* report, const Progress& progress) {
   const std::string durability = DurabilityName(config.durability);
   for (uint32_t lookahead : config.lookaheads) {
+    const embedding::PushLog::Stats log_before = log ? log->stats() : embedding::PushLog::Stats{};
     const embedding::TierStats stats_before = tiered.tier_stats();
     const uint64_t prefetched_before = tiered.prefetch_stats().prefetched_rows;
     TierBenchReport::LookaheadRun run;
@@ -240,6 +255,11 @@ Status RunLookaheadPairs(const TierBenchOptions& config, TierReplay& replay,
     run.writebacks_per_key = (stats.writebacks - stats_before.writebacks) / keys;
     run.cold_file_reads_per_key = (stats.cold_file_hits - stats_before.cold_file_hits) / keys;
     run.kept_changed_per_key = (stats.kept_changed - stats_before.kept_changed) / keys;
+    const embedding::PushLog::Stats log_after = log ? log->stats() : embedding::PushLog::Stats{};
+    const double log_mb = (log_after.bytes - log_before.bytes) / 1e6;
+    const double log_seconds = log_after.write_seconds - log_before.write_seconds;
+    run.log_bytes_per_key = log_mb * 1e6 / keys;
+    run.log_mb_per_second = log_seconds > 0 ? log_mb / log_seconds : 0;
     progress(PhaseLine(
         StringPrintf("pull+push, tiered, %s, look-ahead %u", durability.c_str(), lookahead).c_str(),
         run.pair));
@@ -254,6 +274,8 @@ Status RunLookaheadPairs(const TierBenchOptions& config, TierReplay& replay,
         TierRatio(run.pair.cpu_ns_per_key, report->memory_pair.cpu_ns_per_key), run.hit_rate,
         static_cast<unsigned long long>(run.prefetched_rows), run.reads_per_key,
         run.cold_file_reads_per_key, run.writebacks_per_key, run.kept_changed_per_key));
+    ReportPairLog(run, report->memory_pair.keys_per_second, log_after.writes - log_before.writes,
+                  log_mb, progress);
     report->tiered_pairs.push_back(run);
   }
   return Status::Ok();
@@ -364,7 +386,7 @@ Status MeasureTiered(const TierBenchOptions& config, const TierRequests& request
       TierRatio(report->tiered_pull.cpu_ns_per_key, report->memory_pull.cpu_ns_per_key),
       TierRatio(report->tiered_push.cpu_ns_per_key, report->memory_push.cpu_ns_per_key)));
   ReportPushLog(config, *report, log_before, log_after, progress);
-  RETURN_IF_ERROR(RunLookaheadPairs(config, replay, *tiered, report, progress));
+  RETURN_IF_ERROR(RunLookaheadPairs(config, replay, *tiered, log, report, progress));
   const double lookups =
       static_cast<double>(after.hits + after.misses - before.hits - before.misses);
   report->hit_rate = lookups > 0 ? (after.hits - before.hits) / lookups : 0.0;

@@ -88,6 +88,10 @@ struct TierBenchReport {
     double writebacks_per_key = 0;
     double cold_file_reads_per_key = 0;  // of reads_per_key, those from the cold row file
     double kept_changed_per_key = 0;     // changed rows evicted into the cold row file, not RocksDB
+    // With a push log: bytes it wrote per key, and the rate of its group writes (bytes over the
+    // seconds spent writing them, MB/s); 0 without one.
+    double log_bytes_per_key = 0;
+    double log_mb_per_second = 0;
   };
   std::vector<LookaheadRun> tiered_pairs;
   double hit_rate = 0;  // over the tiered pull and push phases

@@ -325,7 +325,8 @@ TEST(BenchTest, TierBenchPrintsEveryFigure) {
         "kept changed in the cold row file",
         "a plain file of the rows in the page cache: a row read with pread",
         "over a plain file at least", "of them from the cold row file", "recovery after SIGKILL",
-        "logged writes replayed", "the cold row file alone: a row found in"}) {
+        "logged writes replayed", "the cold row file alone: a row found in",
+        "bytes logged per key: at most"}) {
     EXPECT_NE(out.find(figure), std::string::npos) << figure << "\n" << out;
   }
   ChildProcess again({EMBER_BINARY, "bench-tier", "--data-dir", dir.path() + "/tier"}, log);
