@@ -6,7 +6,8 @@
 //   kOwned       served
 //   kCopying     served, and its pushed keys are noted: a copy of it is on its way to the target
 //   kHandedOver  held: requests are answered "moving, retry" until the move is decided
-//   kIncoming    rows arriving from the source; not served until the move commits
+//   kIncoming    rows arriving from the source; not served until the move commits: answered
+//                "arriving, retry" (the commit may be decided, its answer late)
 //
 // CheckServed is the ownership check of a pull or push, given the partitions its table hashed
 // the keys to.
@@ -58,7 +59,8 @@ class PartitionOwnership {
   }
   // OK when every partition of a request's keys (partitions[i] of keys[i], of table `table`) is
   // served; otherwise FailedPrecondition naming the first key whose partition this server does
-  // not own (with the epoch), or Unavailable ("retry") when that partition is being handed over.
+  // not own (with the epoch), or Unavailable ("retry") when that partition is being handed over
+  // or is arriving here.
   Status CheckServed(std::string_view table, std::span<const uint64_t> keys,
                      std::span<const uint32_t> partitions) const {
     for (size_t i = 0; i < keys.size(); ++i) {

@@ -286,6 +286,13 @@ TEST(ShardServiceMovesTest, APartitionMovesInChunksOfBoundedSizeAndArrivesBitFor
   EXPECT_EQ(handover_chunks, 1);
   std::vector<float> moved(keys.size() * Spec().dim);
   ASSERT_TRUE(reference.Pull(keys, moved).ok());
+  // Arrived, not adopted yet: a pull is asked to retry (the commit's answer may be late), not
+  // told that the partition is elsewhere.
+  auto early =
+      wire::DecodeResponse((*target)->Handle(wire::EncodePull({1, 2}, "item", keys), Peer{}));
+  ASSERT_TRUE(early.ok());
+  EXPECT_EQ(early->status.code(), StatusCode::kUnavailable) << early->status.ToString();
+  EXPECT_NE(early->status.message().find("still arriving"), std::string::npos);
   (*target)->Adopt(partition, 2);
   auto response = wire::DecodeResponse((*target)->Handle(wire::EncodePull({1, 2}, "item", keys), Peer{}));
   ASSERT_TRUE(response.ok() && response->status.ok());
