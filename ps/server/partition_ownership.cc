@@ -7,15 +7,15 @@ namespace ember::ps {
 
 Status PartitionOwnership::NotServed(std::string_view table, uint64_t key,
                                      uint32_t partition) const {
-  if (state(partition) == PartitionState::kHandedOver) {
+  // A partition being handed over, or arriving here: the move is under way or decided, and the
+  // client may retry (one routed here has seen a commit whose answer to this server may be late,
+  // as when the scheduler restarted).
+  const PartitionState moving = state(partition);
+  if (moving == PartitionState::kHandedOver || moving == PartitionState::kIncoming) {
     return Unavailable("partition " + std::to_string(partition) + " of server " +
-                       std::to_string(server_) + " is being handed over; retry");
-  }
-  // Its rows are here and the move may have committed (a routing table naming this server is how
-  // a client got here) while the commit's answer is late, as when the scheduler restarted.
-  if (state(partition) == PartitionState::kIncoming) {
-    return Unavailable("partition " + std::to_string(partition) + " of server " +
-                       std::to_string(server_) + " is still arriving; retry");
+                       std::to_string(server_) +
+                       (moving == PartitionState::kHandedOver ? " is being handed over; retry"
+                                                              : " is still arriving; retry"));
   }
   return FailedPrecondition("key " + std::to_string(key) + " of table '" + std::string(table) +
                             "' is in partition " + std::to_string(partition) + ", which server " +
